@@ -1,0 +1,111 @@
+"""StreamsConfig: every knob of a streamlet application, named after Kafka Streams' configs.
+
+One typed object, validated when it is built, so a typo or an out-of-range value stops the app at
+start-up with a message that names the setting, instead of surfacing as odd behaviour hours later.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from streamlet.errors import ConfigError
+
+AT_LEAST_ONCE = "at_least_once"
+DESERIALIZATION_HANDLERS = ("fail", "log_and_continue", "dead_letter")
+
+
+def default_bootstrap_servers() -> str:
+    return os.environ.get("STREAMLET_BOOTSTRAP_SERVERS", "127.0.0.1:9092")
+
+
+def default_state_dir() -> str:
+    return os.path.join(tempfile.gettempdir(), "streamlet")
+
+
+@dataclass(frozen=True)
+class StreamsConfig:
+    """Application configuration. Field names are Kafka Streams' config names in snake_case."""
+
+    application_id: str
+    bootstrap_servers: str = field(default_factory=default_bootstrap_servers)
+    state_dir: str = field(default_factory=default_state_dir)
+    num_stream_threads: int = 1
+    num_standby_replicas: int = 0
+    max_warmup_replicas: int = 2
+    acceptable_recovery_lag: int = 10_000
+    # Kafka Streams enforces >= 60000; streamlet allows shorter intervals for tests and experiments.
+    probing_rebalance_interval_ms: int = 600_000
+    commit_interval_ms: int = 30_000
+    processing_guarantee: str = AT_LEAST_ONCE
+    task_assignor: str = "high_availability"
+    statestore_cache_max_bytes: int = 10 * 1024 * 1024
+    state_cleanup_delay_ms: int = 600_000
+    replication_factor: int = -1
+    application_server: str = ""
+    deserialization_exception_handler: str = "fail"
+    dead_letter_topic: str = ""
+    restore_chunk_records: int = 10_000
+    max_poll_records: int = 1_000
+    session_timeout_ms: int = 10_000
+    heartbeat_interval_ms: int = 3_000
+    rebalance_timeout_ms: int = 60_000
+    max_poll_interval_ms: int = 300_000
+
+    def __post_init__(self) -> None:
+        if not self.application_id or not isinstance(self.application_id, str):
+            raise ConfigError("application_id is required (a non-empty string, used as the consumer group id)")
+        for name in ("num_stream_threads", "max_warmup_replicas", "restore_chunk_records", "max_poll_records"):
+            _require_int(name, getattr(self, name), minimum=1)
+        for name in (
+            "num_standby_replicas",
+            "acceptable_recovery_lag",
+            "commit_interval_ms",
+            "statestore_cache_max_bytes",
+            "state_cleanup_delay_ms",
+        ):
+            _require_int(name, getattr(self, name), minimum=0)
+        _require_int("probing_rebalance_interval_ms", self.probing_rebalance_interval_ms, minimum=1_000)
+        if self.processing_guarantee != AT_LEAST_ONCE:
+            raise ConfigError(
+                f"processing_guarantee={self.processing_guarantee!r} is not supported; "
+                f"streamlet currently provides {AT_LEAST_ONCE!r}"
+            )
+        if self.deserialization_exception_handler not in DESERIALIZATION_HANDLERS:
+            raise ConfigError(
+                f"deserialization_exception_handler={self.deserialization_exception_handler!r}: "
+                f"expected one of {', '.join(DESERIALIZATION_HANDLERS)}"
+            )
+        if self.deserialization_exception_handler == "dead_letter" and not self.dead_letter_topic:
+            raise ConfigError("deserialization_exception_handler='dead_letter' needs dead_letter_topic")
+        if self.application_server and ":" not in self.application_server:
+            raise ConfigError(f"application_server={self.application_server!r}: expected 'host:port'")
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> StreamsConfig:
+        """Build from a dict (CLI, env, files). Accepts Kafka's dotted names too (`num.stream.threads`)."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        kwargs: dict[str, Any] = {}
+        for raw_key, value in values.items():
+            key = raw_key.replace(".", "_").replace("-", "_")
+            if key not in known:
+                hint = difflib.get_close_matches(key, sorted(known), n=1)
+                suffix = f" (did you mean {hint[0]!r}?)" if hint else ""
+                raise ConfigError(f"unknown config {raw_key!r}{suffix}")
+            kwargs[key] = value
+        return cls(**kwargs)
+
+    def replace(self, **changes: Any) -> StreamsConfig:
+        return dataclasses.replace(self, **changes)
+
+
+def _require_int(name: str, value: Any, *, minimum: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ConfigError(f"{name} must be an integer, got {value!r}")
+    if value < minimum:
+        raise ConfigError(f"{name} must be >= {minimum}, got {value}")

@@ -1,0 +1,41 @@
+"""Exceptions users can catch. Each message says what was wrong and what to do about it."""
+
+
+class StreamletError(Exception):
+    """Base class of every error streamlet raises on purpose."""
+
+
+class ConfigError(StreamletError):
+    """A configuration value is unknown, missing or out of range."""
+
+
+class TopologyError(StreamletError):
+    """The topology is malformed (e.g. co-partitioned topics with different partition counts)."""
+
+
+class MissingTopicError(StreamletError):
+    """A source topic the topology reads does not exist."""
+
+
+class SerializationError(StreamletError):
+    """A record could not be decoded or encoded by its serde."""
+
+
+class DeserializationFailure(StreamletError):
+    """Processing stopped because a record could not be decoded and the handler is `fail`."""
+
+
+class CheckpointError(StreamletError):
+    """A checkpoint file is malformed."""
+
+
+class StateStoreError(StreamletError):
+    """A state store could not be opened, or the state directory is locked by another client."""
+
+
+class TaskAssignmentError(StreamletError):
+    """A task assignor returned an invalid assignment or could not be loaded."""
+
+
+class BrokerError(StreamletError):
+    """The local Kafka broker could not be installed, started or stopped."""
