@@ -1,0 +1,18 @@
+# Sourced by scripts/test and scripts/demo: create .venv and install streamlet with the given extras.
+# Re-installs only when pyproject.toml changed since the last install.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${STREAMLET_VENV:-$ROOT/.venv}"
+EXTRAS="${1:-dev}"
+PY="${PYTHON:-python3}"
+"$PY" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "streamlet needs Python 3.11+")'
+if [ ! -x "$VENV/bin/python" ]; then
+  "$PY" -m venv "$VENV"
+fi
+STAMP="$VENV/.streamlet-installed-$EXTRAS"
+if [ ! -f "$STAMP" ] || [ "$ROOT/pyproject.toml" -nt "$STAMP" ]; then
+  "$VENV/bin/python" -m pip install -q --upgrade pip
+  "$VENV/bin/python" -m pip install -q -e "$ROOT[$EXTRAS]"
+  touch "$STAMP"
+fi
+export PATH="$VENV/bin:$PATH"

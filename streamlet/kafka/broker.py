@@ -1,0 +1,384 @@
+"""A real Apache Kafka broker (KRaft, one combined broker+controller) for development, tests and the demo.
+
+There is no Docker engine on the machines this project targets, so the broker comes from Maven Central:
+`mvn dependency:copy-dependencies` resolves the broker jars once into a cache outside the repository, and
+`java kafka.Kafka` runs them. An existing installation is used instead when `KAFKA_HOME` is set.
+
+The broker's state (pid, ports, data) lives in one directory, so `start`, `status` and `stop` can run
+from different processes and `stop` kills only the JVM this module started (checked by pid and command
+line), never another Kafka on the machine.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import time
+import uuid
+from dataclasses import asdict, dataclass
+from importlib import resources
+from pathlib import Path
+
+from streamlet.errors import BrokerError
+
+KAFKA_VERSION = "4.1.1"
+_MIN_JAVA = 17
+_STATE_FILE = "broker.json"
+
+
+def cache_root() -> Path:
+    """Where downloaded Kafka jars are kept (`STREAMLET_CACHE_DIR`, default `~/.cache/streamlet`)."""
+    return Path(os.environ.get("STREAMLET_CACHE_DIR", Path.home() / ".cache" / "streamlet"))
+
+
+def default_broker_dir() -> Path:
+    """Where `streamlet broker start` keeps its pid file and data (`STREAMLET_BROKER_DIR`)."""
+    return Path(os.environ.get("STREAMLET_BROKER_DIR", cache_root() / "broker"))
+
+
+# --------------------------------------------------------------------------------------------------------
+# Installation
+
+
+def check_java() -> str:
+    """Return the `java` executable, or raise with what to install."""
+    java = shutil.which("java")
+    if java is None:
+        raise BrokerError(
+            f"java not found: the local Kafka broker needs Java {_MIN_JAVA}+ "
+            "(e.g. `apt-get install openjdk-17-jre-headless`), or set STREAMLET_BOOTSTRAP_SERVERS "
+            "to use a running broker"
+        )
+    out = subprocess.run([java, "-version"], capture_output=True, text=True, check=False).stderr
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', out)
+    if match is None:
+        raise BrokerError(f"could not read the Java version from `java -version`: {out.strip()!r}")
+    major = int(match.group(1))
+    if major == 1 and match.group(2):  # "1.8" style
+        major = int(match.group(2))
+    if major < _MIN_JAVA:
+        raise BrokerError(f"Java {major} found at {java}; Kafka {KAFKA_VERSION} needs Java {_MIN_JAVA}+")
+    return java
+
+
+def kafka_libs(version: str = KAFKA_VERSION) -> Path:
+    """The directory of broker jars: `$KAFKA_HOME/libs`, or the Maven-resolved cache (downloading once)."""
+    kafka_home = os.environ.get("KAFKA_HOME")
+    if kafka_home:
+        libs = Path(kafka_home) / "libs"
+        if not any(libs.glob("kafka_*.jar")):
+            raise BrokerError(f"KAFKA_HOME={kafka_home} has no libs/kafka_*.jar; unset it or point it at a Kafka install")
+        return libs
+    target = cache_root() / f"kafka-{version}"
+    libs = target / "libs"
+    if (target / ".complete").exists():
+        return libs
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise BrokerError(
+            "mvn not found: Maven resolves the Kafka broker jars from Maven Central on first use "
+            "(e.g. `apt-get install maven`), or set KAFKA_HOME to an Apache Kafka installation"
+        )
+    target.mkdir(parents=True, exist_ok=True)
+    pom = target / "pom.xml"
+    pom.write_text(resources.files("streamlet.kafka").joinpath("broker-pom.xml").read_text())
+    partial = target / "libs.partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    cmd = [
+        mvn, "-q", "-B", "-f", str(pom), f"-Dkafka.version={version}",
+        "dependency:copy-dependencies", f"-DoutputDirectory={partial}", "-DincludeScope=runtime",
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0 or not any(partial.glob("kafka_*.jar")):
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+        raise BrokerError(
+            f"downloading Kafka {version} from Maven Central failed (exit {proc.returncode}). "
+            f"Check that Maven Central is reachable, or set KAFKA_HOME.\n{tail}"
+        )
+    shutil.rmtree(libs, ignore_errors=True)
+    partial.rename(libs)
+    (target / ".complete").write_text(version + "\n")
+    return libs
+
+
+# --------------------------------------------------------------------------------------------------------
+# Readiness: a hand-written MetadataRequest v1, so the check needs no event loop and no client library.
+
+
+def broker_answers(host: str, port: int, timeout: float = 2.0) -> bool:
+    """True when the broker at host:port answers a metadata request listing at least one broker."""
+    client_id = b"streamlet-probe"
+    body = struct.pack(">i", -1)  # v1: null topic array = all topics
+    header = struct.pack(">hhih", 3, 1, 7, len(client_id)) + client_id
+    request = header + body
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            sock.settimeout(timeout)
+            sock.sendall(struct.pack(">i", len(request)) + request)
+            size = struct.unpack(">i", _recv_exact(sock, 4))[0]
+            payload = _recv_exact(sock, size)
+    except (OSError, struct.error):
+        return False
+    correlation_id, broker_count = struct.unpack(">ii", payload[:8])
+    return correlation_id == 7 and broker_count > 0
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise OSError("connection closed")
+        buf += chunk
+    return bytes(buf)
+
+
+def _port_free(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def _free_port(host: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+# --------------------------------------------------------------------------------------------------------
+# The broker
+
+
+@dataclass
+class BrokerStatus:
+    """What `broker.json` records about a started broker."""
+
+    pid: int
+    host: str
+    port: int
+    controller_port: int
+    kafka_version: str
+    data_dir: str
+    log_file: str
+    started_at: float
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+class LocalBroker:
+    """One KRaft broker+controller on 127.0.0.1, owned through its directory.
+
+    Settings are those of a single-node test cluster: replication factor 1 for internal topics,
+    `group.initial.rebalance.delay.ms=0` (so consumer groups form at once), no topic auto-creation
+    (a missing topic is an error, as in production), and a heap fit for a 2-core machine.
+    """
+
+    def __init__(
+        self,
+        directory: Path | str | None = None,
+        *,
+        port: int | None = None,
+        host: str = "127.0.0.1",
+        kafka_version: str = KAFKA_VERSION,
+        heap: str = "512m",
+    ) -> None:
+        self.directory = Path(directory) if directory is not None else default_broker_dir()
+        self.host = host
+        self.requested_port = port
+        self.kafka_version = kafka_version
+        self.heap = heap
+
+    @property
+    def _state_file(self) -> Path:
+        return self.directory / _STATE_FILE
+
+    def status(self) -> BrokerStatus | None:
+        """The running broker started from this directory, or None (a stale pid file is removed)."""
+        try:
+            state = BrokerStatus(**json.loads(self._state_file.read_text()))
+        except (OSError, ValueError, TypeError):
+            return None
+        if not _is_our_broker(state.pid, state.data_dir):
+            self._state_file.unlink(missing_ok=True)
+            return None
+        return state
+
+    @property
+    def bootstrap_servers(self) -> str:
+        status = self.status()
+        if status is None:
+            raise BrokerError(f"no broker running from {self.directory}")
+        return status.bootstrap_servers
+
+    def start(self, timeout: float = 120.0) -> BrokerStatus:
+        """Start the broker (or return the running one) and wait until it answers metadata requests."""
+        running = self.status()
+        if running is not None:
+            return running
+        java = check_java()
+        libs = kafka_libs(self.kafka_version)
+        port = self.requested_port or _free_port(self.host)
+        if not _port_free(self.host, port):
+            raise BrokerError(f"port {port} on {self.host} is taken; choose another with --port or stop its owner")
+        controller_port = _free_port(self.host)
+        while controller_port == port:
+            controller_port = _free_port(self.host)
+
+        self.directory.mkdir(parents=True, exist_ok=True)
+        data_dir = self.directory / "data"
+        log_file = self.directory / "broker.log"
+        properties = self.directory / "server.properties"
+        properties.write_text(_server_properties(self.host, port, controller_port, data_dir))
+        log4j = self.directory / "log4j2.properties"
+        log4j.write_text(_LOG4J2)
+        classpath = str(libs / "*")
+        jvm = [java, f"-Xmx{self.heap}", f"-Xms{self.heap}", "-XX:+UseG1GC", "-Djava.awt.headless=true",
+               f"-Dlog4j2.configurationFile={log4j}", "-cp", classpath]  # fmt: skip
+
+        if not (data_dir / "meta.properties").exists():
+            shutil.rmtree(data_dir, ignore_errors=True)
+            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+            fmt = subprocess.run(
+                [*jvm, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(properties)],
+                capture_output=True, text=True, check=False,
+            )  # fmt: skip
+            if fmt.returncode != 0:
+                raise BrokerError(f"formatting KRaft storage in {data_dir} failed:\n{fmt.stdout}{fmt.stderr}")
+
+        with open(log_file, "ab") as log:
+            proc = subprocess.Popen(
+                [*jvm, "kafka.Kafka", str(properties)],
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+            )  # fmt: skip
+        state = BrokerStatus(
+            pid=proc.pid, host=self.host, port=port, controller_port=controller_port,
+            kafka_version=self.kafka_version, data_dir=str(data_dir), log_file=str(log_file),
+            started_at=time.time(),
+        )  # fmt: skip
+        self._state_file.write_text(json.dumps(asdict(state), indent=2) + "\n")
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                self._state_file.unlink(missing_ok=True)
+                raise BrokerError(f"the broker exited with code {proc.returncode}; see {log_file}:\n{_tail(log_file)}")
+            if broker_answers(self.host, port):
+                return state
+            time.sleep(0.25)
+        self.stop()
+        raise BrokerError(f"the broker did not answer within {timeout:.0f}s; see {log_file}:\n{_tail(log_file)}")
+
+    def stop(self, timeout: float = 30.0) -> bool:
+        """Stop the broker this directory started; True if one was running."""
+        state = self.status()
+        if state is None:
+            return False
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(state.pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and _pid_alive(state.pid):
+            _reap(state.pid)
+            time.sleep(0.1)
+        if _pid_alive(state.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(state.pid, signal.SIGKILL)
+            _reap(state.pid)
+        self._state_file.unlink(missing_ok=True)
+        return True
+
+    def wipe(self) -> None:
+        """Stop the broker and delete its data: the next start is a fresh, empty cluster."""
+        self.stop()
+        shutil.rmtree(self.directory / "data", ignore_errors=True)
+
+
+def _server_properties(host: str, port: int, controller_port: int, data_dir: Path) -> str:
+    return f"""# written by streamlet.kafka.broker
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@{host}:{controller_port}
+listeners=PLAINTEXT://{host}:{port},CONTROLLER://{host}:{controller_port}
+advertised.listeners=PLAINTEXT://{host}:{port}
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+log.dirs={data_dir}
+num.partitions=1
+auto.create.topics.enable=false
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=10
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+num.network.threads=2
+num.io.threads=4
+log.cleaner.dedupe.buffer.size=33554432
+"""
+
+
+_LOG4J2 = """status = warn
+appender.out.type = Console
+appender.out.name = out
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.out.ref = out
+logger.kafka.name = kafka
+logger.kafka.level = INFO
+logger.state.name = state.change.logger
+logger.state.level = WARN
+logger.request.name = kafka.request.logger
+logger.request.level = WARN
+"""
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie child counts as gone
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return True
+
+
+def _reap(pid: int) -> None:
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def _is_our_broker(pid: int, data_dir: str) -> bool:
+    """The pid is alive and is a kafka.Kafka JVM for our directory (pids get reused)."""
+    if not _pid_alive(pid):
+        return False
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return True  # no /proc: trust the pid file
+    return "kafka.Kafka" in cmdline and str(Path(data_dir).parent) in cmdline
+
+
+def _tail(path: Path, lines: int = 20) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"

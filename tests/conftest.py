@@ -1,0 +1,38 @@
+"""Session-wide fixtures: one real Kafka broker per test session, started only when a test asks for it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+
+from tests.support.kafka import KafkaTestCluster
+
+
+@pytest.fixture(scope="session")
+def bootstrap_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`STREAMLET_BOOTSTRAP_SERVERS` when set; otherwise a broker started by the project's own script."""
+    configured = os.environ.get("STREAMLET_BOOTSTRAP_SERVERS")
+    if configured:
+        yield configured
+        return
+    from streamlet.kafka.broker import LocalBroker
+
+    broker = LocalBroker(tmp_path_factory.mktemp("kafka-broker"))
+    status = broker.start()
+    try:
+        yield status.bootstrap_servers
+    finally:
+        broker.stop()
+
+
+@pytest.fixture
+async def kafka(bootstrap_servers: str) -> AsyncIterator[KafkaTestCluster]:
+    """Per-test access to the broker; topics it creates are uniquely named and deleted afterwards."""
+    cluster = KafkaTestCluster(bootstrap_servers)
+    await cluster.start()
+    try:
+        yield cluster
+    finally:
+        await cluster.close()

@@ -1,0 +1,117 @@
+"""Helpers for integration tests: unique topics, producing and draining records on the real broker."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import uuid
+from collections.abc import Iterable, Sequence
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.structs import ConsumerRecord, TopicPartition
+
+_counter = itertools.count()
+
+
+def unique_name(prefix: str) -> str:
+    return f"{prefix}-{os.getpid()}-{next(_counter)}-{uuid.uuid4().hex[:6]}"
+
+
+class KafkaTestCluster:
+    """A thin test-side handle on the broker; tracks created topics so each test cleans up after itself."""
+
+    def __init__(self, bootstrap_servers: str) -> None:
+        self.bootstrap_servers = bootstrap_servers
+        self.admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers)
+        self._created: list[str] = []
+
+    async def start(self) -> None:
+        await self.admin.start()
+
+    async def close(self) -> None:
+        existing = set(await self.admin.list_topics())
+        doomed = [t for t in self._created if t in existing]
+        if doomed:
+            await self.admin.delete_topics(doomed)
+        await self.admin.close()
+
+    async def create_topic(self, prefix: str = "topic", partitions: int = 1, *, name: str | None = None,
+                           config: dict[str, str] | None = None) -> str:  # fmt: skip
+        topic = name or unique_name(prefix)
+        await self.admin.create_topics([NewTopic(topic, partitions, 1, topic_configs=config or {})])
+        self._created.append(topic)
+        await self.wait_for_metadata(topic, partitions)
+        return topic
+
+    def track(self, topic: str) -> None:
+        """Delete `topic` (created by the code under test) when the test ends."""
+        self._created.append(topic)
+
+    async def wait_for_metadata(self, topic: str, partitions: int, timeout: float = 15.0) -> None:
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            described = await self.admin.describe_topics([topic])
+            found = described[0].get("partitions", []) if described else []
+            if len(found) == partitions and all(p.get("leader", -1) >= 0 for p in found):
+                return
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(f"topic {topic} has no leader for all {partitions} partitions")
+            await asyncio.sleep(0.1)
+
+    async def produce(self, topic: str, records: Iterable[tuple[bytes | None, bytes | None]],
+                      *, partition: int | None = None) -> None:  # fmt: skip
+        producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap_servers, linger_ms=5)
+        await producer.start()
+        try:
+            futures = [await producer.send(topic, value=v, key=k, partition=partition) for k, v in records]
+            await producer.flush()
+            for fut in futures:
+                await fut
+        finally:
+            await producer.stop()
+
+    async def end_offsets(self, topic: str, partitions: int) -> dict[int, int]:
+        consumer = AIOKafkaConsumer(bootstrap_servers=self.bootstrap_servers)
+        await consumer.start()
+        try:
+            tps = [TopicPartition(topic, p) for p in range(partitions)]
+            ends = await consumer.end_offsets(tps)
+            return {tp.partition: offset for tp, offset in ends.items()}
+        finally:
+            await consumer.stop()
+
+    async def drain(self, topic: str, partitions: int, *, timeout: float = 30.0,
+                    expected: int | None = None) -> list[ConsumerRecord]:  # fmt: skip
+        """All records currently in `topic` (up to its end offsets, or `expected` many), in partition order."""
+        consumer = AIOKafkaConsumer(bootstrap_servers=self.bootstrap_servers, enable_auto_commit=False,
+                                    auto_offset_reset="earliest")  # fmt: skip
+        await consumer.start()
+        try:
+            tps = [TopicPartition(topic, p) for p in range(partitions)]
+            consumer.assign(tps)
+            await consumer.seek_to_beginning(*tps)
+            ends = await consumer.end_offsets(tps)
+            records: list[ConsumerRecord] = []
+            deadline = asyncio.get_running_loop().time() + timeout
+            while True:
+                done_by_offsets = all([await consumer.position(tp) >= ends[tp] for tp in tps])
+                if (expected is None and done_by_offsets) or (expected is not None and len(records) >= expected):
+                    break
+                if asyncio.get_running_loop().time() > deadline:
+                    raise TimeoutError(f"drained {len(records)} records of {topic} before the timeout")
+                batch = await consumer.getmany(timeout_ms=200)
+                for tp_records in batch.values():
+                    records.extend(tp_records)
+            records.sort(key=lambda r: (r.partition, r.offset))
+            return records
+        finally:
+            await consumer.stop()
+
+
+def by_partition(records: Sequence[ConsumerRecord]) -> dict[int, list[ConsumerRecord]]:
+    out: dict[int, list[ConsumerRecord]] = {}
+    for record in records:
+        out.setdefault(record.partition, []).append(record)
+    return out
