@@ -102,7 +102,11 @@ class OffsetCheckpoint:
                 offsets[TopicPartition(topic, partition)] = offset
             else:
                 log.warning(
-                    "Skipping invalid offset %d for %s-%d in checkpoint file %s", offset, topic, partition, self.path
+                    "Skipping invalid offset %d for %s-%d in checkpoint file %s",
+                    offset,
+                    topic,
+                    partition,
+                    self.path,
                 )
                 expected -= 1
         if len(offsets) != expected:
@@ -118,10 +122,14 @@ class OffsetCheckpoint:
 
     def _to_int(self, text: str, index: int, what: str, bounds: tuple[int, int]) -> int:
         if _JAVA_INT.fullmatch(text) is None:
-            raise CheckpointError(f"checkpoint file {self.path}, line {index + 1}: {what} {text!r} is not an integer")
+            raise CheckpointError(
+                f"checkpoint file {self.path}, line {index + 1}: {what} {text!r} is not an integer"
+            )
         value = int(text)
         if not bounds[0] <= value <= bounds[1]:
-            raise CheckpointError(f"checkpoint file {self.path}, line {index + 1}: {what} {value} is out of range")
+            raise CheckpointError(
+                f"checkpoint file {self.path}, line {index + 1}: {what} {value} is out of range"
+            )
         return value
 
     # ------------------------------------------------------------------ write
@@ -140,11 +148,13 @@ class OffsetCheckpoint:
         for tp, offset in offsets.items():
             if isinstance(offset, bool) or not isinstance(offset, int) or not is_valid_offset(offset):
                 raise CheckpointError(
-                    f"refusing to write invalid offset {offset!r} for {tp.topic}-{tp.partition} to checkpoint "
-                    f"file {self.path} (offsets must be >= 0 or {OFFSET_UNKNOWN})"
+                    f"refusing to write invalid offset {offset!r} for {tp.topic}-{tp.partition} "
+                    f"to checkpoint file {self.path} (offsets must be >= 0 or {OFFSET_UNKNOWN})"
                 )
             if _WHITESPACE.search(tp.topic) or not tp.topic:
-                raise CheckpointError(f"topic name {tp.topic!r} cannot be written to checkpoint file {self.path}")
+                raise CheckpointError(
+                    f"topic name {tp.topic!r} cannot be written to checkpoint file {self.path}"
+                )
             lines.append(f"{tp.topic} {tp.partition} {offset}")
         data = ("\n".join(lines) + "\n").encode("utf-8")
 

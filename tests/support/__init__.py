@@ -1,0 +1,1 @@
+"""Test support code shared by streamlet's test suites (not a test module itself)."""

@@ -1,0 +1,1 @@
+"""WordCount, the flagship example: the seed's Kafka Streams WordCount, in streamlet's DSL and agents."""

@@ -1,0 +1,42 @@
+"""WordCount with the Kafka Streams-style DSL, node for node the topology of Kafka Streams' WordCountDemo.
+
+    builder.stream("streams-plaintext-input")
+        .flatMapValues(value -> Arrays.asList(value.toLowerCase(Locale.getDefault()).split("\\W+")))
+        .groupBy((key, value) -> value)
+        .count(Materialized.as("counts-store"))
+        .toStream()
+        .to("streams-wordcount-output", Produced.with(Serdes.String(), Serdes.Long()));
+"""
+
+from __future__ import annotations
+
+import re
+
+from streamlet.topology import StreamsBuilder, Topology
+
+INPUT_TOPIC = "streams-plaintext-input"
+OUTPUT_TOPIC = "streams-wordcount-output"
+APPLICATION_ID = "streams-wordcount"
+_NON_WORD = re.compile(r"\W+")
+
+
+def split_words(line: str) -> list[str]:
+    """Java's `line.toLowerCase().split("\\W+")`: a leading separator yields one empty first word, and
+    trailing empty strings are dropped."""
+    words = _NON_WORD.split(line.lower())
+    while words and words[-1] == "":
+        words.pop()
+    return words
+
+
+def build_topology(input_topic: str = INPUT_TOPIC, output_topic: str = OUTPUT_TOPIC) -> Topology:
+    builder = StreamsBuilder()
+    (
+        builder.stream(input_topic, key_serde="str", value_serde="str")
+        .flat_map_values(split_words)
+        .group_by(lambda _key, word: word, key_serde="str", value_serde="str")
+        .count("counts-store")
+        .to_stream()
+        .to(output_topic, key_serde="str", value_serde="int64")
+    )
+    return builder.build()

@@ -1,0 +1,378 @@
+"""HighAvailabilityTaskAssignor (HATA): Kafka Streams' default task assignor, reproduced exactly.
+
+The algorithm (Kafka Streams 3.3 to 3.9, `HighAvailabilityTaskAssignor` + `TaskMovement` +
+`DefaultStandbyTaskAssignor`) ignores previous ownership when it deals tasks, and then corrects for state:
+
+1. stateful actives round-robin over clients in Java UUID order, then balanced by total load per thread;
+2. standbys on the least-loaded clients, then balanced the same way;
+3. an active on a client that is not caught up moves to a caught-up (or, failing that, the most caught-up)
+   client, and the round-robin target gets a *warmup* standby while the shared budget
+   `max_warmup_replicas` lasts; lagging standbys move the same way;
+4. stateless actives go to the client with the lowest *active* load.
+
+If step 3 scheduled any movement, a probing rebalance is requested so warmed-up clients can take over.
+Every tie-break matters for byte-for-byte parity and is documented where it happens.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from streamlet.assignment.api import (
+    ApplicationState,
+    AssignedTask,
+    AssignmentConfigs,
+    KafkaStreamsAssignment,
+    TaskAssignment,
+    TaskType,
+)
+from streamlet.assignment.client_state import LATEST_OFFSET, LONG_MAX, ClientState
+from streamlet.assignment.java_collections import JavaPriorityQueue
+from streamlet.assignment.process_id import java_uuid_key
+from streamlet.errors import TaskAssignmentError
+from streamlet.task_id import TaskId
+
+Clients = Mapping[uuid.UUID, ClientState]
+
+
+class WarmupBudget:
+    """The shared `remainingWarmupReplicas` counter (Java `AtomicInteger.getAndDecrement() > 0`).
+
+    It is decremented even when already exhausted, exactly like Java, so it can go negative.
+    """
+
+    def __init__(self, remaining: int) -> None:
+        self.remaining = remaining
+
+    def take(self) -> bool:
+        available = self.remaining > 0
+        self.remaining -= 1
+        return available
+
+
+@dataclass(frozen=True, eq=False)
+class _TaskMovement:
+    task: TaskId
+    destination: uuid.UUID
+    num_caught_up_clients: int
+
+    def priority(self) -> tuple[int, TaskId]:
+        # Fewest caught-up clients first, then TaskId (HOTFIX #12585: polled in this order since 3.3).
+        return self.num_caught_up_clients, self.task
+
+
+def _least_loaded(
+    candidates: Iterable[uuid.UUID], load: Callable[[uuid.UUID], float]
+) -> uuid.UUID | None:
+    """`ConstrainedPrioritySet.poll`: the argmin of (load, Java UUID order) among the allowed clients."""
+    best: uuid.UUID | None = None
+    best_key: tuple[float, tuple[int, int]] | None = None
+    for pid in candidates:
+        key = (load(pid), java_uuid_key(pid))
+        if best_key is None or key < best_key:
+            best, best_key = pid, key
+    return best
+
+
+def is_caught_up(lag: int, acceptable_recovery_lag: int) -> bool:
+    """Running active (-2), or any lag if the threshold is Long.MAX_VALUE, or 0 <= lag <= threshold."""
+    return lag == LATEST_OFFSET or acceptable_recovery_lag == LONG_MAX or 0 <= lag <= acceptable_recovery_lag
+
+
+def tasks_to_caught_up_clients(
+    clients: Clients, stateful_tasks: Iterable[TaskId], acceptable_recovery_lag: int
+) -> dict[TaskId, set[uuid.UUID]]:
+    return {
+        task: {pid for pid, c in clients.items() if is_caught_up(c.lag_for(task), acceptable_recovery_lag)}
+        for task in stateful_tasks
+    }
+
+
+def tasks_to_clients_by_lag(clients: Clients, stateful_tasks: Iterable[TaskId]) -> dict[TaskId, list[uuid.UUID]]:
+    """Per task, all clients by (lag, Java UUID order); -3 (unknown) sorts before -2 (running)."""
+    return {
+        task: sorted(clients, key=lambda pid, t=task: (clients[pid].lag_for(t), java_uuid_key(pid)))
+        for task in stateful_tasks
+    }
+
+
+# ---- step 1 and 2: deal and balance -------------------------------------------------------------------------
+
+
+def _should_move_a_task(src: ClientState, dst: ClientState) -> bool:
+    """Move only if it lowers the per-thread skew without reversing it (IEEE doubles, as in Java)."""
+    skew = src.assigned_task_load - dst.assigned_task_load
+    if skew <= 0:
+        return False
+    proposed_dst = (dst.assigned_task_count + 1.0) / dst.capacity
+    proposed_src = (src.assigned_task_count - 1.0) / src.capacity
+    proposed_skew = proposed_src - proposed_dst
+    if proposed_skew < 0:
+        return False
+    return proposed_skew < skew
+
+
+def balance_tasks_over_threads(clients: Clients, kind: TaskType) -> None:
+    """Move `kind` tasks from more- to less-loaded clients (total load) until no move helps."""
+    order = sorted(clients, key=java_uuid_key)
+    changed = True
+    while changed:
+        changed = False
+        for src_id in order:
+            src = clients[src_id]
+            for dst_id in order:
+                if dst_id == src_id:
+                    continue
+                dst = clients[dst_id]
+                snapshot = sorted(src.active_tasks if kind is TaskType.ACTIVE else src.standby_tasks)
+                for task in snapshot:
+                    if not _should_move_a_task(src, dst):
+                        break
+                    if dst.has_assigned_task(task):
+                        continue
+                    if kind is TaskType.ACTIVE:
+                        src.unassign_active(task)
+                        dst.assign_active(task)
+                    else:
+                        src.unassign_standby(task)
+                        dst.assign_standby(task)
+                    changed = True
+
+
+def assign_active_stateful_tasks(clients: Clients, stateful_tasks: Iterable[TaskId]) -> None:
+    order = sorted(clients, key=java_uuid_key)
+    for i, task in enumerate(sorted(stateful_tasks)):
+        clients[order[i % len(order)]].assign_active(task)
+    balance_tasks_over_threads(clients, TaskType.ACTIVE)
+
+
+def assign_standby_replica_tasks(clients: Clients, stateful_tasks: Iterable[TaskId], num_standby_replicas: int) -> None:
+    """`DefaultStandbyTaskAssignor`: each replica on the least-loaded client that has no copy yet."""
+    if num_standby_replicas <= 0:
+        return
+    for task in sorted(stateful_tasks):
+        for _ in range(num_standby_replicas):
+            pid = _least_loaded(
+                (p for p, c in clients.items() if not c.has_assigned_task(task)),
+                lambda p: clients[p].assigned_task_load,
+            )
+            if pid is None:
+                break  # Kafka Streams logs "Unable to assign ... standby tasks" and moves on
+            clients[pid].assign_standby(task)
+    balance_tasks_over_threads(clients, TaskType.STANDBY)
+
+
+# ---- step 4 and 5: movements towards caught-up clients -------------------------------------------------------
+
+
+def _needs_move(
+    task: TaskId,
+    pid: uuid.UUID,
+    clients: Clients,
+    caught_up: Mapping[TaskId, set[uuid.UUID]],
+    by_lag: Mapping[TaskId, list[uuid.UUID]],
+) -> bool:
+    """Not caught up here, and some client is strictly more caught up."""
+    if pid in caught_up[task]:
+        return False
+    most_caught_up = by_lag[task][0]
+    return clients[most_caught_up].lag_for(task) < clients[pid].lag_for(task)
+
+
+def _most_caught_up_eligible(
+    by_lag: Mapping[TaskId, list[uuid.UUID]],
+    task: TaskId,
+    destination: uuid.UUID,
+    eligible: Callable[[uuid.UUID], bool],
+) -> uuid.UUID | None:
+    """First eligible client in lag order; the scan stops (no result) on reaching the destination."""
+    for pid in by_lag[task]:
+        if pid == destination:
+            return None
+        if eligible(pid):
+            return pid
+    return None
+
+
+def _swap_standby_and_active(task: TaskId, source: ClientState, destination: ClientState) -> None:
+    source.unassign_standby(task)
+    source.assign_active(task)
+    destination.unassign_active(task)
+    destination.assign_standby(task)
+
+
+def _move_active_and_try_to_warm_up(
+    budget: WarmupBudget, task: TaskId, source: ClientState, destination: ClientState, warmups: set[TaskId]
+) -> None:
+    source.assign_active(task)
+    destination.unassign_active(task)
+    if budget.take():
+        destination.assign_standby(task)
+        warmups.add(task)
+
+
+def assign_active_task_movements(
+    caught_up: Mapping[TaskId, set[uuid.UUID]],
+    by_lag: Mapping[TaskId, list[uuid.UUID]],
+    clients: Clients,
+    warmups: dict[uuid.UUID, set[TaskId]],
+    budget: WarmupBudget,
+) -> int:
+    """`TaskMovement.assignActiveTaskMovements`; returns the number of movements scheduled."""
+    order = sorted(clients, key=java_uuid_key)
+    movements: JavaPriorityQueue[_TaskMovement] = JavaPriorityQueue(_TaskMovement.priority)
+    for pid in order:
+        for task in sorted(clients[pid].active_tasks):
+            if _needs_move(task, pid, clients, caught_up, by_lag):
+                movements.offer(_TaskMovement(task, pid, len(caught_up[task])))
+    scheduled = len(movements)
+
+    def total_load(p: uuid.UUID) -> float:
+        return clients[p].assigned_task_load
+
+    while movements:
+        movement = movements.poll()
+        assert movement is not None
+        task, dest_id = movement.task, movement.destination
+        dest = clients[dest_id]
+        candidates = [p for p in order if p in caught_up[task]]
+        # (a) a caught-up client with a standby copy takes over; no warmup needed
+        source = _least_loaded((p for p in candidates if clients[p].has_standby_task(task)), total_load)
+        if source is not None:
+            _swap_standby_and_active(task, clients[source], dest)
+            continue
+        # (b) the least-loaded caught-up client; the destination may keep a warmup
+        source = _least_loaded(candidates, total_load)
+        if source is None:
+            # (c) KAFKA-13600: nobody is caught up, fall back to the most caught-up client
+            source = _most_caught_up_eligible(by_lag, task, dest_id, lambda _p: True)
+            if source is None:
+                raise TaskAssignmentError(f"tried to move task {task} to a more caught-up client but none exists")
+            if clients[source].has_standby_task(task):
+                _swap_standby_and_active(task, clients[source], dest)
+                continue
+        _move_active_and_try_to_warm_up(budget, task, clients[source], dest, warmups.setdefault(dest_id, set()))
+    return scheduled
+
+
+def assign_standby_task_movements(
+    caught_up: Mapping[TaskId, set[uuid.UUID]],
+    by_lag: Mapping[TaskId, list[uuid.UUID]],
+    clients: Clients,
+    budget: WarmupBudget,
+    warmups: Mapping[uuid.UUID, set[TaskId]],
+) -> int:
+    """`TaskMovement.assignStandbyTaskMovements`; returns the number of standbys actually moved.
+
+    Movements of the same task to different destinations have equal priority; the Java heap decides
+    their order, which `JavaPriorityQueue` reproduces from the same insertion sequence.
+    """
+    order = sorted(clients, key=java_uuid_key)
+    movements: JavaPriorityQueue[_TaskMovement] = JavaPriorityQueue(_TaskMovement.priority)
+    for pid in order:
+        for task in sorted(clients[pid].standby_tasks):
+            if task in warmups.get(pid, ()):
+                continue  # a warmup created for an active movement is never moved
+            if _needs_move(task, pid, clients, caught_up, by_lag):
+                movements.offer(_TaskMovement(task, pid, len(caught_up[task])))
+    moved = 0
+    while movements:
+        movement = movements.poll()
+        assert movement is not None
+        task, dest_id = movement.task, movement.destination
+
+        def eligible(p: uuid.UUID, t: TaskId = task) -> bool:
+            return not clients[p].has_assigned_task(t)
+
+        source = _least_loaded(
+            (p for p in order if p in caught_up[task] and eligible(p)), lambda p: clients[p].assigned_task_load
+        )
+        if source is None:
+            source = _most_caught_up_eligible(by_lag, task, dest_id, eligible)
+        if source is None:
+            continue  # nowhere to put it; not counted as a movement
+        clients[source].assign_standby(task)
+        if not budget.take():
+            clients[dest_id].unassign_standby(task)  # else the lagging copy stays as a warmup
+        moved += 1
+    return moved
+
+
+# ---- step 6: stateless ------------------------------------------------------------------------------------
+
+
+def assign_stateless_active_tasks(clients: Clients, stateless_tasks: Iterable[TaskId]) -> None:
+    """Each stateless task to the client with the lowest ACTIVE load (standbys do not count)."""
+    for task in sorted(stateless_tasks):
+        pid = _least_loaded(clients, lambda p: clients[p].active_task_load)
+        assert pid is not None
+        clients[pid].assign_active(task)
+
+
+def assign_clients(
+    clients: Clients, all_tasks: Iterable[TaskId], stateful_tasks: Iterable[TaskId], configs: AssignmentConfigs
+) -> bool:
+    """Run HATA on `clients` (mutating their active/standby sets); returns whether probing is needed.
+
+    Each client must have `capacity > 0` and a lag for every stateful task. Previous ownership is not read.
+    """
+    all_set = set(all_tasks)
+    stateful = sorted(set(stateful_tasks))
+    if not all_set.issuperset(stateful):
+        raise TaskAssignmentError(f"stateful tasks {sorted(set(stateful) - all_set)} are not in all_tasks")
+    if not clients:
+        if all_set:
+            raise TaskAssignmentError(f"cannot assign {len(all_set)} tasks: there are no clients")
+        return False
+    for pid, client in clients.items():
+        if client.capacity <= 0:
+            raise TaskAssignmentError(f"client {pid} has capacity {client.capacity}; it needs at least one thread")
+        if client.active_tasks or client.standby_tasks:
+            raise TaskAssignmentError(f"client {pid} already has an assignment: {client}")
+        missing = [t for t in stateful if t not in client.task_lags]
+        if missing:
+            raise TaskAssignmentError(f"client {pid} has no lag for stateful tasks {missing}")
+
+    assign_active_stateful_tasks(clients, stateful)
+    assign_standby_replica_tasks(clients, stateful, configs.num_standby_replicas)
+
+    budget = WarmupBudget(configs.max_warmup_replicas)
+    caught_up = tasks_to_caught_up_clients(clients, stateful, configs.acceptable_recovery_lag)
+    by_lag = tasks_to_clients_by_lag(clients, stateful)
+    warmups: dict[uuid.UUID, set[TaskId]] = {}
+    active_moves = assign_active_task_movements(caught_up, by_lag, clients, warmups, budget)
+    standby_moves = assign_standby_task_movements(caught_up, by_lag, clients, budget, warmups)
+
+    assign_stateless_active_tasks(clients, all_set.difference(stateful))
+    return active_moves + standby_moves > 0
+
+
+class HighAvailabilityTaskAssignor:
+    """Kafka Streams' default assignor behind the pluggable `TaskAssignor` API.
+
+    When probing is needed, the leader's client (`ApplicationState.leader_process_id`) gets
+    `followup_rebalance_deadline = now_ms + probing_rebalance_interval_ms`, as in Kafka Streams; if no
+    leader is named (simulation, tests), every client gets it.
+    """
+
+    def assign(self, application_state: ApplicationState) -> TaskAssignment:
+        configs = application_state.assignment_configs
+        infos = application_state.all_tasks
+        stateful = [task for task, info in infos.items() if info.is_stateful]
+        states = application_state.kafka_streams_states(True)
+        clients = {
+            pid: ClientState(state.num_processing_threads, task_lags={t: state.lag_for(t) for t in stateful})
+            for pid, state in states.items()
+        }
+        probing = assign_clients(clients, infos, stateful, configs)
+        deadline = application_state.now_ms + configs.probing_rebalance_interval_ms if probing else None
+        leader = application_state.leader_process_id
+        result = []
+        for pid, client in clients.items():
+            tasks = [AssignedTask(t, TaskType.ACTIVE) for t in sorted(client.active_tasks)]
+            tasks += [AssignedTask(t, TaskType.STANDBY) for t in sorted(client.standby_tasks)]
+            gets_deadline = leader is None or leader not in clients or leader == pid
+            result.append(KafkaStreamsAssignment(pid, tasks, deadline if gets_deadline else None))
+        return TaskAssignment(result)

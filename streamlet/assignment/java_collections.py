@@ -1,0 +1,174 @@
+"""Exact emulation of the two Java collections whose *iteration order* leaks into Kafka Streams' assignment.
+
+* `java.util.PriorityQueue`: a binary heap. `poll()` returns the minimum, but ties between equal keys are
+  resolved by heap position, and iterating the queue walks the backing array, which is not priority
+  order. The assignor relies on both (standby movements with equal keys; the last loop of
+  `assignTasksToThreads`), so a Python `heapq` or `sorted()` would give different assignments.
+* `java.util.HashSet<TaskId>`: `ClientState.statefulActiveTasks()` is a HashSet, and the order its
+  elements come out in decides the initial heap array of `assignTasksToThreads`.
+
+Only what the assignor uses is emulated, but that part is bit-for-bit (siftUp/siftDown/removeAt as in
+the JDK 17 sources).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable, Iterator
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+H = TypeVar("H", bound=Hashable)
+
+_DEFAULT_CAPACITY = 16
+_LOAD_FACTOR = 0.75
+_TREEIFY_THRESHOLD = 8
+_MIN_TREEIFY_CAPACITY = 64
+
+
+def _identity(x: Any) -> Any:
+    return x
+
+
+class JavaPriorityQueue(Generic[T]):
+    """`java.util.PriorityQueue` with a comparator given as a sort key (equal keys compare as 0).
+
+    Iterating yields the backing array in order, exactly like Java's iterator.
+    """
+
+    __slots__ = ("_es", "_key")
+
+    def __init__(self, key: Callable[[T], Any] = _identity) -> None:
+        self._es: list[T] = []
+        self._key = key
+
+    @classmethod
+    def from_collection(
+        cls, items: Iterable[T], key: Callable[[T], Any] = _identity, *, is_sorted_set: bool = False
+    ) -> JavaPriorityQueue[T]:
+        """`new PriorityQueue<>(collection)`: copy in iteration order, then heapify unless it is a SortedSet."""
+        queue = cls(key)
+        queue._es = list(items)
+        if not is_sorted_set:
+            queue._heapify()
+        return queue
+
+    def __len__(self) -> int:
+        return len(self._es)
+
+    def __bool__(self) -> bool:
+        return bool(self._es)
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(list(self._es))
+
+    def __contains__(self, item: object) -> bool:
+        return item in self._es
+
+    def offer(self, item: T) -> None:
+        self._es.append(item)
+        self._sift_up(len(self._es) - 1, item)
+
+    add = offer
+
+    def peek(self) -> T | None:
+        return self._es[0] if self._es else None
+
+    def poll(self) -> T | None:
+        es = self._es
+        if not es:
+            return None
+        result = es[0]
+        last = es.pop()
+        if es:
+            self._sift_down(0, last)
+        return result
+
+    def remove(self, item: object) -> bool:
+        """Remove the first element (array order) equal to `item`, like `PriorityQueue.remove(Object)`."""
+        for i, element in enumerate(self._es):
+            if element == item:
+                self._remove_at(i)
+                return True
+        return False
+
+    def _remove_at(self, i: int) -> None:
+        es = self._es
+        s = len(es) - 1
+        if s == i:
+            es.pop()
+            return
+        moved = es.pop()
+        self._sift_down(i, moved)
+        if es[i] is moved:
+            self._sift_up(i, moved)
+
+    def _heapify(self) -> None:
+        n = len(self._es)
+        for i in range((n >> 1) - 1, -1, -1):
+            self._sift_down(i, self._es[i])
+
+    def _sift_up(self, k: int, x: T) -> None:
+        es, key = self._es, self._key
+        kx = key(x)
+        while k > 0:
+            parent = (k - 1) >> 1
+            e = es[parent]
+            if not kx < key(e):  # Java: compare(x, e) >= 0 -> stop
+                break
+            es[k] = e
+            k = parent
+        es[k] = x
+
+    def _sift_down(self, k: int, x: T) -> None:
+        es, key = self._es, self._key
+        n = len(es)
+        kx = key(x)
+        half = n >> 1
+        while k < half:
+            child = (k << 1) + 1
+            c = es[child]
+            right = child + 1
+            if right < n and key(c) > key(es[right]):
+                child = right
+                c = es[child]
+            if not kx > key(c):  # Java: compare(x, c) <= 0 -> stop
+                break
+            es[k] = c
+            k = child
+        es[k] = x
+
+
+def _spread(hash_code: int) -> int:
+    """`HashMap.hash()`: h ^ (h >>> 16) on the 32-bit pattern."""
+    h = hash_code & 0xFFFFFFFF
+    return h ^ (h >> 16)
+
+
+def java_hash_set_order(items: Iterable[H], hash_code: Callable[[H], int]) -> list[H]:
+    """Iteration order of a `new HashSet<>()` after adding `items` in the given order.
+
+    Models the default table (16 buckets, load factor 0.75), doubling when size exceeds the threshold
+    and the "resize instead of treeify" rule for a 9th entry in one bucket while the table is smaller
+    than 64. Within a bucket, entries keep insertion order (resizes split buckets order-preservingly),
+    so the order is (bucket at the final capacity, insertion index). Buckets that Java would turn into
+    trees (>= 9 colliding entries with >= 64 buckets) are not modelled; task ids practically never
+    collide that much.
+    """
+    capacity = _DEFAULT_CAPACITY
+    entries: list[tuple[int, H]] = []
+    seen: set[H] = set()
+    for item in items:
+        if item in seen:
+            continue
+        seen.add(item)
+        h = _spread(hash_code(item))
+        bucket = h & (capacity - 1)
+        in_bucket = sum(1 for other, _ in entries if other & (capacity - 1) == bucket)
+        entries.append((h, item))
+        if in_bucket >= _TREEIFY_THRESHOLD and capacity < _MIN_TREEIFY_CAPACITY:
+            capacity *= 2
+        if len(entries) > capacity * _LOAD_FACTOR:
+            capacity *= 2
+    mask = capacity - 1
+    order = sorted(range(len(entries)), key=lambda i: (entries[i][0] & mask, i))
+    return [entries[i][1] for i in order]

@@ -1,0 +1,194 @@
+"""StreamsPartitionAssignor: the aiokafka partition assignor that places tasks, not partitions.
+
+Every stream thread's consumer carries one instance. On each join the thread's subscription (process
+id, task offset sums, previous tasks) goes out as user data; the group leader's instance decodes all of
+them, groups consumers into clients by process id (capacity = number of threads), computes lags
+against changelog end offsets fetched before the join (aiokafka's `assign()` is synchronous), runs the
+configured `TaskAssignor`, spreads each client's tasks over its threads, and returns every member's
+partitions plus its active/standby tasks and any follow-up (probing) rebalance deadline.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Mapping
+from typing import Protocol
+
+from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
+from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment, ConsumerProtocolMemberMetadata
+from aiokafka.structs import TopicPartition
+
+from streamlet.assignment.api import (
+    ApplicationState,
+    AssignmentConfigs,
+    AssignmentError,
+    TaskAssignor,
+    TaskInfo,
+    validate_task_assignment,
+)
+from streamlet.assignment.client_state import ClientState
+from streamlet.assignment.java_collections import java_hash_set_order
+from streamlet.assignment.process_id import java_uuid_key
+from streamlet.assignment.protocol import NO_FOLLOWUP, AssignmentInfo, AssignorErrorCode, SubscriptionInfo
+from streamlet.assignment.thread_assignment import distribute_tasks_to_threads, sorted_member_ids
+from streamlet.errors import MissingTopicError, TaskAssignmentError, TopologyError
+from streamlet.task_id import TaskId
+
+log = logging.getLogger("streamlet.assignment")
+
+
+class TaskTopology(Protocol):
+    """What the assignor needs to know of the topology."""
+
+    def source_topics(self) -> list[str]: ...
+
+    def task_partitions(self, partition_counts: Mapping[str, int]) -> dict[TaskId, frozenset[TopicPartition]]: ...
+
+    def is_stateful(self, task: TaskId) -> bool: ...
+
+    def store_names(self, task: TaskId) -> frozenset[str]: ...
+
+
+class AssignorHost(Protocol):
+    """The stream thread behind one assignor instance (and, through it, its client)."""
+
+    name: str
+    process_id: uuid.UUID
+
+    def subscription_info(self) -> SubscriptionInfo: ...
+
+    def changelog_end_offset_sums(self, stateful_tasks: list[TaskId]) -> dict[TaskId, int]: ...
+
+    def on_assignment_info(self, info: AssignmentInfo, partitions: list[TopicPartition]) -> None: ...
+
+
+class StreamsPartitionAssignor(AbstractPartitionAssignor):
+    """One instance per stream thread; aiokafka calls `metadata`, `assign` (leader) and `on_assignment`."""
+
+    name = "streamlet"
+    version = 0
+
+    def __init__(self, host: AssignorHost, topology: TaskTopology, task_assignor: TaskAssignor,
+                 configs: AssignmentConfigs, application_id: str) -> None:  # fmt: skip
+        self._host = host
+        self._topology = topology
+        self._task_assignor = task_assignor
+        self._configs = configs
+        self._application_id = application_id
+
+    def metadata(self, topics: object) -> ConsumerProtocolMemberMetadata:
+        user_data = self._host.subscription_info().encode()
+        return ConsumerProtocolMemberMetadata(self.version, sorted(topics), user_data)  # type: ignore[call-overload]
+
+    def on_assignment(self, assignment: ConsumerProtocolMemberAssignment) -> None:
+        info = AssignmentInfo.decode(assignment.user_data)
+        self._host.on_assignment_info(info, list(assignment.partitions()))
+
+    def on_generation_assignment(self, generation: int) -> None:  # required by the ABC; unused
+        del generation
+
+    def assign(self, cluster: object, members: Mapping[str, ConsumerProtocolMemberMetadata]
+               ) -> dict[str, ConsumerProtocolMemberAssignment]:  # fmt: skip
+        subscriptions = {member: SubscriptionInfo.decode(meta.user_data) for member, meta in members.items()}
+        try:
+            plan = self._plan(cluster, subscriptions)
+        except (MissingTopicError, TopologyError) as exc:
+            log.error("assignment failed, every member gets an error: %s", exc)
+            error = AssignmentInfo(error_code=AssignorErrorCode.INCOMPLETE_SOURCE_TOPIC_METADATA).encode()
+            return {m: ConsumerProtocolMemberAssignment(self.version, [], error) for m in members}
+        return plan
+
+    def _plan(self, cluster: object, subscriptions: Mapping[str, SubscriptionInfo]
+              ) -> dict[str, ConsumerProtocolMemberAssignment]:  # fmt: skip
+        counts: dict[str, int] = {}
+        for topic in self._topology.source_topics():
+            partitions = cluster.partitions_for_topic(topic)  # type: ignore[attr-defined]
+            if not partitions:
+                raise MissingTopicError(f"no metadata for source topic {topic}")
+            counts[topic] = len(partitions)
+        task_partitions = self._topology.task_partitions(counts)
+        stateful = sorted(t for t in task_partitions if self._topology.is_stateful(t))
+        end_sums = self._host.changelog_end_offset_sums(stateful)
+
+        clients: dict[uuid.UUID, ClientState] = {}
+        consumers: dict[uuid.UUID, list[str]] = defaultdict(list)
+        host_infos: dict[uuid.UUID, str] = {}
+        for member in sorted_member_ids(subscriptions):
+            sub = subscriptions[member]
+            client = clients.setdefault(sub.process_id, ClientState())
+            known = {t: s for t, s in sub.task_offset_sums.items() if t in task_partitions}
+            client.add_consumer(member, known)
+            client.previous_active_tasks.update(t for t in sub.prev_active if t in task_partitions)
+            client.previous_standby_tasks.update(t for t in sub.prev_standby if t in task_partitions)
+            consumers[sub.process_id].append(member)
+            if sub.host_info:
+                host_infos[sub.process_id] = sub.host_info
+        for client in clients.values():
+            client.compute_task_lags(end_sums)
+
+        infos = [
+            TaskInfo(t, t in end_sums, self._topology.store_names(t) if t in end_sums else frozenset())
+            for t in task_partitions
+        ]
+        state = ApplicationState(infos, self._configs, clients, now_ms=int(time.time() * 1000),
+                                 leader_process_id=self._host.process_id, host_infos=host_infos)  # fmt: skip
+        assignment = self._task_assignor.assign(state)
+        error = validate_task_assignment(state, assignment)
+        if error is not AssignmentError.NONE:
+            raise TaskAssignmentError(f"task assignor {type(self._task_assignor).__name__} returned an invalid "
+                                      f"assignment: {error.name}")  # fmt: skip
+        by_pid = assignment.by_process_id()
+
+        result: dict[str, ConsumerProtocolMemberAssignment] = {}
+        followups: list[tuple[str, int]] = []
+        for pid in sorted(clients, key=java_uuid_key):
+            client_assignment = by_pid.get(pid)
+            active = client_assignment.active_tasks() if client_assignment else []
+            standby = client_assignment.standby_tasks() if client_assignment else []
+            members = sorted_member_ids(consumers[pid])
+            per_thread = distribute_tasks_to_threads(members, active, standby, stateful, clients[pid].prev_tasks_by_lag)
+            deadline = client_assignment.followup_rebalance_deadline if client_assignment else None
+            for index, member in enumerate(members):
+                tasks = per_thread[member]
+                next_ms = deadline if (deadline is not None and index == 0) else NO_FOLLOWUP
+                if next_ms != NO_FOLLOWUP:
+                    followups.append((member, next_ms))
+                by_topic: dict[str, list[int]] = defaultdict(list)
+                for task in tasks.active:
+                    for tp in task_partitions[task]:
+                        by_topic[tp.topic].append(tp.partition)
+                info = AssignmentInfo(tuple(sorted(tasks.active)), tuple(sorted(tasks.standby)), next_ms)
+                result[member] = ConsumerProtocolMemberAssignment(
+                    self.version, sorted((t, sorted(p)) for t, p in by_topic.items()), info.encode()
+                )
+        self._log(task_partitions, stateful, by_pid, clients, followups)
+        return result
+
+    def _log(self, task_partitions: Mapping[TaskId, object], stateful: list[TaskId], by_pid: Mapping[uuid.UUID, object],
+             clients: Mapping[uuid.UUID, ClientState], followups: list[tuple[str, int]]) -> None:  # fmt: skip
+        """Kafka Streams' leader log lines (seed 000), so experiments can parse them."""
+        all_tasks = java_hash_set_order(sorted(task_partitions), TaskId.java_hash_code)
+        lines = [
+            f"stream-thread [{self._host.name}-consumer] Assigned tasks {_fmt(all_tasks)} including stateful "
+            f"{_fmt(java_hash_set_order(stateful, TaskId.java_hash_code))} to clients as: "
+        ]
+        for pid in sorted(clients, key=java_uuid_key):
+            ka = by_pid.get(pid)
+            active = ka.active_tasks() if ka else []  # type: ignore[attr-defined]
+            standby = ka.standby_tasks() if ka else []  # type: ignore[attr-defined]
+            lines.append(f"{pid}=[activeTasks: ({_fmt(sorted(active))}) standbyTasks: ({_fmt(sorted(standby))})]")
+        log.info("\n".join(lines) + ".")
+        if followups:
+            for member, deadline in followups:
+                log.info("stream-thread [%s-consumer] Requesting followup rebalance be scheduled by %s for %d ms "
+                         "to probe for caught-up replica tasks.", self._host.name, member, deadline)  # fmt: skip
+        else:
+            log.info("stream-thread [%s-consumer] Finished stable assignment of tasks, no followup rebalances "
+                     "required.", self._host.name)  # fmt: skip
+
+
+def _fmt(tasks: list[TaskId]) -> str:
+    return "[" + ", ".join(str(t) for t in tasks) + "]"

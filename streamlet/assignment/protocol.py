@@ -1,0 +1,167 @@
+"""Binary user data of the Streams rebalance protocol: what each member sends and what the leader returns.
+
+Kafka Streams' SubscriptionInfo/AssignmentInfo carry the same facts (process id, task offset sums,
+previous tasks; active and standby tasks, follow-up deadline). streamlet's encoding is its own, compact
+and versioned: the first byte is the version, and a version this build does not know is a clear error
+instead of a misread assignment.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from streamlet.errors import TaskAssignmentError
+from streamlet.task_id import TaskId
+
+SUBSCRIPTION_VERSION = 1
+ASSIGNMENT_VERSION = 1
+NO_FOLLOWUP = -1  # next_rebalance_ms: no follow-up rebalance requested
+
+_TASK = struct.Struct(">ii")
+_TASK_SUM = struct.Struct(">iiq")
+_INT = struct.Struct(">i")
+_LONG = struct.Struct(">q")
+
+
+class AssignorErrorCode:
+    """Error codes carried in the assignment, as in Kafka Streams' `AssignorError`."""
+
+    NONE = 0
+    INCOMPLETE_SOURCE_TOPIC_METADATA = 1
+    ASSIGNMENT_ERROR = 3
+    SHUTDOWN_REQUESTED = 4
+
+
+@dataclass(frozen=True)
+class SubscriptionInfo:
+    """One stream thread's subscription: who it is and what state its client holds."""
+
+    process_id: uuid.UUID
+    task_offset_sums: Mapping[TaskId, int] = field(default_factory=dict)
+    prev_active: frozenset[TaskId] = frozenset()
+    prev_standby: frozenset[TaskId] = frozenset()
+    host_info: str = ""
+    unique_field: int = 0  # changes on every join so a rejoining follower always triggers a rebalance
+    error_code: int = AssignorErrorCode.NONE
+
+    def encode(self) -> bytes:
+        host = self.host_info.encode()
+        parts = [
+            bytes((SUBSCRIPTION_VERSION, SUBSCRIPTION_VERSION)),
+            self.process_id.bytes,
+            struct.pack(">bi", _to_int8(self.unique_field), self.error_code),
+            struct.pack(">h", len(host)), host,
+            _encode_tasks(self.prev_active),
+            _encode_tasks(self.prev_standby),
+            _INT.pack(len(self.task_offset_sums)),
+        ]  # fmt: skip
+        parts.extend(
+            _TASK_SUM.pack(t.subtopology, t.partition, s) for t, s in sorted(self.task_offset_sums.items())
+        )
+        return b"".join(parts)
+
+    @classmethod
+    def decode(cls, data: bytes) -> SubscriptionInfo:
+        reader = _Reader(data, "subscription")
+        version = reader.version(SUBSCRIPTION_VERSION)
+        reader.skip(1)  # latest supported version, for future version probing
+        del version
+        process_id = uuid.UUID(bytes=reader.take(16))
+        unique_field, error_code = reader.unpack(">bi")
+        host = reader.take(reader.unpack(">h")[0]).decode()
+        prev_active = frozenset(reader.tasks())
+        prev_standby = frozenset(reader.tasks())
+        sums: dict[TaskId, int] = {}
+        for _ in range(reader.unpack(">i")[0]):
+            sub, part, offset_sum = reader.unpack(">iiq")
+            sums[TaskId(sub, part)] = offset_sum
+        reader.done()
+        return cls(process_id, sums, prev_active, prev_standby, host, unique_field, error_code)
+
+
+@dataclass(frozen=True)
+class AssignmentInfo:
+    """What one stream thread is told to run."""
+
+    active_tasks: tuple[TaskId, ...] = ()
+    standby_tasks: tuple[TaskId, ...] = ()
+    next_rebalance_ms: int = NO_FOLLOWUP  # epoch ms of a requested probing rebalance; 0 = at once
+    error_code: int = AssignorErrorCode.NONE
+
+    def encode(self) -> bytes:
+        return b"".join((
+            bytes((ASSIGNMENT_VERSION, ASSIGNMENT_VERSION)),
+            _INT.pack(self.error_code),
+            _encode_tasks(self.active_tasks),
+            _encode_tasks(self.standby_tasks),
+            _LONG.pack(self.next_rebalance_ms),
+        ))  # fmt: skip
+
+    @classmethod
+    def decode(cls, data: bytes) -> AssignmentInfo:
+        reader = _Reader(data, "assignment")
+        reader.version(ASSIGNMENT_VERSION)
+        reader.skip(1)
+        (error_code,) = reader.unpack(">i")
+        active = tuple(reader.tasks())
+        standby = tuple(reader.tasks())
+        (next_rebalance_ms,) = reader.unpack(">q")
+        reader.done()
+        return cls(active, standby, next_rebalance_ms, error_code)
+
+
+def _to_int8(value: int) -> int:
+    return ((value + 128) % 256) - 128
+
+
+def _encode_tasks(tasks: Iterable[TaskId]) -> bytes:
+    ordered = sorted(tasks)
+    return _INT.pack(len(ordered)) + b"".join(_TASK.pack(t.subtopology, t.partition) for t in ordered)
+
+
+class _Reader:
+    def __init__(self, data: bytes | None, what: str) -> None:
+        if not data:
+            raise TaskAssignmentError(f"empty {what} user data: the member is not a streamlet client")
+        self._data = data
+        self._pos = 0
+        self._what = what
+
+    def version(self, supported: int) -> int:
+        version = self._data[0]
+        if version != supported:
+            raise TaskAssignmentError(
+                f"{self._what} user data has version {version}, this streamlet supports version {supported}; "
+                "run the same streamlet version on every client of the application"
+            )
+        self._pos = 1
+        return version
+
+    def skip(self, n: int) -> None:
+        self.take(n)
+
+    def take(self, n: int) -> bytes:
+        if n < 0 or self._pos + n > len(self._data):
+            raise TaskAssignmentError(f"truncated {self._what} user data ({len(self._data)} bytes)")
+        chunk = self._data[self._pos : self._pos + n]
+        self._pos += n
+        return chunk
+
+    def unpack(self, fmt: str) -> tuple[int, ...]:
+        size = struct.calcsize(fmt)
+        return struct.unpack(fmt, self.take(size))
+
+    def tasks(self) -> list[TaskId]:
+        (count,) = self.unpack(">i")
+        if count < 0:
+            raise TaskAssignmentError(f"corrupt {self._what} user data: negative task count")
+        return [TaskId(*self.unpack(">ii")) for _ in range(count)]
+
+    def done(self) -> None:
+        if self._pos != len(self._data):
+            raise TaskAssignmentError(
+                f"corrupt {self._what} user data: {len(self._data) - self._pos} unexpected trailing bytes"
+            )

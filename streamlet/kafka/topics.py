@@ -1,0 +1,129 @@
+"""InternalTopicManager: makes sure the topics a topology needs exist with the right shape.
+
+Source topics belong to the user: missing ones are an error naming the topic. Repartition and changelog
+topics belong to the application: they are created when missing, and validated when they exist, since
+a changelog with the wrong partition count silently mixes the state of several tasks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+from streamlet.errors import MissingTopicError, StreamletError, TopologyError
+
+log = logging.getLogger(__name__)
+
+_UNKNOWN_TOPIC = 3
+_TOPIC_EXISTS = 36
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    """An internal topic to create: name, partition count and topic configs."""
+
+    name: str
+    partitions: int
+    config: Mapping[str, str] = field(default_factory=dict)
+
+
+class InternalTopicManager:
+    """Creates and validates topics through one admin client."""
+
+    def __init__(self, bootstrap_servers: str, *, replication_factor: int = -1, client_id: str = "streamlet-admin") -> None:
+        self._admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers, client_id=client_id)
+        self._replication_factor = replication_factor
+
+    async def start(self) -> None:
+        await self._admin.start()
+
+    async def close(self) -> None:
+        await self._admin.close()
+
+    async def partition_counts(self, topics: Iterable[str]) -> dict[str, int]:
+        """Partition count of each existing topic; topics that don't exist are left out."""
+        names = sorted(set(topics))
+        if not names:
+            return {}
+        counts: dict[str, int] = {}
+        for described in await self._admin.describe_topics(names):
+            if described.get("error_code", 0) == _UNKNOWN_TOPIC:
+                continue
+            if described.get("error_code", 0) != 0:
+                raise StreamletError(f"describing topic {described['topic']} failed: error {described['error_code']}")
+            counts[described["topic"]] = len(described["partitions"])
+        return counts
+
+    async def require_source_topics(self, topics: Iterable[str]) -> dict[str, int]:
+        """Partition counts of the source topics; a missing one raises MissingTopicError naming it."""
+        wanted = sorted(set(topics))
+        counts = await self.partition_counts(wanted)
+        missing = [t for t in wanted if t not in counts]
+        if missing:
+            raise MissingTopicError(
+                f"source topic(s) {', '.join(missing)} do not exist; create them first "
+                "(e.g. `streamlet topics create NAME --partitions N`) or check the topology"
+            )
+        return counts
+
+    async def ensure(self, specs: Iterable[TopicSpec], timeout: float = 30.0) -> None:
+        """Create missing topics; validate the partition count of existing ones."""
+        specs = list(specs)
+        if not specs:
+            return
+        existing = await self.partition_counts(s.name for s in specs)
+        _validate(specs, existing)
+        missing = [s for s in specs if s.name not in existing]
+        if missing:
+            rf = self._replication_factor
+            new = [
+                NewTopic(s.name, s.partitions, rf, replica_assignments={} if rf == -1 else None,
+                         topic_configs=dict(s.config))
+                for s in missing
+            ]  # fmt: skip
+            response = await self._admin.create_topics(new)
+            for topic, code, message in _topic_errors(response):
+                if code not in (0, _TOPIC_EXISTS):
+                    raise StreamletError(f"creating internal topic {topic} failed: error {code} {message or ''}")
+            for s in missing:
+                log.info("created internal topic %s with %d partitions", s.name, s.partitions)
+        await self._wait_for_leaders(specs, timeout)
+        # another client may have created a topic concurrently with another partition count
+        _validate(specs, await self.partition_counts(s.name for s in specs))
+
+    async def _wait_for_leaders(self, specs: list[TopicSpec], timeout: float) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        pending = {s.name: s.partitions for s in specs}
+        while pending:
+            for described in await self._admin.describe_topics(sorted(pending)):
+                parts = described.get("partitions", [])
+                if len(parts) == pending.get(described["topic"], -1) and all(p["leader"] >= 0 for p in parts):
+                    pending.pop(described["topic"], None)
+            if pending and loop.time() > deadline:
+                raise StreamletError(f"internal topics {sorted(pending)} have no leader after {timeout:.0f}s")
+            if pending:
+                await asyncio.sleep(0.1)
+
+
+def _validate(specs: Iterable[TopicSpec], existing: Mapping[str, int]) -> None:
+    for spec in specs:
+        found = existing.get(spec.name)
+        if found is not None and found != spec.partitions:
+            raise TopologyError(
+                f"internal topic {spec.name} has {found} partitions but the topology needs {spec.partitions}; "
+                "delete it (its data is derived) or reset the application"
+            )
+
+
+def _topic_errors(response: object) -> list[tuple[str, int, str | None]]:
+    out = []
+    for entry in getattr(response, "topic_errors", []):
+        topic, code = entry[0], entry[1]
+        message = entry[2] if len(entry) > 2 else None
+        out.append((topic, code, message))
+    return out

@@ -1,0 +1,54 @@
+"""TopologyMetadata: the topology as the runtime and the assignor see it, with runtime topic names.
+
+It caches the partition grouping once partition counts are known, so mapping a task to its partitions
+(and changelog partitions) is a dictionary lookup on the rebalance path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from aiokafka.structs import TopicPartition
+
+from streamlet.task_id import TaskId
+from streamlet.topology import Topology
+
+
+class TopologyMetadata:
+    """Runtime view of a `Topology` for one application id."""
+
+    def __init__(self, topology: Topology, application_id: str) -> None:
+        self.topology = topology
+        self.application_id = application_id
+        self._grouper = topology.partition_grouper(application_id)
+        self._stateful = topology.stateful_subtopologies()
+        self._source_topics = list(dict.fromkeys(topology.source_topics(application_id)))
+        self._changelog_topics = frozenset(topology.changelog_topics(application_id).values())
+        self._groups: dict[TaskId, frozenset[TopicPartition]] = {}
+        self._groups_key: tuple[tuple[str, int], ...] = ()
+
+    def source_topics(self) -> list[str]:
+        return list(self._source_topics)
+
+    def changelog_topics(self) -> frozenset[str]:
+        return self._changelog_topics
+
+    def task_partitions(self, partition_counts: Mapping[str, int]) -> dict[TaskId, frozenset[TopicPartition]]:
+        key = tuple(sorted(partition_counts.items()))
+        if key != self._groups_key:
+            self._groups = self._grouper.group(partition_counts)
+            self._groups_key = key
+        return dict(self._groups)
+
+    def partitions_of(self, task_id: TaskId) -> frozenset[TopicPartition]:
+        return self._groups.get(task_id, frozenset())
+
+    def is_stateful(self, task: TaskId) -> bool:
+        return task.subtopology in self._stateful
+
+    def store_names(self, task: TaskId) -> frozenset[str]:
+        return frozenset(self.topology.subtopology(task.subtopology).store_names)
+
+    def changelog_partitions(self, task: TaskId) -> dict[str, TopicPartition]:
+        """Store name -> changelog partition (the changelog partition is the task's partition)."""
+        return self._grouper.changelog_partitions(task)

@@ -1,0 +1,256 @@
+"""RocksDBStore: the persistent key-value store, on rocksdict in raw (bytes) mode.
+
+Design choices and the rocksdict behaviours behind them:
+
+* **Raw mode.** Keys and values are opaque bytes ordered by RocksDB's byte-wise comparator, so range scans
+  mean the same as in Kafka Streams and other RocksDB tools can read the files. rocksdict's default mode
+  would tag every value, pickle non-bytes objects and install a custom comparator.
+* **No write-ahead log.** The changelog topic is the durable copy of the store; paying for a second log on
+  every write buys nothing. The price: data only in the memtable is lost on a crash, so `flush()` (a
+  memtable flush to SST files) must run before a checkpoint claims the data is on disk.
+  `WriteOptions.disable_wal` is a property in rocksdict (the stub shows it as a method; calling it fails).
+* **Bounded native calls.** rocksdict holds the GIL inside `get`/`put`/`write`/iteration, so nothing here
+  does unbounded work in one call: scans read `iteration_chunk` entries per native iterator and drop the
+  iterator before yielding; batches are as large as the caller makes them (restore chunks, cache flushes).
+* **Handles never outlive a call.** RocksDB only releases its `LOCK` file when every derived object
+  (iterators, snapshots, column family handles) is gone; a leaked iterator makes reopening or destroying
+  the store fail with "lock hold by current process". Because each scan chunk opens and drops its own
+  iterator, `close()` always really closes.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import os
+import shutil
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import TypeVar
+
+from rocksdict import DbClosedError, Options, Rdict, ReadOptions, WriteBatch, WriteOptions
+
+from streamlet.errors import StateStoreError
+from streamlet.state.store import Entry, KeyValue, check_key, check_value, empty_range
+
+log = logging.getLogger(__name__)
+_T = TypeVar("_T")
+
+#: Subdirectory of a task dir that holds its RocksDB stores (Kafka Streams' `RocksDBStore.DB_FILE_DIR`).
+DB_FILE_DIR = "rocksdb"
+
+DEFAULT_ITERATION_CHUNK = 1_000
+# Kafka Streams' RocksDBStore defaults: 16 MiB write buffers, at most 3 of them.
+WRITE_BUFFER_SIZE = 16 * 1024 * 1024
+MAX_WRITE_BUFFERS = 3
+
+
+def _options() -> Options:
+    opts = Options(raw_mode=True)
+    opts.create_if_missing(True)
+    opts.set_write_buffer_size(WRITE_BUFFER_SIZE)
+    opts.set_max_write_buffer_number(MAX_WRITE_BUFFERS)
+    opts.set_keep_log_file_num(2)  # RocksDB's info LOG rolls on every open; don't pile up LOG.old.* files
+    return opts
+
+
+class RocksDBStore:
+    """A persistent `KeyValueStore` in its own RocksDB database at `path` (`<task_dir>/rocksdb/<name>`)."""
+
+    def __init__(
+        self, name: str, path: str | os.PathLike[str], *, iteration_chunk: int = DEFAULT_ITERATION_CHUNK
+    ):
+        if iteration_chunk < 1:
+            raise ValueError("iteration_chunk must be >= 1")
+        self._name = name
+        self.path = Path(path)
+        self._iteration_chunk = iteration_chunk
+        self._write_opts = WriteOptions()
+        self._write_opts.disable_wal = True
+        self._write_opts.sync = False
+        self._db: Rdict | None = None
+        self._open()
+
+    def __repr__(self) -> str:
+        return f"RocksDBStore({self._name!r}, {str(self.path)!r})"
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def _open(self) -> None:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = _retry_after_gc(lambda: Rdict(str(self.path), _options()))
+        except Exception as exc:  # rocksdict raises plain Exception for RocksDB status errors
+            raise StateStoreError(
+                f"cannot open RocksDB store {self._name!r} at {self.path}: {exc}. "
+                "If the store is corrupt, wipe it (delete that directory and the task's .checkpoint) "
+                "and it is restored from its changelog; if it is locked, another store instance or process "
+                "has it open: close that first."
+            ) from exc
+        self._db.set_write_options(self._write_opts)
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def persistent(self) -> bool:
+        return True
+
+    @property
+    def is_open(self) -> bool:
+        return self._db is not None
+
+    def _handle(self) -> Rdict:
+        if self._db is None:
+            raise StateStoreError(f"RocksDB store {self._name!r} at {self.path} is closed")
+        return self._db
+
+    def flush(self) -> None:
+        """Flush memtables to SST files and wait: with the WAL off, this is what makes writes durable.
+
+        rocksdict releases the GIL during the flush, so running it in an executor frees the event loop.
+        """
+        try:
+            self._handle().flush(wait=True)
+        except DbClosedError as exc:
+            raise StateStoreError(f"RocksDB store {self._name!r} is closed") from exc
+        except StateStoreError:
+            raise
+        except Exception as exc:
+            raise StateStoreError(
+                f"flushing RocksDB store {self._name!r} at {self.path} failed: {exc}"
+            ) from exc
+
+    def close(self) -> None:
+        """Close the database and release its LOCK. Idempotent.
+
+        rocksdict's close also flushes memtables, but callers that need durability must not rely on it
+        (an unclean shutdown never gets here): call `flush()` before checkpointing.
+        """
+        db, self._db = self._db, None
+        if db is None:
+            return
+        try:
+            db.close()
+        except DbClosedError:
+            pass
+
+    def destroy(self) -> None:
+        """Close and delete the database files: the store's state is gone (restore from the changelog)."""
+        self.close()
+        if self.path.exists():
+            try:
+                _retry_after_gc(lambda: Rdict.destroy(str(self.path), Options(raw_mode=True)))
+            except Exception as exc:
+                log.warning("RocksDB destroy of %s failed (%s); deleting the directory", self.path, exc)
+            shutil.rmtree(self.path, ignore_errors=True)
+            if self.path.exists():
+                raise StateStoreError(f"cannot delete RocksDB store directory {self.path}")
+
+    def wipe(self) -> None:
+        """Destroy and reopen empty, keeping this object (wrapping layers hold a reference to it)."""
+        self.destroy()
+        self._open()
+
+    # ------------------------------------------------------------------ reads and writes
+
+    def get(self, key: bytes) -> bytes | None:
+        value: bytes | None = self._handle().get(check_key(key))
+        return value
+
+    def put(self, key: bytes, value: bytes | None) -> None:
+        check_key(key)
+        db = self._handle()
+        if check_value(value) is None:
+            db.delete(key, self._write_opts)
+        else:
+            db.put(key, value, self._write_opts)
+
+    def delete(self, key: bytes) -> bytes | None:
+        db = self._handle()
+        old: bytes | None = db.get(check_key(key))
+        if old is not None:
+            db.delete(key, self._write_opts)
+        return old
+
+    def put_all(self, entries: Iterable[Entry]) -> None:
+        """Apply all entries (value None = delete) atomically, as one RocksDB WriteBatch."""
+        batch = WriteBatch(raw_mode=True)
+        for key, value in entries:
+            check_key(key)
+            if check_value(value) is None:
+                batch.delete(key)
+            else:
+                batch.put(key, value)
+        if len(batch):
+            # rocksdict consumes the batch on write; a new one is built per call.
+            self._handle().write(batch, self._write_opts)
+
+    write_batch = put_all
+
+    def range(self, from_key: bytes | None, to_key: bytes | None) -> Iterator[KeyValue]:
+        if from_key is not None:
+            check_key(from_key)
+        if to_key is not None:
+            check_key(to_key)
+        self._handle()  # fail now, not at the first next(), if the store is closed
+        if empty_range(from_key, to_key):
+            return iter(())
+        return self._scan(from_key, to_key)
+
+    def all(self) -> Iterator[KeyValue]:
+        return self.range(None, None)
+
+    def _scan(self, from_key: bytes | None, to_key: bytes | None) -> Iterator[KeyValue]:
+        # The smallest key greater than to_key in byte-wise order is to_key + b"\x00": an exclusive upper
+        # bound there makes the scan inclusive of to_key.
+        upper = None if to_key is None else to_key + b"\x00"
+        start = from_key
+        chunk_size = self._iteration_chunk
+        while True:
+            chunk = self._read_chunk(start, upper, chunk_size)
+            yield from chunk
+            if len(chunk) < chunk_size:
+                return
+            start = chunk[-1][0] + b"\x00"
+
+    def _read_chunk(self, start: bytes | None, upper: bytes | None, limit: int) -> list[KeyValue]:
+        if self._db is None:
+            raise StateStoreError(f"RocksDB store {self._name!r} was closed during iteration")
+        read_opts = ReadOptions()
+        if upper is not None:
+            read_opts.set_iterate_upper_bound(upper)
+        it = self._db.iter(read_opts)
+        try:
+            if start is None:
+                it.seek_to_first()
+            else:
+                it.seek(start)
+            chunk: list[KeyValue] = []
+            while it.valid() and len(chunk) < limit:
+                chunk.append((it.key(), it.value()))
+                it.next()
+            return chunk
+        finally:
+            del it  # release the native iterator (and its pin on the DB) before returning
+
+    def approximate_num_entries(self) -> int:
+        value = self._handle().property_int_value("rocksdb.estimate-num-keys")
+        return int(value or 0)
+
+
+def _retry_after_gc(call: Callable[[], _T]) -> _T:
+    """Run `call`; if RocksDB says this process still holds the LOCK, collect garbage and retry once.
+
+    The native DB is only released when its last Python reference is gone. Our own iterators never
+    outlive a call, but a reference cycle (e.g. a traceback frame that saw the old handle) can keep it alive
+    until the cyclic collector runs; collecting only on this error keeps `close()` cheap.
+    """
+    try:
+        return call()
+    except Exception as exc:
+        if "lock hold by current process" not in str(exc):
+            raise
+        gc.collect()
+        return call()

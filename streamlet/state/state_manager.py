@@ -1,0 +1,354 @@
+"""ProcessorStateManager: one task's stores, their changelog offsets and its `.checkpoint` file.
+
+Lifecycle the runtime follows (active or standby task, one stream thread):
+
+1. `StateDirectory.lock_task(task, thread)`; `psm = ProcessorStateManager(task, state_dir.task_dir(task),
+   {store_name: changelog TopicPartition})`. The checkpoint is read here.
+2. `register_store(name, cache=..., changelog_sink=...)` for each store, in topology order. Active tasks pass
+   the thread's RecordCache and a sink that produces to the store's changelog partition; standbys pass
+   neither. Registration wipes a logged persistent store that has data on disk but no checkpoint entry.
+3. Restore: seek a changelog consumer to `changelog_offsets()[tp]`, read up to the end offset, and feed
+   bounded chunks to `restore_batch(tp, records)` (standbys do this continuously).
+4. Commit (in this order): `flush()` -> wait for the producer to ack the changelog records ->
+   `update_changelog_offsets({tp: offset of the last acked record})` -> commit input offsets ->
+   `checkpoint()`. Standbys: `flush()` then `checkpoint()`.
+5. `close(clean=True)` on revocation/shutdown (flush + checkpoint); `close(clean=False)` after an error
+   (nothing more is written). `wipe()` discards the local state (e.g. the changelog was truncated).
+
+Offsets are "the offset of the last changelog record reflected in the store" (None = unknown), the same
+number the checkpoint file holds; `changelog_offsets()` reports it + 1, Kafka Streams' convention for
+offset sums and for the position to restore from.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from aiokafka.structs import TopicPartition
+
+from streamlet.errors import CheckpointError, StateStoreError
+from streamlet.state.caching_store import CachingKeyValueStore
+from streamlet.state.checkpoint import CHECKPOINT_FILE_NAME, OFFSET_UNKNOWN, OffsetCheckpoint
+from streamlet.state.logging_store import ChangeLoggingKeyValueStore, ChangelogSink
+from streamlet.state.record_cache import RecordCache
+from streamlet.state.rocksdb_store import DB_FILE_DIR, RocksDBStore
+from streamlet.state.store import InMemoryKeyValueStore, KeyValueStore
+from streamlet.task_id import TaskId
+
+log = logging.getLogger(__name__)
+
+#: One changelog record to restore: (offset, key, value); value None is a delete.
+RestoreRecord = tuple[int, bytes, bytes | None]
+
+DEFAULT_RESTORE_CHUNK_RECORDS = 10_000
+
+
+@dataclass
+class _Store:
+    name: str
+    inner: KeyValueStore  # the bottom store (RocksDB or in-memory): restores and wipes go here
+    outer: KeyValueStore  # what processors use
+    caching: CachingKeyValueStore | None
+    changelog: TopicPartition | None
+
+
+class ProcessorStateManager:
+    """The state of one task: its registered stores, changelog offsets and checkpoint file."""
+
+    def __init__(
+        self,
+        task_id: TaskId,
+        task_dir: str | os.PathLike[str],
+        changelog_partitions: Mapping[str, TopicPartition],
+        *,
+        restore_chunk_records: int = DEFAULT_RESTORE_CHUNK_RECORDS,
+    ) -> None:
+        if restore_chunk_records < 1:
+            raise ValueError("restore_chunk_records must be >= 1")
+        self.task_id = task_id
+        self.task_dir = Path(task_dir)
+        self.task_dir.mkdir(parents=True, exist_ok=True)
+        self._restore_chunk_records = restore_chunk_records
+        self._changelogs: dict[str, TopicPartition] = dict(changelog_partitions)
+        self._store_by_changelog: dict[TopicPartition, str] = {}
+        for name, tp in self._changelogs.items():
+            if tp in self._store_by_changelog:
+                raise ValueError(
+                    f"task {task_id}: stores {self._store_by_changelog[tp]!r} and {name!r} "
+                    f"share changelog {tp}"
+                )
+            self._store_by_changelog[tp] = name
+        self._offsets: dict[TopicPartition, int | None] = dict.fromkeys(self._store_by_changelog)
+        self._stores: dict[str, _Store] = {}
+        self._checkpoint = OffsetCheckpoint(self.task_dir / CHECKPOINT_FILE_NAME)
+        self._checkpointed: dict[TopicPartition, int] = self._load_checkpoint()
+        self._closed = False
+
+    def _load_checkpoint(self) -> dict[TopicPartition, int]:
+        try:
+            loaded = self._checkpoint.read()
+        except CheckpointError as exc:
+            # Without a trustworthy checkpoint nobody knows which changelog prefix the stores reflect:
+            # start over (the logged stores are wiped when registered) rather than risk stale data.
+            log.warning(
+                "Task %s: ignoring corrupt checkpoint, its stores will be restored from scratch: %s",
+                self.task_id,
+                exc,
+            )
+            self._checkpoint.delete()
+            return {}
+        checkpointed: dict[TopicPartition, int] = {}
+        for tp, offset in loaded.items():
+            if tp not in self._offsets:
+                log.info(
+                    "Task %s: checkpoint entry for %s matches no store of the task; ignored", self.task_id, tp
+                )
+                continue
+            checkpointed[tp] = offset
+            self._offsets[tp] = None if offset == OFFSET_UNKNOWN else offset
+        return checkpointed
+
+    # ------------------------------------------------------------------ stores
+
+    def store_dir(self, name: str) -> Path:
+        """Where a persistent store's RocksDB lives: `<task_dir>/rocksdb/<name>`."""
+        return self.task_dir / DB_FILE_DIR / name
+
+    def register_store(
+        self,
+        name: str,
+        *,
+        persistent: bool = True,
+        cache: RecordCache | None = None,
+        changelog_sink: ChangelogSink | None = None,
+        store: KeyValueStore | None = None,
+    ) -> KeyValueStore:
+        """Open (or take) the store `name`, wrap it, and return what processors should use.
+
+        * `persistent`: RocksDB under `store_dir(name)`, else an in-memory store (ignored with `store`).
+        * `changelog_sink`: wrap in a ChangeLoggingKeyValueStore (active tasks; the store must have a
+          changelog partition). Standbys pass None: they only write through `restore_batch`.
+        * `cache`: wrap in a CachingKeyValueStore using the thread's RecordCache (namespace
+          `"<task>-<store>"`); call `set_flush_listener` on the returned store to forward flushed updates.
+
+        A logged persistent store whose directory holds data while the checkpoint has no entry for its
+        changelog is wiped first: after an unclean shutdown it may hold writes the changelog never got (or
+        lack writes that were never flushed, the WAL being off), and a restore from offset 0 on top of it
+        would not remove keys whose tombstones were compacted away.
+        """
+        self._check_open()
+        if name in self._stores:
+            raise ValueError(f"task {self.task_id}: store {name!r} is already registered")
+        changelog = self._changelogs.get(name)
+        if changelog_sink is not None and changelog is None:
+            raise ValueError(
+                f"task {self.task_id}: store {name!r} has a changelog sink but no changelog partition"
+            )
+        if store is None:
+            if persistent:
+                path = self.store_dir(name)
+                if changelog is not None and changelog not in self._checkpointed and _has_content(path):
+                    log.warning(
+                        "Task %s: store %r has local data but no checkpointed offset; wiping it so it is "
+                        "restored from the changelog %s-%d from scratch",
+                        self.task_id,
+                        name,
+                        changelog.topic,
+                        changelog.partition,
+                    )
+                    shutil.rmtree(path)
+                inner: KeyValueStore = RocksDBStore(name, path)
+            else:
+                inner = InMemoryKeyValueStore(name)
+        else:
+            if store.name != name:
+                raise ValueError(f"task {self.task_id}: store named {store.name!r} registered as {name!r}")
+            inner = store
+        outer: KeyValueStore = inner
+        if changelog_sink is not None:
+            outer = ChangeLoggingKeyValueStore(outer, changelog_sink)
+        caching = None
+        if cache is not None:
+            caching = CachingKeyValueStore(outer, cache, f"{self.task_id}-{name}")
+            outer = caching
+        self._stores[name] = _Store(name, inner, outer, caching, changelog)
+        return outer
+
+    def store(self, name: str) -> KeyValueStore:
+        """The registered (outermost) store `name`."""
+        try:
+            return self._stores[name].outer
+        except KeyError:
+            raise KeyError(f"task {self.task_id}: no store {name!r} registered") from None
+
+    def stores(self) -> dict[str, KeyValueStore]:
+        return {name: s.outer for name, s in self._stores.items()}
+
+    def changelog_partitions(self) -> dict[str, TopicPartition]:
+        return dict(self._changelogs)
+
+    # ------------------------------------------------------------------ offsets
+
+    def checkpointed_offsets(self) -> dict[TopicPartition, int]:
+        """The offsets of the checkpoint file as last read or written (OFFSET_UNKNOWN kept as -4)."""
+        return dict(self._checkpointed)
+
+    def current_offsets(self) -> dict[TopicPartition, int | None]:
+        """Offset of the last changelog record reflected in each store (None = unknown)."""
+        return dict(self._offsets)
+
+    def changelog_offsets(self) -> dict[TopicPartition, int]:
+        """Per changelog partition: last restored/written offset + 1, or 0 if unknown (Kafka's convention).
+
+        This is both where restoration resumes and what offset sums add up for non-running tasks.
+        """
+        return {tp: 0 if offset is None else offset + 1 for tp, offset in self._offsets.items()}
+
+    def update_changelog_offsets(self, offsets: Mapping[TopicPartition, int]) -> None:
+        """Record the offsets of the last changelog records the producer acknowledged.
+
+        Partitions that are not changelogs of this task (e.g. sink topics) are ignored, so the runtime may
+        pass everything its producer acknowledged for the task.
+        """
+        for tp, offset in offsets.items():
+            if tp not in self._offsets:
+                continue
+            if offset < 0:
+                raise ValueError(f"task {self.task_id}: invalid changelog offset {offset} for {tp}")
+            self._offsets[tp] = offset
+
+    # ------------------------------------------------------------------ restore
+
+    def restore_batch(self, tp: TopicPartition, records: Sequence[RestoreRecord]) -> int:
+        """Apply changelog records to the store of `tp`, bypassing cache and logging; returns records applied.
+
+        Each chunk of at most `restore_chunk_records` records is one write batch (atomic, and a bounded
+        call into RocksDB); the restored offset advances to the chunk's last record after the write.
+        """
+        self._check_open()
+        name = self._store_by_changelog.get(tp)
+        if name is None:
+            raise ValueError(f"task {self.task_id}: {tp} is not a changelog partition of this task")
+        meta = self._stores.get(name)
+        if meta is None:
+            raise StateStoreError(f"task {self.task_id}: store {name!r} must be registered before restoring")
+        step = self._restore_chunk_records
+        applied = 0
+        for start in range(0, len(records), step):
+            chunk = records[start : start + step]
+            entries = [(key, value) for _offset, key, value in chunk if key is not None]
+            meta.inner.put_all(entries)
+            if meta.caching is not None and meta.caching.cache.entry_count(meta.caching.namespace):
+                for key, _ in entries:  # a cached value would shadow the restored one
+                    meta.caching.cache.remove(meta.caching.namespace, key)
+            self._offsets[tp] = chunk[-1][0]
+            applied += len(chunk)
+        return applied
+
+    # ------------------------------------------------------------------ flush / checkpoint
+
+    def flush_caches(self) -> None:
+        """Flush every caching store (registration order), writing dirty entries down and emitting them."""
+        _run_all(s.caching.flush_cache for s in self._stores.values() if s.caching is not None)
+
+    def flush(self) -> None:
+        """Flush caches, then the bottom stores (RocksDB memtables to disk)."""
+        self._check_open()
+        self.flush_caches()
+        _run_all(s.inner.flush for s in self._stores.values())
+
+    def checkpoint(self) -> None:
+        """Write the offsets of the logged persistent stores to `.checkpoint` (OFFSET_UNKNOWN if unknown).
+
+        Call after `flush()` and `update_changelog_offsets()`. The RocksDB memtables are flushed again here
+        (cheap when empty) so that the file never claims more than is on disk: with the WAL off, memtable
+        data would be lost by a crash.
+        """
+        self._check_open()
+        offsets: dict[TopicPartition, int] = {}
+        for s in self._stores.values():
+            if s.changelog is None or not s.inner.persistent:
+                continue
+            s.inner.flush()
+            offset = self._offsets[s.changelog]
+            offsets[s.changelog] = OFFSET_UNKNOWN if offset is None else offset
+        self._checkpoint.write(offsets)
+        self._checkpointed = offsets
+
+    # ------------------------------------------------------------------ wipe / close
+
+    def wipe(self) -> None:
+        """Discard all local state: drop caches, delete and reopen the stores empty, delete the checkpoint."""
+        self._check_open()
+        for s in self._stores.values():
+            if s.caching is not None:
+                s.caching.drop_cache()
+            wipe = getattr(s.inner, "wipe", None)
+            if wipe is None:
+                raise StateStoreError(f"task {self.task_id}: store {s.name!r} cannot be wiped")
+            wipe()
+        self._checkpoint.delete()
+        self._checkpointed = {}
+        self._offsets = dict.fromkeys(self._offsets)
+
+    def close(self, clean: bool) -> None:
+        """Close every store. Clean: flush and checkpoint first. Unclean: drop caches, write nothing.
+
+        If the clean path fails, the stores are still closed (uncleanly) and the error is re-raised.
+        """
+        if self._closed:
+            return
+        if clean:
+            try:
+                self.flush()
+                self.checkpoint()
+            except BaseException:
+                self._close_stores(clean=False)
+                raise
+        self._close_stores(clean=clean)
+
+    def _close_stores(self, clean: bool) -> None:
+        self._closed = True
+        errors: list[BaseException] = []
+        for s in self._stores.values():
+            try:
+                if s.caching is not None and not clean:
+                    s.caching.drop_cache()
+                s.outer.close()
+            except Exception as exc:  # close the others regardless
+                errors.append(exc)
+        if errors:
+            raise StateStoreError(f"task {self.task_id}: closing stores failed: {errors[0]}") from errors[0]
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StateStoreError(f"task {self.task_id}: state manager is closed")
+
+
+def _has_content(path: Path) -> bool:
+    try:
+        return any(path.iterdir())
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+
+
+def _run_all(calls: Iterable[Callable[[], None]]) -> None:
+    """Run every call even if one fails, then raise the first error (Kafka's executeAll)."""
+    first: BaseException | None = None
+    for call in calls:
+        try:
+            call()
+        except Exception as exc:
+            if first is None:
+                first = exc
+    if first is not None:
+        raise first

@@ -1,0 +1,491 @@
+"""The DSL: `StreamsBuilder`, `KStream`, `KGroupedStream`, `KTable`, mirroring Kafka Streams.
+
+Node and store names follow Kafka Streams exactly, so `describe()` output and internal topic names match
+what a Java application with the same DSL calls would get:
+
+* one counter per builder; every generated name takes the next value, formatted `%010d`
+  (`InternalStreamsBuilder#newProcessorName` / `#newStoreName`: `<PREFIX><n>` and
+  `<PREFIX>STATE-STORE-<n>`); a user-supplied processor `name=` (Kafka's `Named`) still takes one
+  (`NamedInternal#orElseGenerateWithPrefix` burns it), a user-supplied store name does not;
+* an unnamed aggregation store takes its value *before* the aggregation processor does;
+* a repartition (`KStreamImpl#createRepartitionedSource`) always takes three values (sink, filter,
+  source, in that order) for compatibility, but uses them as node names only when the topic prefix is
+  itself generated (matches `KSTREAM.*-\\d{10}`); otherwise the nodes are `<prefix>-repartition-sink`,
+  `-filter` and `-source`.
+
+Serdes left as None mean "the default serde" (bytes), like Kafka's null serdes meaning the configured
+default; key-changing operations drop the key serde and value-changing operations the value serde,
+exactly where Kafka Streams drops them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from streamlet.errors import TopologyError
+from streamlet.serdes import BytesSerde, LongSerde, Serde, SerdeLike, resolve_serde
+from streamlet.topology import nodes as n
+from streamlet.topology.nodes import NodeSpec, ProcessorSpec, SinkSpec, SourceSpec, StoreSpec, validate_name
+
+SOURCE_NAME = "KSTREAM-SOURCE-"
+SINK_NAME = "KSTREAM-SINK-"
+FILTER_NAME = "KSTREAM-FILTER-"
+PEEK_NAME = "KSTREAM-PEEK-"
+FLATMAP_NAME = "KSTREAM-FLATMAP-"
+FLATMAPVALUES_NAME = "KSTREAM-FLATMAPVALUES-"
+MAP_NAME = "KSTREAM-MAP-"
+MAPVALUES_NAME = "KSTREAM-MAPVALUES-"
+KEY_SELECT_NAME = "KSTREAM-KEY-SELECT-"
+FOREACH_NAME = "KSTREAM-FOREACH-"
+REDUCE_NAME = "KSTREAM-REDUCE-"
+AGGREGATE_NAME = "KSTREAM-AGGREGATE-"
+TOSTREAM_NAME = "KTABLE-TOSTREAM-"
+STATE_STORE_NAME = "STATE-STORE-"
+REPARTITION_TOPIC_SUFFIX = "-repartition"
+_GENERATED_NAME = re.compile(r"KSTREAM.*-[0-9]{10}")
+
+if TYPE_CHECKING:
+    from streamlet.topology.topology import Topology
+
+_DEFAULT_SERDE: Serde = BytesSerde()
+
+
+def _serde(value: SerdeLike, argument: str) -> Serde | None:
+    try:
+        return resolve_serde(value)
+    except (TypeError, ValueError) as exc:
+        raise TopologyError(f"{argument}: {exc}") from exc
+
+
+def _first(serde: Serde | None, fallback: Serde | None) -> Serde | None:
+    return fallback if serde is None else serde
+
+
+def _or_default(serde: Serde | None) -> Serde:
+    return _DEFAULT_SERDE if serde is None else serde
+
+
+def _require_callable(fn: object, what: str) -> None:
+    if not callable(fn):
+        raise TopologyError(f"{what} must be callable, got {fn!r}")
+
+
+class _InternalBuilder:
+    """The node graph under construction (Kafka's InternalStreamsBuilder + InternalTopologyBuilder)."""
+
+    def __init__(self) -> None:
+        self.index = 0
+        self.nodes: dict[str, NodeSpec] = {}
+        self.stores: dict[str, StoreSpec] = {}
+        self.store_users: dict[str, list[str]] = {}
+        self.internal_topics: dict[str, None] = {}  # raw repartition topic names, in creation order
+        self.topic_to_source: dict[str, str] = {}
+
+    def new_processor_name(self, prefix: str) -> str:
+        name = f"{prefix}{self.index:010d}"
+        self.index += 1
+        return name
+
+    def new_store_name(self, prefix: str) -> str:
+        name = f"{prefix}{STATE_STORE_NAME}{self.index:010d}"
+        self.index += 1
+        return name
+
+    def name_or_generate(self, name: str | None, prefix: str) -> str:
+        """`NamedInternal#orElseGenerateWithPrefix`: a given name still burns a counter value."""
+        if name is not None:
+            validate_name(name)
+        generated = self.new_processor_name(prefix)
+        return generated if name is None else name
+
+    def _add(self, spec: NodeSpec) -> None:
+        if spec.name in self.nodes:
+            raise TopologyError(f"Invalid topology: Processor {spec.name} is already added.")
+        for predecessor in spec.predecessors:
+            if predecessor not in self.nodes:
+                raise TopologyError(f"Invalid topology: Predecessor processor {predecessor} is not added yet.")
+            if isinstance(self.nodes[predecessor], SinkSpec):
+                raise TopologyError(f"Invalid topology: Sink {predecessor} cannot be used a parent.")
+        self.nodes[spec.name] = spec
+
+    def add_source(self, spec: SourceSpec) -> None:
+        for topic in spec.topics:
+            if topic in self.topic_to_source:
+                raise TopologyError(
+                    f"Invalid topology: Topic {topic} has already been registered by another source "
+                    f"({self.topic_to_source[topic]}); read it once and reuse the KStream"
+                )
+        self._add(spec)
+        for topic in spec.topics:
+            self.topic_to_source[topic] = spec.name
+
+    def add_node(self, spec: NodeSpec) -> None:
+        self._add(spec)
+
+    def add_store(self, store: StoreSpec, processor: str) -> None:
+        if store.name in self.stores:
+            raise TopologyError(f"Invalid topology: StateStore {store.name} is already added.")
+        self.stores[store.name] = store
+        self.store_users[store.name] = [processor]
+
+
+class StreamsBuilder:
+    """Entry point of the DSL: `stream()` the input topics, chain operations, then `build()`."""
+
+    def __init__(self) -> None:
+        self._internal = _InternalBuilder()
+        self._built = False
+
+    def stream(
+        self,
+        topics: str | Iterable[str],
+        key_serde: SerdeLike = None,
+        value_serde: SerdeLike = None,
+        *,
+        name: str | None = None,
+    ) -> KStream:
+        """A KStream of one topic or a list of topics (Kafka's `builder.stream(topics, Consumed)`)."""
+        topic_list = [topics] if isinstance(topics, str) else list(topics)
+        if not topic_list:
+            raise TopologyError("stream() needs at least one topic")
+        for topic in topic_list:
+            if not isinstance(topic, str) or not topic:
+                raise TopologyError(f"topic names must be non-empty strings, got {topic!r}")
+        if len(set(topic_list)) != len(topic_list):
+            raise TopologyError(f"stream() got a topic twice: {topic_list}")
+        ks = _serde(key_serde, "key_serde")
+        vs = _serde(value_serde, "value_serde")
+        internal = self._internal
+        source_name = internal.name_or_generate(name, SOURCE_NAME)
+        internal.add_source(
+            SourceSpec(source_name, (), tuple(topic_list), _or_default(ks), _or_default(vs))
+        )
+        return KStream(internal, source_name, ks, vs, repartition_required=False)
+
+    def build(self) -> Topology:
+        """The Topology built so far (later DSL calls on this builder do not change it)."""
+        from streamlet.topology.topology import Topology
+
+        internal = self._internal
+        return Topology(
+            nodes=tuple(internal.nodes.values()),
+            stores=tuple(internal.stores.values()),
+            store_users={k: tuple(v) for k, v in internal.store_users.items()},
+            internal_topics=tuple(internal.internal_topics),
+        )
+
+
+class KStream:
+    """A record stream. Every operation returns a new KStream (or grouped stream / table)."""
+
+    __slots__ = ("_builder", "_node", "_key_serde", "_value_serde", "_repartition_required")
+
+    def __init__(
+        self,
+        builder: _InternalBuilder,
+        node: str,
+        key_serde: Serde | None,
+        value_serde: Serde | None,
+        repartition_required: bool,
+    ) -> None:
+        self._builder = builder
+        self._node = node
+        self._key_serde = key_serde
+        self._value_serde = value_serde
+        self._repartition_required = repartition_required
+
+    @property
+    def node_name(self) -> str:
+        """Name of the processor node this stream comes out of."""
+        return self._node
+
+    def _processor(
+        self,
+        prefix: str,
+        op: str,
+        fn: Callable[..., Any],
+        name: str | None,
+        *,
+        key_serde: Serde | None,
+        value_serde: Serde | None,
+        repartition_required: bool,
+    ) -> KStream:
+        _require_callable(fn, op)
+        node_name = self._builder.name_or_generate(name, prefix)
+        self._builder.add_node(ProcessorSpec(node_name, (self._node,), op, fn=fn))
+        return KStream(self._builder, node_name, key_serde, value_serde, repartition_required)
+
+    def filter(self, predicate: Callable[[Any, Any], bool], *, name: str | None = None) -> KStream:
+        """Keep records for which `predicate(key, value)` is true."""
+        return self._processor(
+            FILTER_NAME, n.FILTER, predicate, name, key_serde=self._key_serde,
+            value_serde=self._value_serde, repartition_required=self._repartition_required,
+        )
+
+    def filter_not(self, predicate: Callable[[Any, Any], bool], *, name: str | None = None) -> KStream:
+        """Drop records for which `predicate(key, value)` is true."""
+        return self._processor(
+            FILTER_NAME, n.FILTER_NOT, predicate, name, key_serde=self._key_serde,
+            value_serde=self._value_serde, repartition_required=self._repartition_required,
+        )
+
+    def map_values(self, mapper: Callable[[Any], Any], *, name: str | None = None) -> KStream:
+        """`value -> mapper(value)`; the key is unchanged, so no repartition is needed later."""
+        return self._processor(
+            MAPVALUES_NAME, n.MAP_VALUES, mapper, name, key_serde=self._key_serde,
+            value_serde=None, repartition_required=self._repartition_required,
+        )
+
+    def flat_map_values(self, mapper: Callable[[Any], Iterable[Any]], *, name: str | None = None) -> KStream:
+        """One record per element of `mapper(value)`, each with the original key."""
+        return self._processor(
+            FLATMAPVALUES_NAME, n.FLAT_MAP_VALUES, mapper, name, key_serde=self._key_serde,
+            value_serde=None, repartition_required=self._repartition_required,
+        )
+
+    def map(self, mapper: Callable[[Any, Any], tuple[Any, Any]], *, name: str | None = None) -> KStream:
+        """`(key, value) -> mapper(key, value)`, a new `(key, value)` pair (marks the stream for repartition)."""
+        return self._processor(
+            MAP_NAME, n.MAP, mapper, name, key_serde=None, value_serde=None, repartition_required=True
+        )
+
+    def flat_map(
+        self, mapper: Callable[[Any, Any], Iterable[tuple[Any, Any]]], *, name: str | None = None
+    ) -> KStream:
+        """One record per `(key, value)` pair of `mapper(key, value)` (marks the stream for repartition)."""
+        return self._processor(
+            FLATMAP_NAME, n.FLAT_MAP, mapper, name, key_serde=None, value_serde=None, repartition_required=True
+        )
+
+    def select_key(self, mapper: Callable[[Any, Any], Any], *, name: str | None = None) -> KStream:
+        """New key `mapper(key, value)`, same value (marks the stream for repartition)."""
+        return self._processor(
+            KEY_SELECT_NAME, n.SELECT_KEY, mapper, name, key_serde=None,
+            value_serde=self._value_serde, repartition_required=True,
+        )
+
+    def peek(self, action: Callable[[Any, Any], Any], *, name: str | None = None) -> KStream:
+        """Call `action(key, value)` and pass the record on unchanged."""
+        return self._processor(
+            PEEK_NAME, n.PEEK, action, name, key_serde=self._key_serde,
+            value_serde=self._value_serde, repartition_required=self._repartition_required,
+        )
+
+    def foreach(self, action: Callable[[Any, Any], Any], *, name: str | None = None) -> None:
+        """Call `action(key, value)` for every record (a terminal operation)."""
+        self._processor(
+            FOREACH_NAME, n.FOREACH, action, name, key_serde=None, value_serde=None,
+            repartition_required=False,
+        )
+
+    def to(
+        self,
+        topic: str,
+        key_serde: SerdeLike = None,
+        value_serde: SerdeLike = None,
+        *,
+        name: str | None = None,
+    ) -> None:
+        """Write the stream to `topic` (Kafka's `to(topic, Produced)`); serdes default to the stream's."""
+        if not isinstance(topic, str) or not topic:
+            raise TopologyError(f"to() needs a non-empty topic name, got {topic!r}")
+        ks = _first(_serde(key_serde, "key_serde"), self._key_serde)
+        vs = _first(_serde(value_serde, "value_serde"), self._value_serde)
+        sink_name = self._builder.name_or_generate(name, SINK_NAME)
+        self._builder.add_node(SinkSpec(sink_name, (self._node,), topic, _or_default(ks), _or_default(vs)))
+
+    def group_by(
+        self,
+        key_selector: Callable[[Any, Any], Any],
+        key_serde: SerdeLike = None,
+        value_serde: SerdeLike = None,
+        *,
+        name: str | None = None,
+    ) -> KGroupedStream:
+        """Group by a new key `key_selector(key, value)`; aggregations then repartition by that key.
+
+        `name` (Kafka's `Grouped.as`) names both the key-selecting processor and the repartition topic
+        (`<application_id>-<name>-repartition`); without it the topic is named after the store.
+        `value_serde` defaults to this stream's value serde.
+        """
+        _require_callable(key_selector, "group_by key_selector")
+        ks = _serde(key_serde, "key_serde")
+        vs = _first(_serde(value_serde, "value_serde"), self._value_serde)
+        if name is not None:
+            validate_name(name)
+        select_name = self._builder.name_or_generate(name, KEY_SELECT_NAME)
+        self._builder.add_node(ProcessorSpec(select_name, (self._node,), n.SELECT_KEY, fn=key_selector))
+        return KGroupedStream(self._builder, select_name, ks, vs, True, name)
+
+    def group_by_key(
+        self,
+        key_serde: SerdeLike = None,
+        value_serde: SerdeLike = None,
+        *,
+        name: str | None = None,
+    ) -> KGroupedStream:
+        """Group by the current key; repartitions only if an upstream operation changed the key."""
+        ks = _first(_serde(key_serde, "key_serde"), self._key_serde)
+        vs = _first(_serde(value_serde, "value_serde"), self._value_serde)
+        if name is not None:
+            validate_name(name)
+        return KGroupedStream(self._builder, self._node, ks, vs, self._repartition_required, name)
+
+    def __repr__(self) -> str:
+        return f"KStream({self._node})"
+
+
+class KGroupedStream:
+    """A stream grouped by key, ready for `count`, `reduce` or `aggregate`."""
+
+    __slots__ = (
+        "_builder", "_node", "_key_serde", "_value_serde", "_repartition_required", "_repartition_name",
+        "_repartition_source",
+    )
+
+    def __init__(
+        self,
+        builder: _InternalBuilder,
+        node: str,
+        key_serde: Serde | None,
+        value_serde: Serde | None,
+        repartition_required: bool,
+        repartition_name: str | None,
+    ) -> None:
+        self._builder = builder
+        self._node = node
+        self._key_serde = key_serde
+        self._value_serde = value_serde
+        self._repartition_required = repartition_required
+        self._repartition_name = repartition_name
+        self._repartition_source: str | None = None  # reused when the repartition topic is user-named
+
+    def count(self, store_name: str | None = None, *, name: str | None = None) -> KTable:
+        """Number of records per key, in a store with int64 values (Kafka's `count()`)."""
+        store = self._store_name(store_name, AGGREGATE_NAME)
+        processor = self._builder.name_or_generate(name, AGGREGATE_NAME)
+        return self._build(processor, n.COUNT, store, LongSerde(), fn=None, initializer=None)
+
+    def reduce(
+        self, reducer: Callable[[Any, Any], Any], store_name: str | None = None, *, name: str | None = None
+    ) -> KTable:
+        """`reducer(aggregate, value)` per key; the first value of a key is its initial aggregate."""
+        _require_callable(reducer, "reducer")
+        store = self._store_name(store_name, REDUCE_NAME)
+        processor = self._builder.name_or_generate(name, REDUCE_NAME)
+        return self._build(processor, n.REDUCE, store, _or_default(self._value_serde), fn=reducer,
+                           initializer=None)
+
+    def aggregate(
+        self,
+        initializer: Callable[[], Any],
+        aggregator: Callable[[Any, Any, Any], Any],
+        store_name: str | None = None,
+        value_serde: SerdeLike = None,
+        *,
+        name: str | None = None,
+    ) -> KTable:
+        """`aggregator(key, value, aggregate)` per key, starting from `initializer()`.
+
+        `value_serde` stores the aggregate (default: bytes, so give one unless aggregates are bytes).
+        """
+        _require_callable(initializer, "initializer")
+        _require_callable(aggregator, "aggregator")
+        agg_serde = _serde(value_serde, "value_serde")
+        store = self._store_name(store_name, AGGREGATE_NAME)
+        processor = self._builder.name_or_generate(name, AGGREGATE_NAME)
+        return self._build(processor, n.AGGREGATE, store, _or_default(agg_serde), fn=aggregator,
+                           initializer=initializer)
+
+    def _store_name(self, store_name: str | None, prefix: str) -> str:
+        if store_name is not None:
+            return validate_name(store_name, "Store name")
+        return self._builder.new_store_name(prefix)
+
+    def _build(
+        self,
+        processor: str,
+        op: str,
+        store: str,
+        store_value_serde: Serde,
+        *,
+        fn: Callable[..., Any] | None,
+        initializer: Callable[[], Any] | None,
+    ) -> KTable:
+        builder = self._builder
+        parent = self._node
+        key_serde = _or_default(self._key_serde)
+        if self._repartition_required:
+            parent = self._repartition(self._repartition_name or store)
+        builder.add_node(ProcessorSpec(processor, (parent,), op, stores=(store,), fn=fn, initializer=initializer))
+        builder.add_store(StoreSpec(store, key_serde, store_value_serde), processor)
+        return KTable(builder, processor, self._key_serde, store_value_serde, store)
+
+    def _repartition(self, prefix: str) -> str:
+        """Kafka's `createRepartitionedSource` (+ the repartition node reuse of GroupedStreamAggregateBuilder)."""
+        builder = self._builder
+        topic = prefix if prefix.endswith(REPARTITION_TOPIC_SUFFIX) else prefix + REPARTITION_TOPIC_SUFFIX
+        # Always generate the names, to burn the counter values for compatibility.
+        gen_sink = builder.new_processor_name(SINK_NAME)
+        gen_filter = builder.new_processor_name(FILTER_NAME)
+        gen_source = builder.new_processor_name(SOURCE_NAME)
+        if self._repartition_source is not None and self._repartition_name is not None:
+            return self._repartition_source  # a user-named repartition topic is shared by all aggregations
+        if _GENERATED_NAME.fullmatch(prefix):
+            sink, filter_, source = gen_sink, gen_filter, gen_source
+        else:
+            sink, filter_, source = topic + "-sink", topic + "-filter", topic + "-source"
+        key_serde = _or_default(self._key_serde)
+        value_serde = _or_default(self._value_serde)
+        if topic in builder.internal_topics:
+            raise TopologyError(
+                f"Invalid topology: repartition topic {topic} is already used; give each grouping its own name"
+            )
+        builder.internal_topics[topic] = None
+        builder.add_node(ProcessorSpec(filter_, (self._node,), n.REPARTITION_FILTER))
+        builder.add_node(SinkSpec(sink, (filter_,), topic, key_serde, value_serde))
+        builder.add_source(SourceSpec(source, (), (topic,), key_serde, value_serde))
+        self._repartition_source = source
+        return source
+
+    def __repr__(self) -> str:
+        return f"KGroupedStream({self._node})"
+
+
+class KTable:
+    """A changelog stream of per-key aggregates, backed by a state store."""
+
+    __slots__ = ("_builder", "_node", "_key_serde", "_value_serde", "_store_name")
+
+    def __init__(
+        self,
+        builder: _InternalBuilder,
+        node: str,
+        key_serde: Serde | None,
+        value_serde: Serde | None,
+        store_name: str,
+    ) -> None:
+        self._builder = builder
+        self._node = node
+        self._key_serde = key_serde
+        self._value_serde = value_serde
+        self._store_name = store_name
+
+    @property
+    def store_name(self) -> str:
+        return self._store_name
+
+    @property
+    def node_name(self) -> str:
+        return self._node
+
+    def to_stream(self, *, name: str | None = None) -> KStream:
+        """The table's updates as a stream (emitted when the store's cache flushes, as in Kafka Streams)."""
+        node_name = self._builder.name_or_generate(name, TOSTREAM_NAME)
+        self._builder.add_node(ProcessorSpec(node_name, (self._node,), n.TO_STREAM))
+        return KStream(self._builder, node_name, self._key_serde, self._value_serde, repartition_required=False)
+
+    def __repr__(self) -> str:
+        return f"KTable({self._node}, store={self._store_name})"

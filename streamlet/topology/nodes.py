@@ -1,0 +1,95 @@
+"""The static node graph a `Topology` is made of (Kafka Streams' `InternalTopologyBuilder` node factories).
+
+Specs are immutable descriptions: names, wiring, serdes and user functions. `processors.py` turns the specs
+of one sub-topology into live processor nodes for each task.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from streamlet.errors import TopologyError
+from streamlet.serdes import Serde
+
+MAX_NAME_LENGTH = 249
+_LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
+
+
+def validate_name(name: object, what: str = "Name") -> str:
+    """Kafka Streams' `Named.validate`: non-empty, at most 249 chars of `[a-zA-Z0-9._-]`."""
+    if not isinstance(name, str):
+        raise TopologyError(f"{what} must be a string, got {type(name).__name__}")
+    if not name:
+        raise TopologyError(f"{what} is illegal, it can't be empty")
+    if name in (".", ".."):
+        raise TopologyError(f'{what} cannot be "." or ".."')
+    if len(name) > MAX_NAME_LENGTH:
+        raise TopologyError(
+            f"{what} is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, name: {name}"
+        )
+    if not _LEGAL_NAME.match(name):
+        raise TopologyError(
+            f'{what} "{name}" is illegal, it contains a character other than ASCII alphanumerics, '
+            "'.', '_' and '-'"
+        )
+    return name
+
+
+@dataclass(frozen=True, eq=False)
+class NodeSpec:
+    name: str
+    predecessors: tuple[str, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class SourceSpec(NodeSpec):
+    topics: tuple[str, ...]  # raw names: internal topics without the application id prefix
+    key_serde: Serde
+    value_serde: Serde
+
+
+@dataclass(frozen=True, eq=False)
+class SinkSpec(NodeSpec):
+    topic: str  # raw name
+    key_serde: Serde
+    value_serde: Serde
+
+
+# Processor operations (the `op` of a ProcessorSpec).
+FILTER = "filter"
+FILTER_NOT = "filter_not"
+MAP_VALUES = "map_values"
+FLAT_MAP_VALUES = "flat_map_values"
+MAP = "map"
+FLAT_MAP = "flat_map"
+SELECT_KEY = "select_key"
+PEEK = "peek"
+FOREACH = "foreach"
+REPARTITION_FILTER = "repartition_filter"
+COUNT = "count"
+REDUCE = "reduce"
+AGGREGATE = "aggregate"
+TO_STREAM = "to_stream"
+
+AGGREGATING_OPS = frozenset({COUNT, REDUCE, AGGREGATE})
+
+
+@dataclass(frozen=True, eq=False)
+class ProcessorSpec(NodeSpec):
+    op: str
+    stores: tuple[str, ...] = ()
+    fn: Callable[..., Any] | None = None
+    initializer: Callable[[], Any] | None = None  # aggregate only
+
+
+@dataclass(frozen=True, eq=False)
+class StoreSpec:
+    """A key-value store: its serdes say how keys and aggregates are stored (and changelogged)."""
+
+    name: str
+    key_serde: Serde
+    value_serde: Serde
+    logged: bool = True

@@ -1,0 +1,400 @@
+"""The executable processor graph of one task (Kafka Streams' `ProcessorTopology` + processor nodes).
+
+`Topology.build_task(task_id, context)` compiles the nodes of the task's sub-topology into plain
+closures, each calling its children's directly (depth-first, children in topology order, as Kafka
+Streams forwards), so the per-record path is function calls only: no per-record lookups by node name
+and no allocations beyond the user functions' own results.
+
+The runtime supplies the `TaskContext` (task id, application id, state stores, record sending); the
+graph keeps the current record's metadata (`topic`, `partition`, `offset`, `timestamp`) in attributes
+that nodes read.
+
+Aggregations (count/reduce/aggregate) follow Kafka Streams' caching semantics: they only update their
+store; the store calls the flush listener they registered when its record cache flushes or evicts an
+entry (or on every put when caching is off), and the listener forwards `(key, new value)` downstream
+(e.g. KTABLE-TOSTREAM -> sink). Records with a null key or null value are dropped by aggregations, and
+null keys are dropped before a repartition topic, as in Kafka Streams.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from streamlet.errors import SerializationError, TopologyError
+from streamlet.task_id import TaskId
+from streamlet.topology import nodes as n
+from streamlet.topology.nodes import ProcessorSpec, SinkSpec, SourceSpec
+from streamlet.topology.topology import changelog_topic
+
+if TYPE_CHECKING:
+    from streamlet.topology.topology import Topology
+
+__all__ = [
+    "FlushListener",
+    "RecordDeserializationError",
+    "StateStore",
+    "TaskContext",
+    "TaskProcessorGraph",
+    "build_task_graph",
+]
+
+#: `listener(key, new_value, old_value[, timestamp])`: all bytes as stored; `new_value` None = deleted.
+#: A store that tracks the timestamp of the cached entry may pass it; otherwise the current record's is used.
+FlushListener = Callable[..., None]
+Forward = Callable[[Any, Any], None]
+
+
+@runtime_checkable
+class StateStore(Protocol):
+    """What processor nodes need from a key-value store (bytes in, bytes out)."""
+
+    def get(self, key: bytes) -> bytes | None: ...
+
+    def put(self, key: bytes, value: bytes | None) -> None: ...
+
+    def delete(self, key: bytes) -> bytes | None: ...
+
+    def set_flush_listener(self, listener: FlushListener) -> None: ...
+
+
+@runtime_checkable
+class TaskContext(Protocol):
+    """What the runtime gives a task's processor graph."""
+
+    task_id: TaskId
+    application_id: str  # prefixes internal topic names
+
+    def get_state_store(self, name: str) -> StateStore: ...
+
+    def send(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp: int,
+        partition: int | None = None,
+    ) -> None:
+        """Produce a record; partition None = the producer's default (murmur2 of the key)."""
+        ...
+
+
+class RecordDeserializationError(SerializationError):
+    """A source record could not be deserialized (what `deserialization_exception_handler` handles)."""
+
+    def __init__(self, message: str, topic: str, partition: int, offset: int) -> None:
+        super().__init__(message)
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+
+
+def _noop(key: Any, value: Any) -> None:
+    return None
+
+
+class TaskProcessorGraph:
+    """One task's processors. Call `process()` once per input record, in offset order per partition."""
+
+    __slots__ = (
+        "task_id", "application_id", "subtopology", "source_topics", "store_names",
+        "topic", "partition", "offset", "timestamp", "dropped_records", "_sources", "_nodes",
+    )
+
+    def __init__(self, task_id: TaskId, application_id: str, subtopology: int) -> None:
+        self.task_id = task_id
+        self.application_id = application_id
+        self.subtopology = subtopology
+        self.source_topics: tuple[str, ...] = ()
+        self.store_names: tuple[str, ...] = ()
+        # Metadata of the record being processed (Kafka Streams' ProcessorRecordContext).
+        self.topic: str | None = None
+        self.partition = -1
+        self.offset = -1
+        self.timestamp = -1
+        self.dropped_records = 0  # null keys/values skipped by aggregations
+        self._sources: dict[str, Callable[[bytes | None, bytes | None], None]] = {}
+        self._nodes: tuple[str, ...] = ()
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        return self._nodes
+
+    def process(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+    ) -> None:
+        """Deserialize one record with its source's serdes and run it through the graph."""
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+        self.timestamp = timestamp
+        source = self._sources.get(topic)
+        if source is None:
+            raise TopologyError(
+                f"task {self.task_id} does not read topic {topic!r} (its source topics: {list(self._sources)})"
+            )
+        try:
+            source(key, value)
+        except RecordDeserializationError:
+            raise
+        except Exception as exc:
+            exc.add_note(f"while processing {topic}-{partition}@{offset} in task {self.task_id}")
+            raise
+
+    def __repr__(self) -> str:
+        return f"TaskProcessorGraph({self.task_id}, nodes={len(self._nodes)})"
+
+
+def _fanout(children: list[Forward]) -> Forward:
+    if not children:
+        return _noop
+    if len(children) == 1:
+        return children[0]
+    targets = tuple(children)
+
+    def forward(key: Any, value: Any) -> None:
+        for child in targets:
+            child(key, value)
+
+    return forward
+
+
+def build_task_graph(topology: Topology, task_id: TaskId, context: TaskContext) -> TaskProcessorGraph:
+    """Compile the sub-topology of `task_id` into a `TaskProcessorGraph` bound to `context`."""
+    sub = topology.subtopology(task_id.subtopology)
+    application_id = context.application_id
+    graph = TaskProcessorGraph(task_id, application_id, sub.id)
+    specs = [topology.node(name) for name in sub.nodes]
+    children: dict[str, list[str]] = {spec.name: [] for spec in specs}
+    for spec in specs:
+        for predecessor in spec.predecessors:
+            children[predecessor].append(spec.name)  # addChild order = topology order
+
+    compiled: dict[str, Forward] = {}
+    sources: dict[str, Callable[[bytes | None, bytes | None], None]] = {}
+    for spec in reversed(specs):  # children before parents
+        forward = _fanout([compiled[child] for child in children[spec.name]])
+        if isinstance(spec, SourceSpec):
+            for raw in spec.topics:
+                topic = topology.runtime_topic(raw, application_id)
+                sources[topic] = _source(spec, topic, forward, graph)
+        elif isinstance(spec, SinkSpec):
+            compiled[spec.name] = _sink(spec, topology.runtime_topic(spec.topic, application_id), context, graph)
+        else:
+            assert isinstance(spec, ProcessorSpec)
+            compiled[spec.name] = _processor(spec, forward, topology, context, graph)
+
+    graph._sources = sources
+    graph._nodes = tuple(spec.name for spec in specs)
+    graph.source_topics = tuple(sources)
+    graph.store_names = sub.store_names
+    return graph
+
+
+def _source(
+    spec: SourceSpec, topic: str, forward: Forward, graph: TaskProcessorGraph
+) -> Callable[[bytes | None, bytes | None], None]:
+    key_de = spec.key_serde.deserialize
+    value_de = spec.value_serde.deserialize
+
+    def source(key: bytes | None, value: bytes | None) -> None:
+        try:
+            k = key_de(topic, key)
+            v = value_de(topic, value)
+        except Exception as exc:
+            raise RecordDeserializationError(
+                f"cannot deserialize record {topic}-{graph.partition}@{graph.offset} at source {spec.name} "
+                f"(task {graph.task_id}): {exc}",
+                topic,
+                graph.partition,
+                graph.offset,
+            ) from exc
+        forward(k, v)
+
+    return source
+
+
+def _sink(spec: SinkSpec, topic: str, context: TaskContext, graph: TaskProcessorGraph) -> Forward:
+    key_ser = spec.key_serde.serialize
+    value_ser = spec.value_serde.serialize
+    send = context.send
+
+    def sink(key: Any, value: Any) -> None:
+        send(topic, key_ser(topic, key), value_ser(topic, value), graph.timestamp)
+
+    return sink
+
+
+def _processor(
+    spec: ProcessorSpec, forward: Forward, topology: Topology, context: TaskContext, graph: TaskProcessorGraph
+) -> Forward:
+    op = spec.op
+    fn: Any = spec.fn
+    if op == n.FILTER:
+
+        def filter_(key: Any, value: Any) -> None:
+            if fn(key, value):
+                forward(key, value)
+
+        return filter_
+    if op == n.FILTER_NOT:
+
+        def filter_not(key: Any, value: Any) -> None:
+            if not fn(key, value):
+                forward(key, value)
+
+        return filter_not
+    if op == n.MAP_VALUES:
+
+        def map_values(key: Any, value: Any) -> None:
+            forward(key, fn(value))
+
+        return map_values
+    if op == n.FLAT_MAP_VALUES:
+
+        def flat_map_values(key: Any, value: Any) -> None:
+            for item in fn(value):
+                forward(key, item)
+
+        return flat_map_values
+    if op == n.MAP:
+
+        def map_(key: Any, value: Any) -> None:
+            new_key, new_value = fn(key, value)
+            forward(new_key, new_value)
+
+        return map_
+    if op == n.FLAT_MAP:
+
+        def flat_map(key: Any, value: Any) -> None:
+            for new_key, new_value in fn(key, value):
+                forward(new_key, new_value)
+
+        return flat_map
+    if op == n.SELECT_KEY:
+
+        def select_key(key: Any, value: Any) -> None:
+            forward(fn(key, value), value)
+
+        return select_key
+    if op == n.PEEK:
+
+        def peek(key: Any, value: Any) -> None:
+            fn(key, value)
+            forward(key, value)
+
+        return peek
+    if op == n.FOREACH:
+
+        def foreach(key: Any, value: Any) -> None:
+            fn(key, value)
+
+        return foreach
+    if op == n.REPARTITION_FILTER:
+
+        def repartition_filter(key: Any, value: Any) -> None:
+            if key is not None:
+                forward(key, value)
+
+        return repartition_filter
+    if op == n.TO_STREAM:
+        return forward  # pass-through: the table's listener already forwards (key, new value)
+    if op in n.AGGREGATING_OPS:
+        return _aggregation(spec, forward, topology, context, graph)
+    raise TopologyError(f"unknown processor operation {op!r} in node {spec.name}")
+
+
+_INT64 = struct.Struct(">q")
+
+
+def _aggregation(
+    spec: ProcessorSpec, forward: Forward, topology: Topology, context: TaskContext, graph: TaskProcessorGraph
+) -> Forward:
+    (store_name,) = spec.stores
+    store_spec = topology.stores[store_name]
+    store = context.get_state_store(store_name)
+    topic = changelog_topic(context.application_id, store_name)  # the topic store serdes are called with
+    key_ser = store_spec.key_serde.serialize
+    key_de = store_spec.key_serde.deserialize
+    value_ser = store_spec.value_serde.serialize
+    value_de = store_spec.value_serde.deserialize
+    get = store.get
+    put = store.put
+
+    if forward is not _noop:
+
+        def on_flush(
+            key: bytes, new_value: bytes | None, old_value: bytes | None = None, timestamp: int | None = None
+        ) -> None:
+            k = key_de(topic, key)
+            v = None if new_value is None else value_de(topic, new_value)
+            if timestamp is None:
+                forward(k, v)
+                return
+            current = graph.timestamp
+            graph.timestamp = timestamp
+            try:
+                forward(k, v)
+            finally:
+                graph.timestamp = current
+
+        store.set_flush_listener(on_flush)
+
+    op = spec.op
+    if op == n.COUNT:
+        pack = _INT64.pack
+        unpack = _INT64.unpack
+
+        def count(key: Any, value: Any) -> None:
+            if key is None or value is None:
+                graph.dropped_records += 1
+                return
+            store_key = key_ser(topic, key)
+            old = get(store_key)
+            if old is None:
+                put(store_key, pack(1))
+                return
+            try:
+                put(store_key, pack(unpack(old)[0] + 1))
+            except struct.error as exc:
+                raise SerializationError(
+                    f"store {store_name} holds a {len(old)}-byte count for a key; "
+                    "Size of data received by LongDeserializer is not 8"
+                ) from exc
+
+        return count
+
+    fn: Any = spec.fn
+    if op == n.REDUCE:
+
+        def reduce(key: Any, value: Any) -> None:
+            if key is None or value is None:
+                graph.dropped_records += 1
+                return
+            store_key = key_ser(topic, key)
+            old = get(store_key)
+            new = value if old is None else fn(value_de(topic, old), value)
+            put(store_key, value_ser(topic, new))
+
+        return reduce
+
+    initializer: Any = spec.initializer
+
+    def aggregate(key: Any, value: Any) -> None:
+        if key is None or value is None:
+            graph.dropped_records += 1
+            return
+        store_key = key_ser(topic, key)
+        old = get(store_key)
+        current = initializer() if old is None else value_de(topic, old)
+        put(store_key, value_ser(topic, fn(key, value, current)))
+
+    return aggregate
+

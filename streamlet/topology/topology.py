@@ -1,0 +1,356 @@
+"""`Topology`: the built node graph, split into sub-topologies at repartition topics.
+
+Sub-topology ids follow Kafka Streams' `InternalTopologyBuilder#makeNodeGroups`: nodes are visited in
+the order they were added to the topology, nodes connected by an edge (or sharing a store) form one
+group, and each new group takes the next id from 0. Internal topics get the application id as a prefix
+at runtime (`<application_id>-<name>-repartition`, `<application_id>-<store>-changelog`), while
+`describe()` shows repartition topics without it, as Kafka Streams does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+from streamlet.errors import MissingTopicError, TopologyError
+from streamlet.task_id import TaskId
+from streamlet.topology.description import TopologyDescription, describe_subtopology
+from streamlet.topology.nodes import NodeSpec, ProcessorSpec, SinkSpec, SourceSpec, StoreSpec
+
+if TYPE_CHECKING:
+    from streamlet.topology.grouper import PartitionGrouper
+    from streamlet.topology.processors import TaskContext, TaskProcessorGraph
+
+CHANGELOG_SUFFIX = "-changelog"
+REPARTITION = "repartition"
+CHANGELOG = "changelog"
+
+#: Kafka Streams' overrides for repartition topics (RepartitionTopicConfig + InternalTopicConfig).
+REPARTITION_TOPIC_CONFIG: Mapping[str, str] = MappingProxyType({
+    "cleanup.policy": "delete",
+    "segment.bytes": "52428800",
+    "retention.ms": "-1",
+    "message.timestamp.type": "CreateTime",
+})
+#: Kafka Streams' overrides for key-value store changelogs (compacted).
+CHANGELOG_TOPIC_CONFIG: Mapping[str, str] = MappingProxyType({
+    "cleanup.policy": "compact",
+    "message.timestamp.type": "CreateTime",
+})
+
+
+def changelog_topic(application_id: str, store_name: str) -> str:
+    return f"{application_id}-{store_name}{CHANGELOG_SUFFIX}"
+
+
+@dataclass(frozen=True)
+class InternalTopic:
+    """A topic the application owns. `partitions` is None when it could not be computed (no counts given)."""
+
+    name: str
+    partitions: int | None
+    kind: str  # "repartition" or "changelog"
+    config: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Subtopology:
+    """One sub-topology: its tasks are `<id>_<partition>`. Topic names here are raw (no app-id prefix)."""
+
+    id: int
+    nodes: tuple[str, ...]  # in the order they were added to the topology
+    source_topics: tuple[str, ...]
+    sink_topics: tuple[str, ...]
+    repartition_source_topics: tuple[str, ...]
+    repartition_sink_topics: tuple[str, ...]
+    store_names: tuple[str, ...]
+
+    @property
+    def stateful(self) -> bool:
+        """True if a task of this sub-topology has a (logged) store, hence a changelog."""
+        return bool(self.store_names)
+
+    def runtime_source_topics(self, application_id: str) -> tuple[str, ...]:
+        internal = set(self.repartition_source_topics)
+        return tuple(
+            f"{application_id}-{t}" if t in internal else t for t in self.source_topics
+        )
+
+    def runtime_sink_topics(self, application_id: str) -> tuple[str, ...]:
+        internal = set(self.repartition_sink_topics)
+        return tuple(f"{application_id}-{t}" if t in internal else t for t in self.sink_topics)
+
+    def changelog_topics(self, application_id: str) -> dict[str, str]:
+        """Store name -> changelog topic."""
+        return {store: changelog_topic(application_id, store) for store in self.store_names}
+
+
+class _UnionFind:
+    def __init__(self) -> None:
+        self._parent: dict[str, str] = {}
+
+    def add(self, item: str) -> None:
+        self._parent.setdefault(item, item)
+
+    def root(self, item: str) -> str:
+        parent = self._parent
+        while parent[item] != item:
+            parent[item] = parent[parent[item]]
+            item = parent[item]
+        return item
+
+    def unite(self, a: str, b: str) -> None:
+        ra, rb = self.root(a), self.root(b)
+        if ra != rb:
+            self._parent[rb] = ra
+
+
+class Topology:
+    """A built topology: describe it, list its topics, group partitions into tasks, build task graphs."""
+
+    def __init__(
+        self,
+        nodes: tuple[NodeSpec, ...],
+        stores: tuple[StoreSpec, ...],
+        store_users: Mapping[str, tuple[str, ...]],
+        internal_topics: tuple[str, ...],
+    ) -> None:
+        self._nodes = nodes
+        self._by_name = {spec.name: spec for spec in nodes}
+        self._stores = {store.name: store for store in stores}
+        self._store_users = dict(store_users)
+        self._internal = frozenset(internal_topics)
+        self._internal_order = internal_topics
+        self._groups = self._make_node_groups()
+        self._subtopologies = tuple(self._make_subtopology(i, g) for i, g in enumerate(self._groups))
+        self._by_id = {s.id: s for s in self._subtopologies}
+
+    # --- structure -----------------------------------------------------------------------------------
+
+    def _make_node_groups(self) -> list[list[str]]:
+        grouper = _UnionFind()
+        for spec in self._nodes:
+            grouper.add(spec.name)
+            for predecessor in spec.predecessors:
+                grouper.unite(predecessor, spec.name)
+        for users in self._store_users.values():
+            for other in users[1:]:
+                grouper.unite(users[0], other)
+        groups: dict[str, list[str]] = {}
+        for spec in self._nodes:  # topological (insertion) order: upstream sub-topologies come first
+            groups.setdefault(grouper.root(spec.name), []).append(spec.name)
+        return list(groups.values())
+
+    def _make_subtopology(self, subtopology_id: int, names: list[str]) -> Subtopology:
+        sources: list[str] = []
+        sinks: list[str] = []
+        stores: list[str] = []
+        for name in names:
+            spec = self._by_name[name]
+            if isinstance(spec, SourceSpec):
+                sources.extend(spec.topics)
+            elif isinstance(spec, SinkSpec):
+                if spec.topic not in sinks:
+                    sinks.append(spec.topic)
+            elif isinstance(spec, ProcessorSpec):
+                stores.extend(s for s in spec.stores if s not in stores)
+        return Subtopology(
+            id=subtopology_id,
+            nodes=tuple(names),
+            source_topics=tuple(sources),
+            sink_topics=tuple(sinks),
+            repartition_source_topics=tuple(t for t in sources if t in self._internal),
+            repartition_sink_topics=tuple(t for t in sinks if t in self._internal),
+            store_names=tuple(s for s in stores if self._stores[s].logged),
+        )
+
+    @property
+    def nodes(self) -> tuple[NodeSpec, ...]:
+        """All node specs, in the order they were added."""
+        return self._nodes
+
+    def node(self, name: str) -> NodeSpec:
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise TopologyError(f"no node named {name!r} in this topology") from None
+
+    @property
+    def stores(self) -> Mapping[str, StoreSpec]:
+        return MappingProxyType(self._stores)
+
+    @property
+    def subtopologies(self) -> tuple[Subtopology, ...]:
+        return self._subtopologies
+
+    def subtopology(self, subtopology_id: int) -> Subtopology:
+        try:
+            return self._by_id[subtopology_id]
+        except KeyError:
+            raise TopologyError(
+                f"no sub-topology {subtopology_id}; this topology has {sorted(self._by_id)}"
+            ) from None
+
+    def describe(self) -> TopologyDescription:
+        """Kafka Streams' `Topology.describe()`; `str()` of the result is its exact text."""
+        return TopologyDescription([
+            describe_subtopology(sub.id, [self._by_name[name] for name in sub.nodes])
+            for sub in self._subtopologies
+        ])
+
+    def __str__(self) -> str:
+        return str(self.describe())
+
+    # --- topics --------------------------------------------------------------------------------------
+
+    def is_internal_topic(self, raw_name: str) -> bool:
+        return raw_name in self._internal
+
+    def runtime_topic(self, raw_name: str, application_id: str) -> str:
+        """The topic actually read/written: internal topics get the `<application_id>-` prefix."""
+        return f"{application_id}-{raw_name}" if raw_name in self._internal else raw_name
+
+    def source_topics(self, application_id: str | None = None) -> list[str]:
+        """Every topic the topology reads. With an application id, internal ones carry its prefix."""
+        topics = [t for sub in self._subtopologies for t in sub.source_topics]
+        if application_id is None:
+            return topics
+        return [self.runtime_topic(t, application_id) for t in topics]
+
+    def sink_topics(self, application_id: str | None = None) -> list[str]:
+        topics = list(dict.fromkeys(t for sub in self._subtopologies for t in sub.sink_topics))
+        if application_id is None:
+            return topics
+        return [self.runtime_topic(t, application_id) for t in topics]
+
+    def external_source_topics(self) -> list[str]:
+        """Source topics the user owns (must exist before the application starts)."""
+        return [t for t in self.source_topics() if t not in self._internal]
+
+    def repartition_topics(self, application_id: str) -> list[str]:
+        return [f"{application_id}-{t}" for t in self._internal_order]
+
+    def changelog_topics(self, application_id: str) -> dict[str, str]:
+        """Store name -> changelog topic, for every logged store."""
+        return {
+            store: topic
+            for sub in self._subtopologies
+            for store, topic in sub.changelog_topics(application_id).items()
+        }
+
+    def stateful_subtopologies(self) -> frozenset[int]:
+        """Ids of sub-topologies with logged stores: their tasks are the stateful tasks."""
+        return frozenset(sub.id for sub in self._subtopologies if sub.stateful)
+
+    def subtopology_partition_count(
+        self, subtopology_id: int, application_id: str, partition_counts: Mapping[str, int]
+    ) -> int:
+        """Number of tasks of a sub-topology: the max partition count of its source topics.
+
+        Repartition topics missing from `partition_counts` are computed from their upstream sub-topology
+        (recursively), as Kafka Streams sizes them; a missing external topic is a MissingTopicError.
+        """
+        return self._resolver(application_id, partition_counts).subtopology(subtopology_id)
+
+    def internal_topics(
+        self, application_id: str, partition_counts: Mapping[str, int] | None = None
+    ) -> list[InternalTopic]:
+        """Repartition and changelog topics to create, with partition counts when `partition_counts`
+        (of the external source topics at least) is given.
+
+        A repartition topic gets the max partition count of the source topics of the sub-topology that
+        writes it (resolved recursively through upstream repartition topics); a changelog gets the task
+        count of the sub-topology owning its store. Both named with the application id prefix.
+        """
+        resolver = None if partition_counts is None else self._resolver(application_id, partition_counts)
+        result: list[InternalTopic] = []
+        for raw in self._internal_order:
+            name = f"{application_id}-{raw}"
+            partitions = None if resolver is None else resolver.repartition(raw)
+            result.append(InternalTopic(name, partitions, REPARTITION, REPARTITION_TOPIC_CONFIG))
+        for sub in self._subtopologies:
+            partitions = None if resolver is None or not sub.store_names else resolver.subtopology(sub.id)
+            for topic in sub.changelog_topics(application_id).values():
+                result.append(InternalTopic(topic, partitions, CHANGELOG, CHANGELOG_TOPIC_CONFIG))
+        return result
+
+    def _resolver(self, application_id: str, partition_counts: Mapping[str, int]) -> _PartitionCounts:
+        return _PartitionCounts(self, application_id, partition_counts)
+
+    # --- tasks ---------------------------------------------------------------------------------------
+
+    def partition_grouper(self, application_id: str) -> PartitionGrouper:
+        from streamlet.topology.grouper import PartitionGrouper
+
+        return PartitionGrouper(self, application_id)
+
+    def build_task(self, task_id: TaskId, context: TaskContext) -> TaskProcessorGraph:
+        """The executable processor graph of one task, wired to the runtime through `context`."""
+        from streamlet.topology.processors import build_task_graph
+
+        return build_task_graph(self, task_id, context)
+
+    def __repr__(self) -> str:
+        return f"Topology(subtopologies={len(self._subtopologies)}, nodes={len(self._nodes)})"
+
+
+class _PartitionCounts:
+    """Partition counts of source topics; repartition topics are derived from upstream when not given."""
+
+    def __init__(self, topology: Topology, application_id: str, counts: Mapping[str, int]) -> None:
+        self._topology = topology
+        self._app = application_id
+        self._counts = counts
+        self._writers: dict[str, list[int]] = {}
+        for sub in topology.subtopologies:
+            for topic in sub.repartition_sink_topics:
+                self._writers.setdefault(topic, []).append(sub.id)
+        self._repartition_cache: dict[str, int] = {}
+        self._resolving: set[str] = set()
+
+    def topic(self, raw: str) -> int:
+        runtime = self._topology.runtime_topic(raw, self._app)
+        if self._topology.is_internal_topic(raw):
+            return self.repartition(raw)
+        count = self._counts.get(runtime)
+        if count is None:
+            raise MissingTopicError(
+                f"source topic {runtime!r} does not exist (no partition count for it); create it first"
+            )
+        _check_count(runtime, count)
+        return count
+
+    def repartition(self, raw: str) -> int:
+        cached = self._repartition_cache.get(raw)
+        if cached is not None:
+            return cached
+        runtime = f"{self._app}-{raw}"
+        writers = self._writers.get(raw)
+        if not writers:
+            given = self._counts.get(runtime)
+            if given is None:
+                raise MissingTopicError(f"repartition topic {runtime!r} has no writer and no partition count")
+            _check_count(runtime, given)
+            return given
+        if raw in self._resolving:
+            raise TopologyError(f"repartition topic {runtime!r} is part of a cycle of sub-topologies")
+        self._resolving.add(raw)
+        try:
+            count = max(self.subtopology(sub_id) for sub_id in writers)
+        finally:
+            self._resolving.discard(raw)
+        self._repartition_cache[raw] = count
+        return count
+
+    def subtopology(self, subtopology_id: int) -> int:
+        sub = self._topology.subtopology(subtopology_id)
+        if not sub.source_topics:
+            raise TopologyError(f"sub-topology {subtopology_id} has no source topics")
+        return max(self.topic(t) for t in sub.source_topics)
+
+
+def _check_count(topic: str, count: object) -> None:
+    if not isinstance(count, int) or isinstance(count, bool) or count <= 0:
+        raise TopologyError(f"topic {topic!r} has an invalid partition count: {count!r}")

@@ -1,0 +1,77 @@
+"""WordCount on the real broker, with KafkaStreams clients running in this process."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import re
+import struct
+
+import pytest
+
+from examples.wordcount.dsl import build_topology
+from streamlet.config import StreamsConfig
+from streamlet.processor.kafka_streams import KafkaStreams
+from tests.support.kafka import KafkaTestCluster, unique_name
+
+pytestmark = pytest.mark.integration
+
+LINES = [
+    "all streams lead to kafka",
+    "hello kafka streams",
+    "join kafka summit",
+    "a b c d e f g h i j k l m n o p q r s t u v w x y z",
+] * 5
+
+
+def expected_counts(lines: list[str]) -> dict[str, int]:
+    """Computed here, independently of streamlet: Java's split("\\W+") keeps a leading empty word."""
+    counter: collections.Counter[str] = collections.Counter()
+    for line in lines:
+        parts = re.split(r"\W+", line.lower())
+        while parts and parts[-1] == "":
+            parts.pop()
+        counter.update(parts)
+    return dict(counter)
+
+
+def latest_counts(records) -> dict[str, int]:
+    latest: dict[str, int] = {}
+    for record in records:  # per partition in offset order; a word always lands in one partition
+        latest[record.key.decode()] = struct.unpack(">q", record.value)[0]
+    return latest
+
+
+async def wait_for_counts(kafka: KafkaTestCluster, topic: str, expected: dict[str, int], timeout: float = 60.0):
+    deadline = asyncio.get_running_loop().time() + timeout
+    got: dict[str, int] = {}
+    while asyncio.get_running_loop().time() < deadline:
+        got = latest_counts(await kafka.drain(topic, 6))
+        if got == expected:
+            return got
+        await asyncio.sleep(0.5)
+    return got
+
+
+async def test_wordcount_two_clients_two_threads(kafka: KafkaTestCluster, tmp_path) -> None:
+    source = await kafka.create_topic("plaintext", partitions=6)
+    sink = await kafka.create_topic("wordcount-output", partitions=6)
+    app_id = unique_name("wordcount")
+    for suffix in ("counts-store-repartition", "counts-store-changelog"):
+        kafka.track(f"{app_id}-{suffix}")
+    topology = build_topology(source, sink)
+    clients = [
+        KafkaStreams(topology, StreamsConfig(application_id=app_id, bootstrap_servers=kafka.bootstrap_servers,
+                                             state_dir=str(tmp_path / f"client-{i}"), num_stream_threads=2,
+                                             commit_interval_ms=200))
+        for i in range(2)
+    ]
+    try:
+        for client in clients:
+            await client.start()
+        await kafka.produce(source, [(None, line.encode()) for line in LINES])
+        expected = expected_counts(LINES)
+        assert await wait_for_counts(kafka, sink, expected) == expected
+    finally:
+        for client in clients:
+            await client.close()

@@ -1,0 +1,182 @@
+"""Hypothesis strategies for assignor cases in the "assignor simulation contract" format.
+
+``contract_cases()`` draws realistic leader-side snapshots of a Kafka Streams group:
+
+* 1-8 clients with random process UUIDs (small ``new UUID(0, n)`` ones, arbitrary ones, and ones with a
+  negative most- or least-significant half, so signed ``UUID.compareTo`` order matters), capacity 1-4;
+* 1-3 sub-topologies of 1-12 partitions each, each one stateful or stateless;
+* per stateful task a changelog end-offset sum (0, small, medium, huge, or ``Long.MAX_VALUE``);
+* a previous owner for most tasks (each task active on at most one client). A running stateful
+  active reports -2; now and then the owner is still restoring and reports a real offset instead;
+* previous standby copies of stateful tasks, reporting offsets <= the end;
+* leftover on-disk checkpoints on other clients, some beyond the end offset (corrupted state);
+* lags of 0, small, right around ``acceptable_recovery_lag``, or huge;
+* ``num_standby_replicas`` 0-2, ``max_warmup_replicas`` 1-4, ``acceptable_recovery_lag`` in
+  {0, small, 10000, huge, ``Long.MAX_VALUE``}.
+
+Every drawn case is valid per the contract (the oracle accepts all of them).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from hypothesis import strategies as st
+
+LONG_MAX = 2**63 - 1
+_U64 = 2**64
+
+
+def _weighted(draw: st.DrawFn, choices: list[tuple[int, st.SearchStrategy[Any]]]) -> Any:
+    """Draw from one of ``choices`` picked with the given integer weights (shrinks towards the first)."""
+    total = sum(w for w, _ in choices)
+    pick = draw(st.integers(0, total - 1))
+    for weight, strategy in choices:
+        if pick < weight:
+            return draw(strategy)
+        pick -= weight
+    raise AssertionError("unreachable")
+
+
+def _uuid_from_halves(msb: int, lsb: int) -> str:
+    return str(uuid.UUID(int=(msb % _U64) << 64 | (lsb % _U64)))
+
+
+# Process ids: the Kafka test convention (new UUID(0, n)), arbitrary, negative msb, negative lsb.
+process_ids = st.one_of(
+    st.integers(1, 16).map(lambda n: _uuid_from_halves(0, n)),
+    st.integers(0, 2**128 - 1).map(lambda n: str(uuid.UUID(int=n))),
+    st.tuples(st.integers(-(2**63), -1), st.integers(-(2**63), 2**63 - 1)).map(
+        lambda t: _uuid_from_halves(*t)
+    ),
+    st.tuples(st.integers(0, 16), st.integers(-(2**63), -1)).map(lambda t: _uuid_from_halves(*t)),
+)
+
+
+@st.composite
+def _config(draw: st.DrawFn) -> dict[str, int]:
+    acceptable = _weighted(
+        draw,
+        [
+            (2, st.just(0)),
+            (2, st.integers(1, 100)),
+            (3, st.just(10_000)),
+            (1, st.just(10**12)),
+            (1, st.just(LONG_MAX)),
+        ],
+    )
+    return {
+        "num_standby_replicas": draw(st.integers(0, 2)),
+        "max_warmup_replicas": draw(st.integers(1, 4)),
+        "acceptable_recovery_lag": acceptable,
+        "probing_rebalance_interval_ms": draw(st.sampled_from([60_000, 600_000])),
+    }
+
+
+def _end_offset_sums() -> st.SearchStrategy[int]:
+    @st.composite
+    def strat(draw: st.DrawFn) -> int:
+        return _weighted(
+            draw,
+            [
+                (1, st.just(0)),  # changelog created in this rebalance / never written
+                (3, st.integers(1, 200)),
+                (3, st.integers(1_000, 50_000)),
+                (3, st.integers(10**6, 10**12)),
+                (1, st.just(LONG_MAX)),  # overflowing sums are pinned to Long.MAX_VALUE
+            ],
+        )
+
+    return strat()
+
+
+def _offset_below_end(draw: st.DrawFn, end: int, acceptable: int) -> int:
+    """A reported offset sum <= ``end``, chosen by its lag: 0, small, around the threshold, or large."""
+    choices: list[tuple[int, st.SearchStrategy[int]]] = [
+        (3, st.just(0)),
+        (2, st.integers(1, 50)),
+        (2, st.integers(0, end)),
+        (1, st.just(end)),  # nothing restored yet: offset sum 0
+    ]
+    if acceptable < LONG_MAX:
+        choices.append((2, st.sampled_from([max(acceptable - 1, 0), acceptable, acceptable + 1])))
+    lag = min(max(_weighted(draw, choices), 0), end)
+    return end - lag
+
+
+@st.composite
+def contract_cases(draw: st.DrawFn, max_clients: int = 8) -> dict[str, Any]:
+    """One contract input case (see module docstring)."""
+    config = draw(_config())
+    acceptable = config["acceptable_recovery_lag"]
+
+    n_clients = _weighted(draw, [(1, st.just(1)), (6, st.integers(2, max_clients))])
+    pids: list[str] = draw(st.lists(process_ids, min_size=n_clients, max_size=n_clients, unique=True))
+    capacities = [draw(st.integers(1, 4)) for _ in pids]
+
+    n_sub = _weighted(draw, [(1, st.just(1)), (3, st.integers(2, 3))])
+    stateless: list[str] = []
+    stateful: list[str] = []
+    for sub in range(n_sub):
+        partitions = _weighted(draw, [(1, st.integers(1, 3)), (3, st.integers(4, 12))])
+        is_stateful = draw(st.integers(0, 3)) > 0  # three quarters of the sub-topologies are stateful
+        (stateful if is_stateful else stateless).extend(f"{sub}_{p}" for p in range(partitions))
+
+    prev_active: list[list[str]] = [[] for _ in pids]
+    prev_standby: list[list[str]] = [[] for _ in pids]
+    offset_sums: list[dict[str, int]] = [{} for _ in pids]
+    ends: dict[str, int] = {}
+    client_idx = st.integers(0, n_clients - 1)
+
+    for task in stateless:
+        if draw(st.integers(0, 9)) < 8:  # most tasks had an owner
+            prev_active[draw(client_idx)].append(task)
+
+    for task in stateful:
+        end = draw(_end_offset_sums())
+        ends[task] = end
+        holders: set[int] = set()
+        if draw(st.integers(0, 9)) < 8:
+            owner = draw(client_idx)
+            holders.add(owner)
+            prev_active[owner].append(task)
+            if draw(st.integers(0, 9)) < 9:
+                offset_sums[owner][task] = -2  # RUNNING active
+            else:  # still restoring: reports its real position
+                offset_sums[owner][task] = _offset_below_end(draw, end, acceptable)
+        # previous standby copies (running standbys report their next offset to fetch)
+        for idx in draw(st.lists(client_idx, max_size=2, unique=True)):
+            if idx in holders:
+                continue
+            holders.add(idx)
+            prev_standby[idx].append(task)
+            offset_sums[idx][task] = _offset_below_end(draw, end, acceptable)
+        # state left on disk only (checkpoint file); sometimes beyond the end offset = corrupted
+        for idx in draw(st.lists(client_idx, max_size=2, unique=True)):
+            if idx in holders:
+                continue
+            holders.add(idx)
+            if end < LONG_MAX and draw(st.integers(0, 3)) == 0:
+                offset_sums[idx][task] = draw(st.integers(end + 1, min(end + 10**6, LONG_MAX)))
+            else:
+                offset_sums[idx][task] = _offset_below_end(draw, end, acceptable)
+
+    def key(t: str) -> tuple[int, int]:
+        s, p = t.split("_")
+        return int(s), int(p)
+
+    return {
+        "config": config,
+        "tasks": {"stateless": sorted(stateless, key=key), "stateful": sorted(stateful, key=key)},
+        "changelog_end_offset_sums": {t: ends[t] for t in sorted(stateful, key=key)},
+        "clients": {
+            pid: {
+                "capacity": capacities[i],
+                "prev_active": sorted(prev_active[i], key=key),
+                "prev_standby": sorted(prev_standby[i], key=key),
+                "task_offset_sums": dict(sorted(offset_sums[i].items(), key=lambda kv: key(kv[0]))),
+            }
+            for i, pid in enumerate(pids)
+        },
+    }
