@@ -1,7 +1,10 @@
 """streamlet: stateful stream processing on Apache Kafka for asyncio Python."""
 
+from streamlet.app import App
 from streamlet.config import StreamsConfig
+from streamlet.processor.kafka_streams import KafkaStreams
 from streamlet.task_id import TaskId
+from streamlet.topology import StreamsBuilder, Topology
 
-__all__ = ["StreamsConfig", "TaskId"]
+__all__ = ["App", "KafkaStreams", "StreamsBuilder", "StreamsConfig", "TaskId", "Topology"]
 __version__ = "0.1.0"

@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import importlib
+import logging
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
+from streamlet.config import default_bootstrap_servers
 from streamlet.errors import StreamletError
+
+if TYPE_CHECKING:
+    from streamlet.app import App
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -36,6 +45,173 @@ def _broker(args: argparse.Namespace) -> int:
     raise AssertionError(args.action)
 
 
+def load_target(spec: str) -> Any:
+    """`package.module:attribute` -> the object (an App, a Topology, or a callable returning one)."""
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise StreamletError(f"expected MODULE:ATTRIBUTE (e.g. examples.wordcount.app:app), got {spec!r}")
+    sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise StreamletError(f"cannot import {module_name!r}: {exc}") from exc
+    try:
+        target = getattr(module, attribute)
+    except AttributeError:
+        raise StreamletError(f"module {module_name!r} has no attribute {attribute!r}") from None
+    return target
+
+
+def _app_of(spec: str, application_id: str | None) -> App:
+    from streamlet.app import App
+    from streamlet.topology import Topology
+
+    target = load_target(spec)
+    if callable(target) and not isinstance(target, (App, Topology)):
+        target = target()
+    if isinstance(target, App):
+        return target
+    if isinstance(target, Topology):
+        if not application_id:
+            raise StreamletError(f"{spec} is a Topology: give --application-id")
+        return _TopologyApp(application_id, target)
+    raise StreamletError(f"{spec} is a {type(target).__name__}, expected a streamlet App or Topology")
+
+
+def _parse_configs(pairs: Sequence[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep:
+            raise StreamletError(f"--config expects KEY=VALUE, got {pair!r}")
+        try:
+            out[key] = int(raw)
+        except ValueError:
+            out[key] = raw
+    return out
+
+
+def _worker(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=getattr(logging, args.log_level.upper()), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    app = _app_of(args.target, args.application_id)
+    overrides = _parse_configs(args.config)
+    overrides.update(state_dir=args.state_dir, num_stream_threads=args.threads, bootstrap_servers=args.bootstrap_servers)
+    asyncio.run(app.run_worker(**overrides))
+    return 0
+
+
+def _describe(args: argparse.Namespace) -> int:
+    app = _app_of(args.target, args.application_id or "describe")
+    print(app.topology().describe())
+    return 0
+
+
+def _topics(args: argparse.Namespace) -> int:
+    from streamlet.kafka.topics import InternalTopicManager, TopicSpec
+
+    async def run() -> None:
+        manager = InternalTopicManager(args.bootstrap_servers, replication_factor=args.replication_factor)
+        await manager.start()
+        try:
+            await manager.ensure([TopicSpec(name, args.partitions) for name in args.names])
+        finally:
+            await manager.close()
+
+    asyncio.run(run())
+    for name in args.names:
+        print(f"{name}: {args.partitions} partitions")
+    return 0
+
+
+def _produce(args: argparse.Namespace) -> int:
+    from aiokafka import AIOKafkaProducer
+
+    stream = open(args.file, encoding="utf-8") if args.file else sys.stdin
+
+    async def run() -> int:
+        producer = AIOKafkaProducer(bootstrap_servers=args.bootstrap_servers, linger_ms=10, acks="all")
+        await producer.start()
+        sent = 0
+        try:
+            for line in stream:
+                text = line.rstrip("\n")
+                key = None
+                if args.key_separator and args.key_separator in text:
+                    raw_key, text = text.split(args.key_separator, 1)
+                    key = raw_key.encode()
+                await producer.send(args.topic, value=text.encode(), key=key)
+                sent += 1
+            await producer.flush()
+        finally:
+            await producer.stop()
+        return sent
+
+    try:
+        sent = asyncio.run(run())
+    finally:
+        if args.file:
+            stream.close()
+    print(f"produced {sent} records to {args.topic}", file=sys.stderr)
+    return 0
+
+
+def _consume(args: argparse.Namespace) -> int:
+    from aiokafka import AIOKafkaConsumer
+
+    from streamlet.serdes import serde_from_name
+
+    key_serde, value_serde = serde_from_name(args.key_serde), serde_from_name(args.value_serde)
+
+    async def run() -> None:
+        consumer = AIOKafkaConsumer(args.topic, bootstrap_servers=args.bootstrap_servers, group_id=None,
+                                    auto_offset_reset="earliest", enable_auto_commit=False)
+        await consumer.start()
+        seen = 0
+        try:
+            while args.max_records is None or seen < args.max_records:
+                batch = await consumer.getmany(timeout_ms=int(args.idle_timeout * 1000))
+                if not batch:
+                    break
+                for records in batch.values():
+                    for r in records:
+                        key = key_serde.deserialize(args.topic, r.key)
+                        value = value_serde.deserialize(args.topic, r.value)
+                        print(f"{key}{args.separator}{value}")
+                        seen += 1
+        finally:
+            await consumer.stop()
+
+    asyncio.run(run())
+    return 0
+
+
+def _assign(args: argparse.Namespace) -> int:
+    from streamlet.assignment.simulation import main as simulate_main
+
+    argv = ["--assignor", args.assignor]
+    if args.case:
+        argv.append(args.case)
+    return simulate_main(argv)
+
+
+class _TopologyApp:
+    """Adapter so a bare Topology runs like an App."""
+
+    def __init__(self, application_id: str, topology: Any) -> None:
+        self.application_id = application_id
+        self._topology = topology
+
+    def topology(self) -> Any:
+        return self._topology
+
+    async def run_worker(self, **overrides: Any) -> None:
+        from streamlet.app import App
+
+        app = App(self.application_id)
+        app._topology = self._topology
+        await app.run_worker(**overrides)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="streamlet", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -46,6 +222,63 @@ def build_parser() -> argparse.ArgumentParser:
     broker.add_argument("--port", type=int, default=None, help="listener port (default: a free port)")
     broker.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the broker to answer")
     broker.set_defaults(handler=_broker)
+
+    bootstrap = {"default": default_bootstrap_servers(), "help": "Kafka bootstrap servers (default $STREAMLET_BOOTSTRAP_SERVERS or 127.0.0.1:9092)"}
+
+    worker = sub.add_parser("worker", help="run an application's worker (a Kafka Streams client) until SIGINT/SIGTERM")
+    worker.add_argument("target", help="MODULE:ATTRIBUTE of an App, a Topology, or a function returning one")
+    worker.add_argument("--state-dir", default=None, help="state directory (default: the App's, else the temp dir)")
+    worker.add_argument("--threads", type=int, default=None, help="number of stream threads (num_stream_threads)")
+    worker.add_argument("--bootstrap-servers", **bootstrap)
+    worker.add_argument("--application-id", default=None, help="needed when the target is a bare Topology")
+    worker.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="any StreamsConfig setting")
+    worker.add_argument("--log-level", default="info")
+    worker.set_defaults(handler=_worker)
+
+    topology = sub.add_parser("topology", help="inspect an application's topology")
+    topology.add_argument("action", choices=["describe"])
+    topology.add_argument("target", help="MODULE:ATTRIBUTE")
+    topology.add_argument("--application-id", default=None)
+    topology.set_defaults(handler=_describe)
+
+    topics = sub.add_parser("topics", help="create topics (validated if they exist)")
+    topics.add_argument("action", choices=["create"])
+    topics.add_argument("names", nargs="+")
+    topics.add_argument("--partitions", type=int, default=6)
+    topics.add_argument("--replication-factor", type=int, default=-1)
+    topics.add_argument("--bootstrap-servers", **bootstrap)
+    topics.set_defaults(handler=_topics)
+
+    produce = sub.add_parser("produce", help="produce each line of a file (or stdin) as one record")
+    produce.add_argument("topic")
+    produce.add_argument("--file", default=None)
+    produce.add_argument("--key-separator", default=None, help="split 'key<SEP>value' lines")
+    produce.add_argument("--bootstrap-servers", **bootstrap)
+    produce.set_defaults(handler=_produce)
+
+    consume = sub.add_parser("consume", help="print a topic's records from the beginning until it is idle")
+    consume.add_argument("topic")
+    consume.add_argument("--key-serde", default="str")
+    consume.add_argument("--value-serde", default="str")
+    consume.add_argument("--separator", default="\t")
+    consume.add_argument("--idle-timeout", type=float, default=3.0, help="stop after this many idle seconds")
+    consume.add_argument("--max-records", type=int, default=None)
+    consume.add_argument("--bootstrap-servers", **bootstrap)
+    consume.set_defaults(handler=_consume)
+
+    assign = sub.add_parser("assign", help="simulate a task assignor on a case JSON (stdin or file), print JSON")
+    assign.add_argument("case", nargs="?", default=None)
+    assign.add_argument("--assignor", default="high_availability")
+    assign.set_defaults(handler=_assign)
+
+    verify = sub.add_parser("verify", help="compare an application's output with a batch ground truth (PySpark)")
+    verify_sub = verify.add_subparsers(dest="what", required=True)
+    try:
+        from streamlet.spark.cli import add_verify_parser
+    except ImportError:  # the spark package is optional
+        pass
+    else:
+        add_verify_parser(verify_sub)
     return parser
 
 
@@ -58,6 +291,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except StreamletError as exc:
         print(f"streamlet: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        return 130
 
 
 if __name__ == "__main__":

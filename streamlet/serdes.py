@@ -79,20 +79,20 @@ class StringSerde:
     __slots__ = ()
 
     def serialize(self, topic: str, obj: Any) -> bytes | None:
+        if type(obj) is str or (obj is not None and isinstance(obj, str)):
+            try:
+                return obj.encode()
+            except UnicodeEncodeError as exc:
+                raise SerializationError(f"StringSerde cannot encode a string for topic {topic!r}: {exc}") from exc
         if obj is None:
             return None
-        if type(obj) is not str and not isinstance(obj, str):
-            raise SerializationError(f"StringSerde cannot serialize a {_type_name(obj)} for topic {topic!r}")
-        try:
-            return obj.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise SerializationError(f"StringSerde cannot encode a string for topic {topic!r}: {exc}") from exc
+        raise SerializationError(f"StringSerde cannot serialize a {_type_name(obj)} for topic {topic!r}")
 
     def deserialize(self, topic: str, data: bytes | None) -> Any:
         if data is None:
             return None
         try:
-            return str(data, "utf-8")
+            return data.decode() if type(data) is bytes else str(data, "utf-8")
         except (UnicodeDecodeError, TypeError) as exc:
             raise SerializationError(f"StringSerde cannot decode data from topic {topic!r}: {exc}") from exc
 
@@ -102,66 +102,88 @@ class StringSerde:
 
 _INT64 = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
+_pack_int64 = _INT64.pack
+_unpack_int64 = _INT64.unpack
+_pack_int32 = _INT32.pack
+_unpack_int32 = _INT32.unpack
 
 
-class _FixedIntSerde:
+def _not_an_int(serde: object, topic: str, obj: object) -> SerializationError:
+    return SerializationError(
+        f"{type(serde).__name__} cannot serialize a {_type_name(obj)} for topic {topic!r}: it takes int"
+    )
+
+
+def _out_of_range(serde: object, topic: str, obj: object, bits: int) -> SerializationError:
+    return SerializationError(f"{type(serde).__name__}: {obj} is out of the signed {bits}-bit range (topic {topic!r})")
+
+
+def _wrong_size(java_name: str, size: int, topic: str, data: object) -> SerializationError:
+    try:
+        got: object = len(data)  # type: ignore[arg-type]
+    except TypeError:
+        got = f"a {_type_name(data)}, not"
+    return SerializationError(
+        f"Size of data received by {java_name} is not {size} (got {got} bytes from topic {topic!r})"
+    )
+
+
+def _is_int(obj: object) -> bool:
+    return isinstance(obj, int) and not isinstance(obj, bool)
+
+
+class LongSerde:
+    """Signed 64-bit integers as 8 big-endian bytes: exactly Kafka's LongSerializer/LongDeserializer."""
+
     __slots__ = ()
-    _struct: struct.Struct
-    _size: int
-    _java_name: str
-    _bits: int
 
     def serialize(self, topic: str, obj: Any) -> bytes | None:
+        if type(obj) is int or (obj is not None and _is_int(obj)):
+            try:
+                return _pack_int64(obj)
+            except struct.error as exc:
+                raise _out_of_range(self, topic, obj, 64) from exc
         if obj is None:
             return None
-        if type(obj) is not int and (not isinstance(obj, int) or isinstance(obj, bool)):
-            raise SerializationError(
-                f"{type(self).__name__} cannot serialize a {_type_name(obj)} for topic {topic!r}: it takes int"
-            )
-        try:
-            return self._struct.pack(obj)
-        except struct.error as exc:
-            raise SerializationError(
-                f"{type(self).__name__}: {obj} is out of the signed {self._bits}-bit range (topic {topic!r})"
-            ) from exc
+        raise _not_an_int(self, topic, obj)
 
     def deserialize(self, topic: str, data: bytes | None) -> Any:
         if data is None:
             return None
         try:
-            return self._struct.unpack(data)[0]
+            return _unpack_int64(data)[0]
         except (struct.error, TypeError) as exc:
-            try:
-                size: object = len(data)
-            except TypeError:
-                size = f"a {_type_name(data)}"
-            raise SerializationError(
-                f"Size of data received by {self._java_name} is not {self._size} "
-                f"(got {size} bytes from topic {topic!r})"
-            ) from exc
+            raise _wrong_size("LongDeserializer", 8, topic, data) from exc
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}()"
+        return "LongSerde()"
 
 
-class LongSerde(_FixedIntSerde):
-    """Signed 64-bit integers as 8 big-endian bytes: exactly Kafka's LongSerializer/LongDeserializer."""
-
-    __slots__ = ()
-    _struct = _INT64
-    _size = 8
-    _java_name = "LongDeserializer"
-    _bits = 64
-
-
-class IntegerSerde(_FixedIntSerde):
+class IntegerSerde:
     """Signed 32-bit integers as 4 big-endian bytes: exactly Kafka's IntegerSerializer/Deserializer."""
 
     __slots__ = ()
-    _struct = _INT32
-    _size = 4
-    _java_name = "IntegerDeserializer"
-    _bits = 32
+
+    def serialize(self, topic: str, obj: Any) -> bytes | None:
+        if type(obj) is int or (obj is not None and _is_int(obj)):
+            try:
+                return _pack_int32(obj)
+            except struct.error as exc:
+                raise _out_of_range(self, topic, obj, 32) from exc
+        if obj is None:
+            return None
+        raise _not_an_int(self, topic, obj)
+
+    def deserialize(self, topic: str, data: bytes | None) -> Any:
+        if data is None:
+            return None
+        try:
+            return _unpack_int32(data)[0]
+        except (struct.error, TypeError) as exc:
+            raise _wrong_size("IntegerDeserializer", 4, topic, data) from exc
+
+    def __repr__(self) -> str:
+        return "IntegerSerde()"
 
 
 class JsonSerde:
@@ -225,7 +247,5 @@ def resolve_serde(serde: SerdeLike, default: Serde | None = None) -> Serde | Non
     if isinstance(serde, str):
         return serde_from_name(serde)
     if not (callable(getattr(serde, "serialize", None)) and callable(getattr(serde, "deserialize", None))):
-        raise TypeError(
-            f"expected a serde (an object with serialize/deserialize) or a serde name, got {serde!r}"
-        )
+        raise TypeError(f"expected a serde (an object with serialize/deserialize) or a serde name, got {serde!r}")
     return serde

@@ -283,7 +283,9 @@ class TaskAssignor(Protocol):
     def assign(self, application_state: ApplicationState) -> TaskAssignment: ...
 
 
-def notify_assignment_computed(assignor: TaskAssignor, assignment: Any, subscription: Any, error: AssignmentError) -> None:
+def notify_assignment_computed(
+    assignor: TaskAssignor, assignment: Any, subscription: Any, error: AssignmentError
+) -> None:
     """Call the assignor's optional `on_assignment_computed` callback, if it has one."""
     callback = getattr(assignor, "on_assignment_computed", None)
     if callback is not None:

@@ -29,6 +29,7 @@ from streamlet.assignment.api import (
     TaskType,
 )
 from streamlet.assignment.client_state import LATEST_OFFSET, LONG_MAX, ClientState
+from streamlet.assignment.constrained_priority_set import ConstrainedPrioritySet
 from streamlet.assignment.java_collections import JavaPriorityQueue
 from streamlet.assignment.process_id import java_uuid_key
 from streamlet.errors import TaskAssignmentError
@@ -61,19 +62,6 @@ class _TaskMovement:
     def priority(self) -> tuple[int, TaskId]:
         # Fewest caught-up clients first, then TaskId (HOTFIX #12585: polled in this order since 3.3).
         return self.num_caught_up_clients, self.task
-
-
-def _least_loaded(
-    candidates: Iterable[uuid.UUID], load: Callable[[uuid.UUID], float]
-) -> uuid.UUID | None:
-    """`ConstrainedPrioritySet.poll`: the argmin of (load, Java UUID order) among the allowed clients."""
-    best: uuid.UUID | None = None
-    best_key: tuple[float, tuple[int, int]] | None = None
-    for pid in candidates:
-        key = (load(pid), java_uuid_key(pid))
-        if best_key is None or key < best_key:
-            best, best_key = pid, key
-    return best
 
 
 def is_caught_up(lag: int, acceptable_recovery_lag: int) -> bool:
@@ -152,19 +140,26 @@ def assign_standby_replica_tasks(clients: Clients, stateful_tasks: Iterable[Task
     """`DefaultStandbyTaskAssignor`: each replica on the least-loaded client that has no copy yet."""
     if num_standby_replicas <= 0:
         return
+    by_load = ConstrainedPrioritySet(
+        lambda p, t: not clients[p].has_assigned_task(t), lambda p: clients[p].assigned_task_load
+    )
+    by_load.offer_all(sorted(clients, key=java_uuid_key))
     for task in sorted(stateful_tasks):
         for _ in range(num_standby_replicas):
-            pid = _least_loaded(
-                (p for p, c in clients.items() if not c.has_assigned_task(task)),
-                lambda p: clients[p].assigned_task_load,
-            )
+            pid = by_load.poll(task)
             if pid is None:
                 break  # Kafka Streams logs "Unable to assign ... standby tasks" and moves on
             clients[pid].assign_standby(task)
+            by_load.offer(pid)
     balance_tasks_over_threads(clients, TaskType.STANDBY)
 
 
 # ---- step 4 and 5: movements towards caught-up clients -------------------------------------------------------
+
+
+def _caught_up_clients_by_load(clients: Clients, caught_up: Mapping[TaskId, set[uuid.UUID]]) -> ConstrainedPrioritySet:
+    """Movement sources: caught-up clients by total load (clients are offered while movements are collected)."""
+    return ConstrainedPrioritySet(lambda p, t: p in caught_up[t], lambda p: clients[p].assigned_task_load)
 
 
 def _needs_move(
@@ -221,39 +216,38 @@ def assign_active_task_movements(
     budget: WarmupBudget,
 ) -> int:
     """`TaskMovement.assignActiveTaskMovements`; returns the number of movements scheduled."""
-    order = sorted(clients, key=java_uuid_key)
+    by_load = _caught_up_clients_by_load(clients, caught_up)
     movements: JavaPriorityQueue[_TaskMovement] = JavaPriorityQueue(_TaskMovement.priority)
-    for pid in order:
+    for pid in sorted(clients, key=java_uuid_key):
         for task in sorted(clients[pid].active_tasks):
             if _needs_move(task, pid, clients, caught_up, by_lag):
                 movements.offer(_TaskMovement(task, pid, len(caught_up[task])))
+        by_load.offer(pid)
     scheduled = len(movements)
-
-    def total_load(p: uuid.UUID) -> float:
-        return clients[p].assigned_task_load
 
     while movements:
         movement = movements.poll()
         assert movement is not None
         task, dest_id = movement.task, movement.destination
         dest = clients[dest_id]
-        candidates = [p for p in order if p in caught_up[task]]
         # (a) a caught-up client with a standby copy takes over; no warmup needed
-        source = _least_loaded((p for p in candidates if clients[p].has_standby_task(task)), total_load)
+        source = by_load.poll(task, lambda p, t=task: clients[p].has_standby_task(t))
         if source is not None:
             _swap_standby_and_active(task, clients[source], dest)
-            continue
-        # (b) the least-loaded caught-up client; the destination may keep a warmup
-        source = _least_loaded(candidates, total_load)
-        if source is None:
-            # (c) KAFKA-13600: nobody is caught up, fall back to the most caught-up client
-            source = _most_caught_up_eligible(by_lag, task, dest_id, lambda _p: True)
+        else:
+            # (b) the least-loaded caught-up client; the destination may keep a warmup
+            source = by_load.poll(task)
             if source is None:
-                raise TaskAssignmentError(f"tried to move task {task} to a more caught-up client but none exists")
-            if clients[source].has_standby_task(task):
+                # (c) KAFKA-13600: nobody is caught up, fall back to the most caught-up client
+                source = _most_caught_up_eligible(by_lag, task, dest_id, lambda _p: True)
+                if source is None:
+                    raise TaskAssignmentError(f"tried to move task {task} to a more caught-up client but none exists")
+            if source is not None and clients[source].has_standby_task(task):
                 _swap_standby_and_active(task, clients[source], dest)
-                continue
-        _move_active_and_try_to_warm_up(budget, task, clients[source], dest, warmups.setdefault(dest_id, set()))
+            else:
+                warmups_of_dest = warmups.setdefault(dest_id, set())
+                _move_active_and_try_to_warm_up(budget, task, clients[source], dest, warmups_of_dest)
+        by_load.offer_all([source, dest_id])
     return scheduled
 
 
@@ -269,14 +263,15 @@ def assign_standby_task_movements(
     Movements of the same task to different destinations have equal priority; the Java heap decides
     their order, which `JavaPriorityQueue` reproduces from the same insertion sequence.
     """
-    order = sorted(clients, key=java_uuid_key)
+    by_load = _caught_up_clients_by_load(clients, caught_up)
     movements: JavaPriorityQueue[_TaskMovement] = JavaPriorityQueue(_TaskMovement.priority)
-    for pid in order:
+    for pid in sorted(clients, key=java_uuid_key):
         for task in sorted(clients[pid].standby_tasks):
             if task in warmups.get(pid, ()):
                 continue  # a warmup created for an active movement is never moved
             if _needs_move(task, pid, clients, caught_up, by_lag):
                 movements.offer(_TaskMovement(task, pid, len(caught_up[task])))
+        by_load.offer(pid)
     moved = 0
     while movements:
         movement = movements.poll()
@@ -286,9 +281,7 @@ def assign_standby_task_movements(
         def eligible(p: uuid.UUID, t: TaskId = task) -> bool:
             return not clients[p].has_assigned_task(t)
 
-        source = _least_loaded(
-            (p for p in order if p in caught_up[task] and eligible(p)), lambda p: clients[p].assigned_task_load
-        )
+        source = by_load.poll(task, eligible)
         if source is None:
             source = _most_caught_up_eligible(by_lag, task, dest_id, eligible)
         if source is None:
@@ -296,6 +289,7 @@ def assign_standby_task_movements(
         clients[source].assign_standby(task)
         if not budget.take():
             clients[dest_id].unassign_standby(task)  # else the lagging copy stays as a warmup
+        by_load.offer_all([source, dest_id])
         moved += 1
     return moved
 
@@ -305,10 +299,13 @@ def assign_standby_task_movements(
 
 def assign_stateless_active_tasks(clients: Clients, stateless_tasks: Iterable[TaskId]) -> None:
     """Each stateless task to the client with the lowest ACTIVE load (standbys do not count)."""
+    by_load = ConstrainedPrioritySet(lambda _p, _t: True, lambda p: clients[p].active_task_load)
+    by_load.offer_all(sorted(clients, key=java_uuid_key))
     for task in sorted(stateless_tasks):
-        pid = _least_loaded(clients, lambda p: clients[p].active_task_load)
+        pid = by_load.poll(task)
         assert pid is not None
         clients[pid].assign_active(task)
+        by_load.offer(pid)
 
 
 def assign_clients(

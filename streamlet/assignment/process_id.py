@@ -25,6 +25,13 @@ def java_uuid_key(u: uuid.UUID) -> tuple[int, int]:
     return _signed64(u.int >> 64), _signed64(u.int & (_U64 - 1))
 
 
+def java_uuid_hash_code(u: uuid.UUID) -> int:
+    """`UUID.hashCode()` (= `ProcessId.hashCode()`): the two 32-bit halves of msb ^ lsb, xor-ed, as a signed int."""
+    hilo = (u.int >> 64) ^ (u.int & (_U64 - 1))
+    h = ((hilo >> 32) ^ hilo) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= (1 << 31) else h
+
+
 def sorted_process_ids(process_ids: Iterable[uuid.UUID]) -> list[uuid.UUID]:
     """The process ids in Kafka Streams' (Java UUID) order."""
     return sorted(process_ids, key=java_uuid_key)

@@ -30,7 +30,12 @@ from streamlet.assignment.registry import resolve_task_assignor
 from streamlet.errors import ConfigError, TaskAssignmentError
 from streamlet.task_id import TaskId
 
-_CONFIG_KEYS = ("num_standby_replicas", "max_warmup_replicas", "acceptable_recovery_lag", "probing_rebalance_interval_ms")
+_CONFIG_KEYS = (
+    "num_standby_replicas",
+    "max_warmup_replicas",
+    "acceptable_recovery_lag",
+    "probing_rebalance_interval_ms",
+)
 _CLIENT_KEYS = {"capacity", "prev_active", "prev_standby", "task_offset_sums"}
 
 

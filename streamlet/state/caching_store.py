@@ -116,9 +116,7 @@ class CachingKeyValueStore:
         olds = [inner.get(key) for key, _ in entries]
         # A delete of a key the store never had is neither written nor emitted (Kafka's optimisation).
         changed = [
-            (entry, old)
-            for entry, old in zip(entries, olds, strict=True)
-            if entry[1] is not None or old is not None
+            (entry, old) for entry, old in zip(entries, olds, strict=True) if entry[1] is not None or old is not None
         ]
         if not changed:
             return

@@ -110,9 +110,7 @@ class OffsetCheckpoint:
                 )
                 expected -= 1
         if len(offsets) != expected:
-            raise CheckpointError(
-                f"checkpoint file {self.path}: expected {expected} entries but found {len(offsets)}"
-            )
+            raise CheckpointError(f"checkpoint file {self.path}: expected {expected} entries but found {len(offsets)}")
         return offsets
 
     def _parse_int(self, lines: list[str], index: int, what: str, bounds: tuple[int, int]) -> int:
@@ -122,14 +120,10 @@ class OffsetCheckpoint:
 
     def _to_int(self, text: str, index: int, what: str, bounds: tuple[int, int]) -> int:
         if _JAVA_INT.fullmatch(text) is None:
-            raise CheckpointError(
-                f"checkpoint file {self.path}, line {index + 1}: {what} {text!r} is not an integer"
-            )
+            raise CheckpointError(f"checkpoint file {self.path}, line {index + 1}: {what} {text!r} is not an integer")
         value = int(text)
         if not bounds[0] <= value <= bounds[1]:
-            raise CheckpointError(
-                f"checkpoint file {self.path}, line {index + 1}: {what} {value} is out of range"
-            )
+            raise CheckpointError(f"checkpoint file {self.path}, line {index + 1}: {what} {value} is out of range")
         return value
 
     # ------------------------------------------------------------------ write
@@ -152,9 +146,7 @@ class OffsetCheckpoint:
                     f"to checkpoint file {self.path} (offsets must be >= 0 or {OFFSET_UNKNOWN})"
                 )
             if _WHITESPACE.search(tp.topic) or not tp.topic:
-                raise CheckpointError(
-                    f"topic name {tp.topic!r} cannot be written to checkpoint file {self.path}"
-                )
+                raise CheckpointError(f"topic name {tp.topic!r} cannot be written to checkpoint file {self.path}")
             lines.append(f"{tp.topic} {tp.partition} {offset}")
         data = ("\n".join(lines) + "\n").encode("utf-8")
 

@@ -50,9 +50,7 @@ def sum_of_changelog_offsets(task_id: TaskId, offsets: Mapping[TopicPartition, i
             raise ValueError(f"task {task_id}: expected no sentinel offset, but got {offset} for {tp}")
         total += offset
         if total > MAX_OFFSET_SUM:
-            log.warning(
-                "Sum of changelog offsets for task %s overflowed, pinning to %d", task_id, MAX_OFFSET_SUM
-            )
+            log.warning("Sum of changelog offsets for task %s overflowed, pinning to %d", task_id, MAX_OFFSET_SUM)
             return MAX_OFFSET_SUM
     return total
 

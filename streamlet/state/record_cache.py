@@ -209,9 +209,7 @@ class RecordCache:
         """Drop the namespace's entries without flushing."""
         self._cache(namespace).clear()
 
-    def range(
-        self, namespace: str, from_key: bytes | None, to_key: bytes | None
-    ) -> list[tuple[bytes, CacheEntry]]:
+    def range(self, namespace: str, from_key: bytes | None, to_key: bytes | None) -> list[tuple[bytes, CacheEntry]]:
         return self._cache(namespace).range(from_key, to_key)
 
     def dirty_count(self, namespace: str) -> int:

@@ -57,9 +57,7 @@ def _options() -> Options:
 class RocksDBStore:
     """A persistent `KeyValueStore` in its own RocksDB database at `path` (`<task_dir>/rocksdb/<name>`)."""
 
-    def __init__(
-        self, name: str, path: str | os.PathLike[str], *, iteration_chunk: int = DEFAULT_ITERATION_CHUNK
-    ):
+    def __init__(self, name: str, path: str | os.PathLike[str], *, iteration_chunk: int = DEFAULT_ITERATION_CHUNK):
         if iteration_chunk < 1:
             raise ValueError("iteration_chunk must be >= 1")
         self._name = name
@@ -118,9 +116,7 @@ class RocksDBStore:
         except StateStoreError:
             raise
         except Exception as exc:
-            raise StateStoreError(
-                f"flushing RocksDB store {self._name!r} at {self.path} failed: {exc}"
-            ) from exc
+            raise StateStoreError(f"flushing RocksDB store {self._name!r} at {self.path} failed: {exc}") from exc
 
     def close(self) -> None:
         """Close the database and release its LOCK. Idempotent.

@@ -124,9 +124,7 @@ class StateDirectory:
                 self._process_id = uuid.UUID(str(data["processId"]))
                 return self._process_id
             except (OSError, ValueError, KeyError, TypeError) as exc:
-                log.warning(
-                    "Process metadata file %s is unreadable (%s); generating a new process id", path, exc
-                )
+                log.warning("Process metadata file %s is unreadable (%s); generating a new process id", path, exc)
         new_id = uuid.uuid4()
         tmp = path.with_name(path.name + ".tmp")
         try:

@@ -79,8 +79,7 @@ class ProcessorStateManager:
         for name, tp in self._changelogs.items():
             if tp in self._store_by_changelog:
                 raise ValueError(
-                    f"task {task_id}: stores {self._store_by_changelog[tp]!r} and {name!r} "
-                    f"share changelog {tp}"
+                    f"task {task_id}: stores {self._store_by_changelog[tp]!r} and {name!r} share changelog {tp}"
                 )
             self._store_by_changelog[tp] = name
         self._offsets: dict[TopicPartition, int | None] = dict.fromkeys(self._store_by_changelog)
@@ -105,9 +104,7 @@ class ProcessorStateManager:
         checkpointed: dict[TopicPartition, int] = {}
         for tp, offset in loaded.items():
             if tp not in self._offsets:
-                log.info(
-                    "Task %s: checkpoint entry for %s matches no store of the task; ignored", self.task_id, tp
-                )
+                log.info("Task %s: checkpoint entry for %s matches no store of the task; ignored", self.task_id, tp)
                 continue
             checkpointed[tp] = offset
             self._offsets[tp] = None if offset == OFFSET_UNKNOWN else offset
@@ -146,9 +143,7 @@ class ProcessorStateManager:
             raise ValueError(f"task {self.task_id}: store {name!r} is already registered")
         changelog = self._changelogs.get(name)
         if changelog_sink is not None and changelog is None:
-            raise ValueError(
-                f"task {self.task_id}: store {name!r} has a changelog sink but no changelog partition"
-            )
+            raise ValueError(f"task {self.task_id}: store {name!r} has a changelog sink but no changelog partition")
         if store is None:
             if persistent:
                 path = self.store_dir(name)
@@ -176,6 +171,9 @@ class ProcessorStateManager:
         if cache is not None:
             caching = CachingKeyValueStore(outer, cache, f"{self.task_id}-{name}")
             outer = caching
+        if changelog is not None and not inner.persistent:
+            # An in-memory store starts empty whatever a checkpoint says: restore it from the beginning.
+            self._offsets[changelog] = None
         self._stores[name] = _Store(name, inner, outer, caching, changelog)
         return outer
 
@@ -256,18 +254,28 @@ class ProcessorStateManager:
         """Flush every caching store (registration order), writing dirty entries down and emitting them."""
         _run_all(s.caching.flush_cache for s in self._stores.values() if s.caching is not None)
 
+    def flush_stores(self) -> None:
+        """Flush the bottom stores (RocksDB memtables to SST files), without touching the caches.
+
+        This is the slow part of a flush (disk I/O). rocksdict releases the GIL during it and no cache or
+        listener is involved, so it may run in an executor thread.
+        """
+        self._check_open()
+        _run_all(s.inner.flush for s in self._stores.values())
+
     def flush(self) -> None:
-        """Flush caches, then the bottom stores (RocksDB memtables to disk)."""
+        """`flush_caches()` (on the stream thread: it emits downstream), then `flush_stores()`."""
         self._check_open()
         self.flush_caches()
-        _run_all(s.inner.flush for s in self._stores.values())
+        self.flush_stores()
 
     def checkpoint(self) -> None:
         """Write the offsets of the logged persistent stores to `.checkpoint` (OFFSET_UNKNOWN if unknown).
 
         Call after `flush()` and `update_changelog_offsets()`. The RocksDB memtables are flushed again here
         (cheap when empty) so that the file never claims more than is on disk: with the WAL off, memtable
-        data would be lost by a crash.
+        data would be lost by a crash. Touches no cache, so it may run in an executor thread like
+        `flush_stores()`.
         """
         self._check_open()
         offsets: dict[TopicPartition, int] = {}

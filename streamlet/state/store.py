@@ -101,9 +101,7 @@ class SortedKeyIndex:
         self._added = set()
         self._removed = False
 
-    def keys_in_range(
-        self, live: Callable[[bytes], bool], from_key: bytes | None, to_key: bytes | None
-    ) -> list[bytes]:
+    def keys_in_range(self, live: Callable[[bytes], bool], from_key: bytes | None, to_key: bytes | None) -> list[bytes]:
         """A copy of the live keys in `[from_key, to_key]` (None = unbounded), ascending."""
         if self._added or self._removed:
             added = self._added

@@ -20,6 +20,7 @@ exactly where Kafka Streams drops them.
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -72,15 +73,49 @@ def _require_callable(fn: object, what: str) -> None:
         raise TopologyError(f"{what} must be callable, got {fn!r}")
 
 
-class _InternalBuilder:
-    """The node graph under construction (Kafka's InternalStreamsBuilder + InternalTopologyBuilder)."""
+class _GraphNode:
+    """A node of Kafka Streams' logical graph (`GraphNode`): writes one or more topology nodes."""
+
+    __slots__ = ("name", "priority", "parents", "children", "write")
+
+    def __init__(self, name: str, write: Callable[[tuple[str, ...], _Topology], None] | None) -> None:
+        self.name = name
+        self.priority = 0
+        self.parents: dict[_GraphNode, None] = {}  # LinkedHashSet
+        self.children: dict[_GraphNode, None] = {}
+        self.write = write  # write(parent_names, topology_under_construction)
+
+
+class _Topology:
+    """The physical topology written from the graph (Kafka's InternalTopologyBuilder), in write order."""
 
     def __init__(self) -> None:
-        self.index = 0
         self.nodes: dict[str, NodeSpec] = {}
         self.stores: dict[str, StoreSpec] = {}
         self.store_users: dict[str, list[str]] = {}
-        self.internal_topics: dict[str, None] = {}  # raw repartition topic names, in creation order
+        self.internal_topics: dict[str, None] = {}
+
+    def add(self, spec: NodeSpec) -> None:
+        if spec.name in self.nodes:
+            raise TopologyError(f"Invalid topology: Processor {spec.name} is already added.")
+        self.nodes[spec.name] = spec
+
+    def add_store(self, store: StoreSpec, processor: str) -> None:
+        if store.name in self.stores:
+            raise TopologyError(f"Invalid topology: StateStore {store.name} is already added.")
+        self.stores[store.name] = store
+        self.store_users[store.name] = [processor]
+
+
+class _InternalBuilder:
+    """Kafka's InternalStreamsBuilder: name counter, logical graph, and its build order."""
+
+    def __init__(self) -> None:
+        self.index = 0
+        self.priority = 0
+        self.root = _GraphNode("root", None)
+        self.names: set[str] = set()  # to report duplicate names at the DSL call, not at build()
+        self.store_names: set[str] = set()
         self.topic_to_source: dict[str, str] = {}
 
     def new_processor_name(self, prefix: str) -> str:
@@ -100,35 +135,50 @@ class _InternalBuilder:
         generated = self.new_processor_name(prefix)
         return generated if name is None else name
 
-    def _add(self, spec: NodeSpec) -> None:
-        if spec.name in self.nodes:
-            raise TopologyError(f"Invalid topology: Processor {spec.name} is already added.")
-        for predecessor in spec.predecessors:
-            if predecessor not in self.nodes:
-                raise TopologyError(f"Invalid topology: Predecessor processor {predecessor} is not added yet.")
-            if isinstance(self.nodes[predecessor], SinkSpec):
-                raise TopologyError(f"Invalid topology: Sink {predecessor} cannot be used a parent.")
-        self.nodes[spec.name] = spec
+    def claim(self, *names: str) -> None:
+        for name in names:
+            if name in self.names:
+                raise TopologyError(f"Invalid topology: Processor {name} is already added.")
+        self.names.update(names)
 
-    def add_source(self, spec: SourceSpec) -> None:
-        for topic in spec.topics:
+    def claim_store(self, name: str) -> None:
+        if name in self.store_names:
+            raise TopologyError(f"Invalid topology: StateStore {name} is already added.")
+        self.store_names.add(name)
+
+    def claim_topics(self, source: str, topics: Iterable[str]) -> None:
+        for topic in topics:
             if topic in self.topic_to_source:
                 raise TopologyError(
                     f"Invalid topology: Topic {topic} has already been registered by another source "
                     f"({self.topic_to_source[topic]}); read it once and reuse the KStream"
                 )
-        self._add(spec)
-        for topic in spec.topics:
-            self.topic_to_source[topic] = spec.name
+        for topic in topics:
+            self.topic_to_source[topic] = source
 
-    def add_node(self, spec: NodeSpec) -> None:
-        self._add(spec)
+    def add_graph_node(self, parent: _GraphNode, child: _GraphNode) -> None:
+        """`addGraphNode`: links the nodes and (re)sets the child's build priority, as Kafka does."""
+        parent.children[child] = None
+        child.parents[parent] = None
+        child.priority = self.priority
+        self.priority += 1
 
-    def add_store(self, store: StoreSpec, processor: str) -> None:
-        if store.name in self.stores:
-            raise TopologyError(f"Invalid topology: StateStore {store.name} is already added.")
-        self.stores[store.name] = store
-        self.store_users[store.name] = [processor]
+    def build(self) -> _Topology:
+        """`buildAndOptimizeTopology` (no optimizations): write nodes in build-priority order."""
+        topology = _Topology()
+        written: set[_GraphNode] = set()
+        heap: list[tuple[int, int, _GraphNode]] = [(self.root.priority, 0, self.root)]
+        seq = 1
+        while heap:
+            node = heapq.heappop(heap)[2]
+            if node not in written and all(parent in written for parent in node.parents):
+                if node.write is not None:
+                    node.write(tuple(parent.name for parent in node.parents), topology)
+                written.add(node)
+            for child in node.children:
+                heapq.heappush(heap, (child.priority, seq, child))
+                seq += 1
+        return topology
 
 
 class StreamsBuilder:
@@ -136,7 +186,6 @@ class StreamsBuilder:
 
     def __init__(self) -> None:
         self._internal = _InternalBuilder()
-        self._built = False
 
     def stream(
         self,
@@ -159,22 +208,41 @@ class StreamsBuilder:
         vs = _serde(value_serde, "value_serde")
         internal = self._internal
         source_name = internal.name_or_generate(name, SOURCE_NAME)
-        internal.add_source(
-            SourceSpec(source_name, (), tuple(topic_list), _or_default(ks), _or_default(vs))
-        )
-        return KStream(internal, source_name, ks, vs, repartition_required=False)
+        internal.claim(source_name)
+        internal.claim_topics(source_name, topic_list)
+        spec = SourceSpec(source_name, (), tuple(topic_list), _or_default(ks), _or_default(vs))
+        node = _GraphNode(source_name, lambda parents, topology: topology.add(spec))
+        internal.add_graph_node(internal.root, node)
+        return KStream(internal, node, ks, vs, repartition_required=False)
 
     def build(self) -> Topology:
         """The Topology built so far (later DSL calls on this builder do not change it)."""
         from streamlet.topology.topology import Topology
 
-        internal = self._internal
+        written = self._internal.build()
         return Topology(
-            nodes=tuple(internal.nodes.values()),
-            stores=tuple(internal.stores.values()),
-            store_users={k: tuple(v) for k, v in internal.store_users.items()},
-            internal_topics=tuple(internal.internal_topics),
+            nodes=tuple(written.nodes.values()),
+            stores=tuple(written.stores.values()),
+            store_users={k: tuple(v) for k, v in written.store_users.items()},
+            internal_topics=tuple(written.internal_topics),
         )
+
+
+def _processor_node(
+    internal: _InternalBuilder,
+    parent: _GraphNode,
+    name: str,
+    op: str,
+    fn: Callable[..., Any] | None = None,
+) -> _GraphNode:
+    internal.claim(name)
+
+    def write(parents: tuple[str, ...], topology: _Topology) -> None:
+        topology.add(ProcessorSpec(name, parents, op, fn=fn))
+
+    node = _GraphNode(name, write)
+    internal.add_graph_node(parent, node)
+    return node
 
 
 class KStream:
@@ -185,7 +253,7 @@ class KStream:
     def __init__(
         self,
         builder: _InternalBuilder,
-        node: str,
+        node: _GraphNode,
         key_serde: Serde | None,
         value_serde: Serde | None,
         repartition_required: bool,
@@ -199,7 +267,7 @@ class KStream:
     @property
     def node_name(self) -> str:
         """Name of the processor node this stream comes out of."""
-        return self._node
+        return self._node.name
 
     def _processor(
         self,
@@ -214,35 +282,55 @@ class KStream:
     ) -> KStream:
         _require_callable(fn, op)
         node_name = self._builder.name_or_generate(name, prefix)
-        self._builder.add_node(ProcessorSpec(node_name, (self._node,), op, fn=fn))
-        return KStream(self._builder, node_name, key_serde, value_serde, repartition_required)
+        node = _processor_node(self._builder, self._node, node_name, op, fn)
+        return KStream(self._builder, node, key_serde, value_serde, repartition_required)
 
     def filter(self, predicate: Callable[[Any, Any], bool], *, name: str | None = None) -> KStream:
         """Keep records for which `predicate(key, value)` is true."""
         return self._processor(
-            FILTER_NAME, n.FILTER, predicate, name, key_serde=self._key_serde,
-            value_serde=self._value_serde, repartition_required=self._repartition_required,
+            FILTER_NAME,
+            n.FILTER,
+            predicate,
+            name,
+            key_serde=self._key_serde,
+            value_serde=self._value_serde,
+            repartition_required=self._repartition_required,
         )
 
     def filter_not(self, predicate: Callable[[Any, Any], bool], *, name: str | None = None) -> KStream:
         """Drop records for which `predicate(key, value)` is true."""
         return self._processor(
-            FILTER_NAME, n.FILTER_NOT, predicate, name, key_serde=self._key_serde,
-            value_serde=self._value_serde, repartition_required=self._repartition_required,
+            FILTER_NAME,
+            n.FILTER_NOT,
+            predicate,
+            name,
+            key_serde=self._key_serde,
+            value_serde=self._value_serde,
+            repartition_required=self._repartition_required,
         )
 
     def map_values(self, mapper: Callable[[Any], Any], *, name: str | None = None) -> KStream:
         """`value -> mapper(value)`; the key is unchanged, so no repartition is needed later."""
         return self._processor(
-            MAPVALUES_NAME, n.MAP_VALUES, mapper, name, key_serde=self._key_serde,
-            value_serde=None, repartition_required=self._repartition_required,
+            MAPVALUES_NAME,
+            n.MAP_VALUES,
+            mapper,
+            name,
+            key_serde=self._key_serde,
+            value_serde=None,
+            repartition_required=self._repartition_required,
         )
 
     def flat_map_values(self, mapper: Callable[[Any], Iterable[Any]], *, name: str | None = None) -> KStream:
         """One record per element of `mapper(value)`, each with the original key."""
         return self._processor(
-            FLATMAPVALUES_NAME, n.FLAT_MAP_VALUES, mapper, name, key_serde=self._key_serde,
-            value_serde=None, repartition_required=self._repartition_required,
+            FLATMAPVALUES_NAME,
+            n.FLAT_MAP_VALUES,
+            mapper,
+            name,
+            key_serde=self._key_serde,
+            value_serde=None,
+            repartition_required=self._repartition_required,
         )
 
     def map(self, mapper: Callable[[Any, Any], tuple[Any, Any]], *, name: str | None = None) -> KStream:
@@ -251,9 +339,7 @@ class KStream:
             MAP_NAME, n.MAP, mapper, name, key_serde=None, value_serde=None, repartition_required=True
         )
 
-    def flat_map(
-        self, mapper: Callable[[Any, Any], Iterable[tuple[Any, Any]]], *, name: str | None = None
-    ) -> KStream:
+    def flat_map(self, mapper: Callable[[Any, Any], Iterable[tuple[Any, Any]]], *, name: str | None = None) -> KStream:
         """One record per `(key, value)` pair of `mapper(key, value)` (marks the stream for repartition)."""
         return self._processor(
             FLATMAP_NAME, n.FLAT_MAP, mapper, name, key_serde=None, value_serde=None, repartition_required=True
@@ -262,21 +348,36 @@ class KStream:
     def select_key(self, mapper: Callable[[Any, Any], Any], *, name: str | None = None) -> KStream:
         """New key `mapper(key, value)`, same value (marks the stream for repartition)."""
         return self._processor(
-            KEY_SELECT_NAME, n.SELECT_KEY, mapper, name, key_serde=None,
-            value_serde=self._value_serde, repartition_required=True,
+            KEY_SELECT_NAME,
+            n.SELECT_KEY,
+            mapper,
+            name,
+            key_serde=None,
+            value_serde=self._value_serde,
+            repartition_required=True,
         )
 
     def peek(self, action: Callable[[Any, Any], Any], *, name: str | None = None) -> KStream:
         """Call `action(key, value)` and pass the record on unchanged."""
         return self._processor(
-            PEEK_NAME, n.PEEK, action, name, key_serde=self._key_serde,
-            value_serde=self._value_serde, repartition_required=self._repartition_required,
+            PEEK_NAME,
+            n.PEEK,
+            action,
+            name,
+            key_serde=self._key_serde,
+            value_serde=self._value_serde,
+            repartition_required=self._repartition_required,
         )
 
     def foreach(self, action: Callable[[Any, Any], Any], *, name: str | None = None) -> None:
         """Call `action(key, value)` for every record (a terminal operation)."""
         self._processor(
-            FOREACH_NAME, n.FOREACH, action, name, key_serde=None, value_serde=None,
+            FOREACH_NAME,
+            n.FOREACH,
+            action,
+            name,
+            key_serde=None,
+            value_serde=None,
             repartition_required=False,
         )
 
@@ -293,8 +394,15 @@ class KStream:
             raise TopologyError(f"to() needs a non-empty topic name, got {topic!r}")
         ks = _first(_serde(key_serde, "key_serde"), self._key_serde)
         vs = _first(_serde(value_serde, "value_serde"), self._value_serde)
-        sink_name = self._builder.name_or_generate(name, SINK_NAME)
-        self._builder.add_node(SinkSpec(sink_name, (self._node,), topic, _or_default(ks), _or_default(vs)))
+        builder = self._builder
+        sink_name = builder.name_or_generate(name, SINK_NAME)
+        builder.claim(sink_name)
+        key_serde_, value_serde_ = _or_default(ks), _or_default(vs)
+
+        def write(parents: tuple[str, ...], topology: _Topology) -> None:
+            topology.add(SinkSpec(sink_name, parents, topic, key_serde_, value_serde_))
+
+        builder.add_graph_node(self._node, _GraphNode(sink_name, write))
 
     def group_by(
         self,
@@ -313,11 +421,9 @@ class KStream:
         _require_callable(key_selector, "group_by key_selector")
         ks = _serde(key_serde, "key_serde")
         vs = _first(_serde(value_serde, "value_serde"), self._value_serde)
-        if name is not None:
-            validate_name(name)
         select_name = self._builder.name_or_generate(name, KEY_SELECT_NAME)
-        self._builder.add_node(ProcessorSpec(select_name, (self._node,), n.SELECT_KEY, fn=key_selector))
-        return KGroupedStream(self._builder, select_name, ks, vs, True, name)
+        node = _processor_node(self._builder, self._node, select_name, n.SELECT_KEY, key_selector)
+        return KGroupedStream(self._builder, node, ks, vs, True, name)
 
     def group_by_key(
         self,
@@ -326,7 +432,10 @@ class KStream:
         *,
         name: str | None = None,
     ) -> KGroupedStream:
-        """Group by the current key; repartitions only if an upstream operation changed the key."""
+        """Group by the current key; repartitions only if an upstream operation changed the key.
+
+        `name` (Kafka's `Grouped.as`) names the repartition topic, if one is needed.
+        """
         ks = _first(_serde(key_serde, "key_serde"), self._key_serde)
         vs = _first(_serde(value_serde, "value_serde"), self._value_serde)
         if name is not None:
@@ -334,21 +443,26 @@ class KStream:
         return KGroupedStream(self._builder, self._node, ks, vs, self._repartition_required, name)
 
     def __repr__(self) -> str:
-        return f"KStream({self._node})"
+        return f"KStream({self._node.name})"
 
 
 class KGroupedStream:
     """A stream grouped by key, ready for `count`, `reduce` or `aggregate`."""
 
     __slots__ = (
-        "_builder", "_node", "_key_serde", "_value_serde", "_repartition_required", "_repartition_name",
-        "_repartition_source",
+        "_builder",
+        "_node",
+        "_key_serde",
+        "_value_serde",
+        "_repartition_required",
+        "_repartition_name",
+        "_repartition_node",
     )
 
     def __init__(
         self,
         builder: _InternalBuilder,
-        node: str,
+        node: _GraphNode,
         key_serde: Serde | None,
         value_serde: Serde | None,
         repartition_required: bool,
@@ -360,7 +474,7 @@ class KGroupedStream:
         self._value_serde = value_serde
         self._repartition_required = repartition_required
         self._repartition_name = repartition_name
-        self._repartition_source: str | None = None  # reused when the repartition topic is user-named
+        self._repartition_node: _GraphNode | None = None  # reused when the repartition topic is user-named
 
     def count(self, store_name: str | None = None, *, name: str | None = None) -> KTable:
         """Number of records per key, in a store with int64 values (Kafka's `count()`)."""
@@ -375,8 +489,7 @@ class KGroupedStream:
         _require_callable(reducer, "reducer")
         store = self._store_name(store_name, REDUCE_NAME)
         processor = self._builder.name_or_generate(name, REDUCE_NAME)
-        return self._build(processor, n.REDUCE, store, _or_default(self._value_serde), fn=reducer,
-                           initializer=None)
+        return self._build(processor, n.REDUCE, store, _or_default(self._value_serde), fn=reducer, initializer=None)
 
     def aggregate(
         self,
@@ -396,8 +509,9 @@ class KGroupedStream:
         agg_serde = _serde(value_serde, "value_serde")
         store = self._store_name(store_name, AGGREGATE_NAME)
         processor = self._builder.name_or_generate(name, AGGREGATE_NAME)
-        return self._build(processor, n.AGGREGATE, store, _or_default(agg_serde), fn=aggregator,
-                           initializer=initializer)
+        return self._build(
+            processor, n.AGGREGATE, store, _or_default(agg_serde), fn=aggregator, initializer=initializer
+        )
 
     def _store_name(self, store_name: str | None, prefix: str) -> str:
         if store_name is not None:
@@ -414,44 +528,57 @@ class KGroupedStream:
         fn: Callable[..., Any] | None,
         initializer: Callable[[], Any] | None,
     ) -> KTable:
+        """`GroupedStreamAggregateBuilder#build`."""
         builder = self._builder
         parent = self._node
-        key_serde = _or_default(self._key_serde)
         if self._repartition_required:
             parent = self._repartition(self._repartition_name or store)
-        builder.add_node(ProcessorSpec(processor, (parent,), op, stores=(store,), fn=fn, initializer=initializer))
-        builder.add_store(StoreSpec(store, key_serde, store_value_serde), processor)
-        return KTable(builder, processor, self._key_serde, store_value_serde, store)
+        builder.claim(processor)
+        builder.claim_store(store)
+        store_spec = StoreSpec(store, _or_default(self._key_serde), store_value_serde)
 
-    def _repartition(self, prefix: str) -> str:
-        """Kafka's `createRepartitionedSource` (+ the repartition node reuse of GroupedStreamAggregateBuilder)."""
+        def write(parents: tuple[str, ...], topology: _Topology) -> None:
+            topology.add(ProcessorSpec(processor, parents, op, stores=(store,), fn=fn, initializer=initializer))
+            topology.add_store(store_spec, processor)
+
+        node = _GraphNode(processor, write)
+        builder.add_graph_node(parent, node)
+        return KTable(builder, node, self._key_serde, store_value_serde, store)
+
+    def _repartition(self, prefix: str) -> _GraphNode:
+        """Kafka's `createRepartitionedSource`, plus the node reuse of GroupedStreamAggregateBuilder."""
         builder = self._builder
         topic = prefix if prefix.endswith(REPARTITION_TOPIC_SUFFIX) else prefix + REPARTITION_TOPIC_SUFFIX
         # Always generate the names, to burn the counter values for compatibility.
         gen_sink = builder.new_processor_name(SINK_NAME)
         gen_filter = builder.new_processor_name(FILTER_NAME)
         gen_source = builder.new_processor_name(SOURCE_NAME)
-        if self._repartition_source is not None and self._repartition_name is not None:
-            return self._repartition_source  # a user-named repartition topic is shared by all aggregations
-        if _GENERATED_NAME.fullmatch(prefix):
-            sink, filter_, source = gen_sink, gen_filter, gen_source
-        else:
-            sink, filter_, source = topic + "-sink", topic + "-filter", topic + "-source"
-        key_serde = _or_default(self._key_serde)
-        value_serde = _or_default(self._value_serde)
-        if topic in builder.internal_topics:
-            raise TopologyError(
-                f"Invalid topology: repartition topic {topic} is already used; give each grouping its own name"
-            )
-        builder.internal_topics[topic] = None
-        builder.add_node(ProcessorSpec(filter_, (self._node,), n.REPARTITION_FILTER))
-        builder.add_node(SinkSpec(sink, (filter_,), topic, key_serde, value_serde))
-        builder.add_source(SourceSpec(source, (), (topic,), key_serde, value_serde))
-        self._repartition_source = source
-        return source
+        reuse = self._repartition_node is not None and self._repartition_name is not None
+        if not reuse:
+            if _GENERATED_NAME.fullmatch(prefix):
+                sink, filter_, source = gen_sink, gen_filter, gen_source
+            else:
+                sink, filter_, source = topic + "-sink", topic + "-filter", topic + "-source"
+            builder.claim(filter_, sink, source)
+            builder.claim_topics(source, [topic])
+            key_serde = _or_default(self._key_serde)
+            value_serde = _or_default(self._value_serde)
+
+            def write(parents: tuple[str, ...], topology: _Topology) -> None:
+                topology.internal_topics[topic] = None
+                topology.add(ProcessorSpec(filter_, parents, n.REPARTITION_FILTER))
+                topology.add(SinkSpec(sink, (filter_,), topic, key_serde, value_serde))
+                topology.add(SourceSpec(source, (), (topic,), key_serde, value_serde))
+
+            self._repartition_node = _GraphNode(source, write)
+        node = self._repartition_node
+        assert node is not None
+        # Re-adding a reused node moves its build priority, exactly as in Kafka Streams.
+        builder.add_graph_node(self._node, node)
+        return node
 
     def __repr__(self) -> str:
-        return f"KGroupedStream({self._node})"
+        return f"KGroupedStream({self._node.name})"
 
 
 class KTable:
@@ -462,7 +589,7 @@ class KTable:
     def __init__(
         self,
         builder: _InternalBuilder,
-        node: str,
+        node: _GraphNode,
         key_serde: Serde | None,
         value_serde: Serde | None,
         store_name: str,
@@ -479,13 +606,13 @@ class KTable:
 
     @property
     def node_name(self) -> str:
-        return self._node
+        return self._node.name
 
     def to_stream(self, *, name: str | None = None) -> KStream:
         """The table's updates as a stream (emitted when the store's cache flushes, as in Kafka Streams)."""
         node_name = self._builder.name_or_generate(name, TOSTREAM_NAME)
-        self._builder.add_node(ProcessorSpec(node_name, (self._node,), n.TO_STREAM))
-        return KStream(self._builder, node_name, self._key_serde, self._value_serde, repartition_required=False)
+        node = _processor_node(self._builder, self._node, node_name, n.TO_STREAM)
+        return KStream(self._builder, node, self._key_serde, self._value_serde, repartition_required=False)
 
     def __repr__(self) -> str:
-        return f"KTable({self._node}, store={self._store_name})"
+        return f"KTable({self._node.name}, store={self._store_name})"

@@ -27,13 +27,10 @@ def validate_name(name: object, what: str = "Name") -> str:
     if name in (".", ".."):
         raise TopologyError(f'{what} cannot be "." or ".."')
     if len(name) > MAX_NAME_LENGTH:
-        raise TopologyError(
-            f"{what} is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, name: {name}"
-        )
+        raise TopologyError(f"{what} is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, name: {name}")
     if not _LEGAL_NAME.match(name):
         raise TopologyError(
-            f'{what} "{name}" is illegal, it contains a character other than ASCII alphanumerics, '
-            "'.', '_' and '-'"
+            f"{what} \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
         )
     return name
 

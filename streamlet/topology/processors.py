@@ -98,8 +98,18 @@ class TaskProcessorGraph:
     """One task's processors. Call `process()` once per input record, in offset order per partition."""
 
     __slots__ = (
-        "task_id", "application_id", "subtopology", "source_topics", "store_names",
-        "topic", "partition", "offset", "timestamp", "dropped_records", "_sources", "_nodes",
+        "task_id",
+        "application_id",
+        "subtopology",
+        "source_topics",
+        "store_names",
+        "topic",
+        "partition",
+        "offset",
+        "timestamp",
+        "dropped_records",
+        "_sources",
+        "_nodes",
     )
 
     def __init__(self, task_id: TaskId, application_id: str, subtopology: int) -> None:
@@ -397,4 +407,3 @@ def _aggregation(
         put(store_key, value_ser(topic, fn(key, value, current)))
 
     return aggregate
-

@@ -28,17 +28,21 @@ REPARTITION = "repartition"
 CHANGELOG = "changelog"
 
 #: Kafka Streams' overrides for repartition topics (RepartitionTopicConfig + InternalTopicConfig).
-REPARTITION_TOPIC_CONFIG: Mapping[str, str] = MappingProxyType({
-    "cleanup.policy": "delete",
-    "segment.bytes": "52428800",
-    "retention.ms": "-1",
-    "message.timestamp.type": "CreateTime",
-})
+REPARTITION_TOPIC_CONFIG: Mapping[str, str] = MappingProxyType(
+    {
+        "cleanup.policy": "delete",
+        "segment.bytes": "52428800",
+        "retention.ms": "-1",
+        "message.timestamp.type": "CreateTime",
+    }
+)
 #: Kafka Streams' overrides for key-value store changelogs (compacted).
-CHANGELOG_TOPIC_CONFIG: Mapping[str, str] = MappingProxyType({
-    "cleanup.policy": "compact",
-    "message.timestamp.type": "CreateTime",
-})
+CHANGELOG_TOPIC_CONFIG: Mapping[str, str] = MappingProxyType(
+    {
+        "cleanup.policy": "compact",
+        "message.timestamp.type": "CreateTime",
+    }
+)
 
 
 def changelog_topic(application_id: str, store_name: str) -> str:
@@ -74,9 +78,7 @@ class Subtopology:
 
     def runtime_source_topics(self, application_id: str) -> tuple[str, ...]:
         internal = set(self.repartition_source_topics)
-        return tuple(
-            f"{application_id}-{t}" if t in internal else t for t in self.source_topics
-        )
+        return tuple(f"{application_id}-{t}" if t in internal else t for t in self.source_topics)
 
     def runtime_sink_topics(self, application_id: str) -> tuple[str, ...]:
         internal = set(self.repartition_sink_topics)
@@ -189,16 +191,13 @@ class Topology:
         try:
             return self._by_id[subtopology_id]
         except KeyError:
-            raise TopologyError(
-                f"no sub-topology {subtopology_id}; this topology has {sorted(self._by_id)}"
-            ) from None
+            raise TopologyError(f"no sub-topology {subtopology_id}; this topology has {sorted(self._by_id)}") from None
 
     def describe(self) -> TopologyDescription:
         """Kafka Streams' `Topology.describe()`; `str()` of the result is its exact text."""
-        return TopologyDescription([
-            describe_subtopology(sub.id, [self._by_name[name] for name in sub.nodes])
-            for sub in self._subtopologies
-        ])
+        return TopologyDescription(
+            [describe_subtopology(sub.id, [self._by_name[name] for name in sub.nodes]) for sub in self._subtopologies]
+        )
 
     def __str__(self) -> str:
         return str(self.describe())
@@ -235,9 +234,7 @@ class Topology:
     def changelog_topics(self, application_id: str) -> dict[str, str]:
         """Store name -> changelog topic, for every logged store."""
         return {
-            store: topic
-            for sub in self._subtopologies
-            for store, topic in sub.changelog_topics(application_id).items()
+            store: topic for sub in self._subtopologies for store, topic in sub.changelog_topics(application_id).items()
         }
 
     def stateful_subtopologies(self) -> frozenset[int]:

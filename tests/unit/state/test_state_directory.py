@@ -48,9 +48,7 @@ def test_process_id_is_stable_across_instances(tmp_path: Path) -> None:
 def test_process_id_read_from_kafka_streams_file(tmp_path: Path) -> None:
     (tmp_path / APP).mkdir()
     # As written by Kafka Streams (Jackson); unknown fields are ignored.
-    (tmp_path / APP / PROCESS_FILE_NAME).write_text(
-        '{"processId":"4b61083e-57d0-457d-951f-d06556c148ca","newField":1}'
-    )
+    (tmp_path / APP / PROCESS_FILE_NAME).write_text('{"processId":"4b61083e-57d0-457d-951f-d06556c148ca","newField":1}')
     with StateDirectory(tmp_path, APP) as sd:
         assert sd.process_id() == uuid.UUID("4b61083e-57d0-457d-951f-d06556c148ca")
 

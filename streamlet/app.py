@@ -1,0 +1,132 @@
+"""App: the user-facing entry point, Faust's shape on Kafka Streams' engine.
+
+An App holds the configuration, a `StreamsBuilder` for the DSL (`app.stream(...)`), and Faust-style
+declarations (`app.topic`, `app.Table`, `@app.agent`); all of them compile into one `Topology` that a
+`KafkaStreams` client runs. `streamlet worker module:app` runs it as a worker process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from streamlet.agents import AgentSpec, Table, TopicRef, compile_agents
+from streamlet.config import StreamsConfig
+from streamlet.processor.kafka_streams import KafkaStreams
+from streamlet.processor.restore_listener import StateRestoreListener
+from streamlet.serdes import Serde
+from streamlet.topology import KStream, StreamsBuilder, Topology
+
+log = logging.getLogger("streamlet.app")
+
+
+class App:
+    """A streamlet application: `App("streams-wordcount", num_stream_threads=2)`.
+
+    Keyword arguments are StreamsConfig fields (Kafka Streams' names in snake_case); unknown ones are an
+    error at once, with a suggestion.
+    """
+
+    def __init__(self, application_id: str, **config: Any) -> None:
+        StreamsConfig.from_mapping({"application_id": application_id, **config})  # validate early
+        self.application_id = application_id
+        self._config = dict(config)
+        self.builder = StreamsBuilder()
+        self._agents: list[AgentSpec] = []
+        self._tables: dict[str, Table] = {}
+        self._topology: Topology | None = None
+
+    # ---- configuration ------------------------------------------------------------------------------------
+
+    def config(self, **overrides: Any) -> StreamsConfig:
+        """The effective config: the App's settings, then `overrides` (e.g. from the command line)."""
+        values = {"application_id": self.application_id, **self._config}
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return StreamsConfig.from_mapping(values)
+
+    # ---- DSL ----------------------------------------------------------------------------------------------
+
+    def stream(self, topics: str | Iterable[str], key_serde: Serde | str | None = None,
+               value_serde: Serde | str | None = None) -> KStream:  # fmt: skip
+        """`builder.stream(...)`: start a DSL pipeline."""
+        self._check_open()
+        return self.builder.stream(topics, key_serde, value_serde)
+
+    # ---- Faust-style declarations ----------------------------------------------------------------------------
+
+    def topic(self, name: str, *, key_serde: Serde | str | None = None,
+              value_serde: Serde | str | None = None) -> TopicRef:  # fmt: skip
+        """A topic to read with an agent or to `await topic.send(...)` to from one."""
+        return TopicRef(name, key_serde, value_serde)
+
+    def Table(self, name: str, *, key_serde: Serde | str = "str", value_serde: Serde | str = "json",  # noqa: N802
+              default: Callable[[], Any] | None = None) -> Table:  # fmt: skip
+        """A table backed by a RocksDB store `name` with changelog `<application_id>-<name>-changelog`."""
+        self._check_open()
+        if name in self._tables:
+            raise ValueError(f"table {name!r} is declared twice")
+        table = Table(name, key_serde, value_serde, default)
+        self._tables[name] = table
+        return table
+
+    def agent(self, topic: TopicRef, *, name: str | None = None, tables: Iterable[Table] = ()
+              ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:  # fmt: skip
+        """Decorate `async def fn(stream)`; `async for value in stream` runs once per record, inside the task.
+
+        Operations called on `stream` before the loop (`flat_map_values`, `group_by`, `filter`, ...) become
+        topology nodes, so a `group_by` is a repartition topic exactly as in the DSL. `tables` are the
+        tables the agent reads and writes: their stores belong to the agent's sub-topology.
+        """
+        self._check_open()
+
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            self._agents.append(AgentSpec(fn, topic, name or fn.__name__, tuple(tables)))
+            return fn
+
+        return register
+
+    # ---- building and running ----------------------------------------------------------------------------
+
+    def topology(self) -> Topology:
+        """Compile the DSL and the agents (once; the App is frozen afterwards)."""
+        if self._topology is None:
+            compile_agents(self.builder, self._agents)
+            self._topology = self.builder.build()
+        return self._topology
+
+    def streams(self, *, restore_listener: StateRestoreListener | None = None, **overrides: Any) -> KafkaStreams:
+        return KafkaStreams(self.topology(), self.config(**overrides), restore_listener=restore_listener)
+
+    async def run_worker(self, **overrides: Any) -> None:
+        """Run until SIGINT/SIGTERM (clean shutdown: commit, flush, checkpoint) or a thread fails."""
+        streams = self.streams(**overrides)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, stop.set)
+        await streams.start()
+        try:
+            stopper = asyncio.create_task(stop.wait())
+            failure = asyncio.create_task(streams.wait())
+            done, _ = await asyncio.wait({stopper, failure}, return_when=asyncio.FIRST_COMPLETED)
+            for task in (stopper, failure):
+                if task not in done:
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
+            if failure in done:
+                failure.result()  # re-raise a thread failure
+        finally:
+            await streams.close()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                with contextlib.suppress(NotImplementedError, RuntimeError):
+                    loop.remove_signal_handler(sig)
+
+    def _check_open(self) -> None:
+        if self._topology is not None:
+            raise RuntimeError("the App's topology is already built; declare streams, tables and agents first")

@@ -1,0 +1,216 @@
+"""ProcessorStateManager: registration, restore, flush/checkpoint ordering, wipe rules, close."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from aiokafka.structs import TopicPartition
+
+from streamlet.errors import StateStoreError
+from streamlet.state.checkpoint import OffsetCheckpoint
+from streamlet.state.record_cache import RecordCache
+from streamlet.state.rocksdb_store import RocksDBStore
+from streamlet.state.state_manager import ProcessorStateManager
+from streamlet.state.store import Entry
+from streamlet.task_id import TaskId
+
+TASK = TaskId(1, 3)
+TP = TopicPartition("app-counts-changelog", 3)
+TP2 = TopicPartition("app-mem-changelog", 3)
+
+
+def new_psm(task_dir: Path, **kwargs) -> ProcessorStateManager:  # type: ignore[no-untyped-def]
+    return ProcessorStateManager(TASK, task_dir, {"counts": TP, "mem": TP2}, **kwargs)
+
+
+def test_flush_then_checkpoint_then_reload(tmp_path: Path) -> None:
+    psm = new_psm(tmp_path)
+    sent: list[Entry] = []
+    cache = RecordCache(1 << 20)
+    store = psm.register_store("counts", cache=cache, changelog_sink=lambda k, v: sent.append((k, v)))
+    store.put(b"a", b"1")
+    store.put(b"a", b"2")
+    store.put(b"b", b"1")
+    psm.flush()
+    assert sent == [(b"a", b"2"), (b"b", b"1")]
+    # The producer acked the two changelog records at offsets 40 and 41.
+    psm.update_changelog_offsets({TP: 41, TopicPartition("app-output", 0): 7})
+    psm.checkpoint()
+    assert (tmp_path / ".checkpoint").read_bytes() == b"0\n1\napp-counts-changelog 3 41\n"
+    assert psm.checkpointed_offsets() == {TP: 41}
+    assert psm.changelog_offsets() == {TP: 42, TP2: 0}
+    psm.close(clean=True)
+    assert psm.closed
+
+    again = new_psm(tmp_path)
+    assert again.checkpointed_offsets() == {TP: 41}
+    assert again.changelog_offsets() == {TP: 42, TP2: 0}
+    assert again.register_store("counts").get(b"a") == b"2"  # kept: it has a checkpoint entry
+    again.close(clean=True)
+
+
+def test_restore_in_bounded_chunks(tmp_path: Path) -> None:
+    psm = new_psm(tmp_path, restore_chunk_records=10)
+    batches: list[int] = []
+    inner = RocksDBStore("counts", psm.store_dir("counts"))
+    original = inner.put_all
+
+    def spy(entries):  # type: ignore[no-untyped-def]
+        entries = list(entries)
+        batches.append(len(entries))
+        original(entries)
+
+    inner.put_all = spy  # type: ignore[method-assign]
+    store = psm.register_store("counts", store=inner, cache=RecordCache(1000), changelog_sink=lambda k, v: None)
+    records = [(100 + 2 * i, b"k%02d" % i, b"v%d" % i) for i in range(25)]  # offsets with gaps
+    records.append((200, b"k00", None))  # a tombstone
+    assert psm.restore_batch(TP, records) == 26
+    assert batches == [10, 10, 6]
+    assert psm.current_offsets()[TP] == 200
+    assert psm.changelog_offsets()[TP] == 201
+    assert store.get(b"k00") is None and store.get(b"k24") == b"v24"
+    psm.checkpoint()
+    assert OffsetCheckpoint(tmp_path / ".checkpoint").read() == {TP: 200}
+    psm.close(clean=True)
+
+
+def test_restore_errors(tmp_path: Path) -> None:
+    psm = new_psm(tmp_path)
+    with pytest.raises(StateStoreError, match="registered before restoring"):
+        psm.restore_batch(TP, [(0, b"a", b"1")])
+    with pytest.raises(ValueError, match="not a changelog partition"):
+        psm.restore_batch(TopicPartition("other", 3), [])
+    psm.close(clean=False)
+
+
+def test_restore_invalidates_cached_values(tmp_path: Path) -> None:
+    psm = new_psm(tmp_path)
+    store = psm.register_store("counts", cache=RecordCache(1000), changelog_sink=lambda k, v: None)
+    store.put(b"a", b"stale")
+    psm.flush()
+    psm.restore_batch(TP, [(5, b"a", b"restored")])
+    assert store.get(b"a") == b"restored"
+    psm.close(clean=False)
+
+
+def _store_with_data(task_dir: Path, name: str = "counts") -> None:
+    s = RocksDBStore(name, task_dir / "rocksdb" / name)
+    s.put(b"old", b"data")
+    s.close()
+
+
+def test_corrupt_checkpoint_wipes_logged_stores(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    _store_with_data(tmp_path)
+    (tmp_path / ".checkpoint").write_text("0\n2\napp-counts-changelog 3 41\n")
+    psm = new_psm(tmp_path)
+    assert "corrupt checkpoint" in caplog.text
+    assert not (tmp_path / ".checkpoint").exists()
+    assert psm.checkpointed_offsets() == {}
+    assert psm.changelog_offsets() == {TP: 0, TP2: 0}
+    assert psm.register_store("counts").get(b"old") is None
+    psm.close(clean=False)
+
+
+def test_store_without_checkpoint_entry_is_wiped(tmp_path: Path) -> None:
+    _store_with_data(tmp_path)
+    psm = new_psm(tmp_path)
+    assert psm.register_store("counts").get(b"old") is None
+    psm.close(clean=False)
+
+
+def test_unlogged_persistent_store_is_never_wiped(tmp_path: Path) -> None:
+    _store_with_data(tmp_path, "local")
+    psm = ProcessorStateManager(TASK, tmp_path, {})
+    assert psm.register_store("local").get(b"old") == b"data"
+    psm.close(clean=True)
+    assert not (tmp_path / ".checkpoint").exists()  # nothing to checkpoint
+
+
+def test_unknown_offset_is_checkpointed_as_minus_4_and_keeps_the_store(tmp_path: Path) -> None:
+    psm = new_psm(tmp_path)
+    psm.register_store("counts")
+    psm.register_store("mem", persistent=False)
+    psm.close(clean=True)
+    # Only the persistent logged store is checkpointed.
+    assert (tmp_path / ".checkpoint").read_text() == "0\n1\napp-counts-changelog 3 -4\n"
+    _store_with_data(tmp_path)
+    again = new_psm(tmp_path)
+    assert again.changelog_offsets() == {TP: 0, TP2: 0}
+    assert again.register_store("counts").get(b"old") == b"data"
+    again.close(clean=False)
+
+
+def test_unclean_close_writes_no_checkpoint_and_drops_dirty_cache(tmp_path: Path) -> None:
+    psm = new_psm(tmp_path)
+    sent: list[Entry] = []
+    store = psm.register_store("counts", cache=RecordCache(1000), changelog_sink=lambda k, v: sent.append((k, v)))
+    store.put(b"a", b"1")
+    psm.flush()
+    psm.update_changelog_offsets({TP: 10})
+    psm.checkpoint()
+    store.put(b"a", b"2")
+    store.put(b"b", b"2")
+    psm.update_changelog_offsets({TP: 11})
+    psm.close(clean=False)
+    assert sent == [(b"a", b"1")]
+    assert OffsetCheckpoint(tmp_path / ".checkpoint").read() == {TP: 10}  # the last good one
+    with pytest.raises(StateStoreError, match="closed"):
+        psm.flush()
+
+
+def test_clean_close_flushes_caches_and_checkpoints(tmp_path: Path) -> None:
+    psm = new_psm(tmp_path)
+    sent: list[Entry] = []
+    store = psm.register_store("counts", cache=RecordCache(1000), changelog_sink=lambda k, v: sent.append((k, v)))
+    store.put(b"a", b"1")
+    psm.update_changelog_offsets({TP: 3})
+    psm.close(clean=True)
+    assert sent == [(b"a", b"1")]
+    assert OffsetCheckpoint(tmp_path / ".checkpoint").read() == {TP: 3}
+
+
+def test_wipe(tmp_path: Path) -> None:
+    psm = new_psm(tmp_path)
+    cache = RecordCache(1000)
+    store = psm.register_store("counts", cache=cache, changelog_sink=lambda k, v: None)
+    mem = psm.register_store("mem", persistent=False, changelog_sink=lambda k, v: None)
+    store.put(b"a", b"1")
+    mem.put(b"m", b"1")
+    psm.flush()
+    store.put(b"dirty", b"1")
+    psm.update_changelog_offsets({TP: 5, TP2: 6})
+    psm.checkpoint()
+    psm.wipe()
+    assert not (tmp_path / ".checkpoint").exists()
+    assert psm.changelog_offsets() == {TP: 0, TP2: 0}
+    assert store.get(b"a") is None and store.get(b"dirty") is None and mem.get(b"m") is None
+    assert cache.size_bytes == 0
+    store.put(b"new", b"1")  # still usable
+    psm.close(clean=True)
+
+
+def test_registration_errors(tmp_path: Path) -> None:
+    psm = new_psm(tmp_path)
+    psm.register_store("counts")
+    with pytest.raises(ValueError, match="already registered"):
+        psm.register_store("counts")
+    with pytest.raises(ValueError, match="no changelog partition"):
+        psm.register_store("other", changelog_sink=lambda k, v: None)
+    with pytest.raises(ValueError, match="share changelog"):
+        ProcessorStateManager(TASK, tmp_path / "x", {"a": TP, "b": TP})
+    assert set(psm.stores()) == {"counts"}
+    with pytest.raises(KeyError):
+        psm.store("nope")
+    psm.close(clean=False)
+
+
+def test_in_memory_store_restores_from_scratch_even_with_a_checkpoint_entry(tmp_path: Path) -> None:
+    OffsetCheckpoint(tmp_path / ".checkpoint").write({TP: 5, TP2: 9})
+    psm = new_psm(tmp_path)
+    psm.register_store("mem", persistent=False)
+    assert psm.changelog_offsets()[TP2] == 0
+    psm.restore_batch(TP2, [(0, b"a", b"1")])
+    assert psm.store("mem").get(b"a") == b"1"
+    assert psm.changelog_offsets()[TP2] == 1
+    psm.close(clean=False)
