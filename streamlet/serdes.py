@@ -108,14 +108,14 @@ _pack_int32 = _INT32.pack
 _unpack_int32 = _INT32.unpack
 
 
-def _not_an_int(serde: object, topic: str, obj: object) -> SerializationError:
+def _int_error(serde: object, topic: str, obj: object, bits: int) -> SerializationError:
+    if isinstance(obj, int):
+        return SerializationError(
+            f"{type(serde).__name__}: {obj} is out of the signed {bits}-bit range (topic {topic!r})"
+        )
     return SerializationError(
         f"{type(serde).__name__} cannot serialize a {_type_name(obj)} for topic {topic!r}: it takes int"
     )
-
-
-def _out_of_range(serde: object, topic: str, obj: object, bits: int) -> SerializationError:
-    return SerializationError(f"{type(serde).__name__}: {obj} is out of the signed {bits}-bit range (topic {topic!r})")
 
 
 def _wrong_size(java_name: str, size: int, topic: str, data: object) -> SerializationError:
@@ -128,24 +128,18 @@ def _wrong_size(java_name: str, size: int, topic: str, data: object) -> Serializ
     )
 
 
-def _is_int(obj: object) -> bool:
-    return isinstance(obj, int) and not isinstance(obj, bool)
-
-
 class LongSerde:
     """Signed 64-bit integers as 8 big-endian bytes: exactly Kafka's LongSerializer/LongDeserializer."""
 
     __slots__ = ()
 
     def serialize(self, topic: str, obj: Any) -> bytes | None:
-        if type(obj) is int or (obj is not None and _is_int(obj)):
-            try:
-                return _pack_int64(obj)
-            except struct.error as exc:
-                raise _out_of_range(self, topic, obj, 64) from exc
         if obj is None:
             return None
-        raise _not_an_int(self, topic, obj)
+        try:
+            return _pack_int64(obj)  # any int (bool and other __index__ types included)
+        except struct.error as exc:
+            raise _int_error(self, topic, obj, 64) from exc
 
     def deserialize(self, topic: str, data: bytes | None) -> Any:
         if data is None:
@@ -165,14 +159,12 @@ class IntegerSerde:
     __slots__ = ()
 
     def serialize(self, topic: str, obj: Any) -> bytes | None:
-        if type(obj) is int or (obj is not None and _is_int(obj)):
-            try:
-                return _pack_int32(obj)
-            except struct.error as exc:
-                raise _out_of_range(self, topic, obj, 32) from exc
         if obj is None:
             return None
-        raise _not_an_int(self, topic, obj)
+        try:
+            return _pack_int32(obj)  # any int (bool and other __index__ types included)
+        except struct.error as exc:
+            raise _int_error(self, topic, obj, 32) from exc
 
     def deserialize(self, topic: str, data: bytes | None) -> Any:
         if data is None:

@@ -18,9 +18,11 @@ import enum
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from streamlet.assignment.client_state import LONG_MAX, ClientState, Partition
+from streamlet.assignment.constrained_priority_set import ConstrainedPrioritySet
 from streamlet.assignment.process_id import java_uuid_key
 from streamlet.errors import ConfigError, TaskAssignmentError
 from streamlet.task_id import TaskId
@@ -242,7 +244,8 @@ class KafkaStreamsAssignment:
 
     @property
     def tasks(self) -> Mapping[TaskId, AssignedTask]:
-        return dict(self._tasks)
+        """Read-only live view (Java: unmodifiable map)."""
+        return MappingProxyType(self._tasks)
 
     def assign_task(self, task: AssignedTask) -> None:
         self._tasks[task.task_id] = task
@@ -358,14 +361,17 @@ def default_standby_task_assignment(
     for pid in states:
         assignments.setdefault(pid, KafkaStreamsAssignment.of(pid))
     replicas = application_state.assignment_configs.num_standby_replicas
-    stateful = [t for t, info in application_state.all_tasks.items() if info.is_stateful]
-
-    def load(pid: uuid.UUID) -> tuple[float, tuple[int, int]]:
-        return len(assignments[pid].tasks) / states[pid].num_processing_threads, java_uuid_key(pid)
-
-    for task in stateful:
+    by_load = ConstrainedPrioritySet(
+        lambda pid, task: task not in assignments[pid].tasks,
+        lambda pid: len(assignments[pid].tasks) / states[pid].num_processing_threads,
+    )
+    by_load.offer_all(states)
+    for task, info in application_state.all_tasks.items():
+        if not info.is_stateful:
+            continue
         for _ in range(replicas):
-            eligible = [pid for pid in states if task not in assignments[pid].tasks]
-            if not eligible:
+            pid = by_load.poll(task)
+            if pid is None:
                 break
-            assignments[min(eligible, key=load)].assign_task(AssignedTask(task, TaskType.STANDBY))
+            assignments[pid].assign_task(AssignedTask(task, TaskType.STANDBY))
+            by_load.offer(pid)

@@ -21,9 +21,7 @@ from streamlet.task_id import TaskId
 class ConstrainedPrioritySet:
     """Clients ordered by (weight, Java UUID order); `poll` returns the first one meeting the constraints."""
 
-    def __init__(
-        self, constraint: Callable[[uuid.UUID, TaskId], bool], weight: Callable[[uuid.UUID], float]
-    ) -> None:
+    def __init__(self, constraint: Callable[[uuid.UUID, TaskId], bool], weight: Callable[[uuid.UUID], float]) -> None:
         self._constraint = constraint
         self._queue: JavaPriorityQueue[uuid.UUID] = JavaPriorityQueue(lambda pid: (weight(pid), java_uuid_key(pid)))
         self._members: set[uuid.UUID] = set()

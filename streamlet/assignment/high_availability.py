@@ -237,12 +237,14 @@ def assign_active_task_movements(
         else:
             # (b) the least-loaded caught-up client; the destination may keep a warmup
             source = by_load.poll(task)
+            swap = False
             if source is None:
                 # (c) KAFKA-13600: nobody is caught up, fall back to the most caught-up client
                 source = _most_caught_up_eligible(by_lag, task, dest_id, lambda _p: True)
                 if source is None:
                     raise TaskAssignmentError(f"tried to move task {task} to a more caught-up client but none exists")
-            if source is not None and clients[source].has_standby_task(task):
+                swap = clients[source].has_standby_task(task)
+            if swap:
                 _swap_standby_and_active(task, clients[source], dest)
             else:
                 warmups_of_dest = warmups.setdefault(dest_id, set())

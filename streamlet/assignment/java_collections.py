@@ -156,19 +156,29 @@ def java_hash_set_order(items: Iterable[H], hash_code: Callable[[H], int]) -> li
     """
     capacity = _DEFAULT_CAPACITY
     entries: list[tuple[int, H]] = []
+    bucket_sizes: dict[int, int] = {}
     seen: set[H] = set()
+
+    def resize() -> None:
+        nonlocal capacity
+        capacity *= 2
+        bucket_sizes.clear()
+        for other, _ in entries:
+            bucket_sizes[other & (capacity - 1)] = bucket_sizes.get(other & (capacity - 1), 0) + 1
+
     for item in items:
         if item in seen:
             continue
         seen.add(item)
         h = _spread(hash_code(item))
         bucket = h & (capacity - 1)
-        in_bucket = sum(1 for other, _ in entries if other & (capacity - 1) == bucket)
+        in_bucket = bucket_sizes.get(bucket, 0)
         entries.append((h, item))
+        bucket_sizes[bucket] = in_bucket + 1
         if in_bucket >= _TREEIFY_THRESHOLD and capacity < _MIN_TREEIFY_CAPACITY:
-            capacity *= 2
+            resize()
         if len(entries) > capacity * _LOAD_FACTOR:
-            capacity *= 2
+            resize()
     mask = capacity - 1
     order = sorted(range(len(entries)), key=lambda i: (entries[i][0] & mask, i))
     return [entries[i][1] for i in order]

@@ -167,9 +167,7 @@ def apply_pending_revocations(
         kept: list[TaskId] = []
         withheld: set[TaskId] = set()
         for task in threads[member].active:
-            if any(
-                owned_partitions.get(p) != member and p in all_owned for p in partitions_for_task.get(task, ())
-            ):
+            if any(owned_partitions.get(p) != member and p in all_owned for p in partitions_for_task.get(task, ())):
                 withheld.add(task)
             else:
                 kept.append(task)

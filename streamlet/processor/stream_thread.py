@@ -72,7 +72,7 @@ class StreamThread:
         self._pending_info: AssignmentInfo | None = None
         self._waiting_for_lock: dict[TaskId, bool] = {}  # task -> is_active, retried until the dir lock frees
         self._restore_ends: dict[TopicPartition, int] = {}
-        self._restore_assigned: set[TopicPartition] = set()
+        self._restore_owners: dict[TopicPartition, StreamTask | StandbyTask] = {}
         self._restored_counts: dict[TopicPartition, int] = {}
         self._probing_deadline_ms: int | None = None
         self._unique_field = 0
@@ -180,10 +180,12 @@ class StreamThread:
         if self._waiting_for_lock:
             self._retry_locked_tasks()
         restoring = any(t.state is TaskState.RESTORING for t in self.active.values())
+        restored = 0
         if restoring or self.standby:
-            await self._restore_step(timeout_ms=0 if (self._has_running() or not restoring) else 50)
-        batch = await self.consumer.getmany(timeout_ms=0 if restoring else 100,
-                                            max_records=self.config.max_poll_records)  # fmt: skip
+            restored = await self._restore_step(timeout_ms=0 if self._has_running() else 20)
+        # while restoring, poll briefly so restoration keeps going; never spin without waiting
+        poll_ms = 100 if not restoring else (0 if restored else 20)
+        batch = await self.consumer.getmany(timeout_ms=poll_ms, max_records=self.config.max_poll_records)
         if batch:
             by_partition = self._task_by_partition
             for tp, records in batch.items():
@@ -194,6 +196,7 @@ class StreamThread:
             await self.collector.drain()
         if (time.monotonic() - self._last_commit) * 1000 >= self.config.commit_interval_ms:
             await self._commit()
+        await asyncio.sleep(0)  # every iteration yields, even when all awaits above completed at once
         if self._probing_deadline_ms is not None and time.time() * 1000 >= self._probing_deadline_ms:
             log.info("stream-thread [%s] Triggering the followup rebalance scheduled for %d ms.", self.name,
                      self._probing_deadline_ms)  # fmt: skip
@@ -376,9 +379,9 @@ class StreamThread:
 
     # ---- restoration and standbys ------------------------------------------------------------------------------
 
-    async def _restore_step(self, timeout_ms: int) -> None:
-        """One bounded round of changelog reading for restoring actives and standbys."""
-        wanted: dict[TopicPartition, object] = {}
+    async def _restore_step(self, timeout_ms: int) -> int:
+        """One bounded round of changelog reading for restoring actives and standbys; returns records applied."""
+        wanted: dict[TopicPartition, StreamTask | StandbyTask] = {}
         for task in self.active.values():
             if task.state is TaskState.RESTORING and task.state_manager is not None:
                 for tp in task.state_manager.changelog_partitions().values():
@@ -386,55 +389,66 @@ class StreamThread:
         for standby in self.standby.values():
             for tp in standby.state_manager.changelog_partitions().values():
                 wanted[tp] = standby
-        if set(wanted) != self._restore_assigned:
+        if wanted.keys() != self._restore_owners.keys() or any(
+            self._restore_owners[tp] is not owner for tp, owner in wanted.items()
+        ):
             await self._reassign_restore_consumer(wanted)
         if not wanted:
-            return
+            return 0
         data = await self.restore_consumer.getmany(timeout_ms=timeout_ms, max_records=self.config.restore_chunk_records)
         listener = self.streams.restore_listener
+        applied = 0
         for tp, records in data.items():
             owner = wanted.get(tp)
             if owner is None or not records:
                 continue
-            owner.state_manager.restore_batch(tp, [(r.offset, r.key, r.value) for r in records])  # type: ignore[attr-defined]
+            assert owner.state_manager is not None
+            owner.state_manager.restore_batch(tp, [(r.offset, r.key, r.value) for r in records])
+            applied += len(records)
             if isinstance(owner, StreamTask):
                 self._restored_counts[tp] = self._restored_counts.get(tp, 0) + len(records)
-                listener.on_batch_restored(tp, _store_of(tp, self.config.application_id), records[-1].offset, len(records))
+                listener.on_batch_restored(tp, _store_of(tp, self.config.application_id), records[-1].offset,
+                                           len(records))  # fmt: skip
             await asyncio.sleep(0)  # a restore chunk holds the GIL inside RocksDB; let heartbeats run
         for task in [t for t in self.active.values() if t.state is TaskState.RESTORING]:
             if await self._restored(task):
                 self._finish_restoration(task)
+        return applied
 
-    async def _reassign_restore_consumer(self, wanted: dict[TopicPartition, object]) -> None:
-        new = set(wanted) - self._restore_assigned
+    async def _reassign_restore_consumer(self, wanted: dict[TopicPartition, StreamTask | StandbyTask]) -> None:
+        """Follow the changelogs in `wanted`; a partition whose owner changed is re-seeded from its store."""
+        changed = [tp for tp, owner in wanted.items() if self._restore_owners.get(tp) is not owner]
         self.restore_consumer.assign(list(wanted))
-        self._restore_assigned = set(wanted)
-        if not new:
-            return
-        restoring_new = [tp for tp in new if isinstance(wanted[tp], StreamTask)]
+        self._restore_owners = dict(wanted)
+        for tp in list(self._restore_ends):
+            if tp not in wanted or tp in changed:
+                self._restore_ends.pop(tp)
+        restoring_new = [tp for tp in changed if isinstance(wanted[tp], StreamTask)]
         ends = await self.restore_consumer.end_offsets(restoring_new) if restoring_new else {}
-        for tp in new:
+        for tp in changed:
             owner = wanted[tp]
-            state_manager = owner.state_manager  # type: ignore[attr-defined]
+            state_manager = owner.state_manager
+            assert state_manager is not None
             start = state_manager.changelog_offsets()[tp]
             end = ends.get(tp)
             if end is not None and start > end:
                 log.warning("task %s: checkpointed offset %d of %s-%d is beyond the changelog end %d (topic "
                             "recreated or truncated); wiping the store and restoring from the beginning",
-                            owner.task_id, start, tp.topic, tp.partition, end)  # type: ignore[attr-defined]  # fmt: skip
+                            owner.task_id, start - 1, tp.topic, tp.partition, end)  # fmt: skip
                 state_manager.wipe()
                 start = 0
             self.restore_consumer.seek(tp, start)
             if end is not None:
                 self._restore_ends[tp] = end
                 self._restored_counts[tp] = 0
-                self.streams.restore_listener.on_restore_start(tp, _store_of(tp, self.config.application_id), start, end)
+                self.streams.restore_listener.on_restore_start(tp, _store_of(tp, self.config.application_id),
+                                                               start, end)  # fmt: skip
 
     async def _restored(self, task: StreamTask) -> bool:
         assert task.state_manager is not None
         for tp in task.state_manager.changelog_partitions().values():
             end = self._restore_ends.get(tp)
-            if end is None or tp not in self._restore_assigned:
+            if end is None or self._restore_owners.get(tp) is not task:
                 return False
             if await self.restore_consumer.position(tp) < end:
                 return False

@@ -12,6 +12,9 @@ what a Java application with the same DSL calls would get:
   source, in that order) for compatibility, but uses them as node names only when the topic prefix is
   itself generated (matches `KSTREAM.*-\\d{10}`); otherwise the nodes are `<prefix>-repartition-sink`,
   `-filter` and `-source`.
+* nodes reach the topology in the order of Kafka's build priority queue (the order operations were
+  added; re-using a named repartition moves it to the end, as `addGraphNode` does), which fixes
+  sub-topology ids.
 
 Serdes left as None mean "the default serde" (bytes), like Kafka's null serdes meaning the configured
 default; key-changing operations drop the key serde and value-changing operations the value serde,

@@ -246,8 +246,8 @@ class Topology:
     ) -> int:
         """Number of tasks of a sub-topology: the max partition count of its source topics.
 
-        Repartition topics missing from `partition_counts` are computed from their upstream sub-topology
-        (recursively), as Kafka Streams sizes them; a missing external topic is a MissingTopicError.
+        Repartition topics are sized from their upstream sub-topology (recursively), as Kafka Streams sizes
+        them, so only external topics need counts; a missing external topic is a MissingTopicError.
         """
         return self._resolver(application_id, partition_counts).subtopology(subtopology_id)
 

@@ -61,9 +61,10 @@ def test_long_serde_rejects_out_of_range_and_non_ints() -> None:
     with pytest.raises(SerializationError, match="64-bit range") as info:
         serde.serialize("t", 2**63)
     assert info.value.__cause__ is not None
-    for bad in ("1", 1.0, True, b"\x01"):
+    for bad in ("1", 1.0, b"\x01", [1]):
         with pytest.raises(SerializationError, match="takes int"):
             serde.serialize("t", bad)
+    assert serde.serialize("t", True) == serde.serialize("t", 1)  # a Python bool is an int
 
 
 def test_integer_serde_byte_layout_and_errors() -> None:

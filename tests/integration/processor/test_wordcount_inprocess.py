@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-import collections
-import re
-import struct
-
 import pytest
 
 from examples.wordcount.dsl import build_topology
 from streamlet.config import StreamsConfig
 from streamlet.processor.kafka_streams import KafkaStreams
 from tests.support.kafka import KafkaTestCluster, unique_name
+from tests.support.wordcount import expected_counts, wait_for_counts
 
 pytestmark = pytest.mark.integration
 
@@ -22,35 +18,6 @@ LINES = [
     "join kafka summit",
     "a b c d e f g h i j k l m n o p q r s t u v w x y z",
 ] * 5
-
-
-def expected_counts(lines: list[str]) -> dict[str, int]:
-    """Computed here, independently of streamlet: Java's split("\\W+") keeps a leading empty word."""
-    counter: collections.Counter[str] = collections.Counter()
-    for line in lines:
-        parts = re.split(r"\W+", line.lower())
-        while parts and parts[-1] == "":
-            parts.pop()
-        counter.update(parts)
-    return dict(counter)
-
-
-def latest_counts(records) -> dict[str, int]:
-    latest: dict[str, int] = {}
-    for record in records:  # per partition in offset order; a word always lands in one partition
-        latest[record.key.decode()] = struct.unpack(">q", record.value)[0]
-    return latest
-
-
-async def wait_for_counts(kafka: KafkaTestCluster, topic: str, expected: dict[str, int], timeout: float = 60.0):
-    deadline = asyncio.get_running_loop().time() + timeout
-    got: dict[str, int] = {}
-    while asyncio.get_running_loop().time() < deadline:
-        got = latest_counts(await kafka.drain(topic, 6))
-        if got == expected:
-            return got
-        await asyncio.sleep(0.5)
-    return got
 
 
 async def test_wordcount_two_clients_two_threads(kafka: KafkaTestCluster, tmp_path) -> None:

@@ -71,9 +71,7 @@ def test_kip924_api_gives_the_same_result(case: dict[str, Any]) -> None:
     result = HighAvailabilityTaskAssignor().assign(state)
     expected = case["expected_from_java"]
     got = {str(a.process_id): (as_strings(a.active_tasks()), as_strings(a.standby_tasks())) for a in result.assignment}
-    want = {
-        pid: (sorted(c.get("active", [])), sorted(c.get("standby", []))) for pid, c in expected["clients"].items()
-    }
+    want = {pid: (sorted(c.get("active", [])), sorted(c.get("standby", []))) for pid, c in expected["clients"].items()}
     assert got == want
     deadline = 1_000 + configs.probing_rebalance_interval_ms if expected["probing_rebalance_needed"] else None
     assert {a.followup_rebalance_deadline for a in result.assignment} == {deadline}

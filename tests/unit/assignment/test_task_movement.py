@@ -82,8 +82,7 @@ def test_task_movement_case(case: dict[str, Any]) -> None:
     before = {pid: (as_strings(c.active_tasks), as_strings(c.standby_tasks)) for pid, c in clients.items()}
 
     caught_up = {
-        t: set(v)
-        for t, v in _per_task(source["tasksToCaughtUpClients"], all_tasks, r"every task -> \{(.*)\}").items()
+        t: set(v) for t, v in _per_task(source["tasksToCaughtUpClients"], all_tasks, r"every task -> \{(.*)\}").items()
     }
     by_lag = _per_task(source["tasksToClientByLag"], all_tasks, r"every task -> \[(.*)\]")
     budget = WarmupBudget(case["max_warmup_replicas"])

@@ -1,0 +1,336 @@
+"""Shared plumbing of the benchmarks: the one broker, topics, peer processes, the output watcher, results.
+
+Every benchmark runs in the library's venv (`.venv`, it imports streamlet); peers that need other
+packages run as subprocesses of `bench/.venv-peers`. Every process a benchmark starts gets its own
+process group and is stopped by that group's id (SIGTERM, then SIGKILL after a grace period).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as _dt
+import json
+import os
+import platform
+import signal
+import struct
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+RESULTS = BENCH / "results"
+WORK = BENCH / ".work"  # state dirs and logs of the latest run (gitignored)
+PEERS_VENV = BENCH / ".venv-peers"
+PEERS_PY = PEERS_VENV / "bin" / "python"
+LIB_PY = Path(sys.executable)
+JAVA_DIR = BENCH / "kafka-streams"
+JAVA_CP = f"{JAVA_DIR / 'target' / 'classes'}:{JAVA_DIR / 'target' / 'lib'}/*"
+
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+# --------------------------------------------------------------------------------------------------------
+# The broker: the one in STREAMLET_BOOTSTRAP_SERVERS (run_all starts it), else a private one for this script
+
+
+@contextlib.contextmanager
+def broker() -> Iterator[str]:
+    bootstrap = os.environ.get("STREAMLET_BOOTSTRAP_SERVERS")
+    if bootstrap:
+        yield bootstrap
+        return
+    from streamlet.kafka.broker import LocalBroker
+
+    b = LocalBroker(WORK / "broker", heap="1g")
+    b.wipe()
+    log("starting a local Kafka broker ...")
+    status = b.start()
+    try:
+        yield status.bootstrap_servers
+    finally:
+        b.stop()
+        log("broker stopped")
+
+
+# --------------------------------------------------------------------------------------------------------
+# Topics
+
+
+async def recreate_topics(bootstrap: str, topics: dict[str, int], *, compact: set[str] | None = None) -> None:
+    """Delete these topics (and wait until they are gone), then create them with the given partitions."""
+    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=30_000)
+    await admin.start()
+    try:
+        existing = [t for t in await admin.list_topics() if t in topics]
+        if existing:
+            await admin.delete_topics(existing)
+            for _ in range(60):
+                if not set(existing) & set(await admin.list_topics()):
+                    break
+                await asyncio.sleep(0.5)
+        new = [NewTopic(name, n, 1, topic_configs={"cleanup.policy": "compact"} if name in (compact or ()) else {})
+               for name, n in topics.items()]  # fmt: skip
+        for attempt in range(20):
+            try:
+                await admin.create_topics(new)
+                break
+            except Exception as exc:  # TopicAlreadyExists while a deletion completes
+                if attempt == 19:
+                    raise
+                log(f"create_topics retry: {exc!r}")
+                await asyncio.sleep(1)
+        for _ in range(60):
+            meta = await admin.describe_topics(list(topics))
+            if all(len(m.get("partitions", [])) == topics[m["topic"]] and m.get("error_code", 0) == 0
+                   and all(p.get("leader", -1) >= 0 and p.get("error_code", 0) == 0 for p in m["partitions"])
+                   for m in meta):
+                return
+            await asyncio.sleep(0.5)
+    finally:
+        await admin.close()
+
+
+async def delete_topics_with_prefix(bootstrap: str, prefix: str) -> None:
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        names = [t for t in await admin.list_topics() if t.startswith(prefix)]
+        if names:
+            await admin.delete_topics(names)
+    finally:
+        await admin.close()
+
+
+async def produce_lines(bootstrap: str, topic: str, lines: list[str], partitions: int) -> float:
+    """Write the lines (no key) round-robin over the partitions; returns seconds taken."""
+    from aiokafka import AIOKafkaProducer
+
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=20, acks="all", max_batch_size=512 * 1024,
+                                max_request_size=8 * 1024 * 1024)  # fmt: skip
+    await producer.start()
+    began = time.monotonic()
+    try:
+        pending = []
+        for i, line in enumerate(lines):
+            pending.append(await producer.send(topic, value=line.encode(), partition=i % partitions))
+            if len(pending) >= 20_000:
+                await asyncio.gather(*pending)
+                pending.clear()
+        await producer.flush()
+        await asyncio.gather(*pending)
+    finally:
+        await producer.stop()
+    return time.monotonic() - began
+
+
+# --------------------------------------------------------------------------------------------------------
+# Processes
+
+
+@dataclass
+class Proc:
+    name: str
+    popen: subprocess.Popen[bytes]
+    log_path: Path
+    started: float  # time.monotonic() at launch
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def tail(self, n: int = 15) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
+        except OSError:
+            return ""
+
+
+def spawn(name: str, cmd: list[str], log_path: Path, *, env: dict[str, str] | None = None, cwd: Path = ROOT) -> Proc:
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    out = open(log_path, "wb")  # noqa: SIM115 (owned by the child)
+    full_env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1", **(env or {})}
+    popen = subprocess.Popen(cmd, cwd=cwd, env=full_env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    out.close()
+    return Proc(name, popen, log_path, time.monotonic())
+
+
+def stop(proc: Proc, grace: float = 30.0) -> None:
+    """SIGTERM to the process group we created for it, SIGKILL after `grace` seconds."""
+    if proc.popen.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.popen.pid, signal.SIGTERM)
+        try:
+            proc.popen.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            pass
+    # the leader may be gone while children (a JVM under pyspark) remain in the group
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.popen.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.popen.wait(timeout=10)
+
+
+# --------------------------------------------------------------------------------------------------------
+# The output watcher: latest count per word, compared incrementally with the expected counts
+
+
+@dataclass
+class WatchResult:
+    ok: bool
+    first_output: float | None  # time.monotonic() of the first output record seen
+    done: float | None  # time.monotonic() when the latest counts first equalled the expected ones
+    matched_words: int  # words whose latest count is the expected one
+    counted_words: int  # sum of the latest counts of expected words, capped at the expected count (progress)
+    output_records: int
+    wrong: list[str] = field(default_factory=list)
+    reason: str = ""
+
+
+class OutputWatcher:
+    """Reads an output topic (word -> int64 BE) from the beginning and tracks when it matches `expected`.
+
+    Start it before the peer so nothing is missed; the comparison is incremental (O(1) per record).
+    """
+
+    def __init__(self, bootstrap: str, topic: str, expected: dict[str, int]) -> None:
+        self.bootstrap, self.topic, self.expected = bootstrap, topic, expected
+        self.total = sum(expected.values())
+        self.latest: dict[str, int] = {}
+        self.matched = 0
+        self.extra = 0  # words with a count that are not expected
+        self.progress = 0
+        self.records = 0
+        self.first: float | None = None
+        self._consumer: Any = None
+
+    async def start(self) -> None:
+        from aiokafka import AIOKafkaConsumer
+
+        self._consumer = AIOKafkaConsumer(self.topic, bootstrap_servers=self.bootstrap, group_id=None,
+                                          auto_offset_reset="earliest", fetch_max_bytes=16 * 1024 * 1024,
+                                          max_partition_fetch_bytes=4 * 1024 * 1024)  # fmt: skip
+        await self._consumer.start()
+
+    def _apply(self, key: bytes | None, value: bytes | None) -> None:
+        word = key.decode() if key is not None else None
+        count = struct.unpack(">q", value)[0] if value is not None and len(value) == 8 else None
+        exp = self.expected.get(word)  # type: ignore[arg-type]
+        old = self.latest.get(word)  # type: ignore[arg-type]
+        if exp is None:
+            if old is None:
+                self.extra += 1
+            self.latest[word] = count  # type: ignore[index]
+            return
+        if old == exp:
+            self.matched -= 1
+        self.progress += min(count or 0, exp) - min(old or 0, exp)
+        self.latest[word] = count  # type: ignore[index,assignment]
+        if count == exp:
+            self.matched += 1
+
+    async def wait(self, timeout: float, alive: Any = None, idle_grace: float = 0.0) -> WatchResult:
+        """Until all counts match, `timeout` seconds pass, or `alive()` turns False."""
+        deadline = time.monotonic() + timeout
+        n = len(self.expected)
+        reason = ""
+        while True:
+            now = time.monotonic()
+            if now >= deadline:
+                reason = f"timed out after {timeout:.0f}s"
+                break
+            if alive is not None and not alive():
+                reason = "the peer process exited"
+                # drain what it wrote before giving up
+                batch = await self._consumer.getmany(timeout_ms=2000)
+                for records in batch.values():
+                    for r in records:
+                        self._apply(r.key, r.value)
+                if self.matched == n and self.extra == 0:
+                    reason = ""
+                    return self._result(True, time.monotonic())
+                break
+            batch = await self._consumer.getmany(timeout_ms=200, max_records=50_000)
+            got = time.monotonic()
+            for records in batch.values():
+                if records and self.first is None:
+                    self.first = got
+                self.records += len(records)
+                for r in records:
+                    self._apply(r.key, r.value)
+            if self.matched == n and self.extra == 0:
+                return self._result(True, got)
+        res = self._result(False, None)
+        res.reason = reason
+        return res
+
+    def _result(self, ok: bool, done: float | None) -> WatchResult:
+        wrong = [] if ok else sorted(
+            (w for w in self.expected.keys() | self.latest.keys() if self.latest.get(w) != self.expected.get(w)),
+            key=lambda w: -(self.expected.get(w) or 0))[:8]  # fmt: skip
+        return WatchResult(ok, self.first, done, self.matched, self.progress, self.records, wrong)
+
+    async def close(self) -> None:
+        if self._consumer is not None:
+            await self._consumer.stop()
+
+
+# --------------------------------------------------------------------------------------------------------
+# Results
+
+
+def machine_info() -> dict[str, Any]:
+    import importlib.metadata as md
+
+    def ver(pkg: str) -> str:
+        try:
+            return md.version(pkg)
+        except md.PackageNotFoundError:
+            return "-"
+
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True, check=False).stderr.splitlines()
+    cpu = ""
+    with contextlib.suppress(OSError):
+        cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "")
+    return {
+        "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "cpus": os.cpu_count(),
+        "cpu": cpu,
+        "mem_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "java": java[0] if java else "?",
+        "kafka": "4.1.1",
+        "streamlet": ver("streamlet"),
+        "aiokafka": ver("aiokafka"),
+        "rocksdict": ver("rocksdict"),
+    }
+
+
+def write_result(name: str, payload: dict[str, Any]) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps({"machine": machine_info(), **payload}, indent=2, default=str) + "\n")
+    return path
+
+
+def table(headers: list[str], rows: list[list[Any]]) -> str:
+    cells = [[str(h) for h in headers]] + [[("" if c is None else str(c)) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |" for r in cells]
+    lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join(lines)

@@ -1,0 +1,272 @@
+"""Restoration: how fast does a fresh instance rebuild WordCount's count store from its changelog?
+
+1. Writes a changelog of N (default 1,000,000) distinct keys directly into `<app>-counts-store-changelog`
+   (key = UTF-8 word `w0000000`.., value = int64 BE count), on P partitions (default 1) with an input topic
+   of P partitions, so the WordCount topology's count store has exactly that changelog.
+2. The limit: aiokafka reads the same changelog partitions from beginning to end (no processing), with
+   aiokafka's default fetch sizes and with the larger ones streamlet's restore consumer may use.
+3. streamlet: `KafkaStreams` on `examples/wordcount/dsl.build_topology`, fresh state dir, 1 stream thread,
+   in this process; times: start() -> the restore listener's first on_restore_start -> its last
+   on_restore_end (= records restored / restore seconds), and start -> "processing resumed": a probe line
+   produced at start is counted on top of the restored count (its output is the changelog value + 1).
+4. Kafka Streams (Java, same app id after streamlet has left the group, fresh state dir): its restore
+   listener's start/end and the same probe.
+
+Usage: .venv/bin/python bench/restore.py [--keys N] [--partitions P] [--timeout S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import re
+import struct
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import common  # noqa: E402
+from common import JAVA_CP, log, spawn  # noqa: E402
+
+
+def key_of(i: int) -> bytes:
+    return b"w%07d" % i
+
+
+def value_of(i: int) -> int:
+    return i % 1000 + 1
+
+
+async def write_changelog(bootstrap: str, topic: str, keys: int, partitions: int) -> float:
+    from aiokafka import AIOKafkaProducer
+
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=20, acks="all", max_batch_size=1024 * 1024,
+                                max_request_size=16 * 1024 * 1024)  # fmt: skip
+    await producer.start()
+    began = time.monotonic()
+    try:
+        futures = []
+        for p in range(partitions):
+            batch = producer.create_batch()
+            for i in range(p, keys, partitions):
+                k, v = key_of(i), struct.pack(">q", value_of(i))
+                if batch.append(key=k, value=v, timestamp=None) is None:
+                    futures.append(await producer.send_batch(batch, topic, partition=p))
+                    batch = producer.create_batch()
+                    batch.append(key=k, value=v, timestamp=None)
+            futures.append(await producer.send_batch(batch, topic, partition=p))
+        await asyncio.gather(*futures)
+    finally:
+        await producer.stop()
+    return time.monotonic() - began
+
+
+async def raw_consume(bootstrap: str, topic: str, partitions: int, **fetch: Any) -> dict[str, Any]:
+    from aiokafka import AIOKafkaConsumer
+    from aiokafka.structs import TopicPartition
+
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False, **fetch)
+    await consumer.start()
+    try:
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        consumer.assign(tps)
+        end = await consumer.end_offsets(tps)
+        await consumer.seek_to_beginning(*tps)
+        began = time.monotonic()
+        n = 0
+        while any(await consumer.position(tp) < end[tp] for tp in tps):
+            batch = await consumer.getmany(timeout_ms=500, max_records=10_000)
+            for records in batch.values():
+                n += len(records)
+            if time.monotonic() - began > 300:
+                raise TimeoutError("raw consume took over 300 s")
+        secs = time.monotonic() - began
+    finally:
+        await consumer.stop()
+    return {"records": n, "seconds": round(secs, 2), "records_per_s": round(n / secs), "fetch": fetch}
+
+
+class _Listener:
+    def __init__(self) -> None:
+        self.first_start: float | None = None
+        self.last_end: float | None = None
+        self.restored = 0
+        self.ended: set[Any] = set()
+
+    def on_restore_start(self, partition: Any, store_name: str, start_offset: int, end_offset: int) -> None:
+        self.first_start = self.first_start or time.monotonic()
+
+    def on_batch_restored(self, partition: Any, store_name: str, batch_end_offset: int, num_restored: int) -> None:
+        self.restored += num_restored
+
+    def on_restore_end(self, partition: Any, store_name: str, total_restored: int) -> None:
+        self.last_end = time.monotonic()
+        self.ended.add((partition, store_name))
+
+
+async def _probe(bootstrap: str, input_topic: str, output_topic: str, words: list[bytes], began: float,
+                 timeout: float, alive: Any = None) -> float | None:  # fmt: skip
+    """Produce one line of `words` now; return the time their outputs equal changelog value + 1."""
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+    expected = {w: value_of(int(w[1:])) + 1 for w in words}
+    consumer = AIOKafkaConsumer(output_topic, bootstrap_servers=bootstrap, group_id=None,
+                                auto_offset_reset="earliest")  # fmt: skip
+    await consumer.start()
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
+    await producer.start()
+    try:
+        await producer.send_and_wait(input_topic, b" ".join(words))
+        seen: dict[bytes, int] = {}
+        while time.monotonic() - began < timeout and (alive is None or alive()):
+            batch = await consumer.getmany(timeout_ms=100)
+            for records in batch.values():
+                for r in records:
+                    seen[r.key] = struct.unpack(">q", r.value)[0]
+            if all(seen.get(w) == c for w, c in expected.items()):
+                return time.monotonic()
+            wrong = {w: seen[w] for w in expected if w in seen and seen[w] != expected[w]}
+            if wrong:
+                raise AssertionError(f"probe counted on a wrong restored value: {wrong} expected {expected}")
+    finally:
+        await producer.stop()
+        await consumer.stop()
+    return None
+
+
+async def run_streamlet(bootstrap: str, app_id: str, input_topic: str, output_topic: str, keys: int,
+                        work: Path, timeout: float, probe_words: list[bytes]) -> dict[str, Any]:  # fmt: skip
+    import streamlet
+    from examples.wordcount.dsl import build_topology
+
+    listener = _Listener()
+    config = streamlet.StreamsConfig(application_id=app_id, bootstrap_servers=bootstrap, state_dir=str(work),
+                                     num_stream_threads=1, commit_interval_ms=1000)  # fmt: skip
+    ks = streamlet.KafkaStreams(build_topology(input_topic, output_topic), config, restore_listener=listener)
+    began = time.monotonic()
+    await ks.start()
+    try:
+        probe_task = asyncio.create_task(_probe(bootstrap, input_topic, output_topic, probe_words, began, timeout))
+        resumed = await probe_task
+    finally:
+        await ks.close()
+    res: dict[str, Any] = {"peer": "streamlet (1 thread, in process)", "restored": listener.restored}
+    if listener.first_start is None or listener.last_end is None:
+        res.update(status="failed", reason="the restore listener reported no restoration")
+        return res
+    restore_s = listener.last_end - listener.first_start
+    res.update(status="ok" if resumed else "failed", restore_s=round(restore_s, 2),
+               records_per_s=round(listener.restored / restore_s) if restore_s > 0 else None,
+               start_to_restore_start_s=round(listener.first_start - began, 2),
+               start_to_restored_s=round(listener.last_end - began, 2),
+               start_to_processing_s=round(resumed - began, 2) if resumed else None)  # fmt: skip
+    if listener.restored != keys:
+        res.update(status="failed", reason=f"restored {listener.restored} records, expected {keys}")
+    if not resumed:
+        res["reason"] = f"the probe was not counted within {timeout:.0f}s"
+    return res
+
+
+async def run_kafka_streams(bootstrap: str, app_id: str, input_topic: str, output_topic: str, keys: int,
+                            work: Path, timeout: float, probe_words: list[bytes]) -> dict[str, Any]:  # fmt: skip
+    res: dict[str, Any] = {"peer": "Kafka Streams 4.1.1 (1 thread)"}
+    if not (common.JAVA_DIR / "target" / "classes" / "bench" / "WordCount.class").exists():
+        res.update(status="not run", reason="bench/kafka-streams not built")
+        return res
+    proc = spawn("kafka-streams", ["java", "-Xmx2g", "-cp", JAVA_CP, "bench.WordCount", bootstrap, app_id, input_topic,
+                                   output_topic, str(work), "1", "1000", str(10 * 1024 * 1024)],
+                 work.parent / "kafka-streams-restore.log")  # fmt: skip
+    epoch_began = time.time()
+    began = proc.started
+    try:
+        resumed = await _probe(bootstrap, input_topic, output_topic, probe_words, began, timeout, alive=proc.alive)
+    finally:
+        common.stop(proc)
+    text = proc.log_path.read_text(errors="replace")
+    starts = [int(m) for m in re.findall(r"^RESTORE_START (\d+) ", text, re.M)]
+    ends = [(int(t), int(n)) for t, n in re.findall(r"^RESTORE_END (\d+) \S+ (\d+)", text, re.M)]
+    restored = sum(n for _, n in ends)
+    if not starts or not ends:
+        res.update(status="failed", reason="no RESTORE_START/END in its log", log_tail=proc.tail())
+        return res
+    restore_s = (max(t for t, _ in ends) - min(starts)) / 1000
+    res.update(status="ok" if resumed and restored == keys else "failed", restored=restored,
+               restore_s=round(restore_s, 2), records_per_s=round(restored / restore_s) if restore_s > 0 else None,
+               start_to_restore_start_s=round(min(starts) / 1000 - epoch_began, 2),
+               start_to_restored_s=round(max(t for t, _ in ends) / 1000 - epoch_began, 2),
+               start_to_processing_s=round(resumed - began, 2) if resumed else None)  # fmt: skip
+    if restored != keys:
+        res["reason"] = f"restored {restored} records, expected {keys}"
+    return res
+
+
+async def bench(bootstrap: str, keys: int, partitions: int, timeout: float, run_id: str) -> list[dict[str, Any]]:
+    app_id = f"bench-restore-{run_id}"
+    input_topic, output_topic = f"{app_id}-input", f"{app_id}-output"
+    changelog = f"{app_id}-counts-store-changelog"
+    await common.recreate_topics(bootstrap, {input_topic: partitions, output_topic: partitions, changelog: partitions},
+                                 compact={changelog})  # fmt: skip
+    secs = await write_changelog(bootstrap, changelog, keys, partitions)
+    log(f"wrote {keys:,} distinct keys into {changelog} ({partitions} partition(s)) in {secs:.1f}s")
+    results: list[dict[str, Any]] = []
+    for label, fetch in [("aiokafka defaults", {}),
+                         ("aiokafka, 8 MiB fetches", {"max_partition_fetch_bytes": 8 * 1024 * 1024,
+                                                      "fetch_max_bytes": 32 * 1024 * 1024})]:  # fmt: skip
+        raw = await raw_consume(bootstrap, changelog, partitions, **fetch)
+        results.append({"peer": f"raw consume ({label})", "status": "ok", "restored": raw["records"],
+                        "restore_s": raw["seconds"], "records_per_s": raw["records_per_s"], "kind": "limit"})  # fmt: skip
+        log(f"{results[-1]['peer']}: {raw['records_per_s']:,} records/s")
+    probe = [key_of(0), key_of(keys - 1)]
+    work = common.WORK / run_id / "restore"
+    work.mkdir(parents=True, exist_ok=True)
+    log("streamlet restoring ...")
+    results.append(await run_streamlet(bootstrap, app_id, input_topic, output_topic, keys, work / "streamlet", timeout,
+                                       probe))  # fmt: skip
+    log(f"streamlet: {results[-1]}")
+    # Kafka Streams restores the same changelog under the same app id; the probe words are counted again
+    probe2 = [key_of(1), key_of(keys - 2)]
+    log("Kafka Streams restoring ...")
+    results.append(await run_kafka_streams(bootstrap, app_id, input_topic, output_topic, keys, work / "kafka-streams",
+                                           timeout, probe2))  # fmt: skip
+    log(f"Kafka Streams: {results[-1]}")
+    return results
+
+
+def render(results: list[dict[str, Any]]) -> str:
+    limit = max((r["records_per_s"] for r in results if r.get("kind") == "limit"), default=None)
+    rows = []
+    for r in results:
+        rate = r.get("records_per_s") if r.get("status") == "ok" else None
+        status = "ok" if r.get("status") == "ok" else f"{r.get('status', '?').upper()}: {r.get('reason', '')}"
+        rows.append([r["peer"], r.get("restored", "-"), r.get("restore_s", "-"), f"{rate:,}" if rate else "-",
+                     f"{rate / limit:.2f}" if rate and limit else "-", r.get("start_to_processing_s", "-"), status])
+    return common.table(["who", "records", "restore s", "records/s", "x best raw consume", "start -> processing s",
+                         "status"], rows)  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--keys", type=int, default=1_000_000)
+    parser.add_argument("--partitions", type=int, default=1)
+    parser.add_argument("--timeout", type=float, default=240.0)
+    args = parser.parse_args(argv)
+    import logging
+
+    logging.basicConfig(level=logging.WARNING)
+    run_id = time.strftime("%m%d%H%M%S")
+    with common.broker() as bootstrap:
+        results = asyncio.run(bench(bootstrap, args.keys, args.partitions, args.timeout, run_id))
+        asyncio.run(common.delete_topics_with_prefix(bootstrap, f"bench-restore-{run_id}"))
+    text = render(results)
+    print(f"\nRestoration of {args.keys:,} distinct keys ({args.partitions} changelog partition(s)):\n{text}")
+    path = common.write_result("restore", {"keys": args.keys, "partitions": args.partitions, "results": results,
+                                           "table": text, "command": " ".join(["bench/restore.py", *sys.argv[1:]])})
+    log(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

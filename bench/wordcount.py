@@ -1,0 +1,325 @@
+"""WordCount throughput: streamlet vs Kafka Streams, Faust, Quix Streams, Spark, and the limits.
+
+One broker, one input (bench/corpus.py: >= 2,000,000 words of real text, loaded once into
+`streams-plaintext-input`, 6 partitions), each peer in turn with a fresh application id / consumer group
+and a fresh output topic. For each peer the watcher (started before the peer) reads the output topic and
+compares the latest count of every word with the independent count of the input.
+
+Times (all taken by this script, on one clock):
+  launch  the peer's processes are started
+  ready   "first record in": the peer's consumer group is first Stable (it owns partitions and starts
+          fetching; the input is already there), or its first output record if that comes earlier; for
+          Spark (no group) the moment its query has started
+  done    the latest count of every word equals the expected one (and no unexpected word was counted)
+Rate = words / (done - ready) (records are words, the unit every peer counts); "wall" includes start-up.
+
+The limits: `raw aiokafka` is the same dataflow as a bare aiokafka pipe with no framework (no changelog,
+no state store), and `Kafka consumer` is Kafka's own ConsumerPerformance reading the input topic
+(lines/s x words per line; it only reads).
+
+Usage: .venv/bin/python bench/wordcount.py [--peers a,b,...] [--words N] [--timeout S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import common  # noqa: E402
+import corpus as corpus_mod  # noqa: E402
+from common import JAVA_CP, LIB_PY, PEERS_PY, Proc, log, spawn  # noqa: E402
+
+INPUT = "streams-plaintext-input"
+PARTITIONS = 6
+COMMIT_MS = 1000
+CACHE_BYTES = 10 * 1024 * 1024  # the default of both streamlet and Kafka Streams
+
+
+@dataclass
+class PeerRun:
+    """What a peer needs: fresh names for this run."""
+
+    bootstrap: str
+    app_id: str
+    output: str
+    work: Path
+
+
+@dataclass
+class Peer:
+    name: str
+    kind: str  # "framework" | "limit"
+    description: str
+    launch: Callable[[PeerRun], list[Proc]]
+    group: str | None = "app"  # consumer group to watch for "ready": "app" = the app id, None = log marker
+    ready_marker: str | None = None
+    timeout: float = 300.0
+    requires: Callable[[], str | None] = lambda: None  # returns the reason it cannot run, or None
+
+
+def _streamlet(workers: int, threads: int) -> Callable[[PeerRun], list[Proc]]:
+    def launch(r: PeerRun) -> list[Proc]:
+        env = {"WORDCOUNT_INPUT_TOPIC": INPUT, "WORDCOUNT_OUTPUT_TOPIC": r.output, "WORDCOUNT_APPLICATION_ID": r.app_id}
+        return [spawn(f"streamlet-{i}", [str(LIB_PY), "-m", "streamlet.cli", "worker", "examples.wordcount.app:app",
+                                         "--threads", str(threads), "--state-dir", str(r.work / f"state-{i}"),
+                                         "--bootstrap-servers", r.bootstrap, "--log-level", "warning",
+                                         "--config", f"commit_interval_ms={COMMIT_MS}",
+                                         "--config", f"statestore_cache_max_bytes={CACHE_BYTES}"],
+                      r.work / f"worker-{i}.log", env=env) for i in range(workers)]  # fmt: skip
+
+    return launch
+
+
+def _kafka_streams(threads: int, cache: int) -> Callable[[PeerRun], list[Proc]]:
+    def launch(r: PeerRun) -> list[Proc]:
+        return [spawn("kafka-streams", ["java", "-Xmx2g", "-cp", JAVA_CP, "bench.WordCount", r.bootstrap, r.app_id,
+                                        INPUT, r.output, str(r.work / "state"), str(threads), str(COMMIT_MS),
+                                        str(cache)], r.work / "kafka-streams.log")]  # fmt: skip
+
+    return launch
+
+
+def _peer_script(script: str, *extra: str) -> Callable[[PeerRun], list[Proc]]:
+    def launch(r: PeerRun) -> list[Proc]:
+        args = [a.format(bootstrap=r.bootstrap, app=r.app_id, input=INPUT, output=r.output, state=r.work / "state",
+                         commit_s=COMMIT_MS / 1000, spark=_spark_version()) for a in extra]  # fmt: skip
+        return [spawn(script, [str(PEERS_PY), str(common.BENCH / "peers" / script), *args], r.work / f"{script}.log",
+                      env={"PYTHONPATH": str(common.BENCH / "peers")}, cwd=common.BENCH / "peers")]  # fmt: skip
+
+    return launch
+
+
+def _needs_peers_module(module: str) -> Callable[[], str | None]:
+    def check() -> str | None:
+        if not PEERS_PY.exists():
+            return f"{PEERS_PY} missing (run bench/setup_peers.sh)"
+        proc = subprocess.run([str(PEERS_PY), "-c", f"import {module}"], capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            return f"import {module} failed: " + (proc.stderr.strip().splitlines() or ["?"])[-1]
+        return None
+
+    return check
+
+
+def _needs_java() -> str | None:
+    if not (common.JAVA_DIR / "target" / "classes" / "bench" / "WordCount.class").exists():
+        return "bench/kafka-streams not built (run `mvn -q -B package` there; bench/run_all does)"
+    return None
+
+
+_SPARK_VERSION: list[str] = []
+
+
+def _spark_version() -> str:
+    if not _SPARK_VERSION:
+        out = subprocess.run([str(PEERS_PY), "-c", "import pyspark; print(pyspark.__version__)"], capture_output=True,
+                             text=True, check=False).stdout.strip()  # fmt: skip
+        _SPARK_VERSION.append(out or "?")
+    return _SPARK_VERSION[0]
+
+
+PEERS: list[Peer] = [
+    Peer("raw aiokafka", "limit", "bare aiokafka consume->split->produce->consume->count, 1 process",
+         _peer_script("raw_pipe.py", "{bootstrap}", "{app}", "{input}", "{output}", "{commit_s}"),
+         requires=_needs_peers_module("aiokafka")),
+    Peer("streamlet 1 proc x 2 threads", "framework", "examples/wordcount/app.py, commit 1 s, 10 MiB cache",
+         _streamlet(1, 2)),
+    Peer("streamlet 2 procs x 2 threads", "framework", "examples/wordcount/app.py, commit 1 s, 10 MiB cache",
+         _streamlet(2, 2)),
+    Peer("Kafka Streams 4.1.1 (2 threads)", "framework", "WordCountDemo topology, commit 1 s, 10 MiB cache",
+         _kafka_streams(2, CACHE_BYTES), requires=_needs_java),
+    Peer("Quix Streams", "framework", "group_by + stateful apply (RocksDB), commit 1 s",
+         _peer_script("quix_wordcount.py", "{bootstrap}", "{app}", "{input}", "{output}", "{state}", "{commit_s}"),
+         requires=_needs_peers_module("quixstreams")),
+    Peer("Faust", "framework", "faust-streaming agents + Table on rocksdb:// (rocksdict)",
+         _peer_script("faust_wordcount.py", "{bootstrap}", "{app}", "{input}", "{output}", "{state}", "worker",
+                      "-l", "warn", "--without-web"),
+         requires=_needs_peers_module("faust")),
+    Peer("Spark Structured Streaming", "framework", "PySpark, Kafka source/sink, RocksDB state store, local[2]",
+         _peer_script("spark_wordcount.py", "{bootstrap}", "{app}", "{input}", "{output}", "{state}", "{spark}"),
+         group=None, ready_marker="SPARK_QUERY_STARTED", requires=_needs_peers_module("pyspark")),
+]  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------------------------
+
+
+async def _group_stable(bootstrap: str, group: str, stop: asyncio.Event) -> float | None:
+    """Polls DescribeGroups until the group is Stable; returns that time (monotonic)."""
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        while not stop.is_set():
+            try:
+                for resp in await admin.describe_consumer_groups([group]):
+                    for g in resp.to_object().get("groups", []):
+                        state = next((v for k, v in g.items() if "state" in k), "")
+                        if state == "Stable":
+                            return time.monotonic()
+            except Exception:  # coordinator not there yet
+                pass
+            await asyncio.sleep(0.1)
+    finally:
+        await admin.close()
+    return None
+
+
+async def _log_marker(proc_list: list[Proc], marker: str, stop: asyncio.Event) -> float | None:
+    while not stop.is_set():
+        for p in proc_list:
+            try:
+                if marker in p.log_path.read_text(errors="replace"):
+                    return time.monotonic()
+            except OSError:
+                pass
+        await asyncio.sleep(0.1)
+    return None
+
+
+async def run_peer(peer: Peer, bootstrap: str, c: corpus_mod.Corpus, run_id: str, timeout: float) -> dict[str, Any]:
+    slug = re.sub(r"[^a-z0-9]+", "-", peer.name.lower()).strip("-")
+    res: dict[str, Any] = {"peer": peer.name, "kind": peer.kind, "description": peer.description}
+    reason = peer.requires()
+    if reason:
+        res.update(status="not run", reason=reason)
+        return res
+    r = PeerRun(bootstrap, f"bench-{slug}-{run_id}", f"bench-out-{slug}-{run_id}", common.WORK / run_id / slug)
+    r.work.mkdir(parents=True, exist_ok=True)
+    await common.recreate_topics(bootstrap, {r.output: PARTITIONS})
+    watcher = common.OutputWatcher(bootstrap, r.output, c.expected)
+    await watcher.start()
+    procs: list[Proc] = []
+    stop = asyncio.Event()
+    try:
+        procs = peer.launch(r)
+        launched = min(p.started for p in procs)
+        ready_task = asyncio.create_task(
+            _group_stable(bootstrap, r.app_id, stop) if peer.group else _log_marker(procs, peer.ready_marker or "", stop))
+        result = await watcher.wait(timeout, alive=lambda: all(p.alive() for p in procs))
+        stop.set()
+        ready = await ready_task
+        end = result.done or time.monotonic()
+        if result.first_output is not None:
+            ready = min(ready or result.first_output, result.first_output)
+        res.update(app_id=r.app_id, output_topic=r.output, output_records=result.output_records,
+                   startup_s=round((ready - launched), 2) if ready else None,
+                   wall_s=round(end - launched, 2), work_dir=str(r.work))  # fmt: skip
+        if result.ok and ready is not None:
+            secs = result.done - ready  # type: ignore[operator]
+            res.update(status="ok", seconds=round(secs, 2), words_per_s=round(c.words / secs),
+                       wall_words_per_s=round(c.words / (result.done - launched)))  # type: ignore[operator]
+        else:
+            secs = end - (ready or launched)
+            res.update(status="failed" if result.reason != f"timed out after {timeout:.0f}s" else "timeout",
+                       reason=result.reason, progress=round(result.counted_words / c.words, 3),
+                       words_per_s_partial=round(result.counted_words / secs) if secs > 0 else None,
+                       wrong_examples=[(w, watcher.latest.get(w), c.expected.get(w)) for w in result.wrong],
+                       log_tail=[p.tail(12) for p in procs])  # fmt: skip
+    finally:
+        stop.set()
+        for p in procs:
+            common.stop(p, grace=30)
+        await watcher.close()
+    return res
+
+
+def consumer_perf(bootstrap: str, c: corpus_mod.Corpus, run_id: str) -> dict[str, Any]:
+    """Kafka's ConsumerPerformance on the input topic (the kafka-consumer-perf-test tool's class)."""
+    res: dict[str, Any] = {"peer": "Kafka consumer (ConsumerPerformance)", "kind": "limit",
+                           "description": "Java consumer reads the input topic, no processing"}  # fmt: skip
+    reason = _needs_java()
+    if reason:
+        res.update(status="not run", reason=reason)
+        return res
+    cmd = ["java", "-cp", JAVA_CP, "org.apache.kafka.tools.ConsumerPerformance", "--bootstrap-server", bootstrap,
+           "--topic", INPUT, "--messages", str(len(c.lines)), "--group", f"bench-perf-{run_id}", "--timeout", "60000"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=False)
+    rows = [ln for ln in proc.stdout.splitlines() if ln and ln[0].isdigit()]
+    if proc.returncode != 0 or not rows:
+        res.update(status="failed", reason=(proc.stdout + proc.stderr).strip()[-500:])
+        return res
+    header = [h.strip() for h in next(ln for ln in proc.stdout.splitlines() if "nMsg.sec" in ln).split(",")]
+    vals = dict(zip(header, [v.strip() for v in rows[-1].split(",")], strict=False))
+    lines_s = float(vals.get("fetch.nMsg.sec") or vals["nMsg.sec"])
+    words_per_line = c.words / len(c.lines)
+    res.update(status="ok", lines_per_s=round(lines_s), words_per_s=round(lines_s * words_per_line),
+               mb_per_s=float(vals.get("fetch.MB.sec") or vals["MB.sec"]), raw=vals,
+               note=f"lines/s x {words_per_line:.2f} words/line (fetch time, excludes the group join)")  # fmt: skip
+    return res
+
+
+def render(results: list[dict[str, Any]]) -> str:
+    ok = [r for r in results if r.get("status") == "ok" and r["kind"] == "framework"]
+    best = max((r["words_per_s"] for r in ok), default=None)
+    limit = next((r["words_per_s"] for r in results if r["peer"] == "raw aiokafka" and r.get("status") == "ok"), None)
+    rows = []
+    for r in results:
+        rate = r.get("words_per_s")
+        if r.get("status") == "ok":
+            status = "ok, counts verified" if r["peer"] != "Kafka consumer (ConsumerPerformance)" else "ok (reads only)"
+        elif r.get("status") == "not run":
+            status = f"NOT RUN: {r.get('reason')}"
+        else:
+            status = f"{r.get('status').upper()}: {r.get('reason', '')}; {100 * r.get('progress', 0):.0f}% counted"
+            rate = None
+        rows.append([r["peer"], f"{rate:,}" if rate else (f"~{r['words_per_s_partial']:,} (partial)"
+                     if r.get("words_per_s_partial") else "-"),
+                     r.get("seconds", "-"), r.get("startup_s", "-"),
+                     f"{rate / best:.2f}" if rate and best else "-",
+                     f"{rate / limit:.2f}" if rate and limit else "-", status])  # fmt: skip
+    return common.table(["peer", "words/s", "processing s", "start-up s", "x best", "x raw aiokafka", "status"], rows)
+
+
+async def prepare(bootstrap: str, c: corpus_mod.Corpus) -> float:
+    await common.recreate_topics(bootstrap, {INPUT: PARTITIONS})
+    return await common.produce_lines(bootstrap, INPUT, c.lines, PARTITIONS)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--peers", default="", help="comma-separated substrings of peer names (default: all)")
+    parser.add_argument("--words", type=int, default=corpus_mod.TARGET_WORDS)
+    parser.add_argument("--timeout", type=float, default=300.0, help="per peer, seconds")
+    parser.add_argument("--no-consumer-perf", action="store_true")
+    args = parser.parse_args(argv)
+    wanted = [s.strip().lower() for s in args.peers.split(",") if s.strip()]
+    peers = [p for p in PEERS if not wanted or any(w in p.name.lower() for w in wanted)]
+    run_id = time.strftime("%m%d%H%M%S")
+    c = corpus_mod.build(args.words)
+    log(f"corpus: {c.summary()}")
+    results: list[dict[str, Any]] = []
+    with common.broker() as bootstrap:
+        secs = asyncio.run(prepare(bootstrap, c))
+        log(f"loaded {len(c.lines)} lines ({c.words} words) into {INPUT} in {secs:.1f}s")
+        if not args.no_consumer_perf:
+            results.append(consumer_perf(bootstrap, c, run_id))
+            log(f"{results[-1]['peer']}: {results[-1].get('words_per_s') or results[-1].get('reason')}")
+        for peer in peers:
+            log(f"running {peer.name} ...")
+            res = asyncio.run(run_peer(peer, bootstrap, c, run_id, args.timeout))
+            results.append(res)
+            log(f"{peer.name}: {res.get('status')} {res.get('words_per_s') or res.get('reason', '')}")
+            asyncio.run(common.delete_topics_with_prefix(bootstrap, f"bench-{re.sub(r'[^a-z0-9]+', '-', peer.name.lower()).strip('-')}-{run_id}"))
+    text = render(results)
+    print("\nWordCount, " + f"{c.words:,} words ({len(c.lines):,} lines), 6 partitions, one local broker:\n" + text)
+    path = common.write_result("wordcount", {"corpus": c.summary(), "results": results, "table": text,
+                                             "command": " ".join(["bench/wordcount.py", *(argv or sys.argv[1:])])})  # fmt: skip
+    log(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,199 @@
+"""Differential test: random DSL programs described by streamlet and by the real Kafka Streams jar.
+
+Runs only where `java`/`javac` and kafka-streams jars are available: `$STREAMLET_KAFKA_STREAMS_CLASSPATH`
+or the jars Maven copies to `oracle/target/lib` (skipped otherwise).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import random
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from streamlet.topology import StreamsBuilder
+
+pytestmark = pytest.mark.oracle
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def _classpath() -> str | None:
+    configured = os.environ.get("STREAMLET_KAFKA_STREAMS_CLASSPATH")
+    if configured:
+        return configured
+    jars = sorted((REPO / "oracle" / "target" / "lib").glob("*.jar"))
+    if not any(j.name.startswith("kafka-streams-") for j in jars):
+        return None
+    return os.pathsep.join(str(j) for j in jars)
+
+
+def _program(rng: random.Random) -> tuple[list[str], list[str]]:
+    """Equivalent Java and Python DSL statements for one random topology."""
+    java: list[str] = []
+    py: list[str] = []
+    streams: list[str] = []
+    grouped: list[str] = []
+    tables: list[str] = []
+    counter = {"topic": 0, "name": 0, "store": 0}
+
+    def topic() -> str:
+        counter["topic"] += 1
+        return f"t{counter['topic']}"
+
+    def maybe_name(prefix: str) -> str | None:
+        if rng.random() < 0.2:
+            counter["name"] += 1
+            return f"{prefix}{counter['name']}{rng.choice(['a', 'Z', '_x', '-q'])}"
+        return None
+
+    def new_stream() -> None:
+        var = f"s{len(streams)}"
+        topics = [topic() for _ in range(rng.randint(1, 3))]
+        name = maybe_name("src")
+        java_topics = "Arrays.asList(" + ", ".join(f'"{t}"' for t in topics) + ")"
+        if name:
+            java.append(f'KStream<String, String> {var} = b.stream({java_topics}, Consumed.as("{name}"));')
+            py.append(f"{var} = b.stream({topics!r}, name={name!r})")
+        else:
+            java.append(f"KStream<String, String> {var} = b.stream({java_topics});")
+            py.append(f"{var} = b.stream({topics!r})")
+        streams.append(var)
+
+    new_stream()
+    for _ in range(rng.randint(1, 14)):
+        roll = rng.random()
+        if roll < 0.08:
+            new_stream()
+        elif grouped and roll < 0.25:
+            g, var = rng.choice(grouped), f"k{len(tables)}"
+            name = maybe_name("agg")
+            store = None
+            if rng.random() < 0.4:
+                counter["store"] += 1
+                store = f"store{counter['store']}"
+            jnamed = f'Named.as("{name}"), ' if name else ""
+            pnamed = f", name={name!r}" if name else ""
+            kind = rng.choice(["count", "reduce", "aggregate"])
+            if kind == "count":
+                if store:
+                    java.append(f'KTable {var} = {g}.count({jnamed}Materialized.as("{store}"));')
+                    py.append(f"{var} = {g}.count({store!r}{pnamed})")
+                else:
+                    java.append(f"KTable {var} = {g}.count({jnamed.rstrip(', ')});")
+                    py.append(f"{var} = {g}.count({pnamed.lstrip(', ')})")
+            elif kind == "reduce":
+                materialized = f'Materialized.as("{store}")' if store else "Materialized.with(null, null)"
+                java.append(f"KTable {var} = {g}.reduce((x, y) -> y, {jnamed}{materialized});")
+                py.append(f"{var} = {g}.reduce(lambda x, y: y{', ' + repr(store) if store else ''}{pnamed})")
+            else:
+                materialized = f'Materialized.as("{store}")' if store else "Materialized.with(null, null)"
+                java.append(f'KTable {var} = {g}.aggregate(() -> "", (k, v, a) -> a, {jnamed}{materialized});')
+                py.append(
+                    f"{var} = {g}.aggregate(lambda: '', lambda k, v, a: a{', ' + repr(store) if store else ''}{pnamed})"
+                )
+            tables.append(var)
+        elif tables and roll < 0.35:
+            table, var = rng.choice(tables), f"s{len(streams)}"
+            name = maybe_name("ts")
+            java.append(f"KStream {var} = {table}.toStream({f'Named.as({chr(34)}{name}{chr(34)})' if name else ''});")
+            py.append(f"{var} = {table}.to_stream({f'name={name!r}' if name else ''})")
+            streams.append(var)
+        else:
+            s, var = rng.choice(streams), f"s{len(streams)}"
+            op = rng.choice(
+                ["filter", "filterNot", "mapValues", "flatMapValues", "map", "flatMap", "selectKey", "peek",
+                 "foreach", "to", "to", "groupBy", "groupByKey"]
+            )  # fmt: skip
+            name = maybe_name(op[:3])
+            jn = [f'Named.as("{name}")'] if name else []
+            pn = [f"name={name!r}"] if name else []
+            simple = {
+                "filter": ("filter", "(k, v) -> true", "filter", "lambda k, v: True"),
+                "filterNot": ("filterNot", "(k, v) -> true", "filter_not", "lambda k, v: True"),
+                "mapValues": ("mapValues", "v -> v", "map_values", "lambda v: v"),
+                "flatMapValues": ("flatMapValues", "v -> List.of(v)", "flat_map_values", "lambda v: [v]"),
+                "map": ("map", "(k, v) -> KeyValue.pair(v, k)", "map", "lambda k, v: (v, k)"),
+                "flatMap": ("flatMap", "(k, v) -> List.of(KeyValue.pair(v, k))", "flat_map", "lambda k, v: [(v, k)]"),
+                "selectKey": ("selectKey", "(k, v) -> v", "select_key", "lambda k, v: v"),
+                "peek": ("peek", "(k, v) -> {}", "peek", "lambda k, v: None"),
+            }
+            if op in simple:
+                jop, jfn, pop, pfn = simple[op]
+                java.append(f"KStream {var} = {s}.{jop}({', '.join([jfn, *jn])});")
+                py.append(f"{var} = {s}.{pop}({', '.join([pfn, *pn])})")
+                streams.append(var)
+            elif op == "foreach":
+                java.append(f"{s}.foreach({', '.join(['(k, v) -> {}', *jn])});")
+                py.append(f"{s}.foreach({', '.join(['lambda k, v: None', *pn])})")
+            elif op == "to":
+                t = topic()
+                java.append(f'{s}.to("{t}"{f", Produced.as({chr(34)}{name}{chr(34)})" if name else ""});')
+                py.append(f"{s}.to({t!r}{f', name={name!r}' if name else ''})")
+            elif op == "groupBy":
+                g = f"g{len(grouped)}"
+                grouped_as = f', Grouped.as("{name}")' if name else ""
+                java.append(f"KGroupedStream {g} = {s}.groupBy((k, v) -> v{grouped_as});")
+                py.append(f"{g} = {s}.group_by(lambda k, v: v{f', name={name!r}' if name else ''})")
+                grouped.append(g)
+            else:
+                g = f"g{len(grouped)}"
+                java.append(
+                    f"KGroupedStream {g} = {s}.groupByKey({f'Grouped.as({chr(34)}{name}{chr(34)})' if name else ''});"
+                )
+                py.append(f"{g} = {s}.group_by_key({f'name={name!r}' if name else ''})")
+                grouped.append(g)
+    return java, py
+
+
+def _python_describe(statements: list[str]) -> str:
+    namespace: dict[str, object] = {"b": StreamsBuilder()}
+    with contextlib.redirect_stdout(io.StringIO()):
+        for statement in statements:
+            exec(statement, namespace)  # noqa: S102 - generated test code
+    return str(namespace["b"].build().describe())  # type: ignore[attr-defined]
+
+
+@pytest.mark.skipif(shutil.which("javac") is None or shutil.which("java") is None, reason="needs a JDK")
+@pytest.mark.skipif(_classpath() is None, reason="needs kafka-streams jars (oracle/target/lib)")
+def test_random_topologies_describe_exactly_like_kafka_streams(tmp_path: Path) -> None:
+    classpath = _classpath()
+    assert classpath is not None
+    rng = random.Random(20240601)
+    programs = [_program(rng) for _ in range(80)]
+    java_lines = [
+        "import java.util.*;",
+        "import org.apache.kafka.streams.*;",
+        "import org.apache.kafka.streams.kstream.*;",
+        '@SuppressWarnings({"unchecked", "rawtypes"})',
+        "public class RandomTopologies {",
+    ]
+    for i, (java, _) in enumerate(programs):
+        java_lines.append(f"  static void t{i}() {{")
+        java_lines.append("    StreamsBuilder b = new StreamsBuilder();")
+        java_lines.extend("    " + statement for statement in java)
+        java_lines.append(f'    System.out.print("=== {i}\\n" + b.build().describe() + "=== end\\n");')
+        java_lines.append("  }")
+    java_lines.append("  public static void main(String[] args) {")
+    java_lines.extend(f"    t{i}();" for i in range(len(programs)))
+    java_lines.append("  }")
+    java_lines.append("}")
+    (tmp_path / "RandomTopologies.java").write_text("\n".join(java_lines))
+    subprocess.run(
+        ["javac", "-nowarn", "-cp", classpath, "RandomTopologies.java"], cwd=tmp_path, check=True, capture_output=True
+    )
+    result = subprocess.run(
+        ["java", "-cp", classpath + os.pathsep + ".", "RandomTopologies"],
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    expected = result.stdout.split("=== end\n")
+    for i, (_, py) in enumerate(programs):
+        assert expected[i] == f"=== {i}\n" + _python_describe(py), "\n".join(py)
