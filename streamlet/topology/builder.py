@@ -34,6 +34,8 @@ from streamlet.topology import nodes as n
 from streamlet.topology.nodes import NodeSpec, ProcessorSpec, SinkSpec, SourceSpec, StoreSpec, validate_name
 
 SOURCE_NAME = "KSTREAM-SOURCE-"
+REPARTITION_NAME = "KSTREAM-REPARTITION-"
+PROCESSOR_NAME = "KSTREAM-PROCESSOR-"
 SINK_NAME = "KSTREAM-SINK-"
 FILTER_NAME = "KSTREAM-FILTER-"
 PEEK_NAME = "KSTREAM-PEEK-"
@@ -120,6 +122,7 @@ class _InternalBuilder:
         self.names: set[str] = set()  # to report duplicate names at the DSL call, not at build()
         self.store_names: set[str] = set()
         self.topic_to_source: dict[str, str] = {}
+        self.state_stores: dict[str, StoreSpec] = {}  # declared with StreamsBuilder.add_store
 
     def new_processor_name(self, prefix: str) -> str:
         name = f"{prefix}{self.index:010d}"
@@ -189,6 +192,13 @@ class StreamsBuilder:
 
     def __init__(self) -> None:
         self._internal = _InternalBuilder()
+
+    def add_store(self, name: str, key_serde: SerdeLike = None, value_serde: SerdeLike = None) -> None:
+        """Declare a key-value store for `KStream.process(..., stores=[name])` (Kafka's `addStateStore`)."""
+        validate_name(name, "Store name")
+        self._internal.claim_store(name)
+        self._internal.state_stores[name] = StoreSpec(name, _or_default(_serde(key_serde, "key_serde")),
+                                             _or_default(_serde(value_serde, "value_serde")))  # fmt: skip
 
     def stream(
         self,
@@ -444,6 +454,45 @@ class KStream:
         if name is not None:
             validate_name(name)
         return KGroupedStream(self._builder, self._node, ks, vs, self._repartition_required, name)
+
+    def repartition(self, name: str | None = None, *, key_serde: SerdeLike = None,
+                    value_serde: SerdeLike = None) -> KStream:  # fmt: skip
+        """Write through the repartition topic `<application_id>-<name>-repartition` (Kafka's `repartition`)."""
+        ks = _first(_serde(key_serde, "key_serde"), self._key_serde)
+        vs = _first(_serde(value_serde, "value_serde"), self._value_serde)
+        if name is not None:
+            validate_name(name)
+        prefix = name if name is not None else self._builder.new_processor_name(REPARTITION_NAME)
+        grouped = KGroupedStream(self._builder, self._node, ks, vs, True, None)
+        node = grouped._repartition(prefix)
+        return KStream(self._builder, node, ks, vs, repartition_required=False)
+
+    def process(self, factory: Callable[[Any], Callable[[Any, Any], None]], *, stores: Iterable[str] = (),
+                name: str | None = None) -> None:  # fmt: skip
+        """A terminal user processor: `factory(context)` runs once per task and returns `fn(key, value)`.
+
+        `stores` are names given to `StreamsBuilder.add_store`; the processor reads them through
+        `context.get_state_store(name)`.
+        """
+        _require_callable(factory, "process factory")
+        builder = self._builder
+        store_names = tuple(stores)
+        declared = builder.state_stores
+        for store in store_names:
+            if store not in declared:
+                raise TopologyError(f"process() uses store {store!r}, which was not declared with add_store()")
+        processor = builder.name_or_generate(name, PROCESSOR_NAME)
+        builder.claim(processor)
+
+        def write(parents: tuple[str, ...], topology: _Topology) -> None:
+            topology.add(ProcessorSpec(processor, parents, n.PROCESS, stores=store_names, fn=factory))
+            for store in store_names:
+                if store in topology.stores:
+                    topology.store_users[store].append(processor)
+                else:
+                    topology.add_store(declared[store], processor)
+
+        builder.add_graph_node(self._node, _GraphNode(processor, write))
 
     def __repr__(self) -> str:
         return f"KStream({self._node.name})"

@@ -70,6 +70,7 @@ COUNT = "count"
 REDUCE = "reduce"
 AGGREGATE = "aggregate"
 TO_STREAM = "to_stream"
+PROCESS = "process"  # a user processor: fn(context) -> (key, value) -> None, per task
 
 AGGREGATING_OPS = frozenset({COUNT, REDUCE, AGGREGATE})
 

@@ -314,6 +314,11 @@ def _processor(
                 forward(key, value)
 
         return repartition_filter
+    if op == n.PROCESS:
+        processor = fn(context)  # one processor instance per task
+        if not callable(processor):
+            raise TopologyError(f"processor factory of node {spec.name} returned {processor!r}, not a callable")
+        return processor
     if op == n.TO_STREAM:
         return forward  # pass-through: the table's listener already forwards (key, new value)
     if op in n.AGGREGATING_OPS:

@@ -12,7 +12,7 @@ from tests.unit.spark.reference import TRICKY_LINES, java_split, java_wordcount
 
 pytest.importorskip("pyspark")
 
-from streamlet.spark.session import get_spark  # noqa: E402
+from streamlet.spark.session import cached_connector_jars, get_spark  # noqa: E402
 from streamlet.spark.wordcount import decode_utf8_column, ground_truth_dataframe, split_words_column  # noqa: E402
 
 # (raw value, what Java's StringDeserializer makes of it): malformed UTF-8 becomes U+FFFD, a separator
@@ -21,7 +21,9 @@ RAW_VALUES = [line.encode() for line in TRICKY_LINES] + [b"ab\xffcd", b"\xff", b
 
 @pytest.fixture(scope="module")
 def spark():
-    return get_spark(kafka=False)
+    # No Kafka here; but with the connector already cached, the session the Kafka tests need later in the same
+    # run is made now (no network), sparing them a second JVM start.
+    return get_spark(kafka=cached_connector_jars() is not None)
 
 
 def spark_split(spark, values: list[bytes | None]) -> list[list[str] | None]:

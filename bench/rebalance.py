@@ -1,0 +1,189 @@
+"""Rebalance pause: WordCount on 2 streamlet clients under steady input, then a third client joins.
+
+- Input: `bench-rebal-<run>-input` (6 partitions), a bounded-rate producer (default 300 lines/s, about
+  2,700 words/s, well under what two clients sustain) for the whole run.
+- Two workers (`streamlet worker`, 1 stream thread each, record cache off so every update is output at
+  once, commit 1 s), warm-up, then a third worker starts at T (default 25 s after the first output).
+- The output topic has 6 partitions and is partitioned like the repartition topic, so output partition p
+  is written by count task 1_p: the pause of task 1_p (and of everything upstream of it) is the longest
+  gap between two output arrivals on partition p after T, next to the longest gap before T (the baseline).
+- The new client: from its launch to its first non-empty active assignment and to its first task
+  RUNNING, read from its log ("assigned active ..." / "task ... restored, now RUNNING").
+- At the end the latest count of every word is checked against an independent count of what was
+  produced.
+
+Usage: .venv/bin/python bench/rebalance.py [--rate LINES_PER_S] [--before S] [--after S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import datetime as dt
+import re
+import struct
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import common  # noqa: E402
+import corpus as corpus_mod  # noqa: E402
+from common import LIB_PY, Proc, log, spawn  # noqa: E402
+
+PARTITIONS = 6
+
+
+def start_worker(i: int, bootstrap: str, app_id: str, input_topic: str, output_topic: str, work: Path) -> Proc:
+    env = {"WORDCOUNT_INPUT_TOPIC": input_topic, "WORDCOUNT_OUTPUT_TOPIC": output_topic,
+           "WORDCOUNT_APPLICATION_ID": app_id}  # fmt: skip
+    return spawn(f"worker-{i}", [str(LIB_PY), "-m", "streamlet.cli", "worker", "examples.wordcount.app:app",
+                                 "--threads", "1", "--state-dir", str(work / f"state-{i}"),
+                                 "--bootstrap-servers", bootstrap, "--log-level", "info",
+                                 "--config", "commit_interval_ms=1000", "--config", "statestore_cache_max_bytes=0"],
+                 work / f"worker-{i}.log", env=env)  # fmt: skip
+
+
+def _log_events(path: Path) -> list[tuple[float, str]]:
+    events = []
+    for line in path.read_text(errors="replace").splitlines():
+        m = re.match(r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) \w+ \S+ (.*)", line)
+        if m:
+            t = dt.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
+            events.append((t, m.group(2)))
+    return events
+
+
+async def run(bootstrap: str, rate: float, before: float, after: float, run_id: str) -> dict[str, Any]:
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+    app_id = f"bench-rebal-{run_id}"
+    input_topic, output_topic = f"{app_id}-input", f"{app_id}-output"
+    work = common.WORK / run_id / "rebalance"
+    work.mkdir(parents=True, exist_ok=True)
+    await common.recreate_topics(bootstrap, {input_topic: PARTITIONS, output_topic: PARTITIONS})
+    pool, _ = corpus_mod.pool()
+    lines = [pool[i * 7919 % len(pool)] for i in range(int(rate * (before + after + 60)) + 1)]
+    produced: collections.Counter[str] = collections.Counter()
+    arrivals: dict[int, list[float]] = {p: [] for p in range(PARTITIONS)}
+    latest: dict[str, int] = {}
+    stop_producing = asyncio.Event()
+    procs: list[Proc] = []
+
+    async def producer_loop() -> None:
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
+        await producer.start()
+        try:
+            began, i = time.monotonic(), 0
+            while not stop_producing.is_set() and i < len(lines):
+                due = int((time.monotonic() - began) * rate)
+                while i < min(due, len(lines)):
+                    await producer.send(input_topic, lines[i].encode(), partition=i % PARTITIONS)
+                    produced.update(corpus_mod.java_split(lines[i]))
+                    i += 1
+                await asyncio.sleep(0.01)
+            await producer.flush()
+        finally:
+            await producer.stop()
+
+    consumer = AIOKafkaConsumer(output_topic, bootstrap_servers=bootstrap, group_id=None, auto_offset_reset="earliest")
+    await consumer.start()
+    stop_consuming = asyncio.Event()
+
+    async def consumer_loop() -> None:
+        while not stop_consuming.is_set():
+            batch = await consumer.getmany(timeout_ms=50)
+            now = time.time()
+            for tp, records in batch.items():
+                if records:
+                    arrivals[tp.partition].append(now)
+                for r in records:
+                    latest[r.key.decode()] = struct.unpack(">q", r.value)[0]
+
+    cons_task = asyncio.create_task(consumer_loop())
+    prod_task = None
+    try:
+        procs = [start_worker(i, bootstrap, app_id, input_topic, output_topic, work) for i in range(2)]
+        prod_task = asyncio.create_task(producer_loop())
+        deadline = time.monotonic() + 120
+        while not any(arrivals.values()) and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        if not any(arrivals.values()):
+            raise RuntimeError("no output from the two workers within 120 s: " + procs[0].tail())
+        log(f"two workers produce output; steady state for {before:.0f}s, then a third worker joins")
+        await asyncio.sleep(before)
+        t_join = time.time()
+        procs.append(start_worker(2, bootstrap, app_id, input_topic, output_topic, work))
+        await asyncio.sleep(after)
+        stop_producing.set()
+        await prod_task
+        # drain: wait until the counts match what was produced (bounded)
+        expected = dict(produced)
+        deadline = time.monotonic() + 90
+        while latest != expected and time.monotonic() < deadline:
+            await asyncio.sleep(0.5)
+        t_end = time.time()
+    finally:
+        stop_producing.set()
+        for p in procs:
+            common.stop(p)
+        stop_consuming.set()
+        await cons_task
+        await consumer.stop()
+        if prod_task is not None and not prod_task.done():
+            prod_task.cancel()
+
+    per_task = []
+    for p in range(PARTITIONS):
+        ts = arrivals[p]
+        pre = [b - a for a, b in zip(ts, ts[1:], strict=False) if b <= t_join]
+        post_pairs = [(a, b) for a, b in zip(ts, ts[1:], strict=False) if b > t_join]
+        worst = max(post_pairs, key=lambda ab: ab[1] - ab[0], default=None)
+        per_task.append({"task": f"1_{p}", "baseline_max_gap_s": round(max(pre, default=0), 2),
+                         "max_gap_after_join_s": round(worst[1] - worst[0], 2) if worst else None,
+                         "gap_starts_after_join_s": round(worst[0] - t_join, 2) if worst else None})  # fmt: skip
+    events = _log_events(procs[2].log_path)
+    assigned = next((t for t, msg in events if "assigned active" in msg and not re.search(r"assigned active \[\]", msg)),
+                    None)  # fmt: skip
+    running = next((t for t, msg in events if "now RUNNING" in msg), None)
+    launched_wall = t_join
+    new_client = {"first_active_assignment_s": round(assigned - launched_wall, 2) if assigned else None,
+                  "first_task_running_s": round(running - launched_wall, 2) if running else None,
+                  "assignments": [msg for _, msg in events if "assigned active" in msg][:6]}  # fmt: skip
+    wrong = [w for w in produced.keys() | latest.keys() if latest.get(w) != produced.get(w)]
+    return {"app_id": app_id, "rate_lines_per_s": rate, "before_s": before, "after_s": after,
+            "words_produced": sum(produced.values()), "counts_ok": not wrong, "wrong_examples": wrong[:8],
+            "per_task": per_task, "new_client": new_client, "drain_s": round(t_end - t_join - after, 1),
+            "worker_logs": [str(p.log_path) for p in procs]}  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rate", type=float, default=300.0, help="input lines per second")
+    parser.add_argument("--before", type=float, default=25.0, help="seconds of steady state before the join")
+    parser.add_argument("--after", type=float, default=45.0, help="seconds observed after the join")
+    args = parser.parse_args(argv)
+    run_id = time.strftime("%m%d%H%M%S")
+    with common.broker() as bootstrap:
+        res = asyncio.run(run(bootstrap, args.rate, args.before, args.after, run_id))
+        asyncio.run(common.delete_topics_with_prefix(bootstrap, f"bench-rebal-{run_id}"))
+    rows = [[t["task"], t["baseline_max_gap_s"], t["max_gap_after_join_s"], t["gap_starts_after_join_s"]]
+            for t in res["per_task"]]  # fmt: skip
+    text = common.table(["task (output partition)", "max gap before join s", "max gap after join s",
+                         "gap began s after join"], rows)  # fmt: skip
+    nc = res["new_client"]
+    text += (f"\nnew client: first active tasks {nc['first_active_assignment_s']} s after launch, first task "
+             f"RUNNING {nc['first_task_running_s']} s after launch; final counts "
+             f"{'match' if res['counts_ok'] else 'DO NOT match'} the input ({res['words_produced']:,} words)")
+    print(f"\nRebalance pause, streamlet, 2 -> 3 clients at {args.rate:.0f} lines/s:\n{text}")
+    path = common.write_result("rebalance", {**res, "table": text,
+                                             "command": " ".join(["bench/rebalance.py", *sys.argv[1:]])})
+    log(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
