@@ -24,7 +24,15 @@ _BOUNDS = {"starting": ("earliest", -2), "ending": ("latest", -1)}
 
 
 def add_verify_parser(subparsers: argparse._SubParsersAction) -> argparse._SubParsersAction:
-    """Register `verify` (with `wordcount`) on the top-level subparsers; returns verify's own subparsers."""
+    """Register `verify wordcount`; returns verify's own subparsers.
+
+    `subparsers` is either the top-level one (a `verify` command is added) or that of an existing `verify`
+    command (only `wordcount` is added to it).
+    """
+    prefix = getattr(subparsers, "_prog_prefix", "").split()
+    if prefix and prefix[-1] == "verify":
+        add_wordcount_parser(subparsers)
+        return subparsers
     verify = subparsers.add_parser("verify", help="check a streaming application's output against a Spark batch job")
     verify_sub = verify.add_subparsers(dest="verify_command", required=True)
     add_wordcount_parser(verify_sub)

@@ -62,6 +62,21 @@ def test_verify_parser_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     assert (args.bootstrap_servers, args.input_topic, args.output_topic, args.max_mismatches) == ("h:9", "i", "o", 3)
 
 
+def test_verify_parser_under_an_existing_verify_command() -> None:
+    parser = argparse.ArgumentParser(prog="streamlet")
+    verify = parser.add_subparsers(dest="command", required=True).add_parser("verify")
+    add_verify_parser(verify.add_subparsers(dest="what", required=True))
+    args = parser.parse_args(["verify", "wordcount", "--input-topic", "i"])
+    assert (args.handler, args.input_topic) == (verify_wordcount, "i")
+
+
+def test_streamlet_cli_has_verify_wordcount() -> None:
+    from streamlet.cli import build_parser
+
+    args = build_parser().parse_args(["verify", "wordcount", "--bootstrap-servers", "h:1", "--max-mismatches", "2"])
+    assert (args.handler, args.bootstrap_servers, args.max_mismatches) == (verify_wordcount, "h:1", 2)
+
+
 def test_missing_pyspark_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
     monkeypatch.setitem(sys.modules, "pyspark", None)  # import pyspark now raises ImportError
     from streamlet.spark.session import require_pyspark

@@ -1,0 +1,110 @@
+"""WordCount as separate worker processes (`streamlet worker ...`) on the real broker: scale-out and kill -9."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.kafka import KafkaTestCluster, unique_name
+from tests.support.wordcount import SEED_LINE, expected_counts, real_text_lines, wait_for_counts
+
+pytestmark = pytest.mark.e2e
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Workers:
+    """Worker processes of one application; every process is stopped when the test ends."""
+
+    def __init__(self, bootstrap: str, source: str, sink: str, app_id: str, root: Path) -> None:
+        self.bootstrap, self.root = bootstrap, root
+        self.env = {**os.environ, "PYTHONPATH": str(ROOT), "WORDCOUNT_INPUT_TOPIC": source,
+                    "WORDCOUNT_OUTPUT_TOPIC": sink, "WORDCOUNT_APPLICATION_ID": app_id}  # fmt: skip
+        self.procs: dict[int, subprocess.Popen[bytes]] = {}
+
+    def start(self, index: int, threads: int = 2) -> None:
+        log = open(self.root / f"worker-{index}.log", "ab")  # noqa: SIM115 (closed with the process)
+        cmd = [sys.executable, "-m", "streamlet.cli", "worker", "examples.wordcount.app:app", "--threads", str(threads),
+               "--state-dir", str(self.root / f"state-{index}"), "--bootstrap-servers", self.bootstrap,
+               "--config", "commit_interval_ms=500"]  # fmt: skip
+        self.procs[index] = subprocess.Popen(cmd, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+
+    def kill9(self, index: int) -> None:
+        self.procs[index].send_signal(signal.SIGKILL)
+        self.procs[index].wait(timeout=30)
+
+    def stop_all(self) -> dict[int, int]:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        codes = {}
+        for index, proc in self.procs.items():
+            try:
+                codes[index] = proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                codes[index] = proc.wait()
+        return codes
+
+    def log(self, index: int) -> str:
+        return (self.root / f"worker-{index}.log").read_text(errors="replace")
+
+
+@pytest.fixture
+async def wordcount(kafka: KafkaTestCluster, tmp_path: Path) -> Iterator[tuple[str, str, Workers]]:
+    source = await kafka.create_topic("streams-plaintext-input", partitions=6)
+    sink = await kafka.create_topic("streams-wordcount-output", partitions=6)
+    app_id = unique_name("streams-wordcount")
+    for suffix in ("counts-store-repartition", "counts-store-changelog"):
+        kafka.track(f"{app_id}-{suffix}")
+    workers = Workers(kafka.bootstrap_servers, source, sink, app_id, tmp_path)
+    try:
+        yield source, sink, workers
+    finally:
+        workers.stop_all()
+
+
+async def test_two_worker_processes_count_a_real_text(kafka: KafkaTestCluster, wordcount) -> None:
+    source, sink, workers = wordcount
+    workers.start(0)
+    workers.start(1)
+    lines = real_text_lines() + [SEED_LINE]
+    await kafka.produce(source, [(None, line.encode()) for line in lines])
+    expected = expected_counts(lines)
+    got = await wait_for_counts(kafka, sink, expected, timeout=120)
+    assert got == expected, f"{len(set(got.items()) ^ set(expected.items()))} differences"
+    codes = workers.stop_all()
+    assert codes == {0: 0, 1: 0}, (workers.log(0)[-2000:], workers.log(1)[-2000:])
+    assert "stopped (clean=True)" in workers.log(0)
+
+
+async def test_kill_9_loses_no_update(kafka: KafkaTestCluster, wordcount) -> None:
+    source, sink, workers = wordcount
+    text = real_text_lines() + [SEED_LINE]
+    parts = [text[: len(text) // 3], text[len(text) // 3 : 2 * len(text) // 3], text[2 * len(text) // 3 :]]
+    workers.start(0)
+    workers.start(1)
+    await kafka.produce(source, [(None, line.encode()) for line in parts[0]])
+    assert await wait_for_counts(kafka, sink, expected_counts(parts[0]), timeout=120) == expected_counts(parts[0])
+
+    workers.kill9(0)  # no commit, no flush, no checkpoint: its tasks move to worker 1
+    await kafka.produce(source, [(None, line.encode()) for line in parts[1]])
+    so_far = expected_counts(parts[0] + parts[1])
+    got = await wait_for_counts(kafka, sink, so_far, timeout=120, at_least=True)
+    assert got.keys() == so_far.keys() and all(got[w] >= c for w, c in so_far.items())
+
+    workers.start(0)  # restarts on its old state dir: stores restored from the changelog (or wiped)
+    await kafka.produce(source, [(None, line.encode()) for line in parts[2]])
+    truth = expected_counts(text)
+    final = await wait_for_counts(kafka, sink, truth, timeout=120, at_least=True)
+    # at-least-once: a crash may replay uncommitted input (counts above the truth), but never loses any
+    assert final.keys() == truth.keys()
+    lost = {w: (final[w], c) for w, c in truth.items() if final[w] < c}
+    assert not lost, f"lost updates: {list(lost.items())[:10]}"
+    codes = workers.stop_all()
+    assert codes[1] == 0 and codes[0] == 0, (workers.log(0)[-3000:], workers.log(1)[-3000:])

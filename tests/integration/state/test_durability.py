@@ -1,0 +1,123 @@
+"""State survives restarts and moves: checkpoints, restoration and standby promotion on the real broker."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from aiokafka.structs import TopicPartition
+
+from examples.wordcount.dsl import build_topology
+from streamlet.config import StreamsConfig
+from streamlet.processor.kafka_streams import KafkaStreams
+from streamlet.state.checkpoint import OffsetCheckpoint
+from tests.support.kafka import KafkaTestCluster, unique_name
+from tests.support.wordcount import SEED_LINE, expected_counts, real_text_lines, wait_for_counts
+
+pytestmark = pytest.mark.integration
+
+
+class RecordingRestoreListener:
+    """Remembers, per changelog partition, where each restoration started and ended and how much it read."""
+
+    def __init__(self) -> None:
+        self.starts: dict[TopicPartition, tuple[int, int]] = {}
+        self.restored: dict[TopicPartition, int] = {}
+
+    def on_restore_start(self, tp: TopicPartition, store: str, start: int, end: int) -> None:
+        self.starts[tp] = (start, end)
+
+    def on_batch_restored(self, tp: TopicPartition, store: str, batch_end: int, count: int) -> None:
+        pass
+
+    def on_restore_end(self, tp: TopicPartition, store: str, total: int) -> None:
+        self.restored[tp] = total
+
+
+async def _setup(kafka: KafkaTestCluster) -> tuple[str, str, str]:
+    source = await kafka.create_topic("plaintext", partitions=6)
+    sink = await kafka.create_topic("wordcount-output", partitions=6)
+    app_id = unique_name("wordcount-state")
+    for suffix in ("counts-store-repartition", "counts-store-changelog"):
+        kafka.track(f"{app_id}-{suffix}")
+    return source, sink, app_id
+
+
+def _config(kafka: KafkaTestCluster, app_id: str, state_dir: Path, **extra: object) -> StreamsConfig:
+    return StreamsConfig(application_id=app_id, bootstrap_servers=kafka.bootstrap_servers, state_dir=str(state_dir),
+                         num_stream_threads=2, commit_interval_ms=300, **extra)  # type: ignore[arg-type]  # fmt: skip
+
+
+async def test_clean_restart_uses_checkpoints_and_restores_nothing(kafka: KafkaTestCluster, tmp_path) -> None:
+    source, sink, app_id = await _setup(kafka)
+    topology = build_topology(source, sink)
+    first = real_text_lines(300)
+    client = KafkaStreams(topology, _config(kafka, app_id, tmp_path))
+    await client.start()
+    try:
+        await kafka.produce(source, [(None, line.encode()) for line in first])
+        assert await wait_for_counts(kafka, sink, expected_counts(first)) == expected_counts(first)
+    finally:
+        await client.close()
+
+    # every stateful task wrote a checkpoint at the changelog end on its clean close
+    changelog = f"{app_id}-counts-store-changelog"
+    ends = await kafka.end_offsets(changelog, 6)
+    for partition in range(6):
+        checkpoint = OffsetCheckpoint(tmp_path / app_id / f"1_{partition}" / ".checkpoint").read()
+        assert checkpoint == {TopicPartition(changelog, partition): ends[partition] - 1}
+
+    listener = RecordingRestoreListener()
+    client = KafkaStreams(topology, _config(kafka, app_id, tmp_path), restore_listener=listener)
+    await client.start()
+    try:
+        second = real_text_lines(600)[300:] + [SEED_LINE]
+        await kafka.produce(source, [(None, line.encode()) for line in second])
+        expected = expected_counts(first + second)
+        assert await wait_for_counts(kafka, sink, expected) == expected
+        # restoration started at the changelog end: nothing was re-read
+        assert len(listener.starts) == 6
+        for tp, (start, end) in listener.starts.items():
+            assert start == end == ends[tp.partition], (tp, start, end)
+        assert set(listener.restored.values()) == {0}
+    finally:
+        await client.close()
+
+
+async def test_standby_promoted_to_active_serves_the_same_counts(kafka: KafkaTestCluster, tmp_path) -> None:
+    source, sink, app_id = await _setup(kafka)
+    topology = build_topology(source, sink)
+    listener = RecordingRestoreListener()
+    leaving = KafkaStreams(topology, _config(kafka, app_id, tmp_path / "a", num_standby_replicas=1))
+    staying = KafkaStreams(topology, _config(kafka, app_id, tmp_path / "b", num_standby_replicas=1),
+                           restore_listener=listener)  # fmt: skip
+    first = real_text_lines(400)
+    try:
+        await leaving.start()
+        await staying.start()
+        await kafka.produce(source, [(None, line.encode()) for line in first])
+        assert await wait_for_counts(kafka, sink, expected_counts(first)) == expected_counts(first)
+        standby_tasks = {t for th in staying.threads for t in th.standby}
+        assert standby_tasks, "with num_standby_replicas=1 and two clients, each client holds standbys"
+        await asyncio.sleep(1.5)  # let the standbys apply the last changelog records
+        restored_before = dict(listener.restored)
+
+        await leaving.close()  # its active tasks move to `staying`, where their standbys are
+        second = real_text_lines(700)[400:] + [SEED_LINE]
+        await kafka.produce(source, [(None, line.encode()) for line in second])
+        expected = expected_counts(first + second)
+        assert await wait_for_counts(kafka, sink, expected) == expected
+
+        promoted = {t for th in staying.threads for t in th.active if t in standby_tasks}
+        assert promoted == standby_tasks
+        changelog = f"{app_id}-counts-store-changelog"
+        ends = await kafka.end_offsets(changelog, 6)
+        for task in promoted:
+            tp = TopicPartition(changelog, task.partition)
+            start, _ = listener.starts[tp]
+            # the promoted task continued from the standby's position, not from offset 0
+            assert start > 0 and listener.restored.get(tp, 0) - restored_before.get(tp, 0) < ends[task.partition]
+    finally:
+        await staying.close()
+        await leaving.close()
