@@ -117,6 +117,24 @@ async def delete_topics_with_prefix(bootstrap: str, prefix: str) -> None:
         await admin.close()
 
 
+async def topic_records(bootstrap: str, prefix: str) -> dict[str, int]:
+    """Sum of end offsets of every topic whose name starts with `prefix` (diagnostics for a failed peer)."""
+    from aiokafka import AIOKafkaConsumer
+    from aiokafka.structs import TopicPartition
+
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None)
+    await consumer.start()
+    try:
+        names = [t for t in await consumer.topics() if t.startswith(prefix)]
+        out = {}
+        for t in sorted(names):
+            tps = [TopicPartition(t, p) for p in consumer.partitions_for_topic(t) or ()]
+            out[t] = sum((await consumer.end_offsets(tps)).values()) if tps else 0
+        return out
+    finally:
+        await consumer.stop()
+
+
 async def produce_lines(bootstrap: str, topic: str, lines: list[str], partitions: int) -> float:
     """Write the lines (no key) round-robin over the partitions; returns seconds taken."""
     from aiokafka import AIOKafkaProducer

@@ -227,7 +227,8 @@ async def run_peer(peer: Peer, bootstrap: str, c: corpus_mod.Corpus, run_id: str
                        reason=result.reason, progress=round(result.counted_words / c.words, 3),
                        words_per_s_partial=round(result.counted_words / secs) if secs > 0 else None,
                        wrong_examples=[(w, watcher.latest.get(w), c.expected.get(w)) for w in result.wrong],
-                       log_tail=[p.tail(12) for p in procs])  # fmt: skip
+                       log_tail=[p.tail(12) for p in procs],
+                       topic_records=await common.topic_records(bootstrap, r.app_id))  # fmt: skip
     finally:
         stop.set()
         for p in procs:
@@ -264,23 +265,27 @@ def consumer_perf(bootstrap: str, c: corpus_mod.Corpus, run_id: str) -> dict[str
 def render(results: list[dict[str, Any]]) -> str:
     ok = [r for r in results if r.get("status") == "ok" and r["kind"] == "framework"]
     best = max((r["words_per_s"] for r in ok), default=None)
-    limit = next((r["words_per_s"] for r in results if r["peer"] == "raw aiokafka" and r.get("status") == "ok"), None)
+    raw = next((r["words_per_s"] for r in results if r["peer"] == "raw aiokafka" and r.get("status") == "ok"), None)
+    java = next((r["words_per_s"] for r in results if r["peer"].startswith("Kafka consumer") and r.get("status") == "ok"),
+                None)  # fmt: skip
     rows = []
     for r in results:
-        rate = r.get("words_per_s")
+        rate = r.get("words_per_s") if r.get("status") == "ok" else None
+        partial = r.get("words_per_s_partial")
         if r.get("status") == "ok":
-            status = "ok, counts verified" if r["peer"] != "Kafka consumer (ConsumerPerformance)" else "ok (reads only)"
+            status = "ok, counts verified" if not r["peer"].startswith("Kafka consumer") else "ok (reads only)"
         elif r.get("status") == "not run":
             status = f"NOT RUN: {r.get('reason')}"
         else:
-            status = f"{r.get('status').upper()}: {r.get('reason', '')}; {100 * r.get('progress', 0):.0f}% counted"
-            rate = None
-        rows.append([r["peer"], f"{rate:,}" if rate else (f"~{r['words_per_s_partial']:,} (partial)"
-                     if r.get("words_per_s_partial") else "-"),
-                     r.get("seconds", "-"), r.get("startup_s", "-"),
-                     f"{rate / best:.2f}" if rate and best else "-",
-                     f"{rate / limit:.2f}" if rate and limit else "-", status])  # fmt: skip
-    return common.table(["peer", "words/s", "processing s", "start-up s", "x best", "x raw aiokafka", "status"], rows)
+            status = f"{r.get('status', '?').upper()}: {r.get('reason', '')}; {100 * r.get('progress', 0):.0f}% counted"
+        shown = f"{rate:,}" if rate else (f"~{partial:,} (partial)" if partial else "-")
+        ratio = rate or partial
+        rows.append([r["peer"], shown, r.get("seconds", "-"), r.get("startup_s", "-"),
+                     f"{ratio / best:.2f}" if ratio and best and r["kind"] == "framework" else "-",
+                     f"{ratio / raw:.2f}" if ratio and raw else "-",
+                     f"{ratio / java:.3f}" if ratio and java else "-", status])  # fmt: skip
+    return common.table(["peer", "words/s", "processing s", "start-up s", "x best framework", "x raw aiokafka",
+                         "x Kafka consumer", "status"], rows)  # fmt: skip
 
 
 async def prepare(bootstrap: str, c: corpus_mod.Corpus) -> float:
@@ -292,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--peers", default="", help="comma-separated substrings of peer names (default: all)")
     parser.add_argument("--words", type=int, default=corpus_mod.TARGET_WORDS)
-    parser.add_argument("--timeout", type=float, default=300.0, help="per peer, seconds")
+    parser.add_argument("--timeout", type=float, default=240.0, help="per peer, from launch, seconds")
     parser.add_argument("--no-consumer-perf", action="store_true")
     args = parser.parse_args(argv)
     wanted = [s.strip().lower() for s in args.peers.split(",") if s.strip()]

@@ -1,0 +1,70 @@
+"""Collects bench/results/*.json into one report: prints it, writes bench/results/summary.md and, with
+--update-readme, replaces the part of bench/README.md between the `results:start/end` markers."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+RESULTS = BENCH / "results"
+START, END = "<!-- results:start -->", "<!-- results:end -->"
+
+
+def load(name: str) -> dict | None:
+    path = RESULTS / f"{name}.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def build() -> str:
+    parts: list[str] = []
+    wc, rs, rb, hp = load("wordcount"), load("restore"), load("rebalance"), load("hotpath")
+    machine = next((d["machine"] for d in (wc, rs, rb, hp) if d), None)
+    if machine:
+        parts.append(f"Run of {machine['date']} on {machine['cpus']} cores ({machine['cpu']}), {machine['mem_gib']} GiB, "
+                     f"{machine['os']}; Python {machine['python']}, {machine['java']}, Kafka {machine['kafka']} (one "
+                     f"local KRaft broker), streamlet {machine['streamlet']}, aiokafka {machine['aiokafka']}, "
+                     f"rocksdict {machine['rocksdict']}.")  # fmt: skip
+    if wc:
+        c = wc["corpus"]
+        parts.append(f"### WordCount throughput\n\n`{wc['command']}`: {c['words']:,} words ({c['lines']:,} lines, "
+                     f"{c['distinct_words']:,} distinct, corpus sha256 {c['sha256'][:12]}), 6 partitions. words/s = "
+                     "words / (last correct count out - first record in); start-up = launch -> first record in.\n\n"
+                     + wc["table"])  # fmt: skip
+    if rs:
+        parts.append(f"### Restoration\n\n`{rs['command']}`: {rs['keys']:,} distinct keys in the count store's "
+                     f"changelog ({rs['partitions']} partition(s)); records/s = restored records / (first restore "
+                     "start -> last restore end) from the restore listener; start -> processing = until a probe "
+                     "line is counted on top of the restored counts.\n\n" + rs["table"])  # fmt: skip
+    if rb:
+        parts.append(f"### Rebalance pause (streamlet, 2 -> 3 clients)\n\n`{rb['command']}`: "
+                     f"{rb['rate_lines_per_s']:.0f} lines/s, cache off.\n\n" + rb["table"])  # fmt: skip
+    if hp:
+        rows = "\n".join(f"| {100 * s:.1f}% | `{f}` |" for f, s in hp["self"][:12])
+        parts.append(f"### Hot path (py-spy, one streamlet worker, own time)\n\n`{hp['command']}`, "
+                     f"{hp['samples']} samples\n\n| share | function |\n|---|---|\n{rows}")  # fmt: skip
+    return "\n\n".join(parts) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--update-readme", action="store_true")
+    args = parser.parse_args(argv)
+    text = build()
+    print(text)
+    (RESULTS / "summary.md").write_text(text)
+    readme = BENCH / "README.md"
+    if args.update_readme and readme.exists():
+        content = readme.read_text()
+        if START in content and END in content:
+            head, rest = content.split(START, 1)
+            _, tail = rest.split(END, 1)
+            readme.write_text(f"{head}{START}\n{text}{END}{tail}")
+            print(f"updated {readme}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
