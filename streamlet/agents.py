@@ -152,8 +152,9 @@ class AgentStream:
                  value_serde: SerdeLike = "str") -> AgentStream:  # fmt: skip
         """Re-key by `key_fn(value)` through the repartition topic `<application_id>-<name>-repartition`."""
         return self._then(
-            lambda ks: ks.select_key(lambda _k, v: key_fn(v)).repartition(name, key_serde=key_serde,
-                                                                          value_serde=value_serde)
+            lambda ks: ks.select_key(lambda _k, v: key_fn(v)).repartition(
+                name, key_serde=key_serde, value_serde=value_serde
+            )
         )
 
     def items(self) -> AgentStream:

@@ -92,10 +92,14 @@ def _parse_configs(pairs: Sequence[str]) -> dict[str, Any]:
 
 
 def _worker(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=getattr(logging, args.log_level.upper()), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.basicConfig(
+        level=getattr(logging, args.log_level.upper()), format="%(asctime)s %(levelname)s %(name)s %(message)s"
+    )
     app = _app_of(args.target, args.application_id)
     overrides = _parse_configs(args.config)
-    overrides.update(state_dir=args.state_dir, num_stream_threads=args.threads, bootstrap_servers=args.bootstrap_servers)
+    overrides.update(
+        state_dir=args.state_dir, num_stream_threads=args.threads, bootstrap_servers=args.bootstrap_servers
+    )
     asyncio.run(app.run_worker(**overrides))
     return 0
 
@@ -163,8 +167,13 @@ def _consume(args: argparse.Namespace) -> int:
     key_serde, value_serde = serde_from_name(args.key_serde), serde_from_name(args.value_serde)
 
     async def run() -> None:
-        consumer = AIOKafkaConsumer(args.topic, bootstrap_servers=args.bootstrap_servers, group_id=None,
-                                    auto_offset_reset="earliest", enable_auto_commit=False)
+        consumer = AIOKafkaConsumer(
+            args.topic,
+            bootstrap_servers=args.bootstrap_servers,
+            group_id=None,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+        )
         await consumer.start()
         seen = 0
         try:
@@ -218,12 +227,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     broker = sub.add_parser("broker", help="run a local Apache Kafka broker (KRaft) for development and tests")
     broker.add_argument("action", choices=["start", "status", "stop"])
-    broker.add_argument("--dir", default=None, help="broker directory (default $STREAMLET_BROKER_DIR or ~/.cache/streamlet/broker)")
+    broker.add_argument(
+        "--dir", default=None, help="broker directory (default $STREAMLET_BROKER_DIR or ~/.cache/streamlet/broker)"
+    )
     broker.add_argument("--port", type=int, default=None, help="listener port (default: a free port)")
     broker.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the broker to answer")
     broker.set_defaults(handler=_broker)
 
-    bootstrap = {"default": default_bootstrap_servers(), "help": "Kafka bootstrap servers (default $STREAMLET_BOOTSTRAP_SERVERS or 127.0.0.1:9092)"}
+    bootstrap = {
+        "default": default_bootstrap_servers(),
+        "help": "Kafka bootstrap servers (default $STREAMLET_BOOTSTRAP_SERVERS or 127.0.0.1:9092)",
+    }
 
     worker = sub.add_parser("worker", help="run an application's worker (a Kafka Streams client) until SIGINT/SIGTERM")
     worker.add_argument("target", help="MODULE:ATTRIBUTE of an App, a Topology, or a function returning one")

@@ -154,8 +154,10 @@ def main(argv: list[str] | None = None) -> int:
         for word, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[: args.top]:
             print(f"  {word!r:>16} {count}")
         print(f"  {'a .. z':>16} {[counts[c] for c in 'abcdefghijklmnopqrstuvwxyz']}")
-        print(f"\n{total_words} words counted end to end in {elapsed:.1f}s = {total_words / elapsed:.0f} records/s "
-              "(from the first produced line to the last correct count; includes group start-up)")
+        print(
+            f"\n{total_words} words counted end to end in {elapsed:.1f}s = {total_words / elapsed:.0f} records/s "
+            "(from the first produced line to the last correct count; includes group start-up)"
+        )
         return 0
     finally:
         for worker in workers:

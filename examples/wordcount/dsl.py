@@ -1,11 +1,11 @@
 """WordCount with the Kafka Streams-style DSL, node for node the topology of Kafka Streams' WordCountDemo.
 
-    builder.stream("streams-plaintext-input")
-        .flatMapValues(value -> Arrays.asList(value.toLowerCase(Locale.getDefault()).split("\\W+")))
-        .groupBy((key, value) -> value)
-        .count(Materialized.as("counts-store"))
-        .toStream()
-        .to("streams-wordcount-output", Produced.with(Serdes.String(), Serdes.Long()));
+builder.stream("streams-plaintext-input")
+    .flatMapValues(value -> Arrays.asList(value.toLowerCase(Locale.getDefault()).split("\\W+")))
+    .groupBy((key, value) -> value)
+    .count(Materialized.as("counts-store"))
+    .toStream()
+    .to("streams-wordcount-output", Produced.with(Serdes.String(), Serdes.Long()));
 """
 
 from __future__ import annotations

@@ -71,13 +71,13 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
     name = "streamlet"
     version = 0
 
-    def __init__(self, host: AssignorHost, topology: TaskTopology, task_assignor: TaskAssignor,
-                 configs: AssignmentConfigs, application_id: str) -> None:  # fmt: skip
+    def __init__(
+        self, host: AssignorHost, topology: TaskTopology, task_assignor: TaskAssignor, configs: AssignmentConfigs
+    ) -> None:
         self._host = host
         self._topology = topology
         self._task_assignor = task_assignor
         self._configs = configs
-        self._application_id = application_id
 
     def metadata(self, topics: object) -> ConsumerProtocolMemberMetadata:
         user_data = self._host.subscription_info().encode()

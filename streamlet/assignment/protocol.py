@@ -58,9 +58,7 @@ class SubscriptionInfo:
             _encode_tasks(self.prev_standby),
             _INT.pack(len(self.task_offset_sums)),
         ]  # fmt: skip
-        parts.extend(
-            _TASK_SUM.pack(t.subtopology, t.partition, s) for t, s in sorted(self.task_offset_sums.items())
-        )
+        parts.extend(_TASK_SUM.pack(t.subtopology, t.partition, s) for t, s in sorted(self.task_offset_sums.items()))
         return b"".join(parts)
 
     @classmethod

@@ -75,7 +75,9 @@ def kafka_libs(version: str = KAFKA_VERSION) -> Path:
     if kafka_home:
         libs = Path(kafka_home) / "libs"
         if not any(libs.glob("kafka_*.jar")):
-            raise BrokerError(f"KAFKA_HOME={kafka_home} has no libs/kafka_*.jar; unset it or point it at a Kafka install")
+            raise BrokerError(
+                f"KAFKA_HOME={kafka_home} has no libs/kafka_*.jar; unset it or point it at a Kafka install"
+            )
         return libs
     target = cache_root() / f"kafka-{version}"
     libs = target / "libs"

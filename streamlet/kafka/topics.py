@@ -34,7 +34,9 @@ class TopicSpec:
 class InternalTopicManager:
     """Creates and validates topics through one admin client."""
 
-    def __init__(self, bootstrap_servers: str, *, replication_factor: int = -1, client_id: str = "streamlet-admin") -> None:
+    def __init__(
+        self, bootstrap_servers: str, *, replication_factor: int = -1, client_id: str = "streamlet-admin"
+    ) -> None:
         self._admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers, client_id=client_id)
         self._replication_factor = replication_factor
 

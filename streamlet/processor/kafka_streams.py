@@ -87,8 +87,11 @@ class KafkaStreams:
         )
         try:
             await self._prepare_topics()
-            self._offsets_consumer = AIOKafkaConsumer(bootstrap_servers=config.bootstrap_servers, group_id=None,
-                                                      client_id=f"{config.application_id}-{self.process_id}-admin")  # fmt: skip
+            self._offsets_consumer = AIOKafkaConsumer(
+                bootstrap_servers=config.bootstrap_servers,
+                group_id=None,
+                client_id=f"{config.application_id}-{self.process_id}-admin",
+            )
             await self._offsets_consumer.start()
             self.threads = [StreamThread(self, i + 1) for i in range(config.num_stream_threads)]
             for thread in self.threads:

@@ -19,9 +19,13 @@ log = logging.getLogger("streamlet.restore")
 class StateRestoreListener(Protocol):
     """Callbacks from the restoring thread; they run on the event loop, so keep them quick."""
 
-    def on_restore_start(self, partition: TopicPartition, store_name: str, start_offset: int, end_offset: int) -> None: ...
+    def on_restore_start(
+        self, partition: TopicPartition, store_name: str, start_offset: int, end_offset: int
+    ) -> None: ...
 
-    def on_batch_restored(self, partition: TopicPartition, store_name: str, batch_end_offset: int, num_restored: int) -> None: ...
+    def on_batch_restored(
+        self, partition: TopicPartition, store_name: str, batch_end_offset: int, num_restored: int
+    ) -> None: ...
 
     def on_restore_end(self, partition: TopicPartition, store_name: str, total_restored: int) -> None: ...
 
@@ -47,7 +51,9 @@ class LoggingRestoreListener:
         log.info("restoring store %s from %s-%d offsets %d..%d (%d records)", store_name, partition.topic,
                  partition.partition, start_offset, end_offset, max(0, end_offset - start_offset))  # fmt: skip
 
-    def on_batch_restored(self, partition: TopicPartition, store_name: str, batch_end_offset: int, num_restored: int) -> None:
+    def on_batch_restored(
+        self, partition: TopicPartition, store_name: str, batch_end_offset: int, num_restored: int
+    ) -> None:
         progress = self._progress.get((partition, store_name))
         if progress is None:
             return
@@ -79,7 +85,9 @@ class CompositeRestoreListener:
         for listener in self._listeners:
             listener.on_restore_start(partition, store_name, start_offset, end_offset)
 
-    def on_batch_restored(self, partition: TopicPartition, store_name: str, batch_end_offset: int, num_restored: int) -> None:
+    def on_batch_restored(
+        self, partition: TopicPartition, store_name: str, batch_end_offset: int, num_restored: int
+    ) -> None:
         for listener in self._listeners:
             listener.on_batch_restored(partition, store_name, batch_end_offset, num_restored)
 

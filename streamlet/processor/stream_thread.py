@@ -84,8 +84,9 @@ class StreamThread:
         self.rebalances = 0
 
         bootstrap = config.bootstrap_servers
-        self.assignor = StreamsPartitionAssignor(self, streams.topology_metadata, streams.task_assignor,
-                                                 streams.assignment_configs, config.application_id)  # fmt: skip
+        self.assignor = StreamsPartitionAssignor(
+            self, streams.topology_metadata, streams.task_assignor, streams.assignment_configs
+        )
         self.consumer = AIOKafkaConsumer(
             bootstrap_servers=bootstrap,
             group_id=config.application_id,
@@ -332,9 +333,9 @@ class StreamThread:
         self._probing_deadline_ms = None if info.next_rebalance_ms == NO_FOLLOWUP else info.next_rebalance_ms
         self._reindex()
         self._pause_restoring()
-        log.info("stream-thread [%s] assigned active %s standby %s%s", self.name, sorted(map(str, new_active)),
-                 sorted(map(str, new_standby)),
-                 "" if self._probing_deadline_ms is None else f", followup rebalance at {self._probing_deadline_ms}")  # fmt: skip
+        followup = "" if self._probing_deadline_ms is None else f", followup rebalance at {self._probing_deadline_ms}"
+        active_names, standby_names = sorted(map(str, new_active)), sorted(map(str, new_standby))
+        log.info("stream-thread [%s] assigned active %s standby %s%s", self.name, active_names, standby_names, followup)
 
     def _retry_locked_tasks(self) -> None:
         """Open tasks whose directory another thread of this client still held (it releases it on close)."""

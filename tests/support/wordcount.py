@@ -42,16 +42,24 @@ def latest_counts(records) -> dict[str, int]:
     return latest
 
 
-async def wait_for_counts(kafka: KafkaTestCluster, topic: str, expected: dict[str, int], *,
-                          partitions: int = 6, timeout: float = 90.0, at_least: bool = False) -> dict[str, int]:
+async def wait_for_counts(
+    kafka: KafkaTestCluster,
+    topic: str,
+    expected: dict[str, int],
+    *,
+    partitions: int = 6,
+    timeout: float = 90.0,
+    at_least: bool = False,
+) -> dict[str, int]:
     """Poll the output topic until its latest counts equal `expected` (or are all >= it with `at_least`)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     got: dict[str, int] = {}
     while loop.time() < deadline:
         got = latest_counts(await kafka.drain(topic, partitions))
-        if got == expected or (at_least and got.keys() == expected.keys()
-                               and all(got[w] >= c for w, c in expected.items())):
+        if got == expected or (
+            at_least and got.keys() == expected.keys() and all(got[w] >= c for w, c in expected.items())
+        ):
             return got
         await asyncio.sleep(0.5)
     return got

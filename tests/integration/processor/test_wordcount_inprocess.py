@@ -28,9 +28,16 @@ async def test_wordcount_two_clients_two_threads(kafka: KafkaTestCluster, tmp_pa
         kafka.track(f"{app_id}-{suffix}")
     topology = build_topology(source, sink)
     clients = [
-        KafkaStreams(topology, StreamsConfig(application_id=app_id, bootstrap_servers=kafka.bootstrap_servers,
-                                             state_dir=str(tmp_path / f"client-{i}"), num_stream_threads=2,
-                                             commit_interval_ms=200))
+        KafkaStreams(
+            topology,
+            StreamsConfig(
+                application_id=app_id,
+                bootstrap_servers=kafka.bootstrap_servers,
+                state_dir=str(tmp_path / f"client-{i}"),
+                num_stream_threads=2,
+                commit_interval_ms=200,
+            ),
+        )
         for i in range(2)
     ]
     try:
