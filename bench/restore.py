@@ -77,10 +77,14 @@ async def raw_consume(bootstrap: str, topic: str, partitions: int, **fetch: Any)
         await consumer.seek_to_beginning(*tps)
         began = time.monotonic()
         n = 0
-        while any(await consumer.position(tp) < end[tp] for tp in tps):
+        remaining = set(tps)
+        while remaining:
             batch = await consumer.getmany(timeout_ms=500, max_records=10_000)
             for records in batch.values():
                 n += len(records)
+            for tp in list(remaining):
+                if tp in batch and batch[tp][-1].offset + 1 >= end[tp] or end[tp] == 0:
+                    remaining.discard(tp)
             if time.monotonic() - began > 300:
                 raise TimeoutError("raw consume took over 300 s")
         secs = time.monotonic() - began

@@ -68,14 +68,15 @@ class Peer:
     requires: Callable[[], str | None] = lambda: None  # returns the reason it cannot run, or None
 
 
-def _streamlet(workers: int, threads: int) -> Callable[[PeerRun], list[Proc]]:
+def _streamlet(workers: int, threads: int, *extra: str) -> Callable[[PeerRun], list[Proc]]:
     def launch(r: PeerRun) -> list[Proc]:
         env = {"WORDCOUNT_INPUT_TOPIC": INPUT, "WORDCOUNT_OUTPUT_TOPIC": r.output, "WORDCOUNT_APPLICATION_ID": r.app_id}
         return [spawn(f"streamlet-{i}", [str(LIB_PY), "-m", "streamlet.cli", "worker", "examples.wordcount.app:app",
                                          "--threads", str(threads), "--state-dir", str(r.work / f"state-{i}"),
                                          "--bootstrap-servers", r.bootstrap, "--log-level", "warning",
                                          "--config", f"commit_interval_ms={COMMIT_MS}",
-                                         "--config", f"statestore_cache_max_bytes={CACHE_BYTES}"],
+                                         "--config", f"statestore_cache_max_bytes={CACHE_BYTES}",
+                                         *(a for kv in extra for a in ("--config", kv))],
                       r.work / f"worker-{i}.log", env=env) for i in range(workers)]  # fmt: skip
 
     return launch
@@ -137,6 +138,9 @@ PEERS: list[Peer] = [
          _streamlet(1, 2)),
     Peer("streamlet 2 procs x 2 threads", "framework", "examples/wordcount/app.py, commit 1 s, 10 MiB cache",
          _streamlet(2, 2)),
+    Peer("streamlet 1 proc x 2 threads, session 45 s", "framework",
+         "as above with session_timeout_ms=45000 (Kafka's default since 3.0; streamlet's is 10 s)",
+         _streamlet(1, 2, "session_timeout_ms=45000")),
     Peer("Kafka Streams 4.1.1 (2 threads)", "framework", "WordCountDemo topology, commit 1 s, 10 MiB cache",
          _kafka_streams(2, CACHE_BYTES), requires=_needs_java),
     Peer("Quix Streams", "framework", "group_by + stateful apply (RocksDB), commit 1 s",

@@ -101,6 +101,14 @@ class App:
     def streams(self, *, restore_listener: StateRestoreListener | None = None, **overrides: Any) -> KafkaStreams:
         return KafkaStreams(self.topology(), self.config(**overrides), restore_listener=restore_listener)
 
+    def cleanup(self, **overrides: Any) -> None:
+        """Delete this application's local state (Kafka Streams' `KafkaStreams#cleanUp`), keeping the process id.
+
+        Call it while no worker of this App runs on the state directory; the next start restores every
+        store from its changelog.
+        """
+        self.streams(**overrides).cleanup()
+
     async def run_worker(self, **overrides: Any) -> None:
         """Run until SIGINT/SIGTERM (clean shutdown: commit, flush, checkpoint) or a thread fails."""
         streams = self.streams(**overrides)

@@ -45,10 +45,15 @@ def input_lines(repeat: int) -> list[str]:
 
 
 def count_words(lines: list[str]) -> dict[str, int]:
-    """Independent of streamlet: Java's `toLowerCase().split("\\W+")` (trailing empties dropped)."""
+    """Independent of streamlet: Java's `toLowerCase().split("\\W+")` (ASCII \\W; no match = the whole
+    line, so an empty line counts the word ""; trailing empty strings dropped)."""
     counts: collections.Counter[str] = collections.Counter()
     for line in lines:
-        words = re.split(r"\W+", line.lower())
+        lowered = line.lower()
+        if re.search(r"[^A-Za-z0-9_]", lowered) is None:
+            counts[lowered] += 1
+            continue
+        words = re.split(r"[^A-Za-z0-9_]+", lowered)
         while words and words[-1] == "":
             words.pop()
         counts.update(words)

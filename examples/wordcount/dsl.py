@@ -17,13 +17,15 @@ from streamlet.topology import StreamsBuilder, Topology
 INPUT_TOPIC = "streams-plaintext-input"
 OUTPUT_TOPIC = "streams-wordcount-output"
 APPLICATION_ID = "streams-wordcount"
-_NON_WORD = re.compile(r"\W+")
+_NON_WORD = re.compile(r"\W+", re.ASCII)  # Java's \W is ASCII-only: "café" splits to "caf"
 
 
 def split_words(line: str) -> list[str]:
-    """Java's `line.toLowerCase().split("\\W+")`: a leading separator yields one empty first word, and
-    trailing empty strings are dropped."""
+    """Java's `line.toLowerCase().split("\\W+")`: a leading separator yields one empty first word,
+    trailing empty strings are dropped, and a line with no separator (even an empty one) is one word."""
     words = _NON_WORD.split(line.lower())
+    if len(words) == 1:
+        return words
     while words and words[-1] == "":
         words.pop()
     return words

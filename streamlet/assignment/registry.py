@@ -10,10 +10,14 @@ import importlib
 from collections.abc import Callable
 
 from streamlet.assignment.api import TaskAssignor
+from streamlet.assignment.balanced import BalancedTaskAssignor
 from streamlet.assignment.high_availability import HighAvailabilityTaskAssignor
 from streamlet.errors import ConfigError
 
-_FACTORIES: dict[str, Callable[[], TaskAssignor]] = {"high_availability": HighAvailabilityTaskAssignor}
+_FACTORIES: dict[str, Callable[[], TaskAssignor]] = {
+    "high_availability": HighAvailabilityTaskAssignor,
+    "balanced": BalancedTaskAssignor,
+}
 
 
 def register_task_assignor(name: str, factory: Callable[[], TaskAssignor]) -> None:

@@ -253,7 +253,7 @@ class LocalBroker:
 
         if not (data_dir / "meta.properties").exists():
             shutil.rmtree(data_dir, ignore_errors=True)
-            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+            cluster_id = _new_cluster_id()
             fmt = subprocess.run(
                 [*jvm, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(properties)],
                 capture_output=True, text=True, check=False,
@@ -306,6 +306,15 @@ class LocalBroker:
         """Stop the broker and delete its data: the next start is a fresh, empty cluster."""
         self.stop()
         shutil.rmtree(self.directory / "data", ignore_errors=True)
+
+
+def _new_cluster_id() -> str:
+    """A Kafka cluster id (URL-safe base64 of a UUID); never one starting with '-', which the storage
+    tool's argument parser would take for an option."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 def _server_properties(host: str, port: int, controller_port: int, data_dir: Path) -> str:

@@ -82,6 +82,14 @@ async def test_two_worker_processes_count_a_real_text(kafka: KafkaTestCluster, w
     assert codes == {0: 0, 1: 0}, (workers.log(0)[-2000:], workers.log(1)[-2000:])
     assert "stopped (clean=True)" in workers.log(0)
 
+    # the batch side agrees on the same run: PySpark's ground truth vs the output topic
+    verify = subprocess.run(
+        [sys.executable, "-m", "streamlet.cli", "verify", "wordcount", "--bootstrap-servers", kafka.bootstrap_servers,
+         "--input-topic", source, "--output-topic", sink],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert verify.returncode == 0, verify.stdout[-3000:] + verify.stderr[-3000:]
+
 
 async def test_kill_9_loses_no_update(kafka: KafkaTestCluster, wordcount) -> None:
     source, sink, workers = wordcount

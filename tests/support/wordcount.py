@@ -25,13 +25,23 @@ def real_text_lines(limit: int | None = None) -> list[str]:
     return lines[:limit] if limit is not None else lines
 
 
+def java_split_words(line: str) -> list[str]:
+    """`line.toLowerCase().split("\\W+")` by Java's rules, written here apart from streamlet's own split:
+    `\\W` is ASCII-only; no match returns the whole string (so "" counts as a word); otherwise trailing
+    empty strings are removed and a leading separator leaves one empty first string."""
+    lowered = line.lower()
+    if re.search(r"[^A-Za-z0-9_]", lowered) is None:
+        return [lowered]
+    parts = re.split(r"[^A-Za-z0-9_]+", lowered)
+    while parts and parts[-1] == "":
+        parts.pop()
+    return parts
+
+
 def expected_counts(lines: Iterable[str]) -> dict[str, int]:
     counter: collections.Counter[str] = collections.Counter()
     for line in lines:
-        parts = re.split(r"\W+", line.lower())
-        while parts and parts[-1] == "":
-            parts.pop()
-        counter.update(parts)
+        counter.update(java_split_words(line))
     return dict(counter)
 
 

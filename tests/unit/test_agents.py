@@ -98,3 +98,14 @@ def test_unknown_app_config_is_a_clear_error() -> None:
 
     with pytest.raises(ConfigError, match="did you mean 'num_stream_threads'"):
         App("x", num_stream_thread=2)
+
+
+def test_app_cleanup_wipes_task_dirs_but_keeps_the_process_id(tmp_path) -> None:
+    app = _wordcount_app()
+    app_dir = tmp_path / "agents-test"
+    (app_dir / "1_0" / "rocksdb" / "counts").mkdir(parents=True)
+    (app_dir / "1_0" / "rocksdb" / "counts" / "data").write_text("x")
+    (app_dir / "kafka-streams-process-metadata").write_text('{"processId":"7156cef1-307e-49c0-a5bb-0f11d26a4933"}')
+    app.cleanup(state_dir=str(tmp_path))
+    assert not (app_dir / "1_0").exists()
+    assert "7156cef1" in (app_dir / "kafka-streams-process-metadata").read_text()

@@ -98,7 +98,15 @@ async def test_standby_promoted_to_active_serves_the_same_counts(kafka: KafkaTes
         await staying.start()
         await kafka.produce(source, [(None, line.encode()) for line in first])
         assert await wait_for_counts(kafka, sink, expected_counts(first)) == expected_counts(first)
-        standby_tasks = {t for th in staying.threads for t in th.standby}
+        # the counts can be complete before the second client's join finished: wait for the two-client layout
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 60
+        standby_tasks: set = set()
+        while loop.time() < deadline:
+            standby_tasks = {t for th in staying.threads for t in th.standby}
+            if standby_tasks and all(th.active for th in leaving.threads + staying.threads):
+                break
+            await asyncio.sleep(0.2)
         assert standby_tasks, "with num_standby_replicas=1 and two clients, each client holds standbys"
         await asyncio.sleep(1.5)  # let the standbys apply the last changelog records
         restored_before = dict(listener.restored)

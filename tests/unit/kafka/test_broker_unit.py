@@ -51,3 +51,8 @@ def test_status_without_broker_is_none(tmp_path) -> None:
     broker = LocalBroker(tmp_path / "b")
     assert broker.status() is None
     assert broker.stop() is False
+
+
+def test_cluster_ids_never_start_with_a_dash() -> None:
+    ids = [broker_mod._new_cluster_id() for _ in range(2000)]
+    assert all(not i.startswith("-") and len(i) == 22 for i in ids)
