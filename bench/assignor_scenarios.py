@@ -13,12 +13,15 @@ happens and rebalances run until one requests no follow-up (max 40).
 
 Columns (from the event on):
   rounds    rebalances until the first one that asks for no follow-up (that one included)
+  act-rds   rebalances until the stateful actives reach their final layout (standbys may still move)
   moves     stateful active tasks whose client changed, summed over the rebalances (departed tasks count)
   all-moves the same for all active tasks (stateful + stateless)
   max       largest number of stateful actives on one client in any rebalance's output
   max/thr   the same per stream thread (count / capacity)
   pre-max   that maximum per thread in the pre-event steady state (a lower bound on "never worse")
-  scratch   stateful actives placed on a client with no local state for them (restored from scratch)
+  scratch   stateful actives moved to a client with no local state for them (restored from scratch)
+  pauses    stateful actives moved to a client that is not caught up (lag > acceptable.recovery.lag):
+            the task stops until restored; both assignors only do it when no client is caught up
   relocated stateful tasks of surviving clients whose final owner differs from their pre-event owner
   final     stateful actives per client after convergence (Java UUID order)
 
@@ -42,7 +45,9 @@ sys.path.insert(0, str(ROOT))
 from streamlet.assignment.simulation import simulate  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "assignor_scenarios.json"
-SEED_CASE = ROOT / "tests" / "unit" / "assignment" / "data" / "seed000-round1-third-client-joins.json"
+SEEDS = ROOT / "tests" / "unit" / "assignment" / "data"
+SEED_CASE = SEEDS / "seed000-round1-third-client-joins.json"
+SEED_ROUND2 = SEEDS / "seed000-round2-after-first-probing.json"  # the state Kafka Streams 2.7.2 really produced
 ASSIGNORS = ("high_availability", "balanced")
 MAX_ROUNDS = 40
 SMALL_END, LARGE_END = 1_000, 1_000_000  # changelog end offset sums, vs acceptable.recovery.lag = 10 000
@@ -135,15 +140,22 @@ def measure(
         (sum(t in stateful for t in c["active"]) / c["capacity"] for p, c in pre.items() if p not in departed),
         default=0.0,
     )
-    moves = all_moves = scratch = 0
+    acceptable = first["config"]["acceptable_recovery_lag"]
+    moves = all_moves = scratch = pauses = 0
     max_count, max_norm = 0, 0.0
     for case, result in rounds:
         now_sf, now_all = owners(result, stateful), owners(result, every)
         moves += sum(prev_sf.get(t) != p for t, p in now_sf.items())
         all_moves += sum(prev_all.get(t) != p for t, p in now_all.items())
         for t, p in now_sf.items():
-            if prev_sf.get(t) != p and t not in case["clients"][p]["task_offset_sums"] and ends[t] > 0:
+            if prev_sf.get(t) == p:
+                continue
+            reported = case["clients"][p]["task_offset_sums"].get(t)
+            if reported is None and ends[t] > 0:
                 scratch += 1
+            lag = ends[t] if reported is None or reported > ends[t] else ends[t] - reported
+            if reported != -2 and lag > acceptable:
+                pauses += 1
         for p, c in result["clients"].items():
             n = sum(t in stateful for t in c["active"])
             max_count = max(max_count, n)
@@ -151,6 +163,7 @@ def measure(
         prev_sf, prev_all = now_sf, now_all
     pre_sf = owners(pre, stateful)
     final = owners(rounds[-1][1], stateful)
+    active_rounds = 1 + max((i for i, (_, r) in enumerate(rounds) if owners(r, stateful) != final), default=-1) + 1
     relocated = sum(final[t] != p for t, p in pre_sf.items() if p not in departed)
     last_case, last = rounds[-1]
     per_client = [sum(t in stateful for t in c["active"]) for c in last["clients"].values()]
@@ -160,6 +173,7 @@ def measure(
         converged = again == last
     return {
         "rounds": len(rounds),
+        "active_rounds": active_rounds,
         "converged": converged,
         "moves": moves,
         "all_moves": all_moves,
@@ -167,6 +181,7 @@ def measure(
         "max_per_thread": round(max_norm, 3),
         "pre_max_per_thread": round(pre_max, 3),
         "scratch": scratch,
+        "pauses": pauses,
         "relocated": relocated,
         "final": per_client,
     }
@@ -197,8 +212,16 @@ def scenarios() -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     # seed 000: the experiment's own layout and config (2 threads per client, acceptable lag 0)
     seed = json.loads(SEED_CASE.read_text())
-    seed_pre = {p: {"capacity": c["capacity"], "active": c["prev_active"], "standby": []} for p, c in seed["clients"].items()}
+    seed_pre = {
+        p: {"capacity": c["capacity"], "active": c["prev_active"], "standby": []} for p, c in seed["clients"].items()
+    }
     out.append({"name": "seed000 2->3 (6 sf, 6 sl, w=2, acc=0)", "start": ("case", seed, seed_pre), "departed": set()})
+    seed2 = json.loads(SEED_ROUND2.read_text())
+    seed2_pre = {
+        p: {"capacity": c["capacity"], "active": c["prev_active"], "standby": c["prev_standby"]}
+        for p, c in seed2["clients"].items()
+    }
+    out.append({"name": "seed000 from recorded round-2 state", "start": ("case", seed2, seed2_pre), "departed": set()})
 
     # research note §6.10 #3: 3->4, 12 stateful, 1 standby, end 1e6, documented start layout
     tasks = [f"{s}_{p}" for s in (0, 1) for p in range(6)]
@@ -244,7 +267,7 @@ def scenarios() -> list[dict[str, Any]]:
     for size, end in (("small", SMALL_END), ("large", LARGE_END)):
         base = base_case(stateful=12, stateless=4, end=end, standbys=0, warmups=2)
         out.append({
-            "name": f"uneven 1+3 thr -> +2 thr (12 sf, 4 sl, w=2, {size})",
+            "name": f"uneven 1+3 thr, +2 thr (12 sf, 4 sl, w=2, {size})",
             "start": ("join", base, {pid(1): 1, pid(2): 3}, {pid(3): 2}),
             "departed": set(),
         })  # fmt: skip
@@ -275,16 +298,27 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for scenario in scenarios():
         rows.append({"scenario": scenario["name"], **{a: run_scenario(scenario, a) for a in ASSIGNORS}})
-    cols = ("rounds", "moves", "all_moves", "max", "max_per_thread", "pre_max_per_thread", "scratch", "relocated")
-    heads = ("rounds", "moves", "all-moves", "max", "max/thr", "pre-max", "scratch", "relocated")
-    print(f"{'scenario':<48} {'assignor':<6} " + " ".join(f"{h:>9}" for h in heads) + "  final")
+    cols = (
+        "rounds",
+        "active_rounds",
+        "moves",
+        "all_moves",
+        "max",
+        "max_per_thread",
+        "pre_max_per_thread",
+        "scratch",
+        "pauses",
+    )
+    cols += ("relocated",)
+    heads = ("rounds", "act-rds", "moves", "all-moves", "max", "max/thr", "pre-max", "scratch", "pauses", "relocated")
+    print(f"{'scenario':<50} {'':<4} " + " ".join(f"{h:>7}" for h in heads) + "  final")
     for row in rows:
         for a, short in zip(ASSIGNORS, ("HATA", "bal"), strict=True):
             m = row[a]
-            cells = " ".join(f"{m[c]:>9}" for c in cols)
+            cells = " ".join(f"{m[c]:>7}" for c in cols)
             flag = "" if m["converged"] else "  (NOT CONVERGED)"
             name = row["scenario"] if a == ASSIGNORS[0] else ""
-            print(f"{name:<48} {short:<6} {cells}  {m['final']}{flag}")
+            print(f"{name:<50} {short:<4} {cells}  {m['final']}{flag}")
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps({"round_model": __doc__.split("\n\n")[1], "rows": rows}, indent=1) + "\n")
     print(f"\nwrote {args.json}")

@@ -52,7 +52,7 @@ class StreamsConfig:
     dead_letter_topic: str = ""
     restore_chunk_records: int = 10_000
     max_poll_records: int = 1_000
-    session_timeout_ms: int = 10_000
+    session_timeout_ms: int = 45_000  # Kafka 3.0+ default; a busy 2-core box must not lose members
     heartbeat_interval_ms: int = 3_000
     rebalance_timeout_ms: int = 60_000
     max_poll_interval_ms: int = 300_000

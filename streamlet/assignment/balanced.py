@@ -31,8 +31,9 @@ Goals, in priority order (a lower goal never overrides a higher one):
    1, and asking for a follow-up only while warmups exist makes the result stable (same input, same
    output, no follow-up) once balanced.
 5. **Standbys.** `num_standby_replicas` per stateful task on distinct clients other than the active,
-   preferring clients that are caught up, under their share of standbys, previous standby holders,
-   then most caught up and least loaded; standby counts are then balanced to capacity-proportional
+   preferring caught-up clients, then previous standby holders, then the smallest lag, then clients
+   holding the fewest standbys of the same active client (so a failed client's tasks fail over to
+   several clients), then the least loaded; standby counts are then balanced to capacity-proportional
    quotas the same way as actives (immediate moves to caught-up clients, otherwise warmups). Warmups
    count separately from configured standbys (like HATA), and a client never holds a task twice.
    *Why:* a standby is only useful when it is caught up, so it is not dropped before its replacement is.
@@ -40,22 +41,29 @@ Goals, in priority order (a lower goal never overrides a higher one):
    deadline is `now_ms + probing_rebalance_interval_ms`, on the leader's client, or on every client
    when no leader is named). *Why:* every client must agree with the leader, and simulations replay.
 
-Bound on skew (goal 3): let `kept_p` be the stateful actives client p holds after the sticky/orphan
-placement (its caught-up previous actives plus tasks that had no caught-up owner and for which p was the
-least-loaded caught-up client). Every later move goes to a client strictly below its quota, so in every
-round `stateful_actives_p <= max(kept_p, quota_p)`. Without departed or lagging owners `kept_p` is a
-subset of p's previous actives, hence the maximum per-thread stateful load never exceeds
-max(previous round's maximum, the largest quota per thread) and decreases towards the target.
-With `max_warmup_replicas = m` and fully restored warmups between rebalances, a layout with D
-stateful-active units to move converges in ceil(D / m) + 1 rebalances (the last one requests no
-follow-up); standby rebalancing, when configured, uses the budget left after actives.
+Bound on skew (goal 3), per client p: let `kept_p` be the stateful actives p holds after the sticky and
+orphan placement (its caught-up previous actives, plus tasks without a usable owner for which p was the
+least-loaded caught-up client). Later moves only go to clients strictly below their quota, so in every
+rebalance `stateful_actives_p <= max(kept_p, quota_p) <= max(kept_p, ceil(N * threads_p / threads))`.
+Without orphans, `kept_p` is a subset of p's previous actives: no client ever ends above
+max(what it had, its ceil share), and each keeps at least min(what it had, its floor share). Orphans can
+exceed this only when the least-loaded caught-up client is already at the bound (availability first),
+e.g. a departed client's task whose only caught-up copy is one survivor's standby.
+
+Convergence (goal 4), in the round model where a warmup is restored by the next rebalance: actives take
+the warmup budget m = `max_warmup_replicas` first, so the stateful actives reach their final layout after
+ceil(D_a / m) + 1 rebalances when D_a of them must move to clients without their state, and the whole
+assignment (D_s standbys too) after about ceil((D_a + D_s) / m) + 1. This is property-tested (bound
+ceil(stateful * (1 + standbys) / m) + 1, then a fixed point), not proved: a warmup can be pre-empted
+when another under-quota client takes its source's last surplus task first.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
+from itertools import groupby
 
 from streamlet.assignment.api import (
     ApplicationState,
@@ -77,77 +85,94 @@ def fair_quotas(
     The ceil slots go first to clients already holding more than their floor (no move needed), then to
     the clients whose per-thread load grows least, then by Java UUID order (`order`).
     """
-    total_capacity = sum(capacities.values())
-    quotas = {p: total * capacities[p] // total_capacity for p in capacities}
-    extra = total - sum(quotas.values())
-    fractional = [p for p in capacities if (total * capacities[p]) % total_capacity]
-    fractional.sort(
-        key=lambda p: (holdings.get(p, 0) <= quotas[p], Fraction(quotas[p] + 1, capacities[p]), order[p])
-    )
+    keys = sorted(capacities, key=lambda p: order[p])
+    quotas = _quotas([holdings.get(p, 0) for p in keys], [capacities[p] for p in keys], total)
+    return dict(zip(keys, quotas, strict=True))
+
+
+def _quotas(held: Sequence[int], caps: Sequence[int], total: int) -> list[int]:
+    """`fair_quotas` on clients 0..n-1 (index = Java UUID order)."""
+    total_capacity = sum(caps)
+    quotas = [total * c // total_capacity for c in caps]
+    extra = total - sum(quotas)
+    fractional = [p for p, c in enumerate(caps) if (total * c) % total_capacity]
+    fractional.sort(key=lambda p: (held[p] <= quotas[p], Fraction(quotas[p] + 1, caps[p]), p))
     for p in fractional[:extra]:
         quotas[p] += 1
     return quotas
 
 
 class _Plan:
-    """One rebalance's computation; the phases run in the order of the goals."""
+    """One rebalance's computation; the phases run in the order of the goals.
+
+    Clients are the integers 0..P-1 in Java UUID order and tasks 0..T-1 in TaskId order, so ties broken
+    "by Java UUID order / by TaskId" are ties broken by the integer (and hashing stays cheap).
+    """
 
     def __init__(self, state: ApplicationState) -> None:
         self.configs = state.assignment_configs
         infos = state.all_tasks
-        self.stateful = sorted(t for t, info in infos.items() if info.is_stateful)
-        self.stateless = sorted(t for t, info in infos.items() if not info.is_stateful)
-        clients = state.kafka_streams_states(True)  # Java UUID order
-        self.pids = list(clients)
+        self.task_ids: list[TaskId] = sorted(infos)
+        index = {t: i for i, t in enumerate(self.task_ids)}
+        self.stateful = [index[t] for t in self.task_ids if infos[t].is_stateful]
+        self.stateless = [index[t] for t in self.task_ids if not infos[t].is_stateful]
+        states = state.kafka_streams_states(True)  # Java UUID order
+        self.pids = list(states)
         if not self.pids and infos:
             raise TaskAssignmentError(f"cannot assign {len(infos)} tasks: there are no clients")
-        self.order = {p: i for i, p in enumerate(self.pids)}
-        self.cap: dict[uuid.UUID, int] = {}
-        for p, client in clients.items():
+        clients = [states[pid] for pid in self.pids]
+        self.clients = range(len(clients))
+        for pid, client in zip(self.pids, clients, strict=True):
             if client.num_processing_threads <= 0:
                 raise TaskAssignmentError(
-                    f"client {p} has capacity {client.num_processing_threads}; it needs at least one thread"
+                    f"client {pid} has capacity {client.num_processing_threads}; it needs at least one thread"
                 )
-            self.cap[p] = client.num_processing_threads
-        self.lag = {p: {t: clients[p].lag_for(t) for t in self.stateful} for p in self.pids}
-        self.prev_active = {p: set(clients[p].previous_active_tasks) & set(infos) for p in self.pids}
-        self.prev_standby = {p: set(clients[p].previous_standby_tasks) & set(infos) for p in self.pids}
+        self.cap = [c.num_processing_threads for c in clients]
+        self.lag: list[dict[int, int]] = []
+        for pid, client in zip(self.pids, clients, strict=True):
+            sums = client.stateful_tasks_to_lag_sums()
+            missing = [self.task_ids[t] for t in self.stateful if self.task_ids[t] not in sums]
+            if missing:
+                raise TaskAssignmentError(f"client {pid} has no lag for stateful tasks {missing}")
+            self.lag.append({t: sums[self.task_ids[t]] for t in self.stateful})
+        self.prev_active = [{index[t] for t in c.previous_active_tasks if t in index} for c in clients]
+        self.prev_standby = [{index[t] for t in c.previous_standby_tasks if t in index} for c in clients]
         acceptable = self.configs.acceptable_recovery_lag
         self.caught_up = {
-            t: {p for p in self.pids if is_caught_up(self.lag[p][t], acceptable)} for t in self.stateful
+            t: {p for p in self.clients if is_caught_up(self.lag[p][t], acceptable)} for t in self.stateful
         }
         self.budget = self.configs.max_warmup_replicas
         # output
-        self.active: dict[uuid.UUID, set[TaskId]] = {p: set() for p in self.pids}  # stateful actives
-        self.stateless_active: dict[uuid.UUID, set[TaskId]] = {p: set() for p in self.pids}
-        self.standby: dict[uuid.UUID, set[TaskId]] = {p: set() for p in self.pids}  # configured standbys
-        self.warmup: dict[uuid.UUID, set[TaskId]] = {p: set() for p in self.pids}
+        self.active: list[set[int]] = [set() for _ in self.clients]  # stateful actives
+        self.stateless_active: list[set[int]] = [set() for _ in self.clients]
+        self.standby: list[set[int]] = [set() for _ in self.clients]  # configured standbys
+        self.warmup: list[set[int]] = [set() for _ in self.clients]
 
     # ---- helpers -----------------------------------------------------------------------------------------
 
-    def holds(self, p: uuid.UUID, t: TaskId) -> bool:
+    def holds(self, p: int, t: int) -> bool:
         return t in self.active[p] or t in self.standby[p] or t in self.warmup[p]
 
-    def load(self, p: uuid.UUID, count: int) -> Fraction:
+    def load(self, p: int, count: int) -> Fraction:
         return Fraction(count, self.cap[p])
 
-    def most_caught_up(self, t: TaskId) -> list[uuid.UUID]:
+    def most_caught_up(self, t: int) -> list[int]:
         """The caught-up clients, or (KAFKA-13600) those with the smallest lag, -3 first as HATA sorts it."""
         if self.caught_up[t]:
-            return [p for p in self.pids if p in self.caught_up[t]]
-        best = min(self.lag[p][t] for p in self.pids)
-        return [p for p in self.pids if self.lag[p][t] == best]
+            return sorted(self.caught_up[t])
+        best = min(self.lag[p][t] for p in self.clients)
+        return [p for p in self.clients if self.lag[p][t] == best]
 
     # ---- goals 1 and 2: sticky placement, orphans to the least-loaded caught-up client --------------------
 
     def place_stateful_actives(self) -> None:
-        orphans: list[tuple[int, TaskId]] = []
+        orphans: list[tuple[int, int]] = []
         for t in self.stateful:
-            owners = [p for p in self.pids if t in self.prev_active[p]]
+            owners = [p for p in self.clients if t in self.prev_active[p]]
             candidates = self.most_caught_up(t)
             keep = None
             if owners:
-                best = min(owners, key=lambda p: (p not in self.caught_up[t], self.lag[p][t], self.order[p]))
+                best = min(owners, key=lambda p: (p not in self.caught_up[t], self.lag[p][t], p))
                 if best in candidates:  # caught up, or tied for most caught up when nobody is
                     keep = best
             if keep is not None:
@@ -157,92 +182,105 @@ class _Plan:
         for _, t in sorted(orphans):  # most constrained first
             p = min(
                 self.most_caught_up(t),
-                key=lambda p: (
-                    self.load(p, len(self.active[p]) + 1),
-                    t not in self.prev_standby[p],
-                    self.lag[p][t],
-                    self.order[p],
-                ),
+                key=lambda p: (self.load(p, len(self.active[p]) + 1), t not in self.prev_standby[p], self.lag[p][t], p),
             )
             self.active[p].add(t)
 
     # ---- goals 3 and 4: over-quota -> under-quota, immediately if caught up, else via warmups --------------
 
-    def balance_stateful_actives(self) -> None:
-        held = {p: len(self.active[p]) for p in self.pids}
-        quota = fair_quotas(held, self.cap, len(self.stateful), self.order)
-        self._move_caught_up(self.active, quota)
-        self._warm_up(self.active, quota)
+    def balance(self, tasks: list[set[int]], previous: list[set[int]]) -> None:
+        """Quotas from the current holdings, caught-up moves, repeated until no move is possible; then warmups.
 
-    def _move_caught_up(self, tasks: dict[uuid.UUID, set[TaskId]], quota: dict[uuid.UUID, int]) -> int:
-        """Move tasks from over- to under-quota clients that are caught up on them; returns the count."""
+        Repeating makes the result a fixed point: run again on its own output (every copy restored), the
+        sticky placement reproduces the holdings, hence the same quotas and no move (goal 4's stability).
+        Each move lowers sum((held - share)^2), so the loop ends.
+        """
+        total = sum(len(x) for x in tasks)
+        while True:
+            quota = _quotas([len(x) for x in tasks], self.cap, total)
+            if not self._move_caught_up(tasks, quota, previous):
+                break
+        self._warm_up(tasks, quota, previous)
+
+    def _move_caught_up(self, tasks: list[set[int]], quota: list[int], previous: list[set[int]]) -> int:
+        """Move tasks from over- to under-quota clients that are caught up on them; returns the count.
+
+        `previous[p]` is what p had in this role before: tasks it did not have (orphans it just received) move
+        first, so that a departed client's tasks, rather than the survivors' own, continue to the newcomer.
+        """
         moved = 0
         while True:
-            unders = sorted(
-                (b for b in self.pids if len(tasks[b]) < quota[b]),
-                key=lambda b: (self.load(b, len(tasks[b])), self.order[b]),
+            excess = sorted(
+                (-self.load(a, len(tasks[a]) - quota[a]), a) for a in self.clients if len(tasks[a]) > quota[a]
             )
-            overs = [a for a in self.pids if len(tasks[a]) > quota[a]]
-            choice = None
-            for b in unders:
-                options = [
-                    (a, t)
-                    for a in overs
-                    for t in tasks[a]
-                    if b in self.caught_up[t] and not self.holds(b, t)
-                ]
-                if options:
-                    choice = b, min(
-                        options,
-                        key=lambda at: (
-                            -self.load(at[0], len(tasks[at[0]]) - quota[at[0]]),
-                            at[1] in self.prev_active[at[0]],  # tasks the source did not own before go first
-                            at[1] not in self.prev_standby[b],
-                            self.lag[b][at[1]],
-                            at[1],
-                            self.order[at[0]],
-                        ),
-                    )
-                    break
-            if choice is None:
+            groups = [[a for _, a in group] for _, group in groupby(excess, key=lambda e: e[0])]  # most over first
+            unders = sorted(
+                (b for b in self.clients if len(tasks[b]) < quota[b]), key=lambda b: (self.load(b, len(tasks[b])), b)
+            )
+            move = next((m for b in unders if (m := self._caught_up_move(b, groups, tasks, previous))), None)
+            if move is None:
                 return moved
-            b, (a, t) = choice
+            a, b, t = move
             tasks[a].remove(t)
             tasks[b].add(t)
             moved += 1
 
-    def _warm_up(self, tasks: dict[uuid.UUID, set[TaskId]], quota: dict[uuid.UUID, int]) -> None:
+    def _caught_up_move(
+        self, b: int, groups: list[list[int]], tasks: list[set[int]], previous: list[set[int]]
+    ) -> tuple[int, int, int] | None:
+        """The best (source, b, task) with b caught up on the task, from the most over-quota sources, or None."""
+        for sources in groups:
+            options = [
+                (
+                    t in previous[a],  # what the source did not have before (orphans it just received) first
+                    # then tasks with a surplus caught-up copy: that copy is the warmup placed for this move
+                    # (a task that stays where it is has only its active and standby copies)
+                    -len(self.caught_up[t]),
+                    t not in self.prev_standby[b],
+                    self.lag[b][t],
+                    t,
+                    a,
+                )
+                for a in sources
+                for t in tasks[a]
+                if b in self.caught_up[t] and not self.holds(b, t)
+            ]
+            if options:
+                best = min(options)
+                return best[-1], b, best[-2]
+        return None
+
+    def _warm_up(self, tasks: list[set[int]], quota: list[int], previous: list[set[int]]) -> None:
         """Warmups on under-quota clients for tasks of the most over-quota clients, while the budget lasts."""
-        incoming = dict.fromkeys(self.pids, 0)
-        outgoing = dict.fromkeys(self.pids, 0)
-        warming = {t for p in self.pids for t in self.warmup[p]}
-        exhausted: set[uuid.UUID] = set()
+        incoming = [0 for _ in self.clients]
+        outgoing = [0 for _ in self.clients]
+        warming = {t for p in self.clients for t in self.warmup[p]}
+        exhausted: set[int] = set()
         while self.budget > 0:
-            unders = [b for b in self.pids if b not in exhausted and len(tasks[b]) + incoming[b] < quota[b]]
+            unders = [b for b in self.clients if b not in exhausted and len(tasks[b]) + incoming[b] < quota[b]]
             if not unders:
                 return
-            b = min(unders, key=lambda b: (self.load(b, len(tasks[b]) + incoming[b]), self.order[b]))
+            b = min(unders, key=lambda b: (self.load(b, len(tasks[b]) + incoming[b]), b))
+            excess = {a: self.load(a, len(tasks[a]) - outgoing[a] - quota[a]) for a in self.clients}
             options = [
-                (a, t)
-                for a in self.pids
-                if len(tasks[a]) - outgoing[a] > quota[a]
+                (
+                    t not in self.prev_standby[b],  # keep restoring what b already has (a running warmup)
+                    -excess[a],  # then the most over-quota source
+                    self.lag[b][t],  # then the least to restore
+                    t in previous[a],
+                    t,
+                    a,
+                )
+                for a in self.clients
+                if excess[a] > 0
                 for t in tasks[a]
                 if t not in warming and not self.holds(b, t)
             ]
             if not options:
                 exhausted.add(b)
                 continue
-            a, t = min(
-                options,
-                key=lambda at: (
-                    at[1] not in self.prev_standby[b],  # keep restoring what b already has (a running warmup)
-                    -self.load(at[0], len(tasks[at[0]]) - outgoing[at[0]] - quota[at[0]]),
-                    self.lag[b][at[1]],
-                    at[1] in self.prev_active[at[0]],
-                    at[1],
-                    self.order[at[0]],
-                ),
-            )
+            best = min(options)
+            a, t = best[-1], best[-2]
             self.warmup[b].add(t)
             warming.add(t)
             outgoing[a] += 1
@@ -255,63 +293,64 @@ class _Plan:
         replicas = self.configs.num_standby_replicas
         if replicas <= 0 or not self.stateful:
             return
-        slots = sum(min(replicas, sum(not self.holds(p, t) for p in self.pids)) for t in self.stateful)
-        total_capacity = sum(self.cap.values())
-        soft_cap = {p: -(-slots * self.cap[p] // total_capacity) for p in self.pids}
+        owner = {t: p for p in self.clients for t in self.active[p]}
+        # pairs[p][o]: standbys on p whose active is on o; spreading them means that when o fails, its
+        # tasks fail over to several clients instead of doubling one client's load
+        pairs = [[0 for _ in self.clients] for _ in self.clients]
         for t in self.stateful:
             for _ in range(replicas):
-                candidates = [p for p in self.pids if not self.holds(p, t)]
-                if not candidates:
-                    break
-                p = min(
-                    candidates,
-                    key=lambda p: (
+                candidates = [
+                    (
                         p not in self.caught_up[t],
-                        len(self.standby[p]) >= soft_cap[p],
                         t not in self.prev_standby[p],
                         self.lag[p][t],
+                        pairs[p][owner[t]],
                         self.load(p, len(self.active[p]) + len(self.standby[p]) + len(self.warmup[p])),
-                        self.order[p],
-                    ),
-                )
+                        p,
+                    )
+                    for p in self.clients
+                    if not self.holds(p, t)
+                ]
+                if not candidates:
+                    break
+                p = min(candidates)[-1]
                 self.standby[p].add(t)
-        held = {p: len(self.standby[p]) for p in self.pids}
-        quota = fair_quotas(held, self.cap, sum(held.values()), self.order)
-        self._move_caught_up(self.standby, quota)
-        self._warm_up(self.standby, quota)
+                pairs[p][owner[t]] += 1
+        self.balance(self.standby, self.prev_standby)
 
     # ---- goal 3: stateless tasks balance the total active load ------------------------------------------
 
     def place_stateless(self) -> None:
-        counts = dict.fromkeys(self.pids, 0)
-        previous = {p: sorted(self.prev_active[p] & set(self.stateless)) for p in self.pids}
+        counts = [0 for _ in self.clients]
+        stateless = set(self.stateless)
+        previous = [sorted(self.prev_active[p] & stateless) for p in self.clients]
         for _ in self.stateless:
             p = min(
-                self.pids,
+                self.clients,
                 key=lambda p: (
                     self.load(p, len(self.active[p]) + counts[p] + 1),
                     counts[p] >= len(previous[p]),  # on ties, a client keeping one of its own tasks
-                    self.order[p],
+                    p,
                 ),
             )
             counts[p] += 1
         unplaced = set(self.stateless)
-        for p in self.pids:
+        for p in self.clients:
             for t in previous[p]:
                 if len(self.stateless_active[p]) < counts[p] and t in unplaced:
                     self.stateless_active[p].add(t)
                     unplaced.discard(t)
         remaining = sorted(unplaced)
-        for p in self.pids:
+        for p in self.clients:
             while len(self.stateless_active[p]) < counts[p]:
                 self.stateless_active[p].add(remaining.pop(0))
 
     def run(self) -> bool:
         self.place_stateful_actives()
-        self.balance_stateful_actives()
+        self.balance(self.active, self.prev_active)
         self.place_standbys()
         self.place_stateless()
-        return any(self.warmup.values())
+        return any(self.warmup)
 
 
 class BalancedTaskAssignor:
@@ -323,10 +362,11 @@ class BalancedTaskAssignor:
         configs = application_state.assignment_configs
         deadline = application_state.now_ms + configs.probing_rebalance_interval_ms if followup else None
         leader = application_state.leader_process_id
+        ids = plan.task_ids
         result = []
-        for p in plan.pids:
-            tasks = [AssignedTask(t, TaskType.ACTIVE) for t in sorted(plan.active[p] | plan.stateless_active[p])]
-            tasks += [AssignedTask(t, TaskType.STANDBY) for t in sorted(plan.standby[p] | plan.warmup[p])]
-            gets_deadline = leader is None or leader not in plan.cap or leader == p
-            result.append(KafkaStreamsAssignment(p, tasks, deadline if gets_deadline else None))
+        for p, pid in enumerate(plan.pids):
+            tasks = [AssignedTask(ids[t], TaskType.ACTIVE) for t in sorted(plan.active[p] | plan.stateless_active[p])]
+            tasks += [AssignedTask(ids[t], TaskType.STANDBY) for t in sorted(plan.standby[p] | plan.warmup[p])]
+            gets_deadline = leader is None or leader not in plan.pids or leader == pid
+            result.append(KafkaStreamsAssignment(pid, tasks, deadline if gets_deadline else None))
         return TaskAssignment(result)

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import enum
 import logging
+import shutil
 import time
 import uuid
 
@@ -21,7 +22,7 @@ from streamlet.assignment.api import AssignmentConfigs
 from streamlet.assignment.client_state import end_offset_sum
 from streamlet.assignment.registry import resolve_task_assignor
 from streamlet.config import StreamsConfig
-from streamlet.errors import StreamletError
+from streamlet.errors import StateStoreError, StreamletError
 from streamlet.kafka.topics import InternalTopicManager, TopicSpec
 from streamlet.processor.restore_listener import CompositeRestoreListener, LoggingRestoreListener, StateRestoreListener
 from streamlet.processor.stream_task import StandbyTask, StreamTask, TaskState
@@ -196,14 +197,12 @@ class KafkaStreams:
         if not directory.lock_task(task_id, thread.name):
             return None
         meta = self.topology_metadata
+        holder: list[StreamTask] = []
         state_manager = None
         stores = {}
-        holder: list[StreamTask] = []
         if meta.is_stateful(task_id):
-            state_manager = self._state_manager(task_id)
-            for store, tp in meta.changelog_partitions(task_id).items():
-                sink = _changelog_sink(thread, tp, holder)
-                stores[store] = state_manager.register_store(store, cache=thread.cache, changelog_sink=sink)
+            state_manager = self._open_state(task_id, thread.name, thread, holder)
+            stores = state_manager.stores()
         task = StreamTask(task_id, meta.partitions_of(task_id), self.topology, state_manager, stores,
                           thread.collector, thread.deserialization, self.config.application_id)  # fmt: skip
         holder.append(task)
@@ -213,10 +212,38 @@ class KafkaStreams:
     def create_standby_task(self, task_id: TaskId, thread: StreamThread) -> StandbyTask | None:
         if not self.state_directory.lock_task(task_id, thread.name):
             return None
+        return StandbyTask(task_id, self._open_state(task_id, thread.name, None, []))
+
+    def _open_state(self, task_id: TaskId, owner: str, thread: StreamThread | None, holder: list[StreamTask]
+                    ) -> ProcessorStateManager:  # fmt: skip
+        """The task's stores (caching + change-logging for an active task, bare for a standby).
+
+        On failure the directory is unlocked and whatever opened is closed, so the caller can retry. A store
+        RocksDB reports corrupt is wiped with its checkpoint first (the documented recovery): the retry then
+        restores it from its changelog instead of failing again and again. `thread` is None for a standby.
+        """
         state_manager = self._state_manager(task_id)
-        for store in self.topology_metadata.changelog_partitions(task_id):
-            state_manager.register_store(store)
-        return StandbyTask(task_id, state_manager)
+        try:
+            for store, tp in self.topology_metadata.changelog_partitions(task_id).items():
+                if thread is None:
+                    state_manager.register_store(store)
+                else:
+                    sink = _changelog_sink(thread, tp, holder)
+                    state_manager.register_store(store, cache=thread.cache, changelog_sink=sink)
+            return state_manager
+        except StateStoreError as exc:
+            with contextlib.suppress(Exception):
+                state_manager.close(clean=False)
+            if "lock" not in str(exc).lower():
+                task_dir = self.state_directory.task_dir(task_id)
+                log.error("task %s: wiping its local state after an unreadable store (it restores from the "
+                          "changelog): %s", task_id, exc)  # fmt: skip
+                shutil.rmtree(task_dir / "rocksdb", ignore_errors=True)
+                (task_dir / ".checkpoint").unlink(missing_ok=True)
+            raise
+        finally:
+            if state_manager.closed:
+                self.state_directory.unlock_task(task_id, owner)
 
     def _state_manager(self, task_id: TaskId) -> ProcessorStateManager:
         return ProcessorStateManager(

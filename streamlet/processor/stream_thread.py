@@ -20,11 +20,12 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener
+from aiokafka.errors import CommitFailedError, IllegalStateError
 from aiokafka.structs import TopicPartition
 
 from streamlet.assignment.partition_assignor import StreamsPartitionAssignor
 from streamlet.assignment.protocol import NO_FOLLOWUP, AssignmentInfo, AssignorErrorCode, SubscriptionInfo
-from streamlet.errors import StreamletError
+from streamlet.errors import StateStoreError, StreamletError
 from streamlet.processor.record_collector import RecordCollector
 from streamlet.processor.stream_task import DeserializationHandler, StandbyTask, StreamTask, TaskState
 from streamlet.state.offset_sums import task_offset_sums
@@ -53,7 +54,7 @@ class _Listener(ConsumerRebalanceListener):
         await self._thread._on_partitions_revoked()
 
     async def on_partitions_assigned(self, assigned: Iterable[TopicPartition]) -> None:
-        self._thread._on_partitions_assigned()
+        await self._thread._on_partitions_assigned()
 
 
 class StreamThread:
@@ -81,6 +82,10 @@ class StreamThread:
         self._stopping = False
         self._task: asyncio.Task[None] | None = None
         self._partition_index: dict[TopicPartition, StreamTask] = {}
+        # Serialises the loop's task work with the rebalance callbacks (which run in aiokafka's coordinator
+        # task). Never held across the main consumer's getmany(): aiokafka's docs warn that deadlocks.
+        self._lock = asyncio.Lock()
+        self._closing = False
         self.rebalances = 0
 
         bootstrap = config.bootstrap_servers
@@ -153,16 +158,18 @@ class StreamThread:
             await self._shutdown(clean)
 
     async def _shutdown(self, clean: bool) -> None:
-        if clean:
-            try:
-                await self._commit(force_checkpoint=True)
-            except Exception:  # the close below still runs; tasks restore from the last checkpoint
-                log.exception("stream-thread [%s] final commit failed", self.name)
-                clean = False
-        for task in list(self.active.values()):
-            self._close_active(task, clean=clean)
-        for task in list(self.standby.values()):
-            self._close_standby(task, clean=clean)
+        async with self._lock:
+            self._closing = True  # rebalance callbacks from here on leave the tasks alone
+            if clean:
+                try:
+                    await self._commit(force_checkpoint=True)
+                except Exception:  # the close below still runs; tasks restore from the last checkpoint
+                    log.exception("stream-thread [%s] final commit failed", self.name)
+                    clean = False
+            for task in list(self.active.values()):
+                self._close_active(task, clean=clean)
+            for task in list(self.standby.values()):
+                self._close_standby(task, clean=clean)
         for closer in (self.consumer.stop, self.restore_consumer.stop, self.producer.stop):
             try:
                 await closer()
@@ -178,25 +185,31 @@ class StreamThread:
     async def _run_once(self) -> None:
         if self._failure is not None:
             raise self._failure
-        if self._waiting_for_lock:
-            self._retry_locked_tasks()
-        restoring = any(t.state is TaskState.RESTORING for t in self.active.values())
-        restored = 0
-        if restoring or self.standby:
-            restored = await self._restore_step(timeout_ms=0 if self._has_running() else 20)
+        async with self._lock:
+            if self._waiting_for_lock:
+                self._retry_locked_tasks()
+            restoring = any(t.state is TaskState.RESTORING for t in self.active.values())
+            restored = 0
+            if restoring or self.standby:
+                restored = await self._restore_step(timeout_ms=0 if self._has_running() else 20)
         # while restoring, poll briefly so restoration keeps going; never spin without waiting
         poll_ms = 100 if not restoring else (0 if restored else 20)
         batch = await self.consumer.getmany(timeout_ms=poll_ms, max_records=self.config.max_poll_records)
-        if batch:
-            by_partition = self._task_by_partition
-            for tp, records in batch.items():
-                task = by_partition.get(tp)
-                if task is None or task.state is not TaskState.RUNNING:
-                    continue  # revoked or still restoring: the committed offset replays it
-                task.process(tp, records)
-            await self.collector.drain()
-        if (time.monotonic() - self._last_commit) * 1000 >= self.config.commit_interval_ms:
-            await self._commit()
+        async with self._lock:
+            if batch:
+                by_partition = self._task_by_partition
+                assigned = self.consumer.assignment()
+                for tp, records in batch.items():
+                    task = by_partition.get(tp)
+                    if task is None or task.state is not TaskState.RUNNING:
+                        # the consumer's position already moved past these records: rewind, or they are lost
+                        if tp in assigned:
+                            self.consumer.seek(tp, records[0].offset)
+                        continue
+                    task.process(tp, records)
+                await self.collector.drain()
+            if (time.monotonic() - self._last_commit) * 1000 >= self.config.commit_interval_ms:
+                await self._commit_or_migrate()
         await asyncio.sleep(0)  # every iteration yields, even when all awaits above completed at once
         if self._probing_deadline_ms is not None and time.time() * 1000 >= self._probing_deadline_ms:
             log.info("stream-thread [%s] Triggering the followup rebalance scheduled for %d ms.", self.name,
@@ -216,6 +229,24 @@ class StreamThread:
 
     # ---- commit -------------------------------------------------------------------------------------------
 
+    async def _commit_or_migrate(self, *, force_checkpoint: bool = False) -> bool:
+        """Commit; if the group took this member's partitions meanwhile, close the tasks dirty instead.
+
+        Kafka Streams' TaskMigratedException handling: the tasks are already someone else's, so nothing is
+        committed or checkpointed; their state restores from the last checkpoint when they come back. The
+        consumer rejoins the group on its next poll.
+        """
+        try:
+            await self._commit(force_checkpoint=force_checkpoint)
+            return True
+        except TaskMigratedError as exc:
+            log.warning("%s; closing %d active tasks without committing and rejoining the group", exc,
+                        len(self.active))  # fmt: skip
+            for task in list(self.active.values()):
+                self._close_active(task, clean=False)
+            self._was_running = set()
+            return False
+
     async def _commit(self, *, force_checkpoint: bool = False) -> None:
         self._last_commit = time.monotonic()
         running = [t for t in self.active.values() if t.state in (TaskState.RUNNING, TaskState.SUSPENDED)]
@@ -231,8 +262,8 @@ class StreamThread:
         if offsets:
             try:
                 await self.consumer.commit(offsets)
-            except Exception as exc:
-                raise TaskMigratedError(f"stream-thread [{self.name}] commit failed: {exc!r}") from exc
+            except (CommitFailedError, IllegalStateError) as exc:
+                raise TaskMigratedError(f"stream-thread [{self.name}] lost its partitions: {exc}") from exc
             for task in running:
                 task.mark_committed(offsets)
         for task in running:
@@ -251,18 +282,20 @@ class StreamThread:
     # ---- rebalance callbacks --------------------------------------------------------------------------------
 
     async def _on_partitions_revoked(self) -> None:
-        self.rebalances += 1
-        try:
-            if self.active:
-                await self._commit(force_checkpoint=True)
-            self._was_running = {t.task_id for t in self.active.values() if t.state is TaskState.RUNNING}
-            for task in self.active.values():
-                if task.state is TaskState.RUNNING:
-                    task.state = TaskState.SUSPENDED
-            await self.streams.refresh_changelog_end_offsets()
-        except Exception as exc:  # aiokafka swallows listener errors: surface it from the loop instead
-            log.exception("stream-thread [%s] failed while preparing the rebalance", self.name)
-            self._failure = exc
+        async with self._lock:
+            self.rebalances += 1
+            if self._closing:
+                return
+            try:
+                if self.active and await self._commit_or_migrate(force_checkpoint=True):
+                    self._was_running = {t.task_id for t in self.active.values() if t.state is TaskState.RUNNING}
+                    for task in self.active.values():
+                        if task.state is TaskState.RUNNING:
+                            task.state = TaskState.SUSPENDED
+                await self.streams.refresh_changelog_end_offsets()
+            except Exception as exc:  # aiokafka swallows listener errors: surface it from the loop instead
+                log.exception("stream-thread [%s] failed while preparing the rebalance", self.name)
+                self._failure = exc
 
     def subscription_info(self) -> SubscriptionInfo:
         """Called by the assignor on every join (synchronously)."""
@@ -295,15 +328,16 @@ class StreamThread:
     def on_assignment_info(self, info: AssignmentInfo, partitions: list[TopicPartition]) -> None:
         self._pending_info = info
 
-    def _on_partitions_assigned(self) -> None:
-        info, self._pending_info = self._pending_info, None
-        if info is None:
-            return
-        try:
-            self._apply_assignment(info)
-        except Exception as exc:
-            log.exception("stream-thread [%s] failed to apply its assignment", self.name)
-            self._failure = exc
+    async def _on_partitions_assigned(self) -> None:
+        async with self._lock:
+            info, self._pending_info = self._pending_info, None
+            if info is None or self._closing:
+                return
+            try:
+                self._apply_assignment(info)
+            except Exception as exc:
+                log.exception("stream-thread [%s] failed to apply its assignment", self.name)
+                self._failure = exc
 
     def _apply_assignment(self, info: AssignmentInfo) -> None:
         if info.error_code != AssignorErrorCode.NONE:
@@ -341,16 +375,21 @@ class StreamThread:
         """Open tasks whose directory another thread of this client still held (it releases it on close)."""
         opened = False
         for task_id, is_active in list(self._waiting_for_lock.items()):
-            if is_active:
-                task = self.streams.create_active_task(task_id, self)
-                if task is None:
-                    continue
-                self.active[task_id] = task
-            else:
-                standby = self.streams.create_standby_task(task_id, self)
-                if standby is None:
-                    continue
-                self.standby[task_id] = standby
+            try:
+                if is_active:
+                    task = self.streams.create_active_task(task_id, self)
+                    if task is None:
+                        continue
+                    self.active[task_id] = task
+                else:
+                    standby = self.streams.create_standby_task(task_id, self)
+                    if standby is None:
+                        continue
+                    self.standby[task_id] = standby
+            except StateStoreError as exc:
+                # e.g. RocksDB still locked by a closing instance; a corrupt store was wiped: retry next loop
+                log.warning("stream-thread [%s] cannot open task %s yet (%s); retrying", self.name, task_id, exc)
+                continue
             del self._waiting_for_lock[task_id]
             opened = True
         if opened:
