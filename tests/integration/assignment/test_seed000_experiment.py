@@ -70,12 +70,13 @@ class AssignmentLog(logging.Handler):
             self.rounds[-1].followup = False
 
 
-def _client(kafka: KafkaTestCluster, topology, app_id: str, state_dir, process_id: str) -> KafkaStreams:
+def _client(kafka: KafkaTestCluster, topology, app_id: str, state_dir, process_id: str,
+            task_assignor: str = "high_availability") -> KafkaStreams:  # fmt: skip
     write_process_id(state_dir, app_id, process_id)
     config = StreamsConfig(
         application_id=app_id, bootstrap_servers=kafka.bootstrap_servers, state_dir=str(state_dir),
         num_stream_threads=2, acceptable_recovery_lag=0, probing_rebalance_interval_ms=5_000,
-        max_warmup_replicas=2, commit_interval_ms=500,
+        max_warmup_replicas=2, commit_interval_ms=500, task_assignor=task_assignor,
     )  # fmt: skip
     return KafkaStreams(topology, config)
 
@@ -135,6 +136,58 @@ async def test_third_client_joins_like_seed_000(kafka: KafkaTestCluster, tmp_pat
 
         everything = first + second
         expected = expected_counts(everything)
+        assert await wait_for_counts(kafka, sink, expected) == expected
+    finally:
+        logging.getLogger("streamlet.assignment").removeHandler(log)
+        for client in clients:
+            await client.close()
+
+
+async def test_third_client_joins_with_the_balanced_assignor(kafka: KafkaTestCluster, tmp_path) -> None:
+    """The same experiment with streamlet's `balanced` assignor: no reshuffle among the old clients, no client
+    above 3 stateful tasks at any point, and a stable 2/2/2 split of the stateful tasks at the end."""
+    source = await kafka.create_topic("streams-plaintext-input", partitions=6)
+    sink = await kafka.create_topic("streams-wordcount-output", partitions=6)
+    app_id = unique_name("streams-wordcount-balanced")
+    for suffix in ("counts-store-repartition", "counts-store-changelog"):
+        kafka.track(f"{app_id}-{suffix}")
+    topology = build_topology(source, sink)
+    log = AssignmentLog()
+    logging.getLogger("streamlet.assignment").addHandler(log)
+    logging.getLogger("streamlet.assignment").setLevel(logging.INFO)
+    clients: list[KafkaStreams] = []
+    try:
+        for pid in (A, B):
+            clients.append(_client(kafka, topology, app_id, tmp_path / pid[:8], pid, "balanced"))
+            await clients[-1].start()
+        first = real_text_lines(400) + [SEED_LINE]
+        await kafka.produce(source, [(None, line.encode()) for line in first])
+        assert await wait_for_counts(kafka, sink, expected_counts(first)) == expected_counts(first)
+        before = {pid: {t for t in log.rounds[-1].clients[pid]["active"] if t in STATEFUL} for pid in (A, B)}
+        rounds_before = len(log.rounds)
+
+        clients.append(_client(kafka, topology, app_id, tmp_path / C[:8], C, "balanced"))
+        await clients[-1].start()
+        second = real_text_lines(800)[400:]
+        await kafka.produce(source, [(None, line.encode()) for line in second])
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 90
+        while loop.time() < deadline:
+            latest = log.rounds[-1]
+            if len(latest.clients) == 3 and latest.followup is False:
+                break
+            await asyncio.sleep(0.5)
+        three = [r for r in log.rounds[rounds_before:] if len(r.clients) == 3]
+        assert three and three[-1].followup is False, f"did not converge: {log.rounds[rounds_before:]}"
+        for round_ in three:
+            stateful = {pid: {t for t in c["active"] if t in STATEFUL} for pid, c in round_.clients.items()}
+            assert max(len(ts) for ts in stateful.values()) <= 3, round_.clients
+            # sticky: an old client only ever gives tasks away, it never receives another old client's task
+            for pid in (A, B):
+                assert stateful[pid] <= before[pid], (pid, stateful[pid], before[pid])
+        final = {pid: sorted(t for t in c["active"] if t in STATEFUL) for pid, c in three[-1].clients.items()}
+        assert sorted(len(ts) for ts in final.values()) == [2, 2, 2], final
+        expected = expected_counts(first + second)
         assert await wait_for_counts(kafka, sink, expected) == expected
     finally:
         logging.getLogger("streamlet.assignment").removeHandler(log)
