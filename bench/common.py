@@ -37,6 +37,14 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 
+def quiet_logs() -> None:
+    """aiokafka warns about transient metadata (NotLeaderForPartition right after topic creation)."""
+    import logging
+
+    logging.basicConfig(level=logging.WARNING)
+    logging.getLogger("aiokafka").setLevel(logging.ERROR)
+
+
 def log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
@@ -333,6 +341,7 @@ def machine_info() -> dict[str, Any]:
         "python": platform.python_version(),
         "java": java[0] if java else "?",
         "kafka": "4.1.1",
+        "loadavg_at_end": " ".join(f"{x:.2f}" for x in os.getloadavg()),
         "streamlet": ver("streamlet"),
         "aiokafka": ver("aiokafka"),
         "rocksdict": ver("rocksdict"),

@@ -63,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PY_SPY} missing: run bench/setup_peers.sh")
         return 1
     run_id = time.strftime("%m%d%H%M%S")
+    common.quiet_logs()
     app_id = f"bench-profile-{run_id}"
     input_topic, output_topic = f"{app_id}-input", f"{app_id}-output"
     work = common.WORK / run_id / "profile"

@@ -150,9 +150,12 @@ async def run(bootstrap: str, rate: float, before: float, after: float, run_id: 
                     None)  # fmt: skip
     running = next((t for t, msg in events if "now RUNNING" in msg), None)
     launched_wall = t_join
+    last = [msg for _, msg in events if "assigned active" in msg]
+    m = re.search(r"assigned active \[(.*?)\] standby \[(.*?)\]", last[-1]) if last else None
     new_client = {"first_active_assignment_s": round(assigned - launched_wall, 2) if assigned else None,
-                  "first_task_running_s": round(running - launched_wall, 2) if running else None,
-                  "assignments": [msg for _, msg in events if "assigned active" in msg][:6]}  # fmt: skip
+                  "first_stateful_task_running_s": round(running - launched_wall, 2) if running else None,
+                  "final_active": m.group(1).replace("'", "") if m else "", "final_standby": m.group(2).replace("'", "") if m else "",
+                  "assignments": last[:6]}  # fmt: skip
     wrong = [w for w in produced.keys() | latest.keys() if latest.get(w) != produced.get(w)]
     return {"app_id": app_id, "rate_lines_per_s": rate, "before_s": before, "after_s": after,
             "words_produced": sum(produced.values()), "counts_ok": not wrong, "wrong_examples": wrong[:8],
@@ -167,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--after", type=float, default=45.0, help="seconds observed after the join")
     args = parser.parse_args(argv)
     run_id = time.strftime("%m%d%H%M%S")
+    common.quiet_logs()
     with common.broker() as bootstrap:
         res = asyncio.run(run(bootstrap, args.rate, args.before, args.after, run_id))
         asyncio.run(common.delete_topics_with_prefix(bootstrap, f"bench-rebal-{run_id}"))
@@ -175,9 +179,11 @@ def main(argv: list[str] | None = None) -> int:
     text = common.table(["task (output partition)", "max gap before join s", "max gap after join s",
                          "gap began s after join"], rows)  # fmt: skip
     nc = res["new_client"]
-    text += (f"\nnew client: first active tasks {nc['first_active_assignment_s']} s after launch, first task "
-             f"RUNNING {nc['first_task_running_s']} s after launch; final counts "
-             f"{'match' if res['counts_ok'] else 'DO NOT match'} the input ({res['words_produced']:,} words)")
+    text += (f"\n\nnew client: active tasks [{nc['final_active']}] {nc['first_active_assignment_s']} s after its "
+             f"launch (processing from then), standby/warm-up [{nc['final_standby']}]; a stateful task restored and "
+             f"RUNNING on it: {nc['first_stateful_task_running_s'] or 'none within the window'} s (stateful tasks move "
+             f"after warm-up at the next probing rebalance, probing_rebalance_interval_ms default 600 s). Final counts "
+             f"{'match' if res['counts_ok'] else 'DO NOT match'} the input ({res['words_produced']:,} words).")
     print(f"\nRebalance pause, streamlet, 2 -> 3 clients at {args.rate:.0f} lines/s:\n{text}")
     path = common.write_result("rebalance", {**res, "table": text,
                                              "command": " ".join(["bench/rebalance.py", *sys.argv[1:]])})

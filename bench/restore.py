@@ -267,10 +267,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--partitions", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=240.0)
     args = parser.parse_args(argv)
-    import logging
-
-    logging.basicConfig(level=logging.WARNING)
     run_id = time.strftime("%m%d%H%M%S")
+    common.quiet_logs()
     with common.broker() as bootstrap:
         results = asyncio.run(bench(bootstrap, args.keys, args.partitions, args.timeout, run_id))
         asyncio.run(common.delete_topics_with_prefix(bootstrap, f"bench-restore-{run_id}"))

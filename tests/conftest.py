@@ -19,7 +19,7 @@ def bootstrap_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
         return
     from streamlet.kafka.broker import LocalBroker
 
-    broker = LocalBroker(tmp_path_factory.mktemp("kafka-broker"))
+    broker = LocalBroker(tmp_path_factory.mktemp("kafka-broker"), die_with_parent=True)
     status = broker.start()
     try:
         yield status.bootstrap_servers

@@ -17,7 +17,6 @@ import pyspark
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-
 CONNECTOR_LIB = Path(__file__).resolve().parents[1] / "spark" / "target" / "lib"
 
 

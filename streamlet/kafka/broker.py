@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import ctypes
 import json
 import os
 import re
@@ -197,8 +198,12 @@ class LocalBroker:
         host: str = "127.0.0.1",
         kafka_version: str = KAFKA_VERSION,
         heap: str = "512m",
+        die_with_parent: bool = False,
     ) -> None:
+        """`die_with_parent`: the JVM gets SIGTERM when the starting process dies, even by SIGKILL (Linux),
+        so a killed test run leaves no broker behind; `streamlet broker start` leaves it off on purpose."""
         self.directory = Path(directory) if directory is not None else default_broker_dir()
+        self.die_with_parent = die_with_parent
         self.host = host
         self.requested_port = port
         self.kafka_version = kafka_version
@@ -265,6 +270,7 @@ class LocalBroker:
             proc = subprocess.Popen(
                 [*jvm, "kafka.Kafka", str(properties)],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                preexec_fn=_die_with_parent if self.die_with_parent else None,
             )  # fmt: skip
         state = BrokerStatus(
             pid=proc.pid, host=self.host, port=port, controller_port=controller_port,
@@ -357,6 +363,15 @@ logger.state.level = WARN
 logger.request.name = kafka.request.logger
 logger.request.level = WARN
 """
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: ask Linux to SIGTERM it when its parent dies (prctl PR_SET_PDEATHSIG)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the fixture's own stop() still runs on a normal exit
+        pass
 
 
 def _pid_alive(pid: int) -> bool:

@@ -53,3 +53,35 @@ async def test_topics_are_unique_per_test(kafka: KafkaTestCluster) -> None:
     first = await kafka.create_topic("same")
     second = await kafka.create_topic("same")
     assert first != second
+
+
+def test_a_broker_tied_to_its_parent_dies_with_it(tmp_path) -> None:
+    """A killed test run must not leave a broker JVM behind."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from streamlet.kafka.broker import _pid_alive
+
+    script = (
+        "import sys, time\n"
+        "from streamlet.kafka.broker import LocalBroker\n"
+        f"status = LocalBroker({str(tmp_path / 'b')!r}, die_with_parent=True).start()\n"
+        "print(status.pid, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        broker_pid = int(parent.stdout.readline())
+        assert _pid_alive(broker_pid)
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait(timeout=10)
+        deadline = time.monotonic() + 30
+        while _pid_alive(broker_pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _pid_alive(broker_pid), "the broker outlived the process that started it"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
