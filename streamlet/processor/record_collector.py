@@ -28,8 +28,10 @@ class RecordCollector:
         self._producer = producer
         self._changelog_topics = set(changelog_topics)
         self._queue: list[tuple[str, bytes | None, bytes | None, int | None, int | None]] = []
-        self._in_flight: list[asyncio.Future[RecordMetadata]] = []
-        self._changelog_in_flight: list[asyncio.Future[RecordMetadata]] = []
+        # Only the last send per changelog partition is kept: the producer keeps per-partition order, so
+        # its offset is the highest. Every other send is checked through a done-callback, never a list scan.
+        self._last_changelog_send: dict[tuple[str, int | None], asyncio.Future[RecordMetadata]] = {}
+        self._failure: BaseException | None = None
         self.records_sent = 0
 
     def add_changelog_topics(self, topics: Iterable[str]) -> None:
@@ -44,6 +46,10 @@ class RecordCollector:
     def pending(self) -> int:
         return len(self._queue)
 
+    def _on_done(self, future: asyncio.Future[RecordMetadata]) -> None:
+        if self._failure is None and not future.cancelled() and future.exception() is not None:
+            self._failure = future.exception()
+
     async def drain(self) -> None:
         """Hand every queued record to the producer (awaits only when its buffer is full)."""
         if not self._queue:
@@ -51,33 +57,28 @@ class RecordCollector:
         queue, self._queue = self._queue, []
         send = self._producer.send
         changelogs = self._changelog_topics
-        in_flight = self._in_flight
-        changelog_in_flight = self._changelog_in_flight
+        last_changelog = self._last_changelog_send
+        on_done = self._on_done
         for topic, key, value, partition, timestamp in queue:
             future = await send(topic, value=value, key=key, partition=partition, timestamp_ms=timestamp)
+            future.add_done_callback(on_done)
             if topic in changelogs:
-                changelog_in_flight.append(future)
-            else:
-                in_flight.append(future)
-            # keep the lists short between commits when most sends already completed
-            if len(in_flight) > 50_000:
-                self._in_flight = in_flight = [f for f in in_flight if not f.done() or f.exception() is not None]
+                last_changelog[(topic, partition)] = future
         self.records_sent += len(queue)
 
     async def flush(self) -> dict[TopicPartition, int]:
         """Send everything queued, wait for all acks, return the last acked offset per changelog partition."""
         await self.drain()
         await self._producer.flush()
-        futures, self._in_flight = self._in_flight, []
-        changelog, self._changelog_in_flight = self._changelog_in_flight, []
+        if self._failure is not None:
+            failure, self._failure = self._failure, None
+            self._last_changelog_send = {}
+            raise ProductionError(f"producing a record failed: {failure!r}") from failure
+        changelog, self._last_changelog_send = self._last_changelog_send, {}
         last: dict[TopicPartition, int] = {}
-        for future in futures:
-            _raise_if_failed(future)
-        for future in changelog:
+        for future in changelog.values():
             meta = _raise_if_failed(future)
-            tp = TopicPartition(meta.topic, meta.partition)
-            if meta.offset > last.get(tp, -1):
-                last[tp] = meta.offset
+            last[TopicPartition(meta.topic, meta.partition)] = meta.offset
         return last
 
 
