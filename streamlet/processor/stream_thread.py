@@ -443,7 +443,7 @@ class StreamThread:
             if owner is None or not records:
                 continue
             assert owner.state_manager is not None
-            owner.state_manager.restore_batch(tp, [(r.offset, r.key, r.value) for r in records])
+            owner.state_manager.restore_records(tp, records)
             applied += len(records)
             if isinstance(owner, StreamTask):
                 self._restored_counts[tp] = self._restored_counts.get(tp, 0) + len(records)

@@ -28,6 +28,7 @@ import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from aiokafka.structs import TopicPartition
 
@@ -44,6 +45,14 @@ log = logging.getLogger(__name__)
 
 #: One changelog record to restore: (offset, key, value); value None is a delete.
 RestoreRecord = tuple[int, bytes, bytes | None]
+
+
+class ChangelogRecord(Protocol):
+    """A consumed changelog record (aiokafka's ConsumerRecord has these attributes)."""
+
+    offset: int
+    key: bytes | None
+    value: bytes | None
 
 DEFAULT_RESTORE_CHUNK_RECORDS = 10_000
 
@@ -228,6 +237,41 @@ class ProcessorStateManager:
         Each chunk of at most `restore_chunk_records` records is one write batch (atomic, and a bounded
         call into RocksDB); the restored offset advances to the chunk's last record after the write.
         """
+        meta = self._restore_target(tp)
+        step = self._restore_chunk_records
+        applied = 0
+        for start in range(0, len(records), step):
+            chunk = records[start : start + step]
+            entries = [(key, value) for _offset, key, value in chunk if key is not None]
+            meta.inner.put_all(entries)
+            self._invalidate_cached(meta, (key for key, _ in entries))
+            self._offsets[tp] = chunk[-1][0]
+            applied += len(chunk)
+        return applied
+
+    def restore_records(self, tp: TopicPartition, records: Sequence[ChangelogRecord]) -> int:
+        """`restore_batch` for records as the consumer returns them (`.offset`, `.key`, `.value`).
+
+        The restore hot path: no per-record tuples, and a RocksDB store writes them into its batch directly
+        (`apply_changelog_records`), since Kafka only ever hands out bytes or None.
+        """
+        meta = self._restore_target(tp)
+        step = self._restore_chunk_records
+        inner = meta.inner
+        direct = getattr(inner, "apply_changelog_records", None)
+        applied = 0
+        for start in range(0, len(records), step):
+            chunk = records[start : start + step]
+            if direct is not None:
+                direct(chunk)
+            else:
+                inner.put_all([(r.key, r.value) for r in chunk if r.key is not None])
+            self._invalidate_cached(meta, (r.key for r in chunk if r.key is not None))
+            self._offsets[tp] = chunk[-1].offset
+            applied += len(chunk)
+        return applied
+
+    def _restore_target(self, tp: TopicPartition) -> _Store:
         self._check_open()
         name = self._store_by_changelog.get(tp)
         if name is None:
@@ -235,18 +279,14 @@ class ProcessorStateManager:
         meta = self._stores.get(name)
         if meta is None:
             raise StateStoreError(f"task {self.task_id}: store {name!r} must be registered before restoring")
-        step = self._restore_chunk_records
-        applied = 0
-        for start in range(0, len(records), step):
-            chunk = records[start : start + step]
-            entries = [(key, value) for _offset, key, value in chunk if key is not None]
-            meta.inner.put_all(entries)
-            if meta.caching is not None and meta.caching.cache.entry_count(meta.caching.namespace):
-                for key, _ in entries:  # a cached value would shadow the restored one
-                    meta.caching.cache.remove(meta.caching.namespace, key)
-            self._offsets[tp] = chunk[-1][0]
-            applied += len(chunk)
-        return applied
+        return meta
+
+    @staticmethod
+    def _invalidate_cached(meta: _Store, keys: Iterable[bytes]) -> None:
+        """A cached value would shadow the restored one."""
+        if meta.caching is not None and meta.caching.cache.entry_count(meta.caching.namespace):
+            for key in keys:
+                meta.caching.cache.remove(meta.caching.namespace, key)
 
     # ------------------------------------------------------------------ flush / checkpoint
 

@@ -214,3 +214,31 @@ def test_in_memory_store_restores_from_scratch_even_with_a_checkpoint_entry(tmp_
     assert psm.store("mem").get(b"a") == b"1"
     assert psm.changelog_offsets()[TP2] == 1
     psm.close(clean=False)
+
+
+def test_restore_records_applies_consumer_records_and_advances_the_offset(tmp_path) -> None:
+    from collections import namedtuple
+
+    from aiokafka.structs import TopicPartition
+
+    from streamlet.state.state_manager import ProcessorStateManager
+    from streamlet.task_id import TaskId
+
+    record = namedtuple("record", "offset key value")
+    tp = TopicPartition("app-s-changelog", 0)
+    psm = ProcessorStateManager(TaskId(0, 0), tmp_path / "0_0", {"s": tp}, restore_chunk_records=2)
+    store = psm.register_store("s")
+    applied = psm.restore_records(
+        tp,
+        [
+            record(0, b"a", b"1"),
+            record(1, b"b", b"2"),
+            record(2, None, b"x"),
+            record(3, b"a", None),
+            record(4, b"c", b"3"),
+        ],
+    )
+    assert applied == 5
+    assert (store.get(b"a"), store.get(b"b"), store.get(b"c")) == (None, b"2", b"3")
+    assert psm.changelog_offsets() == {tp: 5}
+    psm.close(clean=True)
