@@ -34,17 +34,10 @@ class RecordCollector:
         self._failure: BaseException | None = None
         self.records_sent = 0
 
-    def add_changelog_topics(self, topics: Iterable[str]) -> None:
-        self._changelog_topics.update(topics)
-
     def send(self, topic: str, key: bytes | None, value: bytes | None, timestamp: int | None = None,
              partition: int | None = None) -> None:  # fmt: skip
         """Queue one record (called from processors, synchronously)."""
         self._queue.append((topic, key, value, partition, timestamp))
-
-    @property
-    def pending(self) -> int:
-        return len(self._queue)
 
     def _on_done(self, future: asyncio.Future[RecordMetadata]) -> None:
         if self._failure is None and not future.cancelled() and future.exception() is not None:
