@@ -26,7 +26,6 @@ from aiokafka.structs import TopicPartition
 from streamlet.assignment.partition_assignor import StreamsPartitionAssignor
 from streamlet.assignment.protocol import NO_FOLLOWUP, AssignmentInfo, AssignorErrorCode, SubscriptionInfo
 from streamlet.errors import StateStoreError, StreamletError
-from streamlet.processor.partitioner import CachingDefaultPartitioner
 from streamlet.processor.record_collector import RecordCollector
 from streamlet.processor.stream_task import DeserializationHandler, StandbyTask, StreamTask, TaskState
 from streamlet.state.offset_sums import task_offset_sums
@@ -117,7 +116,7 @@ class StreamThread:
         )
         self.producer = AIOKafkaProducer(
             bootstrap_servers=bootstrap, client_id=f"{self.name}-producer", acks="all", linger_ms=5,
-            max_batch_size=256 * 1024, partitioner=CachingDefaultPartitioner(),
+            max_batch_size=256 * 1024,
         )  # fmt: skip
         self.cache = RecordCache(max(0, config.statestore_cache_max_bytes // config.num_stream_threads))
         self.collector = RecordCollector(self.producer, streams.topology_metadata.changelog_topics())
