@@ -126,18 +126,25 @@ async def delete_topics_with_prefix(bootstrap: str, prefix: str) -> None:
 
 
 async def topic_records(bootstrap: str, prefix: str) -> dict[str, int]:
-    """Sum of end offsets of every topic whose name starts with `prefix` (diagnostics for a failed peer)."""
+    """Sum of end offsets of every topic whose name starts with `prefix` (diagnostics, changelog sizes)."""
     from aiokafka import AIOKafkaConsumer
+    from aiokafka.admin import AIOKafkaAdminClient
     from aiokafka.structs import TopicPartition
 
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        names = sorted(t for t in await admin.list_topics() if t.startswith(prefix))
+        meta = await admin.describe_topics(names) if names else []
+    finally:
+        await admin.close()
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None)
     await consumer.start()
     try:
-        names = [t for t in await consumer.topics() if t.startswith(prefix)]
         out = {}
-        for t in sorted(names):
-            tps = [TopicPartition(t, p) for p in consumer.partitions_for_topic(t) or ()]
-            out[t] = sum((await consumer.end_offsets(tps)).values()) if tps else 0
+        for m in meta:
+            tps = [TopicPartition(m["topic"], p["partition"]) for p in m.get("partitions", [])]
+            out[m["topic"]] = sum((await consumer.end_offsets(tps)).values()) if tps else 0
         return out
     finally:
         await consumer.stop()
@@ -329,6 +336,10 @@ def machine_info() -> dict[str, Any]:
             return "-"
 
     java = subprocess.run(["java", "-version"], capture_output=True, text=True, check=False).stderr.splitlines()
+    git = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                         check=False).stdout.strip()  # fmt: skip
+    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "streamlet", "examples"],
+                           capture_output=True, text=True, check=False).stdout.strip()  # fmt: skip
     cpu = ""
     with contextlib.suppress(OSError):
         cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "")
@@ -343,6 +354,7 @@ def machine_info() -> dict[str, Any]:
         "kafka": "4.1.1",
         "loadavg_at_end": " ".join(f"{x:.2f}" for x in os.getloadavg()),
         "streamlet": ver("streamlet"),
+        "commit": git + (" (streamlet/ or examples/ modified)" if dirty else ""),
         "aiokafka": ver("aiokafka"),
         "rocksdict": ver("rocksdict"),
     }

@@ -6,7 +6,8 @@ by the Python version). Lines are stripped; only ASCII lines with at least one w
 so that Java's `toLowerCase().split("\\W+")` (Kafka Streams, Spark), Python's `re` and every peer agree
 word for word (Java's `\\W` is ASCII-only, Python's is Unicode; an all-separator or empty line is the one
 place Java's split and a naive port differ), and only lines with at least two plain words (so file lists of
-Debian copyright files, `Files: libs/foo/bar.hpp`, do not swamp the prose); identical files count once. The pool is deduplicated by nothing: repeated lines are as
+Debian copyright files, `Files: libs/foo/bar.hpp`, do not swamp the prose); identical files count once.
+The pool is deduplicated by nothing: repeated lines are as
 frequent as in the sources, which keeps the word distribution natural (Zipf-like).
 
 `python bench/corpus.py` prints the corpus's size, fingerprint and top words.

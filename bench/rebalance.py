@@ -146,15 +146,16 @@ async def run(bootstrap: str, rate: float, before: float, after: float, run_id: 
                          "max_gap_after_join_s": round(worst[1] - worst[0], 2) if worst else None,
                          "gap_starts_after_join_s": round(worst[0] - t_join, 2) if worst else None})  # fmt: skip
     events = _log_events(procs[2].log_path)
-    assigned = next((t for t, msg in events if "assigned active" in msg and not re.search(r"assigned active \[\]", msg)),
-                    None)  # fmt: skip
+    assigned = next((t for t, msg in events
+                     if "assigned active" in msg and not re.search(r"assigned active \[\]", msg)), None)
     running = next((t for t, msg in events if "now RUNNING" in msg), None)
     launched_wall = t_join
     last = [msg for _, msg in events if "assigned active" in msg]
     m = re.search(r"assigned active \[(.*?)\] standby \[(.*?)\]", last[-1]) if last else None
     new_client = {"first_active_assignment_s": round(assigned - launched_wall, 2) if assigned else None,
                   "first_stateful_task_running_s": round(running - launched_wall, 2) if running else None,
-                  "final_active": m.group(1).replace("'", "") if m else "", "final_standby": m.group(2).replace("'", "") if m else "",
+                  "final_active": m.group(1).replace("'", "") if m else "",
+                  "final_standby": m.group(2).replace("'", "") if m else "",
                   "assignments": last[:6]}  # fmt: skip
     wrong = [w for w in produced.keys() | latest.keys() if latest.get(w) != produced.get(w)]
     return {"app_id": app_id, "rate_lines_per_s": rate, "before_s": before, "after_s": after,
@@ -179,9 +180,10 @@ def main(argv: list[str] | None = None) -> int:
     text = common.table(["task (output partition)", "max gap before join s", "max gap after join s",
                          "gap began s after join"], rows)  # fmt: skip
     nc = res["new_client"]
+    running = nc["first_stateful_task_running_s"]
     text += (f"\n\nnew client: active tasks [{nc['final_active']}] {nc['first_active_assignment_s']} s after its "
              f"launch (processing from then), standby/warm-up [{nc['final_standby']}]; a stateful task restored and "
-             f"RUNNING on it: {nc['first_stateful_task_running_s'] or 'none within the window'} s (stateful tasks move "
+             f"RUNNING on it: {f'{running} s' if running else 'none within the window'} (stateful tasks may move "
              f"after warm-up at the next probing rebalance, probing_rebalance_interval_ms default 600 s). Final counts "
              f"{'match' if res['counts_ok'] else 'DO NOT match'} the input ({res['words_produced']:,} words).")
     print(f"\nRebalance pause, streamlet, 2 -> 3 clients at {args.rate:.0f} lines/s:\n{text}")

@@ -18,32 +18,41 @@ def load(name: str) -> dict | None:
     return json.loads(path.read_text()) if path.exists() else None
 
 
+def _when(d: dict) -> str:
+    m = d.get("machine", {})
+    return f" ({m.get('date', '?')}, commit {m.get('commit', '?')})"
+
+
 def build() -> str:
     parts: list[str] = []
     wc, rs, rb, hp = load("wordcount"), load("restore"), load("rebalance"), load("hotpath")
     machine = next((d["machine"] for d in (wc, rs, rb, hp) if d), None)
     if machine:
-        parts.append(f"Run of {machine['date']} on {machine['cpus']} cores ({machine['cpu']}), {machine['mem_gib']} GiB, "
+        parts.append(f"Run of {machine['date']} on {machine['cpus']} cores ({machine['cpu']}), "
+                     f"{machine['mem_gib']} GiB, load average {machine.get('loadavg_at_end', '?')} at the end, "
                      f"{machine['os']}; Python {machine['python']}, {machine['java']}, Kafka {machine['kafka']} (one "
-                     f"local KRaft broker), streamlet {machine['streamlet']}, aiokafka {machine['aiokafka']}, "
+                     f"local KRaft broker), streamlet {machine['streamlet']} at commit {machine.get('commit', '?')}, "
+                     f"aiokafka {machine['aiokafka']}, "
                      f"rocksdict {machine['rocksdict']}.")  # fmt: skip
     if wc:
         c = wc["corpus"]
-        parts.append(f"### WordCount throughput\n\n`{wc['command']}`: {c['words']:,} words ({c['lines']:,} lines, "
+        parts.append(f"### WordCount throughput{_when(wc)}\n\n`{wc['command']}`: {c['words']:,} words "
+                     f"({c['lines']:,} lines, "
                      f"{c['distinct_words']:,} distinct, corpus sha256 {c['sha256'][:12]}), 6 partitions. words/s = "
                      "words / (last correct count out - first record in); start-up = launch -> first record in.\n\n"
                      + wc["table"])  # fmt: skip
     if rs:
-        parts.append(f"### Restoration\n\n`{rs['command']}`: {rs['keys']:,} distinct keys in the count store's "
+        parts.append(f"### Restoration{_when(rs)}\n\n`{rs['command']}`: {rs['keys']:,} distinct keys in the count "
+                     "store's "
                      f"changelog ({rs['partitions']} partition(s)); records/s = restored records / (first restore "
                      "start -> last restore end) from the restore listener; start -> processing = until a probe "
                      "line is counted on top of the restored counts.\n\n" + rs["table"])  # fmt: skip
     if rb:
-        parts.append(f"### Rebalance pause (streamlet, 2 -> 3 clients)\n\n`{rb['command']}`: "
+        parts.append(f"### Rebalance pause (streamlet, 2 -> 3 clients){_when(rb)}\n\n`{rb['command']}`: "
                      f"{rb['rate_lines_per_s']:.0f} lines/s, cache off.\n\n" + rb["table"])  # fmt: skip
     if hp:
         rows = "\n".join(f"| {100 * s:.1f}% | `{f}` |" for f, s in hp["self"][:12])
-        parts.append(f"### Hot path (py-spy, one streamlet worker, own time)\n\n`{hp['command']}`, "
+        parts.append(f"### Hot path (py-spy, one streamlet worker, own time){_when(hp)}\n\n`{hp['command']}`, "
                      f"{hp['samples']} samples\n\n| share | function |\n|---|---|\n{rows}")  # fmt: skip
     return "\n\n".join(parts) + "\n"
 

@@ -208,7 +208,8 @@ async def run_peer(peer: Peer, bootstrap: str, c: corpus_mod.Corpus, run_id: str
         procs = peer.launch(r)
         launched = min(p.started for p in procs)
         ready_task = asyncio.create_task(
-            _group_stable(bootstrap, r.app_id, stop) if peer.group else _log_marker(procs, peer.ready_marker or "", stop))
+            _group_stable(bootstrap, r.app_id, stop) if peer.group
+            else _log_marker(procs, peer.ready_marker or "", stop))
         result = await watcher.wait(timeout, alive=lambda: all(p.alive() for p in procs))
         stop.set()
         ready = await ready_task
@@ -269,8 +270,8 @@ def render(results: list[dict[str, Any]]) -> str:
     ok = [r for r in results if r.get("status") == "ok" and r["kind"] == "framework"]
     best = max((r["words_per_s"] for r in ok), default=None)
     raw = next((r["words_per_s"] for r in results if r["peer"] == "raw aiokafka" and r.get("status") == "ok"), None)
-    java = next((r["words_per_s"] for r in results if r["peer"].startswith("Kafka consumer") and r.get("status") == "ok"),
-                None)  # fmt: skip
+    java = next((r["words_per_s"] for r in results
+                 if r["peer"].startswith("Kafka consumer") and r.get("status") == "ok"), None)
     rows = []
     for r in results:
         rate = r.get("words_per_s") if r.get("status") == "ok" else None
@@ -321,11 +322,13 @@ def main(argv: list[str] | None = None) -> int:
             res = asyncio.run(run_peer(peer, bootstrap, c, run_id, args.timeout))
             results.append(res)
             log(f"{peer.name}: {res.get('status')} {res.get('words_per_s') or res.get('reason', '')}")
-            asyncio.run(common.delete_topics_with_prefix(bootstrap, f"bench-{re.sub(r'[^a-z0-9]+', '-', peer.name.lower()).strip('-')}-{run_id}"))
+            slug = re.sub(r"[^a-z0-9]+", "-", peer.name.lower()).strip("-")
+            asyncio.run(common.delete_topics_with_prefix(bootstrap, f"bench-{slug}-{run_id}"))
     text = render(results)
     print("\nWordCount, " + f"{c.words:,} words ({len(c.lines):,} lines), 6 partitions, one local broker:\n" + text)
+    command = " ".join(["bench/wordcount.py", *(argv or sys.argv[1:])])
     path = common.write_result("wordcount", {"corpus": c.summary(), "results": results, "table": text,
-                                             "command": " ".join(["bench/wordcount.py", *(argv or sys.argv[1:])])})  # fmt: skip
+                                             "command": command})
     log(f"wrote {path}")
     return 0
 

@@ -23,7 +23,8 @@ CONNECTOR_LIB = Path(__file__).resolve().parents[1] / "spark" / "target" / "lib"
 def connector_jars() -> str:
     """The jars of bench/spark (Maven-resolved connector) that pyspark does not ship itself."""
     shipped = {re.sub(r"-\d[\w.-]*\.jar$", "", j.name) for j in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
-    jars = [str(j) for j in sorted(CONNECTOR_LIB.glob("*.jar")) if re.sub(r"-\d[\w.-]*\.jar$", "", j.name) not in shipped]
+    jars = [str(j) for j in sorted(CONNECTOR_LIB.glob("*.jar"))
+            if re.sub(r"-\d[\w.-]*\.jar$", "", j.name) not in shipped]
     if not any("spark-sql-kafka" in j for j in jars):
         sys.exit(f"Spark's Kafka connector is missing in {CONNECTOR_LIB}: run `mvn -q -B package` in bench/spark")
     return ",".join(jars)
