@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from examples.wordcount.dsl import APPLICATION_ID, INPUT_TOPIC, OUTPUT_TOPIC, split_words
+from examples.wordcount.dsl import APPLICATION_ID, INPUT_TOPIC, OUTPUT_TOPIC, count_words
 from streamlet import App
 
 input_topic = os.environ.get("WORDCOUNT_INPUT_TOPIC", INPUT_TOPIC)
@@ -16,11 +16,4 @@ output_topic = os.environ.get("WORDCOUNT_OUTPUT_TOPIC", OUTPUT_TOPIC)
 
 app = App(os.environ.get("WORDCOUNT_APPLICATION_ID", APPLICATION_ID), commit_interval_ms=1_000)
 
-(
-    app.stream(input_topic, key_serde="str", value_serde="str")
-    .flat_map_values(split_words)
-    .group_by(lambda _key, word: word, key_serde="str", value_serde="str")
-    .count("counts-store")
-    .to_stream()
-    .to(output_topic, key_serde="str", value_serde="int64")
-)
+count_words(app.stream(input_topic, key_serde="str", value_serde="str"), output_topic)

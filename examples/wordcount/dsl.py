@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from streamlet.topology import StreamsBuilder, Topology
+from streamlet.topology import KStream, StreamsBuilder, Topology
 
 INPUT_TOPIC = "streams-plaintext-input"
 OUTPUT_TOPIC = "streams-wordcount-output"
@@ -31,14 +31,18 @@ def split_words(line: str) -> list[str]:
     return words
 
 
-def build_topology(input_topic: str = INPUT_TOPIC, output_topic: str = OUTPUT_TOPIC) -> Topology:
-    builder = StreamsBuilder()
+def count_words(lines: KStream, output_topic: str = OUTPUT_TOPIC) -> None:
+    """The WordCount pipeline on a stream of text lines (string values)."""
     (
-        builder.stream(input_topic, key_serde="str", value_serde="str")
-        .flat_map_values(split_words)
+        lines.flat_map_values(split_words)
         .group_by(lambda _key, word: word, key_serde="str", value_serde="str")
         .count("counts-store")
         .to_stream()
         .to(output_topic, key_serde="str", value_serde="int64")
     )
+
+
+def build_topology(input_topic: str = INPUT_TOPIC, output_topic: str = OUTPUT_TOPIC) -> Topology:
+    builder = StreamsBuilder()
+    count_words(builder.stream(input_topic, key_serde="str", value_serde="str"), output_topic)
     return builder.build()

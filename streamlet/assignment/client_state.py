@@ -53,22 +53,6 @@ def end_offset_sum(end_offsets: Iterable[int]) -> int:
     return total
 
 
-def reported_offset_sum(changelog_offsets: Iterable[int]) -> int:
-    """Client side `TaskManager.sumOfChangelogOffsets`: -2 wins, -4 is skipped, overflow pins to Long.MAX."""
-    total = 0
-    for offset in changelog_offsets:
-        if offset == LATEST_OFFSET:
-            return LATEST_OFFSET
-        if offset == OFFSET_UNKNOWN:
-            continue
-        if offset < 0:
-            raise TaskAssignmentError(f"negative changelog offset {offset} cannot be reported in a subscription")
-        total += offset
-        if total > LONG_MAX:
-            return LONG_MAX
-    return total
-
-
 class ClientState:
     """One client's inputs (capacity, reported offsets, lags, ownership) and its assignment (output)."""
 

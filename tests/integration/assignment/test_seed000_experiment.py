@@ -11,8 +11,10 @@ The leader's log lines (Kafka Streams' format) are parsed to check each round.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import pytest
@@ -81,7 +83,15 @@ def _client(kafka: KafkaTestCluster, topology, app_id: str, state_dir, process_i
     return KafkaStreams(topology, config)
 
 
-async def test_third_client_joins_like_seed_000(kafka: KafkaTestCluster, tmp_path) -> None:
+@dataclass
+class Experiment:
+    before: dict[str, dict[str, list[str]]]  # the two-client round just before the third client joins
+    three: list[Round]  # every round with three clients, up to the stable one
+
+
+@contextlib.asynccontextmanager
+async def seed_experiment(kafka: KafkaTestCluster, tmp_path, task_assignor: str) -> AsyncIterator[Experiment]:
+    """Run seed 000's experiment; counts are checked to be exact before the join and at the end."""
     source = await kafka.create_topic("streams-plaintext-input", partitions=6)
     sink = await kafka.create_topic("streams-wordcount-output", partitions=6)
     app_id = unique_name("streams-wordcount")
@@ -89,107 +99,76 @@ async def test_third_client_joins_like_seed_000(kafka: KafkaTestCluster, tmp_pat
         kafka.track(f"{app_id}-{suffix}")
     topology = build_topology(source, sink)
     log = AssignmentLog()
-    logging.getLogger("streamlet.assignment").addHandler(log)
-    logging.getLogger("streamlet.assignment").setLevel(logging.INFO)
+    logger = logging.getLogger("streamlet.assignment")
+    logger.addHandler(log)
+    logger.setLevel(logging.INFO)
     clients: list[KafkaStreams] = []
     try:
         for pid in (A, B):
-            clients.append(_client(kafka, topology, app_id, tmp_path / pid[:8], pid))
+            clients.append(_client(kafka, topology, app_id, tmp_path / pid[:8], pid, task_assignor))
             await clients[-1].start()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 60
+        while loop.time() < deadline and not (log.rounds and len(log.rounds[-1].clients) == 2):
+            await asyncio.sleep(0.2)  # the seed starts from an assignment over both clients
         first = real_text_lines(400) + [SEED_LINE]
         await kafka.produce(source, [(None, line.encode()) for line in first])
         assert await wait_for_counts(kafka, sink, expected_counts(first)) == expected_counts(first)
-
-        # the two-client layout the seed starts from: round robin over 4b61083e < 7156cef1
-        two = log.rounds[-1].clients
-        assert sorted(t for t in two[A]["active"] if t.startswith("1_")) == ["1_0", "1_2", "1_4"]
-        assert sorted(t for t in two[B]["active"] if t.startswith("1_")) == ["1_1", "1_3", "1_5"]
+        before = log.rounds[-1].clients
         rounds_before = len(log.rounds)
 
-        clients.append(_client(kafka, topology, app_id, tmp_path / C[:8], C))
+        clients.append(_client(kafka, topology, app_id, tmp_path / C[:8], C, task_assignor))
         await clients[-1].start()
         second = real_text_lines(800)[400:]
         await kafka.produce(source, [(None, line.encode()) for line in second])
-
         # wait for the converged, stable round (at most a few probing intervals)
-        loop = asyncio.get_running_loop()
         deadline = loop.time() + 90
-        while loop.time() < deadline:
-            latest = log.rounds[-1]
-            if len(latest.clients) == 3 and latest.followup is False:
-                break
+        while loop.time() < deadline and not (len(log.rounds[-1].clients) == 3 and log.rounds[-1].followup is False):
             await asyncio.sleep(0.5)
         three = [r for r in log.rounds[rounds_before:] if len(r.clients) == 3]
         assert three, f"no assignment with three clients; rounds: {log.rounds}"
+        yield Experiment(before, three)
 
-        joined = three[0]
-        stateful_on_c = [t for t in joined.clients[C]["active"] if t in STATEFUL]
-        assert stateful_on_c == [], f"the new client got stateful tasks before catching up: {joined.clients}"
-        warmups = sum(len(c["standby"]) for c in joined.clients.values())
-        assert 0 < warmups <= 2, joined.clients  # standbys are all warmups (num_standby_replicas=0)
-        assert joined.followup is True
-        for round_ in three[:-1]:
-            assert round_.followup is True  # every intermediate round asks for another probe
-        assert three[-1].followup is False, f"did not converge: {three[-1]}"
-        assert three[-1].clients == SEED_CONVERGED
-        assert len(three) >= 2  # at least one probing rebalance moved tasks
-
-        everything = first + second
-        expected = expected_counts(everything)
+        expected = expected_counts(first + second)
         assert await wait_for_counts(kafka, sink, expected) == expected
     finally:
-        logging.getLogger("streamlet.assignment").removeHandler(log)
+        logger.removeHandler(log)
         for client in clients:
             await client.close()
+
+
+def _stateful(tasks: list[str]) -> set[str]:
+    return {t for t in tasks if t in STATEFUL}
+
+
+async def test_third_client_joins_like_seed_000(kafka: KafkaTestCluster, tmp_path) -> None:
+    async with seed_experiment(kafka, tmp_path, "high_availability") as run:
+        # the two-client layout the seed starts from: round robin over 4b61083e < 7156cef1
+        assert _stateful(run.before[A]["active"]) == {"1_0", "1_2", "1_4"}
+        assert _stateful(run.before[B]["active"]) == {"1_1", "1_3", "1_5"}
+
+        joined = run.three[0]
+        assert not _stateful(joined.clients[C]["active"]), f"stateful tasks before catching up: {joined.clients}"
+        warmups = sum(len(c["standby"]) for c in joined.clients.values())
+        assert 0 < warmups <= 2, joined.clients  # standbys are all warmups (num_standby_replicas=0)
+        for round_ in run.three[:-1]:
+            assert round_.followup is True  # every intermediate round asks for another probe
+        assert run.three[-1].followup is False, f"did not converge: {run.three[-1]}"
+        assert run.three[-1].clients == SEED_CONVERGED
+        assert len(run.three) >= 2  # at least one probing rebalance moved tasks
 
 
 async def test_third_client_joins_with_the_balanced_assignor(kafka: KafkaTestCluster, tmp_path) -> None:
     """The same experiment with streamlet's `balanced` assignor: no reshuffle among the old clients, no client
     above 3 stateful tasks at any point, and a stable 2/2/2 split of the stateful tasks at the end."""
-    source = await kafka.create_topic("streams-plaintext-input", partitions=6)
-    sink = await kafka.create_topic("streams-wordcount-output", partitions=6)
-    app_id = unique_name("streams-wordcount-balanced")
-    for suffix in ("counts-store-repartition", "counts-store-changelog"):
-        kafka.track(f"{app_id}-{suffix}")
-    topology = build_topology(source, sink)
-    log = AssignmentLog()
-    logging.getLogger("streamlet.assignment").addHandler(log)
-    logging.getLogger("streamlet.assignment").setLevel(logging.INFO)
-    clients: list[KafkaStreams] = []
-    try:
-        for pid in (A, B):
-            clients.append(_client(kafka, topology, app_id, tmp_path / pid[:8], pid, "balanced"))
-            await clients[-1].start()
-        first = real_text_lines(400) + [SEED_LINE]
-        await kafka.produce(source, [(None, line.encode()) for line in first])
-        assert await wait_for_counts(kafka, sink, expected_counts(first)) == expected_counts(first)
-        before = {pid: {t for t in log.rounds[-1].clients[pid]["active"] if t in STATEFUL} for pid in (A, B)}
-        rounds_before = len(log.rounds)
-
-        clients.append(_client(kafka, topology, app_id, tmp_path / C[:8], C, "balanced"))
-        await clients[-1].start()
-        second = real_text_lines(800)[400:]
-        await kafka.produce(source, [(None, line.encode()) for line in second])
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + 90
-        while loop.time() < deadline:
-            latest = log.rounds[-1]
-            if len(latest.clients) == 3 and latest.followup is False:
-                break
-            await asyncio.sleep(0.5)
-        three = [r for r in log.rounds[rounds_before:] if len(r.clients) == 3]
-        assert three and three[-1].followup is False, f"did not converge: {log.rounds[rounds_before:]}"
-        for round_ in three:
-            stateful = {pid: {t for t in c["active"] if t in STATEFUL} for pid, c in round_.clients.items()}
+    async with seed_experiment(kafka, tmp_path, "balanced") as run:
+        before = {pid: _stateful(run.before[pid]["active"]) for pid in (A, B)}
+        assert run.three[-1].followup is False, f"did not converge: {run.three}"
+        for round_ in run.three:
+            stateful = {pid: _stateful(c["active"]) for pid, c in round_.clients.items()}
             assert max(len(ts) for ts in stateful.values()) <= 3, round_.clients
             # sticky: an old client only ever gives tasks away, it never receives another old client's task
             for pid in (A, B):
                 assert stateful[pid] <= before[pid], (pid, stateful[pid], before[pid])
-        final = {pid: sorted(t for t in c["active"] if t in STATEFUL) for pid, c in three[-1].clients.items()}
-        assert sorted(len(ts) for ts in final.values()) == [2, 2, 2], final
-        expected = expected_counts(first + second)
-        assert await wait_for_counts(kafka, sink, expected) == expected
-    finally:
-        logging.getLogger("streamlet.assignment").removeHandler(log)
-        for client in clients:
-            await client.close()
+        final = [len(_stateful(c["active"])) for c in run.three[-1].clients.values()]
+        assert sorted(final) == [2, 2, 2], run.three[-1].clients

@@ -11,7 +11,6 @@ from streamlet.assignment.client_state import (
     ClientState,
     compute_task_lag,
     end_offset_sum,
-    reported_offset_sum,
 )
 from streamlet.errors import TaskAssignmentError
 from streamlet.task_id import TaskId
@@ -35,14 +34,9 @@ def test_compute_task_lag(reported: int | None, end: int, lag: int) -> None:
     assert compute_task_lag(reported, end) == lag
 
 
-def test_offset_sums_pin_to_long_max_and_follow_the_client_rules() -> None:
+def test_end_offset_sums_pin_to_long_max() -> None:
     assert end_offset_sum([LONG_MAX, 1]) == LONG_MAX
     assert end_offset_sum([3, 4]) == 7
-    assert reported_offset_sum([5, -4, 6]) == 11  # OFFSET_UNKNOWN is skipped
-    assert reported_offset_sum([5, LATEST_OFFSET, 6]) == LATEST_OFFSET
-    assert reported_offset_sum([LONG_MAX, LONG_MAX]) == LONG_MAX
-    with pytest.raises(TaskAssignmentError):
-        reported_offset_sum([-7])
 
 
 def test_client_lags_previous_tasks_and_prev_tasks_by_lag() -> None:
