@@ -1,4 +1,4 @@
-"""The `streamlet` command: broker, worker, topology, produce/consume, assign, verify."""
+"""The `streamlet` command: broker, worker, topology, topics, produce/consume, assign, verify."""
 
 from __future__ import annotations
 
