@@ -186,7 +186,7 @@ class KafkaStreams:
         }
 
     def release_unowned_task_dirs(self, owner: str, keep: set[TaskId]) -> None:
-        """Unlock the task dirs a thread locked to report their offsets but was not assigned."""
+        """Unlock the task dirs `owner` holds outside `keep` (after an assignment, or all of them on shutdown)."""
         directory = self.state_directory
         for task in directory.locked_tasks(owner) - keep:
             directory.unlock_task(task, owner)

@@ -36,7 +36,6 @@ class RecordCollector:
         self._partitions: dict[str, list[int]] = {}
         self._partitioner = CachingDefaultPartitioner()
         self._failure: BaseException | None = None
-        self.records_sent = 0
 
     def send(self, topic: str, key: bytes | None, value: bytes | None, timestamp: int | None = None,
              partition: int | None = None) -> None:  # fmt: skip
@@ -71,7 +70,6 @@ class RecordCollector:
             group.append((key, value, timestamp))
         for (topic, partition), records in groups.items():
             await self._send_records(topic, partition, records)
-        self.records_sent += len(queue)
 
     async def _send_records(self, topic: str, partition: int,
                             records: list[tuple[bytes | None, bytes | None, int | None]]) -> None:  # fmt: skip

@@ -78,7 +78,6 @@ class StreamTask:
         self._deserialization = deserialization
         self._consumed: dict[TopicPartition, int] = {}
         self._committed: dict[TopicPartition, int] = {}
-        self.records_processed = 0
         # current record metadata, read by processors
         self.topic = ""
         self.partition = -1
@@ -115,7 +114,6 @@ class StreamTask:
                 self._deserialization.handle(self.task_id, record, exc)
         if records:
             self._consumed[tp] = records[-1].offset
-            self.records_processed += len(records)
 
     def flush_caches(self) -> None:
         """Flush record caches: emits cached aggregates downstream and to the changelog."""

@@ -62,7 +62,6 @@ class StreamThread:
 
     def __init__(self, streams: KafkaStreams, index: int) -> None:
         self.streams = streams
-        self.index = index
         config = streams.config
         self.process_id = streams.process_id
         self.name = f"{config.application_id}-{self.process_id}-StreamThread-{index}"
@@ -86,7 +85,6 @@ class StreamThread:
         # task). Never held across the main consumer's getmany(): aiokafka's docs warn that deadlocks.
         self._lock = asyncio.Lock()
         self._closing = False
-        self.rebalances = 0
 
         bootstrap = config.bootstrap_servers
         self.assignor = StreamsPartitionAssignor(
@@ -176,9 +174,7 @@ class StreamThread:
                 await closer()
             except Exception:
                 log.exception("stream-thread [%s] closing a client failed", self.name)
-        directory = self.streams.state_directory
-        for task_id in directory.locked_tasks(self.name):
-            directory.unlock_task(task_id, self.name)
+        self.streams.release_unowned_task_dirs(self.name, keep=set())
         log.info("stream-thread [%s] stopped (clean=%s)", self.name, clean)
 
     # ---- the loop -----------------------------------------------------------------------------------------
@@ -198,7 +194,7 @@ class StreamThread:
         batch = await self.consumer.getmany(timeout_ms=poll_ms, max_records=self.config.max_poll_records)
         async with self._lock:
             if batch:
-                by_partition = self._task_by_partition
+                by_partition = self._partition_index
                 assigned = self.consumer.assignment()
                 for tp, records in batch.items():
                     task = by_partition.get(tp)
@@ -220,10 +216,6 @@ class StreamThread:
 
     def _has_running(self) -> bool:
         return any(t.state is TaskState.RUNNING for t in self.active.values())
-
-    @property
-    def _task_by_partition(self) -> dict[TopicPartition, StreamTask]:
-        return self._partition_index
 
     def _reindex(self) -> None:
         self._partition_index = {tp: task for task in self.active.values() for tp in task.partitions}
@@ -284,7 +276,6 @@ class StreamThread:
 
     async def _on_partitions_revoked(self) -> None:
         async with self._lock:
-            self.rebalances += 1
             if self._closing:
                 return
             try:
