@@ -226,12 +226,16 @@ def scenarios() -> list[dict[str, Any]]:
     # research note §6.10 #3: 3->4, 12 stateful, 1 standby, end 1e6, documented start layout
     tasks = [f"{s}_{p}" for s in (0, 1) for p in range(6)]
     conv = {
-        "config": {"num_standby_replicas": 1, "max_warmup_replicas": 2, "acceptable_recovery_lag": 10_000,
-                   "probing_rebalance_interval_ms": 600_000},
+        "config": {
+            "num_standby_replicas": 1,
+            "max_warmup_replicas": 2,
+            "acceptable_recovery_lag": 10_000,
+            "probing_rebalance_interval_ms": 600_000,
+        },
         "tasks": {"stateless": [], "stateful": tasks},
         "changelog_end_offset_sums": dict.fromkeys(tasks, LARGE_END),
         "clients": {},
-    }  # fmt: skip
+    }
     layout = {
         pid(1): {"capacity": 1, "active": tasks[0:4], "standby": tasks[4:8]},
         pid(2): {"capacity": 1, "active": tasks[4:8], "standby": tasks[8:12]},
@@ -244,33 +248,45 @@ def scenarios() -> list[dict[str, Any]]:
         for size, end in (("small", SMALL_END), ("large", LARGE_END)):
             for w in (1, 2):
                 base = base_case(stateful=12, stateless=6, end=end, standbys=1, warmups=w)
-                out.append({
-                    "name": f"scale {before}->{after} (12 sf, 6 sl, s=1, w={w}, {size})",
-                    "start": ("join", base, {pid(i): 1 for i in range(1, before + 1)},
-                              {pid(i): 1 for i in range(before + 1, after + 1)}),
-                    "departed": set(),
-                })  # fmt: skip
+                out.append(
+                    {
+                        "name": f"scale {before}->{after} (12 sf, 6 sl, s=1, w={w}, {size})",
+                        "start": (
+                            "join",
+                            base,
+                            {pid(i): 1 for i in range(1, before + 1)},
+                            {pid(i): 1 for i in range(before + 1, after + 1)},
+                        ),
+                        "departed": set(),
+                    }
+                )
     for size, end in (("small", SMALL_END), ("large", LARGE_END)):
         for s in (0, 1):
             base = base_case(stateful=6, stateless=0, end=end, standbys=s, warmups=2)
-            out.append({
-                "name": f"replace smallest of 3 (6 sf, s={s}, w=2, {size})",
-                "start": ("replace", base, {pid(i): 1 for i in (1, 2, 3)}, pid(1), pid(9)),
-                "departed": {pid(1)},
-            })  # fmt: skip
+            out.append(
+                {
+                    "name": f"replace smallest of 3 (6 sf, s={s}, w=2, {size})",
+                    "start": ("replace", base, {pid(i): 1 for i in (1, 2, 3)}, pid(1), pid(9)),
+                    "departed": {pid(1)},
+                }
+            )
         base = base_case(stateful=12, stateless=0, end=end, standbys=1, warmups=2)
-        out.append({
-            "name": f"replace smallest of 4 (12 sf, s=1, w=2, {size})",
-            "start": ("replace", base, {pid(i): 1 for i in (1, 2, 3, 4)}, pid(1), pid(9)),
-            "departed": {pid(1)},
-        })  # fmt: skip
+        out.append(
+            {
+                "name": f"replace smallest of 4 (12 sf, s=1, w=2, {size})",
+                "start": ("replace", base, {pid(i): 1 for i in (1, 2, 3, 4)}, pid(1), pid(9)),
+                "departed": {pid(1)},
+            }
+        )
     for size, end in (("small", SMALL_END), ("large", LARGE_END)):
         base = base_case(stateful=12, stateless=4, end=end, standbys=0, warmups=2)
-        out.append({
-            "name": f"uneven 1+3 thr, +2 thr (12 sf, 4 sl, w=2, {size})",
-            "start": ("join", base, {pid(1): 1, pid(2): 3}, {pid(3): 2}),
-            "departed": set(),
-        })  # fmt: skip
+        out.append(
+            {
+                "name": f"uneven 1+3 thr, +2 thr (12 sf, 4 sl, w=2, {size})",
+                "start": ("join", base, {pid(1): 1, pid(2): 3}, {pid(3): 2}),
+                "departed": set(),
+            }
+        )
     return out
 
 

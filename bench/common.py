@@ -90,8 +90,10 @@ async def recreate_topics(bootstrap: str, topics: dict[str, int], *, compact: se
                 if not set(existing) & set(await admin.list_topics()):
                     break
                 await asyncio.sleep(0.5)
-        new = [NewTopic(name, n, 1, topic_configs={"cleanup.policy": "compact"} if name in (compact or ()) else {})
-               for name, n in topics.items()]  # fmt: skip
+        new = [
+            NewTopic(name, n, 1, topic_configs={"cleanup.policy": "compact"} if name in (compact or ()) else {})
+            for name, n in topics.items()
+        ]
         for attempt in range(20):
             try:
                 await admin.create_topics(new)
@@ -103,9 +105,12 @@ async def recreate_topics(bootstrap: str, topics: dict[str, int], *, compact: se
                 await asyncio.sleep(1)
         for _ in range(60):
             meta = await admin.describe_topics(list(topics))
-            if all(len(m.get("partitions", [])) == topics[m["topic"]] and m.get("error_code", 0) == 0
-                   and all(p.get("leader", -1) >= 0 and p.get("error_code", 0) == 0 for p in m["partitions"])
-                   for m in meta):
+            if all(
+                len(m.get("partitions", [])) == topics[m["topic"]]
+                and m.get("error_code", 0) == 0
+                and all(p.get("leader", -1) >= 0 and p.get("error_code", 0) == 0 for p in m["partitions"])
+                for m in meta
+            ):
                 return
             await asyncio.sleep(0.5)
     finally:
@@ -154,8 +159,13 @@ async def produce_lines(bootstrap: str, topic: str, lines: list[str], partitions
     """Write the lines (no key) round-robin over the partitions; returns seconds taken."""
     from aiokafka import AIOKafkaProducer
 
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=20, acks="all", max_batch_size=512 * 1024,
-                                max_request_size=8 * 1024 * 1024)  # fmt: skip
+    producer = AIOKafkaProducer(
+        bootstrap_servers=bootstrap,
+        linger_ms=20,
+        acks="all",
+        max_batch_size=512 * 1024,
+        max_request_size=8 * 1024 * 1024,
+    )
     await producer.start()
     began = time.monotonic()
     try:
@@ -254,9 +264,14 @@ class OutputWatcher:
     async def start(self) -> None:
         from aiokafka import AIOKafkaConsumer
 
-        self._consumer = AIOKafkaConsumer(self.topic, bootstrap_servers=self.bootstrap, group_id=None,
-                                          auto_offset_reset="earliest", fetch_max_bytes=16 * 1024 * 1024,
-                                          max_partition_fetch_bytes=4 * 1024 * 1024)  # fmt: skip
+        self._consumer = AIOKafkaConsumer(
+            self.topic,
+            bootstrap_servers=self.bootstrap,
+            group_id=None,
+            auto_offset_reset="earliest",
+            fetch_max_bytes=16 * 1024 * 1024,
+            max_partition_fetch_bytes=4 * 1024 * 1024,
+        )
         await self._consumer.start()
 
     def _apply(self, key: bytes | None, value: bytes | None) -> None:
@@ -312,9 +327,14 @@ class OutputWatcher:
         return res
 
     def _result(self, ok: bool, done: float | None) -> WatchResult:
-        wrong = [] if ok else sorted(
-            (w for w in self.expected.keys() | self.latest.keys() if self.latest.get(w) != self.expected.get(w)),
-            key=lambda w: -(self.expected.get(w) or 0))[:8]  # fmt: skip
+        wrong = (
+            []
+            if ok
+            else sorted(
+                (w for w in self.expected.keys() | self.latest.keys() if self.latest.get(w) != self.expected.get(w)),
+                key=lambda w: -(self.expected.get(w) or 0),
+            )[:8]
+        )
         return WatchResult(ok, self.first, done, self.matched, self.progress, self.records, wrong)
 
     async def close(self) -> None:
@@ -336,10 +356,15 @@ def machine_info() -> dict[str, Any]:
             return "-"
 
     java = subprocess.run(["java", "-version"], capture_output=True, text=True, check=False).stderr.splitlines()
-    git = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                         check=False).stdout.strip()  # fmt: skip
-    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "streamlet", "examples"],
-                           capture_output=True, text=True, check=False).stdout.strip()  # fmt: skip
+    git = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "-C", str(ROOT), "status", "--porcelain", "--", "streamlet", "examples"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
     cpu = ""
     with contextlib.suppress(OSError):
         cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "")

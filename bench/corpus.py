@@ -93,9 +93,16 @@ class Corpus:
     seed: int
 
     def summary(self) -> dict[str, object]:
-        return {"lines": len(self.lines), "words": self.words, "distinct_words": len(self.expected),
-                "sha256": self.sha256, "pool_lines": self.pool_lines, "source_files": self.sources,
-                "seed": self.seed, "bytes": sum(len(s) + 1 for s in self.lines)}  # fmt: skip
+        return {
+            "lines": len(self.lines),
+            "words": self.words,
+            "distinct_words": len(self.expected),
+            "sha256": self.sha256,
+            "pool_lines": self.pool_lines,
+            "source_files": self.sources,
+            "seed": self.seed,
+            "bytes": sum(len(s) + 1 for s in self.lines),
+        }
 
 
 def build(target_words: int = TARGET_WORDS, seed: int = SEED) -> Corpus:
@@ -126,8 +133,10 @@ def main(argv: list[str] | None = None) -> int:
     top = sorted(corpus.expected.items(), key=lambda kv: -kv[1])
     print("top 20:", top[:20])
     # Zipf check: frequency x rank is roughly constant over the head of the distribution
-    print("rank*freq/words at ranks 1,10,100,1000:",
-          [round((r + 1) * top[r][1] / corpus.words, 3) for r in (0, 9, 99, 999) if r < len(top)])  # fmt: skip
+    print(
+        "rank*freq/words at ranks 1,10,100,1000:",
+        [round((r + 1) * top[r][1] / corpus.words, 3) for r in (0, 9, 99, 999) if r < len(top)],
+    )
     return 0
 
 

@@ -44,9 +44,11 @@ def summarize(raw: Path, top: int = 25) -> dict[str, Any]:
         own[frames[-1]] += count
         for f in set(frames):
             incl[f] += count
-    return {"samples": total,
-            "self": [(f, round(n / total, 4)) for f, n in own.most_common(top)],
-            "inclusive": [(f, round(n / total, 4)) for f, n in incl.most_common(top * 3)]}  # fmt: skip
+    return {
+        "samples": total,
+        "self": [(f, round(n / total, 4)) for f, n in own.most_common(top)],
+        "inclusive": [(f, round(n / total, 4)) for f, n in incl.most_common(top * 3)],
+    }
 
 
 async def prepare(bootstrap: str, topic: str, c: corpus_mod.Corpus) -> None:
@@ -72,19 +74,57 @@ def main(argv: list[str] | None = None) -> int:
     with common.broker() as bootstrap:
         asyncio.run(prepare(bootstrap, input_topic, c))
         asyncio.run(common.recreate_topics(bootstrap, {output_topic: 6}))
-        env = {"WORDCOUNT_INPUT_TOPIC": input_topic, "WORDCOUNT_OUTPUT_TOPIC": output_topic,
-               "WORDCOUNT_APPLICATION_ID": app_id}  # fmt: skip
-        worker = spawn("worker", [str(LIB_PY), "-m", "streamlet.cli", "worker", "examples.wordcount.app:app",
-                                  "--threads", "2", "--state-dir", str(work / "state"), "--bootstrap-servers",
-                                  bootstrap, "--log-level", "warning", "--config", "commit_interval_ms=1000"],
-                       work / "worker.log", env=env)  # fmt: skip
+        env = {
+            "WORDCOUNT_INPUT_TOPIC": input_topic,
+            "WORDCOUNT_OUTPUT_TOPIC": output_topic,
+            "WORDCOUNT_APPLICATION_ID": app_id,
+        }
+        worker = spawn(
+            "worker",
+            [
+                str(LIB_PY),
+                "-m",
+                "streamlet.cli",
+                "worker",
+                "examples.wordcount.app:app",
+                "--threads",
+                "2",
+                "--state-dir",
+                str(work / "state"),
+                "--bootstrap-servers",
+                bootstrap,
+                "--log-level",
+                "warning",
+                "--config",
+                "commit_interval_ms=1000",
+            ],
+            work / "worker.log",
+            env=env,
+        )
         try:
             time.sleep(4)  # group join; the input is already there, so it is processing after this
             common.RESULTS.mkdir(parents=True, exist_ok=True)
             log(f"py-spy record for {args.seconds}s on pid {worker.popen.pid}")
-            proc = subprocess.run([str(PY_SPY), "record", "--pid", str(worker.popen.pid), "--duration",
-                                   str(args.seconds), "--rate", "200", "--format", "raw", "--output", str(raw)],
-                                  capture_output=True, text=True, timeout=args.seconds + 60, check=False)  # fmt: skip
+            proc = subprocess.run(
+                [
+                    str(PY_SPY),
+                    "record",
+                    "--pid",
+                    str(worker.popen.pid),
+                    "--duration",
+                    str(args.seconds),
+                    "--rate",
+                    "200",
+                    "--format",
+                    "raw",
+                    "--output",
+                    str(raw),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=args.seconds + 60,
+                check=False,
+            )
             if proc.returncode != 0:
                 print(proc.stdout + proc.stderr)
                 return 1

@@ -38,13 +38,35 @@ PARTITIONS = 6
 
 
 def start_worker(i: int, bootstrap: str, app_id: str, input_topic: str, output_topic: str, work: Path) -> Proc:
-    env = {"WORDCOUNT_INPUT_TOPIC": input_topic, "WORDCOUNT_OUTPUT_TOPIC": output_topic,
-           "WORDCOUNT_APPLICATION_ID": app_id}  # fmt: skip
-    return spawn(f"worker-{i}", [str(LIB_PY), "-m", "streamlet.cli", "worker", "examples.wordcount.app:app",
-                                 "--threads", "1", "--state-dir", str(work / f"state-{i}"),
-                                 "--bootstrap-servers", bootstrap, "--log-level", "info",
-                                 "--config", "commit_interval_ms=1000", "--config", "statestore_cache_max_bytes=0"],
-                 work / f"worker-{i}.log", env=env)  # fmt: skip
+    env = {
+        "WORDCOUNT_INPUT_TOPIC": input_topic,
+        "WORDCOUNT_OUTPUT_TOPIC": output_topic,
+        "WORDCOUNT_APPLICATION_ID": app_id,
+    }
+    return spawn(
+        f"worker-{i}",
+        [
+            str(LIB_PY),
+            "-m",
+            "streamlet.cli",
+            "worker",
+            "examples.wordcount.app:app",
+            "--threads",
+            "1",
+            "--state-dir",
+            str(work / f"state-{i}"),
+            "--bootstrap-servers",
+            bootstrap,
+            "--log-level",
+            "info",
+            "--config",
+            "commit_interval_ms=1000",
+            "--config",
+            "statestore_cache_max_bytes=0",
+        ],
+        work / f"worker-{i}.log",
+        env=env,
+    )
 
 
 def _log_events(path: Path) -> list[tuple[float, str]]:
@@ -142,26 +164,43 @@ async def run(bootstrap: str, rate: float, before: float, after: float, run_id: 
         pre = [b - a for a, b in zip(ts, ts[1:], strict=False) if b <= t_join]
         post_pairs = [(a, b) for a, b in zip(ts, ts[1:], strict=False) if b > t_join]
         worst = max(post_pairs, key=lambda ab: ab[1] - ab[0], default=None)
-        per_task.append({"task": f"1_{p}", "baseline_max_gap_s": round(max(pre, default=0), 2),
-                         "max_gap_after_join_s": round(worst[1] - worst[0], 2) if worst else None,
-                         "gap_starts_after_join_s": round(worst[0] - t_join, 2) if worst else None})  # fmt: skip
+        per_task.append(
+            {
+                "task": f"1_{p}",
+                "baseline_max_gap_s": round(max(pre, default=0), 2),
+                "max_gap_after_join_s": round(worst[1] - worst[0], 2) if worst else None,
+                "gap_starts_after_join_s": round(worst[0] - t_join, 2) if worst else None,
+            }
+        )
     events = _log_events(procs[2].log_path)
-    assigned = next((t for t, msg in events
-                     if "assigned active" in msg and not re.search(r"assigned active \[\]", msg)), None)
+    assigned = next(
+        (t for t, msg in events if "assigned active" in msg and not re.search(r"assigned active \[\]", msg)), None
+    )
     running = next((t for t, msg in events if "now RUNNING" in msg), None)
     launched_wall = t_join
     last = [msg for _, msg in events if "assigned active" in msg]
     m = re.search(r"assigned active \[(.*?)\] standby \[(.*?)\]", last[-1]) if last else None
-    new_client = {"first_active_assignment_s": round(assigned - launched_wall, 2) if assigned else None,
-                  "first_stateful_task_running_s": round(running - launched_wall, 2) if running else None,
-                  "final_active": m.group(1).replace("'", "") if m else "",
-                  "final_standby": m.group(2).replace("'", "") if m else "",
-                  "assignments": last[:6]}  # fmt: skip
+    new_client = {
+        "first_active_assignment_s": round(assigned - launched_wall, 2) if assigned else None,
+        "first_stateful_task_running_s": round(running - launched_wall, 2) if running else None,
+        "final_active": m.group(1).replace("'", "") if m else "",
+        "final_standby": m.group(2).replace("'", "") if m else "",
+        "assignments": last[:6],
+    }
     wrong = [w for w in produced.keys() | latest.keys() if latest.get(w) != produced.get(w)]
-    return {"app_id": app_id, "rate_lines_per_s": rate, "before_s": before, "after_s": after,
-            "words_produced": sum(produced.values()), "counts_ok": not wrong, "wrong_examples": wrong[:8],
-            "per_task": per_task, "new_client": new_client, "drain_s": round(t_end - t_join - after, 1),
-            "worker_logs": [str(p.log_path) for p in procs]}  # fmt: skip
+    return {
+        "app_id": app_id,
+        "rate_lines_per_s": rate,
+        "before_s": before,
+        "after_s": after,
+        "words_produced": sum(produced.values()),
+        "counts_ok": not wrong,
+        "wrong_examples": wrong[:8],
+        "per_task": per_task,
+        "new_client": new_client,
+        "drain_s": round(t_end - t_join - after, 1),
+        "worker_logs": [str(p.log_path) for p in procs],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -175,20 +214,26 @@ def main(argv: list[str] | None = None) -> int:
     with common.broker() as bootstrap:
         res = asyncio.run(run(bootstrap, args.rate, args.before, args.after, run_id))
         asyncio.run(common.delete_topics_with_prefix(bootstrap, f"bench-rebal-{run_id}"))
-    rows = [[t["task"], t["baseline_max_gap_s"], t["max_gap_after_join_s"], t["gap_starts_after_join_s"]]
-            for t in res["per_task"]]  # fmt: skip
-    text = common.table(["task (output partition)", "max gap before join s", "max gap after join s",
-                         "gap began s after join"], rows)  # fmt: skip
+    rows = [
+        [t["task"], t["baseline_max_gap_s"], t["max_gap_after_join_s"], t["gap_starts_after_join_s"]]
+        for t in res["per_task"]
+    ]
+    text = common.table(
+        ["task (output partition)", "max gap before join s", "max gap after join s", "gap began s after join"], rows
+    )
     nc = res["new_client"]
     running = nc["first_stateful_task_running_s"]
-    text += (f"\n\nnew client: active tasks [{nc['final_active']}] {nc['first_active_assignment_s']} s after its "
-             f"launch (processing from then), standby/warm-up [{nc['final_standby']}]; a stateful task restored and "
-             f"RUNNING on it: {f'{running} s' if running else 'none within the window'} (stateful tasks may move "
-             f"after warm-up at the next probing rebalance, probing_rebalance_interval_ms default 600 s). Final counts "
-             f"{'match' if res['counts_ok'] else 'DO NOT match'} the input ({res['words_produced']:,} words).")
+    text += (
+        f"\n\nnew client: active tasks [{nc['final_active']}] {nc['first_active_assignment_s']} s after its "
+        f"launch (processing from then), standby/warm-up [{nc['final_standby']}]; a stateful task restored and "
+        f"RUNNING on it: {f'{running} s' if running else 'none within the window'} (stateful tasks may move "
+        f"after warm-up at the next probing rebalance, probing_rebalance_interval_ms default 600 s). Final counts "
+        f"{'match' if res['counts_ok'] else 'DO NOT match'} the input ({res['words_produced']:,} words)."
+    )
     print(f"\nRebalance pause, streamlet, 2 -> 3 clients at {args.rate:.0f} lines/s:\n{text}")
-    path = common.write_result("rebalance", {**res, "table": text,
-                                             "command": " ".join(["bench/rebalance.py", *sys.argv[1:]])})
+    path = common.write_result(
+        "rebalance", {**res, "table": text, "command": " ".join(["bench/rebalance.py", *sys.argv[1:]])}
+    )
     log(f"wrote {path}")
     return 0
 

@@ -28,32 +28,42 @@ def build() -> str:
     wc, rs, rb, hp = load("wordcount"), load("restore"), load("rebalance"), load("hotpath")
     machine = next((d["machine"] for d in (wc, rs, rb, hp) if d), None)
     if machine:
-        parts.append(f"Run of {machine['date']} on {machine['cpus']} cores ({machine['cpu']}), "
-                     f"{machine['mem_gib']} GiB, load average {machine.get('loadavg_at_end', '?')} at the end, "
-                     f"{machine['os']}; Python {machine['python']}, {machine['java']}, Kafka {machine['kafka']} (one "
-                     f"local KRaft broker), streamlet {machine['streamlet']} at commit {machine.get('commit', '?')}, "
-                     f"aiokafka {machine['aiokafka']}, "
-                     f"rocksdict {machine['rocksdict']}.")  # fmt: skip
+        parts.append(
+            f"Run of {machine['date']} on {machine['cpus']} cores ({machine['cpu']}), "
+            f"{machine['mem_gib']} GiB, load average {machine.get('loadavg_at_end', '?')} at the end, "
+            f"{machine['os']}; Python {machine['python']}, {machine['java']}, Kafka {machine['kafka']} (one "
+            f"local KRaft broker), streamlet {machine['streamlet']} at commit {machine.get('commit', '?')}, "
+            f"aiokafka {machine['aiokafka']}, "
+            f"rocksdict {machine['rocksdict']}."
+        )
     if wc:
         c = wc["corpus"]
-        parts.append(f"### WordCount throughput{_when(wc)}\n\n`{wc['command']}`: {c['words']:,} words "
-                     f"({c['lines']:,} lines, "
-                     f"{c['distinct_words']:,} distinct, corpus sha256 {c['sha256'][:12]}), 6 partitions. words/s = "
-                     "words / (last correct count out - first record in); start-up = launch -> first record in.\n\n"
-                     + wc["table"])  # fmt: skip
+        parts.append(
+            f"### WordCount throughput{_when(wc)}\n\n`{wc['command']}`: {c['words']:,} words "
+            f"({c['lines']:,} lines, "
+            f"{c['distinct_words']:,} distinct, corpus sha256 {c['sha256'][:12]}), 6 partitions. words/s = "
+            "words / (last correct count out - first record in); start-up = launch -> first record in.\n\n"
+            + wc["table"]
+        )
     if rs:
-        parts.append(f"### Restoration{_when(rs)}\n\n`{rs['command']}`: {rs['keys']:,} distinct keys in the count "
-                     "store's "
-                     f"changelog ({rs['partitions']} partition(s)); records/s = restored records / (first restore "
-                     "start -> last restore end) from the restore listener; start -> processing = until a probe "
-                     "line is counted on top of the restored counts.\n\n" + rs["table"])  # fmt: skip
+        parts.append(
+            f"### Restoration{_when(rs)}\n\n`{rs['command']}`: {rs['keys']:,} distinct keys in the count "
+            "store's "
+            f"changelog ({rs['partitions']} partition(s)); records/s = restored records / (first restore "
+            "start -> last restore end) from the restore listener; start -> processing = until a probe "
+            "line is counted on top of the restored counts.\n\n" + rs["table"]
+        )
     if rb:
-        parts.append(f"### Rebalance pause (streamlet, 2 -> 3 clients){_when(rb)}\n\n`{rb['command']}`: "
-                     f"{rb['rate_lines_per_s']:.0f} lines/s, cache off.\n\n" + rb["table"])  # fmt: skip
+        parts.append(
+            f"### Rebalance pause (streamlet, 2 -> 3 clients){_when(rb)}\n\n`{rb['command']}`: "
+            f"{rb['rate_lines_per_s']:.0f} lines/s, cache off.\n\n" + rb["table"]
+        )
     if hp:
         rows = "\n".join(f"| {100 * s:.1f}% | `{f}` |" for f, s in hp["self"][:12])
-        parts.append(f"### Hot path (py-spy, one streamlet worker, own time){_when(hp)}\n\n`{hp['command']}`, "
-                     f"{hp['samples']} samples\n\n| share | function |\n|---|---|\n{rows}")  # fmt: skip
+        parts.append(
+            f"### Hot path (py-spy, one streamlet worker, own time){_when(hp)}\n\n`{hp['command']}`, "
+            f"{hp['samples']} samples\n\n| share | function |\n|---|---|\n{rows}"
+        )
     return "\n\n".join(parts) + "\n"
 
 

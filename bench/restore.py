@@ -96,8 +96,13 @@ async def raw_consume(bootstrap: str, topic: str, partitions: int, **fetch: Any)
         finally:
             await consumer.stop()
         if n == total:
-            return {"records": n, "seconds": round(secs, 2), "records_per_s": round(n / secs), "fetch": fetch,
-                    "anomalies": anomalies}  # fmt: skip
+            return {
+                "records": n,
+                "seconds": round(secs, 2),
+                "records_per_s": round(n / secs),
+                "fetch": fetch,
+                "anomalies": anomalies,
+            }
         anomalies.append(f"attempt {attempt + 1}: aiokafka returned {n} of {total} records in {secs:.1f}s")
         log(anomalies[-1])
     raise RuntimeError("; ".join(anomalies))
@@ -121,14 +126,21 @@ class _Listener:
         self.ended.add((partition, store_name))
 
 
-async def _probe(bootstrap: str, input_topic: str, output_topic: str, words: list[bytes], began: float,
-                 timeout: float, alive: Any = None, give_up: Any = None) -> float | None:  # fmt: skip
+async def _probe(
+    bootstrap: str,
+    input_topic: str,
+    output_topic: str,
+    words: list[bytes],
+    began: float,
+    timeout: float,
+    alive: Any = None,
+    give_up: Any = None,
+) -> float | None:
     """Produce one line of `words` now; return the time their outputs equal changelog value + 1."""
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
     expected = {w: value_of(int(w[1:])) + 1 for w in words}
-    consumer = AIOKafkaConsumer(output_topic, bootstrap_servers=bootstrap, group_id=None,
-                                auto_offset_reset="earliest")  # fmt: skip
+    consumer = AIOKafkaConsumer(output_topic, bootstrap_servers=bootstrap, group_id=None, auto_offset_reset="earliest")
     await consumer.start()
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
     await producer.start()
@@ -151,14 +163,27 @@ async def _probe(bootstrap: str, input_topic: str, output_topic: str, words: lis
     return None
 
 
-async def run_streamlet(bootstrap: str, app_id: str, input_topic: str, output_topic: str, keys: int,
-                        work: Path, timeout: float, probe_words: list[bytes]) -> dict[str, Any]:  # fmt: skip
+async def run_streamlet(
+    bootstrap: str,
+    app_id: str,
+    input_topic: str,
+    output_topic: str,
+    keys: int,
+    work: Path,
+    timeout: float,
+    probe_words: list[bytes],
+) -> dict[str, Any]:
     import streamlet
     from examples.wordcount.dsl import build_topology
 
     listener = _Listener()
-    config = streamlet.StreamsConfig(application_id=app_id, bootstrap_servers=bootstrap, state_dir=str(work),
-                                     num_stream_threads=1, commit_interval_ms=1000)  # fmt: skip
+    config = streamlet.StreamsConfig(
+        application_id=app_id,
+        bootstrap_servers=bootstrap,
+        state_dir=str(work),
+        num_stream_threads=1,
+        commit_interval_ms=1000,
+    )
     ks = streamlet.KafkaStreams(build_topology(input_topic, output_topic), config, restore_listener=listener)
     began = time.monotonic()
     await ks.start()
@@ -176,28 +201,57 @@ async def run_streamlet(bootstrap: str, app_id: str, input_topic: str, output_to
         res.update(status="failed", reason="the restore listener reported no restoration")
         return res
     restore_s = listener.last_end - listener.first_start
-    res.update(status="ok", restore_s=round(restore_s, 2),
-               records_per_s=round(listener.restored / restore_s) if restore_s > 0 else None,
-               start_to_restore_start_s=round(listener.first_start - began, 2),
-               start_to_restored_s=round(listener.last_end - began, 2),
-               start_to_processing_s=round(resumed - began, 2) if resumed else None)  # fmt: skip
+    res.update(
+        status="ok",
+        restore_s=round(restore_s, 2),
+        records_per_s=round(listener.restored / restore_s) if restore_s > 0 else None,
+        start_to_restore_start_s=round(listener.first_start - began, 2),
+        start_to_restored_s=round(listener.last_end - began, 2),
+        start_to_processing_s=round(resumed - began, 2) if resumed else None,
+    )
     if listener.restored != keys:
         res.update(status="failed", reason=f"restored {listener.restored} records, expected {keys}")
     if not resumed:
-        res["probe"] = ("NOT COUNTED: the line produced at start (during restoration) never reached the output, "
-                        "20 s after restoration ended (records of a restoring task are dropped)")
+        res["probe"] = (
+            "NOT COUNTED: the line produced at start (during restoration) never reached the output, "
+            "20 s after restoration ended (records of a restoring task are dropped)"
+        )
     return res
 
 
-async def run_kafka_streams(bootstrap: str, app_id: str, input_topic: str, output_topic: str, keys: int,
-                            work: Path, timeout: float, probe_words: list[bytes]) -> dict[str, Any]:  # fmt: skip
+async def run_kafka_streams(
+    bootstrap: str,
+    app_id: str,
+    input_topic: str,
+    output_topic: str,
+    keys: int,
+    work: Path,
+    timeout: float,
+    probe_words: list[bytes],
+) -> dict[str, Any]:
     res: dict[str, Any] = {"peer": "Kafka Streams 4.1.1 (1 thread)"}
     if not (common.JAVA_DIR / "target" / "classes" / "bench" / "WordCount.class").exists():
         res.update(status="not run", reason="bench/kafka-streams not built")
         return res
-    proc = spawn("kafka-streams", ["java", "-Xmx2g", "-cp", JAVA_CP, "bench.WordCount", bootstrap, app_id, input_topic,
-                                   output_topic, str(work), "1", "1000", str(10 * 1024 * 1024)],
-                 work.parent / "kafka-streams-restore.log")  # fmt: skip
+    proc = spawn(
+        "kafka-streams",
+        [
+            "java",
+            "-Xmx2g",
+            "-cp",
+            JAVA_CP,
+            "bench.WordCount",
+            bootstrap,
+            app_id,
+            input_topic,
+            output_topic,
+            str(work),
+            "1",
+            "1000",
+            str(10 * 1024 * 1024),
+        ],
+        work.parent / "kafka-streams-restore.log",
+    )
     epoch_began = time.time()
     began = proc.started
     try:
@@ -214,11 +268,15 @@ async def run_kafka_streams(bootstrap: str, app_id: str, input_topic: str, outpu
     restore_s = (max(t for t, _ in ends) - min(starts)) / 1000
     if not resumed:
         res["probe"] = "NOT COUNTED within the timeout"
-    res.update(status="ok" if restored == keys else "failed", restored=restored,
-               restore_s=round(restore_s, 2), records_per_s=round(restored / restore_s) if restore_s > 0 else None,
-               start_to_restore_start_s=round(min(starts) / 1000 - epoch_began, 2),
-               start_to_restored_s=round(max(t for t, _ in ends) / 1000 - epoch_began, 2),
-               start_to_processing_s=round(resumed - began, 2) if resumed else None)  # fmt: skip
+    res.update(
+        status="ok" if restored == keys else "failed",
+        restored=restored,
+        restore_s=round(restore_s, 2),
+        records_per_s=round(restored / restore_s) if restore_s > 0 else None,
+        start_to_restore_start_s=round(min(starts) / 1000 - epoch_began, 2),
+        start_to_restored_s=round(max(t for t, _ in ends) / 1000 - epoch_began, 2),
+        start_to_processing_s=round(resumed - began, 2) if resumed else None,
+    )
     if restored != keys:
         res["reason"] = f"restored {restored} records, expected {keys}"
     return res
@@ -228,8 +286,9 @@ async def bench(bootstrap: str, keys: int, partitions: int, timeout: float, run_
     app_id = f"bench-restore-{run_id}"
     input_topic, output_topic = f"{app_id}-input", f"{app_id}-output"
     changelog = f"{app_id}-counts-store-changelog"
-    await common.recreate_topics(bootstrap, {input_topic: partitions, output_topic: partitions, changelog: partitions},
-                                 compact={changelog})  # fmt: skip
+    await common.recreate_topics(
+        bootstrap, {input_topic: partitions, output_topic: partitions, changelog: partitions}, compact={changelog}
+    )
     secs = await write_changelog(bootstrap, changelog, keys, partitions)
     log(f"wrote {keys:,} distinct keys into {changelog} ({partitions} partition(s)) in {secs:.1f}s")
     results: list[dict[str, Any]] = []
@@ -237,24 +296,35 @@ async def bench(bootstrap: str, keys: int, partitions: int, timeout: float, run_
     # record here and moved the position to the end (see bench/README.md), so no larger variant is timed
     for label, fetch in [("aiokafka defaults", {})]:
         raw = await raw_consume(bootstrap, changelog, partitions, **fetch)
-        results.append({"peer": f"raw consume ({label})", "status": "ok", "restored": raw["records"],
-                        "restore_s": raw["seconds"], "records_per_s": raw["records_per_s"],
-                        "anomalies": raw["anomalies"], "kind": "limit"})  # fmt: skip
+        results.append(
+            {
+                "peer": f"raw consume ({label})",
+                "status": "ok",
+                "restored": raw["records"],
+                "restore_s": raw["seconds"],
+                "records_per_s": raw["records_per_s"],
+                "anomalies": raw["anomalies"],
+                "kind": "limit",
+            }
+        )
         log(f"{results[-1]['peer']}: {raw['records_per_s']:,} records/s")
     probe = [key_of(0), key_of(keys - 1)]
     work = common.WORK / run_id / "restore"
     work.mkdir(parents=True, exist_ok=True)
     log("streamlet restoring ...")
-    results.append(await run_streamlet(bootstrap, app_id, input_topic, output_topic, keys, work / "streamlet", timeout,
-                                       probe))  # fmt: skip
+    results.append(
+        await run_streamlet(bootstrap, app_id, input_topic, output_topic, keys, work / "streamlet", timeout, probe)
+    )
     log(f"streamlet: {results[-1]}")
     # Kafka Streams restores the same changelog under the same app id; the probe words are counted again
     probe2 = [key_of(1), key_of(keys - 2)]
     changelog_now = sum((await common.topic_records(bootstrap, changelog)).values())  # + streamlet's probe updates
     log("Kafka Streams restoring ...")
-    results.append(await run_kafka_streams(bootstrap, app_id, input_topic, output_topic, changelog_now,
-                                           work / "kafka-streams",
-                                           timeout, probe2))  # fmt: skip
+    results.append(
+        await run_kafka_streams(
+            bootstrap, app_id, input_topic, output_topic, changelog_now, work / "kafka-streams", timeout, probe2
+        )
+    )
     log(f"Kafka Streams: {results[-1]}")
     for state in ("streamlet", "kafka-streams"):  # the restored stores; the logs stay
         shutil.rmtree(work / state, ignore_errors=True)
@@ -268,11 +338,31 @@ def render(results: list[dict[str, Any]]) -> str:
         rate = r.get("records_per_s") if r.get("status") == "ok" else None
         status = "ok" if r.get("status") == "ok" else f"{r.get('status', '?').upper()}: {r.get('reason', '')}"
         processing = r.get("start_to_processing_s") or r.get("probe") or "-"
-        rows.append([r["peer"], r.get("restored", "-"), r.get("restore_s", "-"), f"{rate:,}" if rate else "-",
-                     f"{rate / limit:.2f}" if rate and limit else "-", r.get("start_to_restored_s", "-"), processing,
-                     status])  # fmt: skip
-    return common.table(["who", "records", "restore s", "records/s", "x best raw consume", "start -> restored s",
-                         "start -> probe counted s", "status"], rows)  # fmt: skip
+        rows.append(
+            [
+                r["peer"],
+                r.get("restored", "-"),
+                r.get("restore_s", "-"),
+                f"{rate:,}" if rate else "-",
+                f"{rate / limit:.2f}" if rate and limit else "-",
+                r.get("start_to_restored_s", "-"),
+                processing,
+                status,
+            ]
+        )
+    return common.table(
+        [
+            "who",
+            "records",
+            "restore s",
+            "records/s",
+            "x best raw consume",
+            "start -> restored s",
+            "start -> probe counted s",
+            "status",
+        ],
+        rows,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -288,8 +378,16 @@ def main(argv: list[str] | None = None) -> int:
         asyncio.run(common.delete_topics_with_prefix(bootstrap, f"bench-restore-{run_id}"))
     text = render(results)
     print(f"\nRestoration of {args.keys:,} distinct keys ({args.partitions} changelog partition(s)):\n{text}")
-    path = common.write_result("restore", {"keys": args.keys, "partitions": args.partitions, "results": results,
-                                           "table": text, "command": " ".join(["bench/restore.py", *sys.argv[1:]])})
+    path = common.write_result(
+        "restore",
+        {
+            "keys": args.keys,
+            "partitions": args.partitions,
+            "results": results,
+            "table": text,
+            "command": " ".join(["bench/restore.py", *sys.argv[1:]]),
+        },
+    )
     log(f"wrote {path}")
     return 0
 

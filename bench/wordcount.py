@@ -71,32 +71,88 @@ class Peer:
 def _streamlet(workers: int, threads: int, *extra: str) -> Callable[[PeerRun], list[Proc]]:
     def launch(r: PeerRun) -> list[Proc]:
         env = {"WORDCOUNT_INPUT_TOPIC": INPUT, "WORDCOUNT_OUTPUT_TOPIC": r.output, "WORDCOUNT_APPLICATION_ID": r.app_id}
-        return [spawn(f"streamlet-{i}", [str(LIB_PY), "-m", "streamlet.cli", "worker", "examples.wordcount.app:app",
-                                         "--threads", str(threads), "--state-dir", str(r.work / f"state-{i}"),
-                                         "--bootstrap-servers", r.bootstrap, "--log-level", "warning",
-                                         "--config", f"commit_interval_ms={COMMIT_MS}",
-                                         "--config", f"statestore_cache_max_bytes={CACHE_BYTES}",
-                                         *(a for kv in extra for a in ("--config", kv))],
-                      r.work / f"worker-{i}.log", env=env) for i in range(workers)]  # fmt: skip
+        return [
+            spawn(
+                f"streamlet-{i}",
+                [
+                    str(LIB_PY),
+                    "-m",
+                    "streamlet.cli",
+                    "worker",
+                    "examples.wordcount.app:app",
+                    "--threads",
+                    str(threads),
+                    "--state-dir",
+                    str(r.work / f"state-{i}"),
+                    "--bootstrap-servers",
+                    r.bootstrap,
+                    "--log-level",
+                    "warning",
+                    "--config",
+                    f"commit_interval_ms={COMMIT_MS}",
+                    "--config",
+                    f"statestore_cache_max_bytes={CACHE_BYTES}",
+                    *(a for kv in extra for a in ("--config", kv)),
+                ],
+                r.work / f"worker-{i}.log",
+                env=env,
+            )
+            for i in range(workers)
+        ]
 
     return launch
 
 
 def _kafka_streams(threads: int, cache: int) -> Callable[[PeerRun], list[Proc]]:
     def launch(r: PeerRun) -> list[Proc]:
-        return [spawn("kafka-streams", ["java", "-Xmx2g", "-cp", JAVA_CP, "bench.WordCount", r.bootstrap, r.app_id,
-                                        INPUT, r.output, str(r.work / "state"), str(threads), str(COMMIT_MS),
-                                        str(cache)], r.work / "kafka-streams.log")]  # fmt: skip
+        return [
+            spawn(
+                "kafka-streams",
+                [
+                    "java",
+                    "-Xmx2g",
+                    "-cp",
+                    JAVA_CP,
+                    "bench.WordCount",
+                    r.bootstrap,
+                    r.app_id,
+                    INPUT,
+                    r.output,
+                    str(r.work / "state"),
+                    str(threads),
+                    str(COMMIT_MS),
+                    str(cache),
+                ],
+                r.work / "kafka-streams.log",
+            )
+        ]
 
     return launch
 
 
 def _peer_script(script: str, *extra: str) -> Callable[[PeerRun], list[Proc]]:
     def launch(r: PeerRun) -> list[Proc]:
-        args = [a.format(bootstrap=r.bootstrap, app=r.app_id, input=INPUT, output=r.output, state=r.work / "state",
-                         commit_s=COMMIT_MS / 1000, spark=_spark_version()) for a in extra]  # fmt: skip
-        return [spawn(script, [str(PEERS_PY), str(common.BENCH / "peers" / script), *args], r.work / f"{script}.log",
-                      env={"PYTHONPATH": str(common.BENCH / "peers")}, cwd=common.BENCH / "peers")]  # fmt: skip
+        args = [
+            a.format(
+                bootstrap=r.bootstrap,
+                app=r.app_id,
+                input=INPUT,
+                output=r.output,
+                state=r.work / "state",
+                commit_s=COMMIT_MS / 1000,
+                spark=_spark_version(),
+            )
+            for a in extra
+        ]
+        return [
+            spawn(
+                script,
+                [str(PEERS_PY), str(common.BENCH / "peers" / script), *args],
+                r.work / f"{script}.log",
+                env={"PYTHONPATH": str(common.BENCH / "peers")},
+                cwd=common.BENCH / "peers",
+            )
+        ]
 
     return launch
 
@@ -124,33 +180,78 @@ _SPARK_VERSION: list[str] = []
 
 def _spark_version() -> str:
     if not _SPARK_VERSION:
-        out = subprocess.run([str(PEERS_PY), "-c", "import pyspark; print(pyspark.__version__)"], capture_output=True,
-                             text=True, check=False).stdout.strip()  # fmt: skip
+        out = subprocess.run(
+            [str(PEERS_PY), "-c", "import pyspark; print(pyspark.__version__)"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
         _SPARK_VERSION.append(out or "?")
     return _SPARK_VERSION[0]
 
 
 PEERS: list[Peer] = [
-    Peer("raw aiokafka", "limit", "bare aiokafka consume->split->produce->consume->count, 1 process",
-         _peer_script("raw_pipe.py", "{bootstrap}", "{app}", "{input}", "{output}", "{commit_s}"),
-         requires=_needs_peers_module("aiokafka")),
-    Peer("streamlet 1 proc x 2 threads", "framework", "examples/wordcount/app.py, commit 1 s, 10 MiB cache",
-         _streamlet(1, 2)),
-    Peer("streamlet 2 procs x 2 threads", "framework", "examples/wordcount/app.py, commit 1 s, 10 MiB cache",
-         _streamlet(2, 2)),
-    Peer("Kafka Streams 4.1.1 (2 threads)", "framework", "WordCountDemo topology, commit 1 s, 10 MiB cache",
-         _kafka_streams(2, CACHE_BYTES), requires=_needs_java),
-    Peer("Quix Streams", "framework", "group_by + stateful apply (RocksDB), commit 1 s",
-         _peer_script("quix_wordcount.py", "{bootstrap}", "{app}", "{input}", "{output}", "{state}", "{commit_s}"),
-         requires=_needs_peers_module("quixstreams")),
-    Peer("Faust", "framework", "faust-streaming agents + Table on rocksdb:// (rocksdict)",
-         _peer_script("faust_wordcount.py", "{bootstrap}", "{app}", "{input}", "{output}", "{state}", "worker",
-                      "-l", "warn", "--without-web"),
-         requires=_needs_peers_module("faust")),
-    Peer("Spark Structured Streaming", "framework", "PySpark, Kafka source/sink, RocksDB state store, local[2]",
-         _peer_script("spark_wordcount.py", "{bootstrap}", "{app}", "{input}", "{output}", "{state}", "{spark}"),
-         group=None, ready_marker="SPARK_QUERY_STARTED", requires=_needs_peers_module("pyspark")),
-]  # fmt: skip
+    Peer(
+        "raw aiokafka",
+        "limit",
+        "bare aiokafka consume->split->produce->consume->count, 1 process",
+        _peer_script("raw_pipe.py", "{bootstrap}", "{app}", "{input}", "{output}", "{commit_s}"),
+        requires=_needs_peers_module("aiokafka"),
+    ),
+    Peer(
+        "streamlet 1 proc x 2 threads",
+        "framework",
+        "examples/wordcount/app.py, commit 1 s, 10 MiB cache",
+        _streamlet(1, 2),
+    ),
+    Peer(
+        "streamlet 2 procs x 2 threads",
+        "framework",
+        "examples/wordcount/app.py, commit 1 s, 10 MiB cache",
+        _streamlet(2, 2),
+    ),
+    Peer(
+        "Kafka Streams 4.1.1 (2 threads)",
+        "framework",
+        "WordCountDemo topology, commit 1 s, 10 MiB cache",
+        _kafka_streams(2, CACHE_BYTES),
+        requires=_needs_java,
+    ),
+    Peer(
+        "Quix Streams",
+        "framework",
+        "group_by + stateful apply (RocksDB), commit 1 s",
+        _peer_script("quix_wordcount.py", "{bootstrap}", "{app}", "{input}", "{output}", "{state}", "{commit_s}"),
+        requires=_needs_peers_module("quixstreams"),
+    ),
+    Peer(
+        "Faust",
+        "framework",
+        "faust-streaming agents + Table on rocksdb:// (rocksdict)",
+        _peer_script(
+            "faust_wordcount.py",
+            "{bootstrap}",
+            "{app}",
+            "{input}",
+            "{output}",
+            "{state}",
+            "worker",
+            "-l",
+            "warn",
+            "--without-web",
+        ),
+        requires=_needs_peers_module("faust"),
+    ),
+    Peer(
+        "Spark Structured Streaming",
+        "framework",
+        "PySpark, Kafka source/sink, RocksDB state store, local[2]",
+        _peer_script("spark_wordcount.py", "{bootstrap}", "{app}", "{input}", "{output}", "{state}", "{spark}"),
+        group=None,
+        ready_marker="SPARK_QUERY_STARTED",
+        requires=_needs_peers_module("pyspark"),
+    ),
+]
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -208,29 +309,43 @@ async def run_peer(peer: Peer, bootstrap: str, c: corpus_mod.Corpus, run_id: str
         procs = peer.launch(r)
         launched = min(p.started for p in procs)
         ready_task = asyncio.create_task(
-            _group_stable(bootstrap, r.app_id, stop) if peer.group
-            else _log_marker(procs, peer.ready_marker or "", stop))
+            _group_stable(bootstrap, r.app_id, stop)
+            if peer.group
+            else _log_marker(procs, peer.ready_marker or "", stop)
+        )
         result = await watcher.wait(timeout, alive=lambda: all(p.alive() for p in procs))
         stop.set()
         ready = await ready_task
         end = result.done or time.monotonic()
         if result.first_output is not None:
             ready = min(ready or result.first_output, result.first_output)
-        res.update(app_id=r.app_id, output_topic=r.output, output_records=result.output_records,
-                   startup_s=round((ready - launched), 2) if ready else None,
-                   wall_s=round(end - launched, 2), work_dir=str(r.work))  # fmt: skip
+        res.update(
+            app_id=r.app_id,
+            output_topic=r.output,
+            output_records=result.output_records,
+            startup_s=round((ready - launched), 2) if ready else None,
+            wall_s=round(end - launched, 2),
+            work_dir=str(r.work),
+        )
         if result.ok and ready is not None:
             secs = result.done - ready  # type: ignore[operator]
-            res.update(status="ok", seconds=round(secs, 2), words_per_s=round(c.words / secs),
-                       wall_words_per_s=round(c.words / (result.done - launched)))  # type: ignore[operator]
+            res.update(
+                status="ok",
+                seconds=round(secs, 2),
+                words_per_s=round(c.words / secs),
+                wall_words_per_s=round(c.words / (result.done - launched)),
+            )  # type: ignore[operator]
         else:
             secs = end - (ready or launched)
-            res.update(status="failed" if result.reason != f"timed out after {timeout:.0f}s" else "timeout",
-                       reason=result.reason, progress=round(result.counted_words / c.words, 3),
-                       words_per_s_partial=round(result.counted_words / secs) if secs > 0 else None,
-                       wrong_examples=[(w, watcher.latest.get(w), c.expected.get(w)) for w in result.wrong],
-                       log_tail=[p.tail(12) for p in procs],
-                       topic_records=await common.topic_records(bootstrap, r.app_id))  # fmt: skip
+            res.update(
+                status="failed" if result.reason != f"timed out after {timeout:.0f}s" else "timeout",
+                reason=result.reason,
+                progress=round(result.counted_words / c.words, 3),
+                words_per_s_partial=round(result.counted_words / secs) if secs > 0 else None,
+                wrong_examples=[(w, watcher.latest.get(w), c.expected.get(w)) for w in result.wrong],
+                log_tail=[p.tail(12) for p in procs],
+                topic_records=await common.topic_records(bootstrap, r.app_id),
+            )
     finally:
         stop.set()
         for p in procs:
@@ -243,14 +358,31 @@ async def run_peer(peer: Peer, bootstrap: str, c: corpus_mod.Corpus, run_id: str
 
 def consumer_perf(bootstrap: str, c: corpus_mod.Corpus, run_id: str) -> dict[str, Any]:
     """Kafka's ConsumerPerformance on the input topic (the kafka-consumer-perf-test tool's class)."""
-    res: dict[str, Any] = {"peer": "Kafka consumer (ConsumerPerformance)", "kind": "limit",
-                           "description": "Java consumer reads the input topic, no processing"}  # fmt: skip
+    res: dict[str, Any] = {
+        "peer": "Kafka consumer (ConsumerPerformance)",
+        "kind": "limit",
+        "description": "Java consumer reads the input topic, no processing",
+    }
     reason = _needs_java()
     if reason:
         res.update(status="not run", reason=reason)
         return res
-    cmd = ["java", "-cp", JAVA_CP, "org.apache.kafka.tools.ConsumerPerformance", "--bootstrap-server", bootstrap,
-           "--topic", INPUT, "--messages", str(len(c.lines)), "--group", f"bench-perf-{run_id}", "--timeout", "60000"]
+    cmd = [
+        "java",
+        "-cp",
+        JAVA_CP,
+        "org.apache.kafka.tools.ConsumerPerformance",
+        "--bootstrap-server",
+        bootstrap,
+        "--topic",
+        INPUT,
+        "--messages",
+        str(len(c.lines)),
+        "--group",
+        f"bench-perf-{run_id}",
+        "--timeout",
+        "60000",
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=False)
     rows = [ln for ln in proc.stdout.splitlines() if ln and ln[0].isdigit()]
     if proc.returncode != 0 or not rows:
@@ -260,9 +392,14 @@ def consumer_perf(bootstrap: str, c: corpus_mod.Corpus, run_id: str) -> dict[str
     vals = dict(zip(header, [v.strip() for v in rows[-1].split(",")], strict=False))
     lines_s = float(vals.get("fetch.nMsg.sec") or vals["nMsg.sec"])
     words_per_line = c.words / len(c.lines)
-    res.update(status="ok", lines_per_s=round(lines_s), words_per_s=round(lines_s * words_per_line),
-               mb_per_s=float(vals.get("fetch.MB.sec") or vals["MB.sec"]), raw=vals,
-               note=f"lines/s x {words_per_line:.2f} words/line (fetch time, excludes the group join)")  # fmt: skip
+    res.update(
+        status="ok",
+        lines_per_s=round(lines_s),
+        words_per_s=round(lines_s * words_per_line),
+        mb_per_s=float(vals.get("fetch.MB.sec") or vals["MB.sec"]),
+        raw=vals,
+        note=f"lines/s x {words_per_line:.2f} words/line (fetch time, excludes the group join)",
+    )
     return res
 
 
@@ -270,8 +407,9 @@ def render(results: list[dict[str, Any]]) -> str:
     ok = [r for r in results if r.get("status") == "ok" and r["kind"] == "framework"]
     best = max((r["words_per_s"] for r in ok), default=None)
     raw = next((r["words_per_s"] for r in results if r["peer"] == "raw aiokafka" and r.get("status") == "ok"), None)
-    java = next((r["words_per_s"] for r in results
-                 if r["peer"].startswith("Kafka consumer") and r.get("status") == "ok"), None)
+    java = next(
+        (r["words_per_s"] for r in results if r["peer"].startswith("Kafka consumer") and r.get("status") == "ok"), None
+    )
     rows = []
     for r in results:
         rate = r.get("words_per_s") if r.get("status") == "ok" else None
@@ -284,12 +422,31 @@ def render(results: list[dict[str, Any]]) -> str:
             status = f"{r.get('status', '?').upper()}: {r.get('reason', '')}; {100 * r.get('progress', 0):.0f}% counted"
         shown = f"{rate:,}" if rate else (f"~{partial:,} (partial)" if partial else "-")
         ratio = rate or partial
-        rows.append([r["peer"], shown, r.get("seconds", "-"), r.get("startup_s", "-"),
-                     f"{ratio / best:.2f}" if ratio and best and r["kind"] == "framework" else "-",
-                     f"{ratio / raw:.2f}" if ratio and raw else "-",
-                     f"{ratio / java:.3f}" if ratio and java else "-", status])  # fmt: skip
-    return common.table(["peer", "words/s", "processing s", "start-up s", "x best framework", "x raw aiokafka",
-                         "x Kafka consumer", "status"], rows)  # fmt: skip
+        rows.append(
+            [
+                r["peer"],
+                shown,
+                r.get("seconds", "-"),
+                r.get("startup_s", "-"),
+                f"{ratio / best:.2f}" if ratio and best and r["kind"] == "framework" else "-",
+                f"{ratio / raw:.2f}" if ratio and raw else "-",
+                f"{ratio / java:.3f}" if ratio and java else "-",
+                status,
+            ]
+        )
+    return common.table(
+        [
+            "peer",
+            "words/s",
+            "processing s",
+            "start-up s",
+            "x best framework",
+            "x raw aiokafka",
+            "x Kafka consumer",
+            "status",
+        ],
+        rows,
+    )
 
 
 async def prepare(bootstrap: str, c: corpus_mod.Corpus) -> float:
@@ -327,8 +484,9 @@ def main(argv: list[str] | None = None) -> int:
     text = render(results)
     print("\nWordCount, " + f"{c.words:,} words ({len(c.lines):,} lines), 6 partitions, one local broker:\n" + text)
     command = " ".join(["bench/wordcount.py", *(argv or sys.argv[1:])])
-    path = common.write_result("wordcount", {"corpus": c.summary(), "results": results, "table": text,
-                                             "command": command})
+    path = common.write_result(
+        "wordcount", {"corpus": c.summary(), "results": results, "table": text, "command": command}
+    )
     log(f"wrote {path}")
     return 0
 

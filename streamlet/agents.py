@@ -71,8 +71,9 @@ class TopicRef:
 class Table:
     """A dict-like view of the current task's store `name` (RocksDB, changelogged, partitioned like the stream)."""
 
-    def __init__(self, name: str, key_serde: SerdeLike, value_serde: SerdeLike,
-                 default: Callable[[], Any] | None) -> None:  # fmt: skip
+    def __init__(
+        self, name: str, key_serde: SerdeLike, value_serde: SerdeLike, default: Callable[[], Any] | None
+    ) -> None:
         self.name = name
         self.key_serde: Serde = resolve_serde(key_serde)  # type: ignore[assignment]
         self.value_serde: Serde = resolve_serde(value_serde)  # type: ignore[assignment]
@@ -148,8 +149,9 @@ class AgentStream:
     def flat_map_values(self, fn: Callable[[Any], Iterable[Any]]) -> AgentStream:
         return self._then(lambda ks: ks.flat_map_values(fn))
 
-    def group_by(self, key_fn: Callable[[Any], Any], *, name: str, key_serde: SerdeLike = "str",
-                 value_serde: SerdeLike = "str") -> AgentStream:  # fmt: skip
+    def group_by(
+        self, key_fn: Callable[[Any], Any], *, name: str, key_serde: SerdeLike = "str", value_serde: SerdeLike = "str"
+    ) -> AgentStream:
         """Re-key by `key_fn(value)` through the repartition topic `<application_id>-<name>-repartition`."""
         return self._then(
             lambda ks: ks.select_key(lambda _k, v: key_fn(v)).repartition(

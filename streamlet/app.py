@@ -50,21 +50,29 @@ class App:
 
     # ---- DSL ----------------------------------------------------------------------------------------------
 
-    def stream(self, topics: str | Iterable[str], key_serde: Serde | str | None = None,
-               value_serde: Serde | str | None = None) -> KStream:  # fmt: skip
+    def stream(
+        self, topics: str | Iterable[str], key_serde: Serde | str | None = None, value_serde: Serde | str | None = None
+    ) -> KStream:
         """`builder.stream(...)`: start a DSL pipeline."""
         self._check_open()
         return self.builder.stream(topics, key_serde, value_serde)
 
     # ---- Faust-style declarations ----------------------------------------------------------------------------
 
-    def topic(self, name: str, *, key_serde: Serde | str | None = None,
-              value_serde: Serde | str | None = None) -> TopicRef:  # fmt: skip
+    def topic(
+        self, name: str, *, key_serde: Serde | str | None = None, value_serde: Serde | str | None = None
+    ) -> TopicRef:
         """A topic to read with an agent or to `await topic.send(...)` to from one."""
         return TopicRef(name, key_serde, value_serde)
 
-    def Table(self, name: str, *, key_serde: Serde | str = "str", value_serde: Serde | str = "json",  # noqa: N802
-              default: Callable[[], Any] | None = None) -> Table:  # fmt: skip
+    def Table(
+        self,
+        name: str,
+        *,
+        key_serde: Serde | str = "str",
+        value_serde: Serde | str = "json",  # noqa: N802
+        default: Callable[[], Any] | None = None,
+    ) -> Table:
         """A table backed by a RocksDB store `name` with changelog `<application_id>-<name>-changelog`."""
         self._check_open()
         if name in self._tables:
@@ -73,8 +81,9 @@ class App:
         self._tables[name] = table
         return table
 
-    def agent(self, topic: TopicRef, *, name: str | None = None, tables: Iterable[Table] = ()
-              ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:  # fmt: skip
+    def agent(
+        self, topic: TopicRef, *, name: str | None = None, tables: Iterable[Table] = ()
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Decorate `async def fn(stream)`; `async for value in stream` runs once per record, inside the task.
 
         Operations called on `stream` before the loop (`flat_map_values`, `group_by`, `filter`, ...) become

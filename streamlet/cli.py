@@ -29,8 +29,11 @@ def _broker(args: argparse.Namespace) -> int:
         began = time.monotonic()
         status = broker.start(timeout=args.timeout)
         print(status.bootstrap_servers)
-        print(f"broker pid {status.pid}, Kafka {status.kafka_version}, ready in {time.monotonic() - began:.1f}s; "
-              f"log {status.log_file}", file=sys.stderr)  # fmt: skip
+        print(
+            f"broker pid {status.pid}, Kafka {status.kafka_version}, ready in {time.monotonic() - began:.1f}s; "
+            f"log {status.log_file}",
+            file=sys.stderr,
+        )
         return 0
     if args.action == "status":
         status = broker.status()

@@ -13,12 +13,28 @@ from _split import split_words
 bootstrap, app_id, input_topic, output_topic, state_dir = sys.argv[1:6]
 del sys.argv[1:6]
 
-app = faust.App(app_id, broker=f"kafka://{bootstrap}", store="rocksdb://", datadir=state_dir,
-                topic_partitions=6, web_enabled=False, consumer_auto_offset_reset="earliest",
-                table_standby_replicas=0, topic_allow_declare=True, producer_linger=0.005)
+app = faust.App(
+    app_id,
+    broker=f"kafka://{bootstrap}",
+    store="rocksdb://",
+    datadir=state_dir,
+    topic_partitions=6,
+    web_enabled=False,
+    consumer_auto_offset_reset="earliest",
+    table_standby_replicas=0,
+    topic_allow_declare=True,
+    producer_linger=0.005,
+)
 lines = app.topic(input_topic, key_serializer="raw", value_serializer="raw")
-words = app.topic(f"{app_id}-words", key_type=str, value_type=str, key_serializer="raw",
-                  value_serializer="raw", partitions=6, internal=True)
+words = app.topic(
+    f"{app_id}-words",
+    key_type=str,
+    value_type=str,
+    key_serializer="raw",
+    value_serializer="raw",
+    partitions=6,
+    internal=True,
+)
 out = app.topic(output_topic, key_serializer="raw", value_serializer="raw")
 counts = app.Table("counts", default=int, partitions=6)
 

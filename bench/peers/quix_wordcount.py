@@ -12,8 +12,14 @@ from quixstreams import Application
 
 def main() -> None:
     bootstrap, app_id, input_topic, output_topic, state_dir, commit_s = sys.argv[1:7]
-    app = Application(broker_address=bootstrap, consumer_group=app_id, auto_offset_reset="earliest",
-                      state_dir=state_dir, commit_interval=float(commit_s), loglevel="WARNING")
+    app = Application(
+        broker_address=bootstrap,
+        consumer_group=app_id,
+        auto_offset_reset="earliest",
+        state_dir=state_dir,
+        commit_interval=float(commit_s),
+        loglevel="WARNING",
+    )
     lines = app.topic(input_topic, key_deserializer="bytes", value_deserializer="str")
     out = app.topic(output_topic, key_serializer="str", value_serializer="bytes")
 
@@ -24,8 +30,14 @@ def main() -> None:
 
     sdf = app.dataframe(lines)
     sdf = sdf.apply(split_words, expand=True)
-    sdf = sdf.group_by(lambda word: word, name="word", key_serializer="str", key_deserializer="str",
-                       value_serializer="str", value_deserializer="str")
+    sdf = sdf.group_by(
+        lambda word: word,
+        name="word",
+        key_serializer="str",
+        key_deserializer="str",
+        value_serializer="str",
+        value_deserializer="str",
+    )
     sdf = sdf.apply(count, stateful=True)
     sdf.to_topic(out)
     app.run()

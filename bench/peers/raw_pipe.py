@@ -58,10 +58,20 @@ async def main() -> None:
     loop.add_signal_handler(signal.SIGTERM, stop.set)
     loop.add_signal_handler(signal.SIGINT, stop.set)
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, max_batch_size=256 * 1024)
-    lines_in = AIOKafkaConsumer(input_topic, bootstrap_servers=bootstrap, group_id=app_id,
-                                auto_offset_reset="earliest", max_partition_fetch_bytes=2 * 1024 * 1024)
-    words_in = AIOKafkaConsumer(words_topic, bootstrap_servers=bootstrap, group_id=f"{app_id}-count",
-                                auto_offset_reset="earliest", max_partition_fetch_bytes=2 * 1024 * 1024)
+    lines_in = AIOKafkaConsumer(
+        input_topic,
+        bootstrap_servers=bootstrap,
+        group_id=app_id,
+        auto_offset_reset="earliest",
+        max_partition_fetch_bytes=2 * 1024 * 1024,
+    )
+    words_in = AIOKafkaConsumer(
+        words_topic,
+        bootstrap_servers=bootstrap,
+        group_id=f"{app_id}-count",
+        auto_offset_reset="earliest",
+        max_partition_fetch_bytes=2 * 1024 * 1024,
+    )
     await producer.start()
     await lines_in.start()
     await words_in.start()
@@ -71,8 +81,12 @@ async def main() -> None:
     async def split_loop() -> None:
         while not stop.is_set():
             batch = await lines_in.getmany(timeout_ms=200, max_records=5000)
-            items = [(w, w) for records in batch.values() for r in records
-                     for w in (x.encode() for x in split_words(r.value.decode()))]
+            items = [
+                (w, w)
+                for records in batch.values()
+                for r in records
+                for w in (x.encode() for x in split_words(r.value.decode()))
+            ]
             if items:
                 await send_partitioned(producer, words_topic, items, PARTITIONS)
 
@@ -88,8 +102,9 @@ async def main() -> None:
             now = time.monotonic()
             if dirty and now - last >= interval:
                 last = now
-                await send_partitioned(producer, output_topic, [(k, struct.pack(">q", counts[k])) for k in dirty],
-                                       PARTITIONS)
+                await send_partitioned(
+                    producer, output_topic, [(k, struct.pack(">q", counts[k])) for k in dirty], PARTITIONS
+                )
                 dirty.clear()
 
     try:

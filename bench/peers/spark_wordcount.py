@@ -23,8 +23,9 @@ CONNECTOR_LIB = Path(__file__).resolve().parents[1] / "spark" / "target" / "lib"
 def connector_jars() -> str:
     """The jars of bench/spark (Maven-resolved connector) that pyspark does not ship itself."""
     shipped = {re.sub(r"-\d[\w.-]*\.jar$", "", j.name) for j in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
-    jars = [str(j) for j in sorted(CONNECTOR_LIB.glob("*.jar"))
-            if re.sub(r"-\d[\w.-]*\.jar$", "", j.name) not in shipped]
+    jars = [
+        str(j) for j in sorted(CONNECTOR_LIB.glob("*.jar")) if re.sub(r"-\d[\w.-]*\.jar$", "", j.name) not in shipped
+    ]
     if not any("spark-sql-kafka" in j for j in jars):
         sys.exit(f"Spark's Kafka connector is missing in {CONNECTOR_LIB}: run `mvn -q -B package` in bench/spark")
     return ",".join(jars)
@@ -32,25 +33,41 @@ def connector_jars() -> str:
 
 def main() -> None:
     bootstrap, app_id, input_topic, output_topic, state_dir, spark_version = sys.argv[1:7]
-    spark = (SparkSession.builder.appName(app_id).master("local[2]")
-             .config("spark.jars", connector_jars())
-             .config("spark.driver.memory", "3g")
-             .config("spark.sql.shuffle.partitions", "6")
-             .config("spark.sql.streaming.stateStore.providerClass",
-                     "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
-             .config("spark.ui.enabled", "false")
-             .getOrCreate())
+    spark = (
+        SparkSession.builder.appName(app_id)
+        .master("local[2]")
+        .config("spark.jars", connector_jars())
+        .config("spark.driver.memory", "3g")
+        .config("spark.sql.shuffle.partitions", "6")
+        .config(
+            "spark.sql.streaming.stateStore.providerClass",
+            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+        )
+        .config("spark.ui.enabled", "false")
+        .getOrCreate()
+    )
     spark.sparkContext.setLogLevel("WARN")
-    lines = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
-             .option("subscribe", input_topic).option("startingOffsets", "earliest").load())
+    lines = (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", input_topic)
+        .option("startingOffsets", "earliest")
+        .load()
+    )
     text = F.regexp_replace(F.lower(F.col("value").cast("string")), r"\W+$", "")
     words = lines.select(F.explode(F.split(text, r"\W+")).alias("word"))
     counts = words.groupBy("word").count()
-    out = counts.select(F.col("word").cast("binary").alias("key"),
-                        F.unhex(F.lpad(F.hex(F.col("count")), 16, "0")).alias("value"))
-    query = (out.writeStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
-             .option("topic", output_topic).option("checkpointLocation", f"{state_dir}/checkpoint")
-             .outputMode("update").start())
+    out = counts.select(
+        F.col("word").cast("binary").alias("key"), F.unhex(F.lpad(F.hex(F.col("count")), 16, "0")).alias("value")
+    )
+    query = (
+        out.writeStream.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("topic", output_topic)
+        .option("checkpointLocation", f"{state_dir}/checkpoint")
+        .outputMode("update")
+        .start()
+    )
     print("SPARK_QUERY_STARTED", flush=True)
     query.awaitTermination()
 

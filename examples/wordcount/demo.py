@@ -112,8 +112,19 @@ async def await_counts(bootstrap: str, expected: dict[str, int], timeout: float)
 def start_worker(index: int, bootstrap: str, state_root: Path, threads: int) -> subprocess.Popen[bytes]:
     log = open(state_root / f"worker-{index}.log", "wb")  # noqa: SIM115 (owned by the process)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "STREAMLET_BOOTSTRAP_SERVERS": bootstrap}
-    cmd = [sys.executable, "-m", "streamlet.cli", "worker", "examples.wordcount.app:app", "--threads", str(threads),
-           "--state-dir", str(state_root / f"worker-{index}"), "--bootstrap-servers", bootstrap]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "streamlet.cli",
+        "worker",
+        "examples.wordcount.app:app",
+        "--threads",
+        str(threads),
+        "--state-dir",
+        str(state_root / f"worker-{index}"),
+        "--bootstrap-servers",
+        bootstrap,
+    ]
     return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
 
 

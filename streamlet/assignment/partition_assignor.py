@@ -90,8 +90,9 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
     def on_generation_assignment(self, generation: int) -> None:  # required by the ABC; unused
         del generation
 
-    def assign(self, cluster: object, members: Mapping[str, ConsumerProtocolMemberMetadata]
-               ) -> dict[str, ConsumerProtocolMemberAssignment]:  # fmt: skip
+    def assign(
+        self, cluster: object, members: Mapping[str, ConsumerProtocolMemberMetadata]
+    ) -> dict[str, ConsumerProtocolMemberAssignment]:
         subscriptions = {member: SubscriptionInfo.decode(meta.user_data) for member, meta in members.items()}
         try:
             plan = self._plan(cluster, subscriptions)
@@ -101,8 +102,9 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
             return {m: ConsumerProtocolMemberAssignment(self.version, [], error) for m in members}
         return plan
 
-    def _plan(self, cluster: object, subscriptions: Mapping[str, SubscriptionInfo]
-              ) -> dict[str, ConsumerProtocolMemberAssignment]:  # fmt: skip
+    def _plan(
+        self, cluster: object, subscriptions: Mapping[str, SubscriptionInfo]
+    ) -> dict[str, ConsumerProtocolMemberAssignment]:
         counts: dict[str, int] = {}
         for topic in self._topology.source_topics():
             partitions = cluster.partitions_for_topic(topic)  # type: ignore[attr-defined]
@@ -133,13 +135,20 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
             TaskInfo(t, t in end_sums, self._topology.store_names(t) if t in end_sums else frozenset())
             for t in task_partitions
         ]
-        state = ApplicationState(infos, self._configs, clients, now_ms=int(time.time() * 1000),
-                                 leader_process_id=self._host.process_id, host_infos=host_infos)  # fmt: skip
+        state = ApplicationState(
+            infos,
+            self._configs,
+            clients,
+            now_ms=int(time.time() * 1000),
+            leader_process_id=self._host.process_id,
+            host_infos=host_infos,
+        )
         assignment = self._task_assignor.assign(state)
         error = validate_task_assignment(state, assignment)
         if error is not AssignmentError.NONE:
-            raise TaskAssignmentError(f"task assignor {type(self._task_assignor).__name__} returned an invalid "
-                                      f"assignment: {error.name}")  # fmt: skip
+            raise TaskAssignmentError(
+                f"task assignor {type(self._task_assignor).__name__} returned an invalid assignment: {error.name}"
+            )
         by_pid = assignment.by_process_id()
 
         result: dict[str, ConsumerProtocolMemberAssignment] = {}
@@ -167,8 +176,14 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
         self._log(task_partitions, stateful, by_pid, clients, followups)
         return result
 
-    def _log(self, task_partitions: Mapping[TaskId, object], stateful: list[TaskId], by_pid: Mapping[uuid.UUID, object],
-             clients: Mapping[uuid.UUID, ClientState], followups: list[tuple[str, int]]) -> None:  # fmt: skip
+    def _log(
+        self,
+        task_partitions: Mapping[TaskId, object],
+        stateful: list[TaskId],
+        by_pid: Mapping[uuid.UUID, object],
+        clients: Mapping[uuid.UUID, ClientState],
+        followups: list[tuple[str, int]],
+    ) -> None:
         """Kafka Streams' leader log lines (seed 000), so experiments can parse them."""
         all_tasks = java_hash_set_order(sorted(task_partitions), TaskId.java_hash_code)
         lines = [
@@ -183,11 +198,18 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
         log.info("\n".join(lines) + ".")
         if followups:
             for member, deadline in followups:
-                log.info("stream-thread [%s-consumer] Requesting followup rebalance be scheduled by %s for %d ms "
-                         "to probe for caught-up replica tasks.", self._host.name, member, deadline)  # fmt: skip
+                log.info(
+                    "stream-thread [%s-consumer] Requesting followup rebalance be scheduled by %s for %d ms "
+                    "to probe for caught-up replica tasks.",
+                    self._host.name,
+                    member,
+                    deadline,
+                )
         else:
-            log.info("stream-thread [%s-consumer] Finished stable assignment of tasks, no followup rebalances "
-                     "required.", self._host.name)  # fmt: skip
+            log.info(
+                "stream-thread [%s-consumer] Finished stable assignment of tasks, no followup rebalances required.",
+                self._host.name,
+            )
 
 
 def _fmt(tasks: list[TaskId]) -> str:

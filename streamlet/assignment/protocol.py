@@ -53,11 +53,12 @@ class SubscriptionInfo:
             bytes((SUBSCRIPTION_VERSION, SUBSCRIPTION_VERSION)),
             self.process_id.bytes,
             struct.pack(">bi", _to_int8(self.unique_field), self.error_code),
-            struct.pack(">h", len(host)), host,
+            struct.pack(">h", len(host)),
+            host,
             _encode_tasks(self.prev_active),
             _encode_tasks(self.prev_standby),
             _INT.pack(len(self.task_offset_sums)),
-        ]  # fmt: skip
+        ]
         parts.extend(_TASK_SUM.pack(t.subtopology, t.partition, s) for t, s in sorted(self.task_offset_sums.items()))
         return b"".join(parts)
 
@@ -90,13 +91,15 @@ class AssignmentInfo:
     error_code: int = AssignorErrorCode.NONE
 
     def encode(self) -> bytes:
-        return b"".join((
-            bytes((ASSIGNMENT_VERSION, ASSIGNMENT_VERSION)),
-            _INT.pack(self.error_code),
-            _encode_tasks(self.active_tasks),
-            _encode_tasks(self.standby_tasks),
-            _LONG.pack(self.next_rebalance_ms),
-        ))  # fmt: skip
+        return b"".join(
+            (
+                bytes((ASSIGNMENT_VERSION, ASSIGNMENT_VERSION)),
+                _INT.pack(self.error_code),
+                _encode_tasks(self.active_tasks),
+                _encode_tasks(self.standby_tasks),
+                _LONG.pack(self.next_rebalance_ms),
+            )
+        )
 
     @classmethod
     def decode(cls, data: bytes) -> AssignmentInfo:

@@ -96,9 +96,16 @@ def kafka_libs(version: str = KAFKA_VERSION) -> Path:
     partial = target / "libs.partial"
     shutil.rmtree(partial, ignore_errors=True)
     cmd = [
-        mvn, "-q", "-B", "-f", str(pom), f"-Dkafka.version={version}",
-        "dependency:copy-dependencies", f"-DoutputDirectory={partial}", "-DincludeScope=runtime",
-    ]  # fmt: skip
+        mvn,
+        "-q",
+        "-B",
+        "-f",
+        str(pom),
+        f"-Dkafka.version={version}",
+        "dependency:copy-dependencies",
+        f"-DoutputDirectory={partial}",
+        "-DincludeScope=runtime",
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0 or not any(partial.glob("kafka_*.jar")):
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
@@ -253,30 +260,48 @@ class LocalBroker:
         log4j = self.directory / "log4j2.properties"
         log4j.write_text(_LOG4J2)
         classpath = str(libs / "*")
-        jvm = [java, f"-Xmx{self.heap}", f"-Xms{self.heap}", "-XX:+UseG1GC", "-Djava.awt.headless=true",
-               f"-Dlog4j2.configurationFile={log4j}", "-cp", classpath]  # fmt: skip
+        jvm = [
+            java,
+            f"-Xmx{self.heap}",
+            f"-Xms{self.heap}",
+            "-XX:+UseG1GC",
+            "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile={log4j}",
+            "-cp",
+            classpath,
+        ]
 
         if not (data_dir / "meta.properties").exists():
             shutil.rmtree(data_dir, ignore_errors=True)
             cluster_id = _new_cluster_id()
             fmt = subprocess.run(
                 [*jvm, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(properties)],
-                capture_output=True, text=True, check=False,
-            )  # fmt: skip
+                capture_output=True,
+                text=True,
+                check=False,
+            )
             if fmt.returncode != 0:
                 raise BrokerError(f"formatting KRaft storage in {data_dir} failed:\n{fmt.stdout}{fmt.stderr}")
 
         with open(log_file, "ab") as log:
             proc = subprocess.Popen(
                 [*jvm, "kafka.Kafka", str(properties)],
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
                 preexec_fn=_die_with_parent if self.die_with_parent else None,
-            )  # fmt: skip
+            )
         state = BrokerStatus(
-            pid=proc.pid, host=self.host, port=port, controller_port=controller_port,
-            kafka_version=self.kafka_version, data_dir=str(data_dir), log_file=str(log_file),
+            pid=proc.pid,
+            host=self.host,
+            port=port,
+            controller_port=controller_port,
+            kafka_version=self.kafka_version,
+            data_dir=str(data_dir),
+            log_file=str(log_file),
             started_at=time.time(),
-        )  # fmt: skip
+        )
         self._state_file.write_text(json.dumps(asdict(state), indent=2) + "\n")
 
         deadline = time.monotonic() + timeout

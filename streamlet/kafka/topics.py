@@ -83,10 +83,11 @@ class InternalTopicManager:
         if missing:
             rf = self._replication_factor
             new = [
-                NewTopic(s.name, s.partitions, rf, replica_assignments={} if rf == -1 else None,
-                         topic_configs=dict(s.config))
+                NewTopic(
+                    s.name, s.partitions, rf, replica_assignments={} if rf == -1 else None, topic_configs=dict(s.config)
+                )
                 for s in missing
-            ]  # fmt: skip
+            ]
             response = await self._admin.create_topics(new)
             for topic, code, message in _topic_errors(response):
                 if code not in (0, _TOPIC_EXISTS):

@@ -47,8 +47,9 @@ class State(enum.Enum):
 class KafkaStreams:
     """Runs a topology with `config.num_stream_threads` stream threads in this process."""
 
-    def __init__(self, topology: Topology, config: StreamsConfig, *,
-                 restore_listener: StateRestoreListener | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, topology: Topology, config: StreamsConfig, *, restore_listener: StateRestoreListener | None = None
+    ) -> None:
         self.topology = topology
         self.config = config
         self.topology_metadata = TopologyMetadata(topology, config.application_id)
@@ -102,8 +103,12 @@ class KafkaStreams:
             raise
         self._cleaner = asyncio.create_task(self._state_cleaner(), name=f"{config.application_id}-state-cleaner")
         self.state = State.RUNNING
-        log.info("streamlet client %s started with %d stream threads (state dir %s)", self.process_id,
-                 len(self.threads), self.state_directory.app_dir)  # fmt: skip
+        log.info(
+            "streamlet client %s started with %d stream threads (state dir %s)",
+            self.process_id,
+            len(self.threads),
+            self.state_directory.app_dir,
+        )
 
     async def _prepare_topics(self) -> None:
         manager = InternalTopicManager(self.config.bootstrap_servers, replication_factor=self.config.replication_factor)
@@ -203,8 +208,16 @@ class KafkaStreams:
         if meta.is_stateful(task_id):
             state_manager = self._open_state(task_id, thread.name, thread, holder)
             stores = state_manager.stores()
-        task = StreamTask(task_id, meta.partitions_of(task_id), self.topology, state_manager, stores,
-                          thread.collector, thread.deserialization, self.config.application_id)  # fmt: skip
+        task = StreamTask(
+            task_id,
+            meta.partitions_of(task_id),
+            self.topology,
+            state_manager,
+            stores,
+            thread.collector,
+            thread.deserialization,
+            self.config.application_id,
+        )
         holder.append(task)
         task.state = TaskState.RESTORING if state_manager is not None else TaskState.RUNNING
         return task
@@ -214,8 +227,9 @@ class KafkaStreams:
             return None
         return StandbyTask(task_id, self._open_state(task_id, thread.name, None, []))
 
-    def _open_state(self, task_id: TaskId, owner: str, thread: StreamThread | None, holder: list[StreamTask]
-                    ) -> ProcessorStateManager:  # fmt: skip
+    def _open_state(
+        self, task_id: TaskId, owner: str, thread: StreamThread | None, holder: list[StreamTask]
+    ) -> ProcessorStateManager:
         """The task's stores (caching + change-logging for an active task, bare for a standby).
 
         On failure the directory is unlocked and whatever opened is closed, so the caller can retry. A store
@@ -236,8 +250,11 @@ class KafkaStreams:
                 state_manager.close(clean=False)
             if "lock" not in str(exc).lower():
                 task_dir = self.state_directory.task_dir(task_id)
-                log.error("task %s: wiping its local state after an unreadable store (it restores from the "
-                          "changelog): %s", task_id, exc)  # fmt: skip
+                log.error(
+                    "task %s: wiping its local state after an unreadable store (it restores from the changelog): %s",
+                    task_id,
+                    exc,
+                )
                 shutil.rmtree(task_dir / "rocksdb", ignore_errors=True)
                 (task_dir / ".checkpoint").unlink(missing_ok=True)
             raise

@@ -37,8 +37,14 @@ class RecordCollector:
         self._partitioner = CachingDefaultPartitioner()
         self._failure: BaseException | None = None
 
-    def send(self, topic: str, key: bytes | None, value: bytes | None, timestamp: int | None = None,
-             partition: int | None = None) -> None:  # fmt: skip
+    def send(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp: int | None = None,
+        partition: int | None = None,
+    ) -> None:
         """Queue one record (called from processors, synchronously)."""
         self._queue.append((topic, key, value, partition, timestamp))
 
@@ -71,8 +77,9 @@ class RecordCollector:
         for (topic, partition), records in groups.items():
             await self._send_records(topic, partition, records)
 
-    async def _send_records(self, topic: str, partition: int,
-                            records: list[tuple[bytes | None, bytes | None, int | None]]) -> None:  # fmt: skip
+    async def _send_records(
+        self, topic: str, partition: int, records: list[tuple[bytes | None, bytes | None, int | None]]
+    ) -> None:
         producer = self._producer
         batch = producer.create_batch()
         for key, value, timestamp in records:

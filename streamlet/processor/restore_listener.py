@@ -48,8 +48,15 @@ class LoggingRestoreListener:
 
     def on_restore_start(self, partition: TopicPartition, store_name: str, start_offset: int, end_offset: int) -> None:
         self._progress[(partition, store_name)] = _Progress(start_offset, end_offset)
-        log.info("restoring store %s from %s-%d offsets %d..%d (%d records)", store_name, partition.topic,
-                 partition.partition, start_offset, end_offset, max(0, end_offset - start_offset))  # fmt: skip
+        log.info(
+            "restoring store %s from %s-%d offsets %d..%d (%d records)",
+            store_name,
+            partition.topic,
+            partition.partition,
+            start_offset,
+            end_offset,
+            max(0, end_offset - start_offset),
+        )
 
     def on_batch_restored(
         self, partition: TopicPartition, store_name: str, batch_end_offset: int, num_restored: int
@@ -63,16 +70,30 @@ class LoggingRestoreListener:
             progress.last_logged = now
             total = max(1, progress.end_offset - progress.start_offset)
             rate = progress.restored / max(1e-9, now - progress.started)
-            log.info("restoring store %s from %s-%d: %d/%d records (%.0f%%), %.0f records/s", store_name,
-                     partition.topic, partition.partition, progress.restored, total,
-                     100.0 * progress.restored / total, rate)  # fmt: skip
+            log.info(
+                "restoring store %s from %s-%d: %d/%d records (%.0f%%), %.0f records/s",
+                store_name,
+                partition.topic,
+                partition.partition,
+                progress.restored,
+                total,
+                100.0 * progress.restored / total,
+                rate,
+            )
 
     def on_restore_end(self, partition: TopicPartition, store_name: str, total_restored: int) -> None:
         progress = self._progress.pop((partition, store_name), None)
         elapsed = time.monotonic() - progress.started if progress else 0.0
         rate = total_restored / elapsed if elapsed > 0 else 0.0
-        log.info("restored store %s from %s-%d: %d records in %.2fs (%.0f records/s)", store_name,
-                 partition.topic, partition.partition, total_restored, elapsed, rate)  # fmt: skip
+        log.info(
+            "restored store %s from %s-%d: %d records in %.2fs (%.0f records/s)",
+            store_name,
+            partition.topic,
+            partition.partition,
+            total_restored,
+            elapsed,
+            rate,
+        )
 
 
 class CompositeRestoreListener:

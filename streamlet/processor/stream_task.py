@@ -48,8 +48,13 @@ class DeserializationHandler:
             ) from exc
         self.skipped += 1
         if self.mode == "dead_letter":
-            log.warning("task %s: record at %s cannot be deserialized (%s); sent to %s", task_id, where, exc,
-                        self.dead_letter_topic)  # fmt: skip
+            log.warning(
+                "task %s: record at %s cannot be deserialized (%s); sent to %s",
+                task_id,
+                where,
+                exc,
+                self.dead_letter_topic,
+            )
             self.collector.send(self.dead_letter_topic, record.key, record.value, record.timestamp)
         else:
             log.warning("task %s: skipping record at %s that cannot be deserialized: %s", task_id, where, exc)
@@ -94,8 +99,14 @@ class StreamTask:
         except KeyError:
             raise KeyError(f"task {self.task_id} has no state store {name!r}; stores: {sorted(self._stores)}") from None
 
-    def send(self, topic: str, key: bytes | None, value: bytes | None, timestamp: int | None = None,
-             partition: int | None = None) -> None:  # fmt: skip
+    def send(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp: int | None = None,
+        partition: int | None = None,
+    ) -> None:
         self._collector.send(topic, key, value, timestamp, partition)
 
     # ---- processing -----------------------------------------------------------------------------------------

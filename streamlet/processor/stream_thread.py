@@ -114,13 +114,17 @@ class StreamThread:
             # freshly written changelog while moving the position to the end (bench/README.md)
         )
         self.producer = AIOKafkaProducer(
-            bootstrap_servers=bootstrap, client_id=f"{self.name}-producer", acks="all", linger_ms=5,
+            bootstrap_servers=bootstrap,
+            client_id=f"{self.name}-producer",
+            acks="all",
+            linger_ms=5,
             max_batch_size=256 * 1024,
-        )  # fmt: skip
+        )
         self.cache = RecordCache(max(0, config.statestore_cache_max_bytes // config.num_stream_threads))
         self.collector = RecordCollector(self.producer, streams.topology_metadata.changelog_topics())
-        self.deserialization = DeserializationHandler(config.deserialization_exception_handler, self.collector,
-                                                      config.dead_letter_topic)  # fmt: skip
+        self.deserialization = DeserializationHandler(
+            config.deserialization_exception_handler, self.collector, config.dead_letter_topic
+        )
 
     # ---- lifecycle ----------------------------------------------------------------------------------------
 
@@ -209,8 +213,11 @@ class StreamThread:
                 await self._commit_or_migrate()
         await asyncio.sleep(0)  # every iteration yields, even when all awaits above completed at once
         if self._probing_deadline_ms is not None and time.time() * 1000 >= self._probing_deadline_ms:
-            log.info("stream-thread [%s] Triggering the followup rebalance scheduled for %d ms.", self.name,
-                     self._probing_deadline_ms)  # fmt: skip
+            log.info(
+                "stream-thread [%s] Triggering the followup rebalance scheduled for %d ms.",
+                self.name,
+                self._probing_deadline_ms,
+            )
             self._probing_deadline_ms = None
             self.consumer._coordinator.request_rejoin()  # type: ignore[union-attr]
 
@@ -233,8 +240,7 @@ class StreamThread:
             await self._commit(force_checkpoint=force_checkpoint)
             return True
         except TaskMigratedError as exc:
-            log.warning("%s; closing %d active tasks without committing and rejoining the group", exc,
-                        len(self.active))  # fmt: skip
+            log.warning("%s; closing %d active tasks without committing and rejoining the group", exc, len(self.active))
             for task in list(self.active.values()):
                 self._close_active(task, clean=False)
             self._was_running = set()
@@ -302,8 +308,9 @@ class StreamThread:
                 owned[task_id] = task.state_manager.changelog_offsets()
         for task_id, standby in self.standby.items():
             owned[task_id] = standby.state_manager.changelog_offsets()
-        sums = task_offset_sums(self.streams.state_directory, self.name, running_active_tasks=running,
-                                owned_changelog_offsets=owned)  # fmt: skip
+        sums = task_offset_sums(
+            self.streams.state_directory, self.name, running_active_tasks=running, owned_changelog_offsets=owned
+        )
         self._unique_field += 1
         return SubscriptionInfo(
             process_id=self.process_id,
@@ -439,8 +446,9 @@ class StreamThread:
             applied += len(records)
             if isinstance(owner, StreamTask):
                 self._restored_counts[tp] = self._restored_counts.get(tp, 0) + len(records)
-                listener.on_batch_restored(tp, _store_of(tp, self.config.application_id), records[-1].offset,
-                                           len(records))  # fmt: skip
+                listener.on_batch_restored(
+                    tp, _store_of(tp, self.config.application_id), records[-1].offset, len(records)
+                )
             await asyncio.sleep(0)  # a restore chunk holds the GIL inside RocksDB; let heartbeats run
         for task in [t for t in self.active.values() if t.state is TaskState.RESTORING]:
             if await self._restored(task):
@@ -464,17 +472,24 @@ class StreamThread:
             start = state_manager.changelog_offsets()[tp]
             end = ends.get(tp)
             if end is not None and start > end:
-                log.warning("task %s: checkpointed offset %d of %s-%d is beyond the changelog end %d (topic "
-                            "recreated or truncated); wiping the store and restoring from the beginning",
-                            owner.task_id, start - 1, tp.topic, tp.partition, end)  # fmt: skip
+                log.warning(
+                    "task %s: checkpointed offset %d of %s-%d is beyond the changelog end %d (topic "
+                    "recreated or truncated); wiping the store and restoring from the beginning",
+                    owner.task_id,
+                    start - 1,
+                    tp.topic,
+                    tp.partition,
+                    end,
+                )
                 state_manager.wipe()
                 start = 0
             self.restore_consumer.seek(tp, start)
             if end is not None:
                 self._restore_ends[tp] = end
                 self._restored_counts[tp] = 0
-                self.streams.restore_listener.on_restore_start(tp, _store_of(tp, self.config.application_id),
-                                                               start, end)  # fmt: skip
+                self.streams.restore_listener.on_restore_start(
+                    tp, _store_of(tp, self.config.application_id), start, end
+                )
 
     async def _restored(self, task: StreamTask) -> bool:
         assert task.state_manager is not None

@@ -46,20 +46,32 @@ def add_wordcount_parser(verify_subparsers: argparse._SubParsersAction) -> argpa
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--bootstrap-servers", default=os.environ.get("STREAMLET_BOOTSTRAP_SERVERS"),
-                        help="Kafka bootstrap servers (default $STREAMLET_BOOTSTRAP_SERVERS, else the broker "
-                             "`streamlet broker start` runs)")  # fmt: skip
-    parser.add_argument("--input-topic", default=DEFAULT_INPUT_TOPIC,
-                        help=f"text lines (default {DEFAULT_INPUT_TOPIC})")  # fmt: skip
-    parser.add_argument("--output-topic", default=DEFAULT_OUTPUT_TOPIC,
-                        help=f"word -> int64 count (default {DEFAULT_OUTPUT_TOPIC})")  # fmt: skip
-    parser.add_argument("--starting-offsets", default="earliest",
-                        help="input range start: earliest, a JSON object as Spark takes it, or P:OFFSET[,P:OFFSET...] "
-                             "(partitions not named start at the earliest offset)")  # fmt: skip
-    parser.add_argument("--ending-offsets", default="latest",
-                        help="input range end (exclusive): latest, JSON, or P:OFFSET[,...] (others: latest)")
-    parser.add_argument("--max-mismatches", type=int, default=None, metavar="N",
-                        help="print at most N mismatches (default: all)")  # fmt: skip
+    parser.add_argument(
+        "--bootstrap-servers",
+        default=os.environ.get("STREAMLET_BOOTSTRAP_SERVERS"),
+        help="Kafka bootstrap servers (default $STREAMLET_BOOTSTRAP_SERVERS, else the broker "
+        "`streamlet broker start` runs)",
+    )
+    parser.add_argument(
+        "--input-topic", default=DEFAULT_INPUT_TOPIC, help=f"text lines (default {DEFAULT_INPUT_TOPIC})"
+    )
+    parser.add_argument(
+        "--output-topic", default=DEFAULT_OUTPUT_TOPIC, help=f"word -> int64 count (default {DEFAULT_OUTPUT_TOPIC})"
+    )
+    parser.add_argument(
+        "--starting-offsets",
+        default="earliest",
+        help="input range start: earliest, a JSON object as Spark takes it, or P:OFFSET[,P:OFFSET...] "
+        "(partitions not named start at the earliest offset)",
+    )
+    parser.add_argument(
+        "--ending-offsets",
+        default="latest",
+        help="input range end (exclusive): latest, JSON, or P:OFFSET[,...] (others: latest)",
+    )
+    parser.add_argument(
+        "--max-mismatches", type=int, default=None, metavar="N", help="print at most N mismatches (default: all)"
+    )
     parser.add_argument("--master", default=None, help="Spark master (default $STREAMLET_SPARK_MASTER or local[2])")
     parser.add_argument("--driver-memory", default=None, help="Spark driver heap (default 1g)")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for the broker's metadata")
@@ -101,19 +113,29 @@ def _verify_wordcount(args: argparse.Namespace, out: TextIO) -> int:
     elapsed = time.monotonic() - began
 
     print(f"verify wordcount on {bootstrap} ({elapsed:.1f}s with Spark)", file=out)
-    print(f"  input  {args.input_topic} ({partitions[args.input_topic]} partitions, offsets "
-          f"{_describe_offsets(starting)} .. {_describe_offsets(ending)}): {len(truth)} distinct words, "
-          f"{sum(truth.values())} words in total", file=out)  # fmt: skip
-    print(f"  output {args.output_topic} ({partitions[args.output_topic]} partitions, {output.records} records): "
-          f"{len(output.counts)} distinct words, latest counts summing to {sum(output.counts.values())}",
-          file=out)  # fmt: skip
+    print(
+        f"  input  {args.input_topic} ({partitions[args.input_topic]} partitions, offsets "
+        f"{_describe_offsets(starting)} .. {_describe_offsets(ending)}): {len(truth)} distinct words, "
+        f"{sum(truth.values())} words in total",
+        file=out,
+    )
+    print(
+        f"  output {args.output_topic} ({partitions[args.output_topic]} partitions, {output.records} records): "
+        f"{len(output.counts)} distinct words, latest counts summing to {sum(output.counts.values())}",
+        file=out,
+    )
     problems = len(mismatches) + len(output.split_keys) + len(output.malformed)
     for word, parts in sorted(output.split_keys.items()):
-        print(f"  key in several partitions: {word!r} in partitions {list(parts)} (the latest by partition is used)",
-              file=out)  # fmt: skip
+        print(
+            f"  key in several partitions: {word!r} in partitions {list(parts)} (the latest by partition is used)",
+            file=out,
+        )
     for record in output.malformed:
-        print(f"  malformed output record at partition {record.partition} offset {record.offset}: {record.reason} "
-              f"(key {record.key!r}, value {record.value!r})", file=out)  # fmt: skip
+        print(
+            f"  malformed output record at partition {record.partition} offset {record.offset}: {record.reason} "
+            f"(key {record.key!r}, value {record.value!r})",
+            file=out,
+        )
     print(f"  mismatches: {len(mismatches)}", file=out)
     shown = mismatches if args.max_mismatches is None else mismatches[: max(args.max_mismatches, 0)]
     for mismatch in shown:

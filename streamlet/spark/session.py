@@ -76,8 +76,7 @@ def require_pyspark() -> None:
         import pyspark  # noqa: F401
     except ImportError as exc:
         raise SparkNotInstalledError(
-            "PySpark is not installed: the Spark batch side needs the `spark` extra, "
-            "`pip install 'streamlet[spark]'`"
+            "PySpark is not installed: the Spark batch side needs the `spark` extra, `pip install 'streamlet[spark]'`"
         ) from exc
 
 
@@ -198,8 +197,14 @@ def _shutdown_gateway() -> None:
     SparkContext._jvm = None
 
 
-def get_spark(master: str | None = None, *, kafka: bool = True, driver_memory: str | None = None,
-              app_name: str = "streamlet", conf: Mapping[str, str] | None = None) -> SparkSession:  # fmt: skip
+def get_spark(
+    master: str | None = None,
+    *,
+    kafka: bool = True,
+    driver_memory: str | None = None,
+    app_name: str = "streamlet",
+    conf: Mapping[str, str] | None = None,
+) -> SparkSession:
     """The process's SparkSession, created on first use; reused afterwards whatever `master` says.
 
     With `kafka`, the session can read Kafka topics (`spark.read.format("kafka")`); a session made earlier in
@@ -215,8 +220,9 @@ def get_spark(master: str | None = None, *, kafka: bool = True, driver_memory: s
             _session.stop()  # type: ignore[union-attr]
             _shutdown_gateway()
         _session = None
-        _session, _session_has_kafka = _create(master, kafka=kafka, driver_memory=driver_memory, app_name=app_name,
-                                                    conf=conf)
+        _session, _session_has_kafka = _create(
+            master, kafka=kafka, driver_memory=driver_memory, app_name=app_name, conf=conf
+        )
         return _session
 
 
@@ -229,8 +235,9 @@ def stop_spark() -> None:
         _session, _session_has_kafka = None, False
 
 
-def _create(master: str | None, *, kafka: bool, driver_memory: str | None, app_name: str,
-            conf: Mapping[str, str] | None) -> tuple[SparkSession, bool]:  # fmt: skip
+def _create(
+    master: str | None, *, kafka: bool, driver_memory: str | None, app_name: str, conf: Mapping[str, str] | None
+) -> tuple[SparkSession, bool]:
     from pyspark.sql import SparkSession
 
     existing = SparkSession.getActiveSession()

@@ -67,9 +67,15 @@ def offsets_option(topic: str, offsets: Offsets) -> str:
     return json.dumps({topic: {str(int(p)): int(o) for p, o in sorted(offsets.items())}})
 
 
-def read_topic(spark: SparkSession, bootstrap: str, topic: str, starting_offsets: Offsets = "earliest",
-               ending_offsets: Offsets = "latest", *,
-               options: Mapping[str, str] | None = None) -> DataFrame:  # fmt: skip
+def read_topic(
+    spark: SparkSession,
+    bootstrap: str,
+    topic: str,
+    starting_offsets: Offsets = "earliest",
+    ending_offsets: Offsets = "latest",
+    *,
+    options: Mapping[str, str] | None = None,
+) -> DataFrame:
     """A batch DataFrame of `topic`'s records (key, value, partition, offset, ...); committed records only."""
     reader = (
         spark.read.format("kafka")
@@ -93,9 +99,15 @@ def ground_truth_dataframe(records: DataFrame) -> DataFrame:
     return words.groupBy("word").count()
 
 
-def ground_truth_wordcount(spark: SparkSession, bootstrap: str, input_topic: str,
-                           starting_offsets: Offsets = "earliest", ending_offsets: Offsets = "latest", *,
-                           options: Mapping[str, str] | None = None) -> dict[str, int]:  # fmt: skip
+def ground_truth_wordcount(
+    spark: SparkSession,
+    bootstrap: str,
+    input_topic: str,
+    starting_offsets: Offsets = "earliest",
+    ending_offsets: Offsets = "latest",
+    *,
+    options: Mapping[str, str] | None = None,
+) -> dict[str, int]:
     """Each word's count over `input_topic`'s records in [starting_offsets, ending_offsets)."""
     require_pyspark()
     records = read_topic(spark, bootstrap, input_topic, starting_offsets, ending_offsets, options=options)
@@ -124,8 +136,9 @@ class OutputCounts:
     malformed: list[MalformedRecord] = field(default_factory=list)
 
 
-def read_output_counts(spark: SparkSession, bootstrap: str, output_topic: str, *,
-                       options: Mapping[str, str] | None = None) -> OutputCounts:  # fmt: skip
+def read_output_counts(
+    spark: SparkSession, bootstrap: str, output_topic: str, *, options: Mapping[str, str] | None = None
+) -> OutputCounts:
     """Batch-read `output_topic` whole and keep each word's latest count (highest (partition, offset))."""
     require_pyspark()
     from pyspark.sql import functions as F
@@ -157,8 +170,9 @@ def read_output_counts(spark: SparkSession, bootstrap: str, output_topic: str, *
     return out
 
 
-def latest_counts(spark: SparkSession, bootstrap: str, output_topic: str, *,
-                  options: Mapping[str, str] | None = None) -> dict[str, int]:  # fmt: skip
+def latest_counts(
+    spark: SparkSession, bootstrap: str, output_topic: str, *, options: Mapping[str, str] | None = None
+) -> dict[str, int]:
     """Each word's latest count in `output_topic` (see `read_output_counts` for what is left out)."""
     return read_output_counts(spark, bootstrap, output_topic, options=options).counts
 

@@ -54,6 +54,7 @@ class ChangelogRecord(Protocol):
     key: bytes | None
     value: bytes | None
 
+
 DEFAULT_RESTORE_CHUNK_RECORDS = 10_000
 
 

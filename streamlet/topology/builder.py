@@ -197,8 +197,9 @@ class StreamsBuilder:
         """Declare a key-value store for `KStream.process(..., stores=[name])` (Kafka's `addStateStore`)."""
         validate_name(name, "Store name")
         self._internal.claim_store(name)
-        self._internal.state_stores[name] = StoreSpec(name, _or_default(_serde(key_serde, "key_serde")),
-                                             _or_default(_serde(value_serde, "value_serde")))  # fmt: skip
+        self._internal.state_stores[name] = StoreSpec(
+            name, _or_default(_serde(key_serde, "key_serde")), _or_default(_serde(value_serde, "value_serde"))
+        )
 
     def stream(
         self,
@@ -455,8 +456,9 @@ class KStream:
             validate_name(name)
         return KGroupedStream(self._builder, self._node, ks, vs, self._repartition_required, name)
 
-    def repartition(self, name: str | None = None, *, key_serde: SerdeLike = None,
-                    value_serde: SerdeLike = None) -> KStream:  # fmt: skip
+    def repartition(
+        self, name: str | None = None, *, key_serde: SerdeLike = None, value_serde: SerdeLike = None
+    ) -> KStream:
         """Write through the repartition topic `<application_id>-<name>-repartition` (Kafka's `repartition`)."""
         ks = _first(_serde(key_serde, "key_serde"), self._key_serde)
         vs = _first(_serde(value_serde, "value_serde"), self._value_serde)
@@ -467,8 +469,13 @@ class KStream:
         node = grouped._repartition(prefix)
         return KStream(self._builder, node, ks, vs, repartition_required=False)
 
-    def process(self, factory: Callable[[Any], Callable[[Any, Any], None]], *, stores: Iterable[str] = (),
-                name: str | None = None) -> None:  # fmt: skip
+    def process(
+        self,
+        factory: Callable[[Any], Callable[[Any, Any], None]],
+        *,
+        stores: Iterable[str] = (),
+        name: str | None = None,
+    ) -> None:
         """A terminal user processor: `factory(context)` runs once per task and returns `fn(key, value)`.
 
         `stores` are names given to `StreamsBuilder.add_store`; the processor reads them through

@@ -23,15 +23,32 @@ class Workers:
 
     def __init__(self, bootstrap: str, source: str, sink: str, app_id: str, root: Path) -> None:
         self.bootstrap, self.root = bootstrap, root
-        self.env = {**os.environ, "PYTHONPATH": str(ROOT), "WORDCOUNT_INPUT_TOPIC": source,
-                    "WORDCOUNT_OUTPUT_TOPIC": sink, "WORDCOUNT_APPLICATION_ID": app_id}  # fmt: skip
+        self.env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "WORDCOUNT_INPUT_TOPIC": source,
+            "WORDCOUNT_OUTPUT_TOPIC": sink,
+            "WORDCOUNT_APPLICATION_ID": app_id,
+        }
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
 
     def start(self, index: int, threads: int = 2) -> None:
         log = open(self.root / f"worker-{index}.log", "ab")  # noqa: SIM115 (closed with the process)
-        cmd = [sys.executable, "-m", "streamlet.cli", "worker", "examples.wordcount.app:app", "--threads", str(threads),
-               "--state-dir", str(self.root / f"state-{index}"), "--bootstrap-servers", self.bootstrap,
-               "--config", "commit_interval_ms=500"]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "streamlet.cli",
+            "worker",
+            "examples.wordcount.app:app",
+            "--threads",
+            str(threads),
+            "--state-dir",
+            str(self.root / f"state-{index}"),
+            "--bootstrap-servers",
+            self.bootstrap,
+            "--config",
+            "commit_interval_ms=500",
+        ]
         self.procs[index] = subprocess.Popen(cmd, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
 
     def kill9(self, index: int) -> None:
@@ -84,10 +101,24 @@ async def test_two_worker_processes_count_a_real_text(kafka: KafkaTestCluster, w
 
     # the batch side agrees on the same run: PySpark's ground truth vs the output topic
     verify = subprocess.run(
-        [sys.executable, "-m", "streamlet.cli", "verify", "wordcount", "--bootstrap-servers", kafka.bootstrap_servers,
-         "--input-topic", source, "--output-topic", sink],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "streamlet.cli",
+            "verify",
+            "wordcount",
+            "--bootstrap-servers",
+            kafka.bootstrap_servers,
+            "--input-topic",
+            source,
+            "--output-topic",
+            sink,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert verify.returncode == 0, verify.stdout[-3000:] + verify.stderr[-3000:]
 
 

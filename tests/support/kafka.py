@@ -37,8 +37,14 @@ class KafkaTestCluster:
             await self.admin.delete_topics(doomed)
         await self.admin.close()
 
-    async def create_topic(self, prefix: str = "topic", partitions: int = 1, *, name: str | None = None,
-                           config: dict[str, str] | None = None) -> str:  # fmt: skip
+    async def create_topic(
+        self,
+        prefix: str = "topic",
+        partitions: int = 1,
+        *,
+        name: str | None = None,
+        config: dict[str, str] | None = None,
+    ) -> str:
         topic = name or unique_name(prefix)
         await self.admin.create_topics([NewTopic(topic, partitions, 1, topic_configs=config or {})])
         self._created.append(topic)
@@ -60,8 +66,9 @@ class KafkaTestCluster:
                 raise TimeoutError(f"topic {topic} has no leader for all {partitions} partitions")
             await asyncio.sleep(0.1)
 
-    async def produce(self, topic: str, records: Iterable[tuple[bytes | None, bytes | None]],
-                      *, partition: int | None = None) -> None:  # fmt: skip
+    async def produce(
+        self, topic: str, records: Iterable[tuple[bytes | None, bytes | None]], *, partition: int | None = None
+    ) -> None:
         producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap_servers, linger_ms=5)
         await producer.start()
         try:
@@ -82,11 +89,13 @@ class KafkaTestCluster:
         finally:
             await consumer.stop()
 
-    async def drain(self, topic: str, partitions: int, *, timeout: float = 30.0,
-                    expected: int | None = None) -> list[ConsumerRecord]:  # fmt: skip
+    async def drain(
+        self, topic: str, partitions: int, *, timeout: float = 30.0, expected: int | None = None
+    ) -> list[ConsumerRecord]:
         """All records currently in `topic` (up to its end offsets, or `expected` many), in partition order."""
-        consumer = AIOKafkaConsumer(bootstrap_servers=self.bootstrap_servers, enable_auto_commit=False,
-                                    auto_offset_reset="earliest")  # fmt: skip
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=self.bootstrap_servers, enable_auto_commit=False, auto_offset_reset="earliest"
+        )
         await consumer.start()
         try:
             tps = [TopicPartition(topic, p) for p in range(partitions)]

@@ -247,9 +247,7 @@ def research_case_to_contract(case: dict[str, Any]) -> dict[str, Any]:
 def research_expected_to_contract(case: dict[str, Any]) -> dict[str, Any]:
     """The client-level part of a research case's ``expected_from_java``, in contract output form."""
     exp = case["expected_from_java"]
-    interval = _long(
-        case["config"].get("probing_rebalance_interval_ms", DEFAULT_PROBING_REBALANCE_INTERVAL_MS)
-    )
+    interval = _long(case["config"].get("probing_rebalance_interval_ms", DEFAULT_PROBING_REBALANCE_INTERVAL_MS))
     return {
         "clients": {
             pid: {

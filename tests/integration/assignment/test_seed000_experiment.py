@@ -72,14 +72,21 @@ class AssignmentLog(logging.Handler):
             self.rounds[-1].followup = False
 
 
-def _client(kafka: KafkaTestCluster, topology, app_id: str, state_dir, process_id: str,
-            task_assignor: str = "high_availability") -> KafkaStreams:  # fmt: skip
+def _client(
+    kafka: KafkaTestCluster, topology, app_id: str, state_dir, process_id: str, task_assignor: str = "high_availability"
+) -> KafkaStreams:
     write_process_id(state_dir, app_id, process_id)
     config = StreamsConfig(
-        application_id=app_id, bootstrap_servers=kafka.bootstrap_servers, state_dir=str(state_dir),
-        num_stream_threads=2, acceptable_recovery_lag=0, probing_rebalance_interval_ms=5_000,
-        max_warmup_replicas=2, commit_interval_ms=500, task_assignor=task_assignor,
-    )  # fmt: skip
+        application_id=app_id,
+        bootstrap_servers=kafka.bootstrap_servers,
+        state_dir=str(state_dir),
+        num_stream_threads=2,
+        acceptable_recovery_lag=0,
+        probing_rebalance_interval_ms=5_000,
+        max_warmup_replicas=2,
+        commit_interval_ms=500,
+        task_assignor=task_assignor,
+    )
     return KafkaStreams(topology, config)
 
 

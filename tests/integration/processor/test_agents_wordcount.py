@@ -26,10 +26,14 @@ async def test_agents_wordcount_counts_every_word(kafka: KafkaTestCluster, tmp_p
     sys.modules.pop("examples.wordcount.agents", None)
     app = importlib.import_module("examples.wordcount.agents").app
     clients: list[KafkaStreams] = [
-        app.streams(bootstrap_servers=kafka.bootstrap_servers, state_dir=str(tmp_path / f"c{i}"),
-                    num_stream_threads=2, commit_interval_ms=300)
+        app.streams(
+            bootstrap_servers=kafka.bootstrap_servers,
+            state_dir=str(tmp_path / f"c{i}"),
+            num_stream_threads=2,
+            commit_interval_ms=300,
+        )
         for i in range(2)
-    ]  # fmt: skip
+    ]
     lines = real_text_lines(300) + [SEED_LINE]
     try:
         for client in clients:

@@ -31,8 +31,13 @@ async def _topics(kafka: KafkaTestCluster) -> tuple[str, str, str]:
 
 
 def _client(kafka: KafkaTestCluster, source: str, sink: str, app_id: str, state_dir, **extra) -> KafkaStreams:
-    config = StreamsConfig(application_id=app_id, bootstrap_servers=kafka.bootstrap_servers, state_dir=str(state_dir),
-                           commit_interval_ms=200, **extra)  # fmt: skip
+    config = StreamsConfig(
+        application_id=app_id,
+        bootstrap_servers=kafka.bootstrap_servers,
+        state_dir=str(state_dir),
+        commit_interval_ms=200,
+        **extra,
+    )
     return KafkaStreams(build_topology(source, sink), config)
 
 
@@ -66,8 +71,15 @@ async def test_dead_letter_topic_receives_the_raw_record(kafka: KafkaTestCluster
     source, sink, app_id = await _topics(kafka)
     dead_letters = await kafka.create_topic("dead-letters", partitions=1)
     await kafka.produce(source, [(b"k", BAD), (None, GOOD[0].encode())])
-    client = _client(kafka, source, sink, app_id, tmp_path, deserialization_exception_handler="dead_letter",
-                     dead_letter_topic=dead_letters)  # fmt: skip
+    client = _client(
+        kafka,
+        source,
+        sink,
+        app_id,
+        tmp_path,
+        deserialization_exception_handler="dead_letter",
+        dead_letter_topic=dead_letters,
+    )
     await client.start()
     try:
         expected = expected_counts(GOOD[:1])

@@ -88,16 +88,18 @@ async def input_topic(bootstrap_servers: str) -> str:
         await cluster.close()
 
 
-async def test_ground_truth_matches_plain_python(spark, bootstrap_servers: str, input_topic: str,
-                                                 expected: dict[str, int]) -> None:  # fmt: skip
+async def test_ground_truth_matches_plain_python(
+    spark, bootstrap_servers: str, input_topic: str, expected: dict[str, int]
+) -> None:
     truth = await asyncio.to_thread(ground_truth_wordcount, spark, bootstrap_servers, input_topic)
     assert truth == expected
     assert all(truth[w] >= 1 for w in SEED_LINE.split())
     assert truth[""] > 0  # empty lines and indented lines count the empty word, as in Kafka Streams
 
 
-async def test_wrong_and_missing_counts_are_reported(spark, kafka: KafkaTestCluster, input_topic: str,
-                                                     expected: dict[str, int]) -> None:  # fmt: skip
+async def test_wrong_and_missing_counts_are_reported(
+    spark, kafka: KafkaTestCluster, input_topic: str, expected: dict[str, int]
+) -> None:
     written = dict(expected)
     written["license"] += 1  # a wrong count
     del written["z"]  # a missing word
@@ -109,16 +111,25 @@ async def test_wrong_and_missing_counts_are_reported(spark, kafka: KafkaTestClus
     want = [Mismatch("license", expected["license"], expected["license"] + 1), Mismatch("z", expected["z"], None)]
     assert compare(expected, got) == want
 
-    code, text = await asyncio.to_thread(run_cli, "--bootstrap-servers", kafka.bootstrap_servers,
-                                         "--input-topic", input_topic, "--output-topic", output)  # fmt: skip
+    code, text = await asyncio.to_thread(
+        run_cli, "--bootstrap-servers", kafka.bootstrap_servers, "--input-topic", input_topic, "--output-topic", output
+    )
     assert code == 1, text
     assert "mismatches: 2\n" in text
     assert f"    {want[0]}\n    {want[1]}\n" in text
     assert f"{len(expected)} distinct words, {sum(expected.values())} words in total" in text
 
-    code, text = await asyncio.to_thread(run_cli, "--bootstrap-servers", kafka.bootstrap_servers,
-                                         "--input-topic", input_topic, "--output-topic", output,
-                                         "--max-mismatches", "1")  # fmt: skip
+    code, text = await asyncio.to_thread(
+        run_cli,
+        "--bootstrap-servers",
+        kafka.bootstrap_servers,
+        "--input-topic",
+        input_topic,
+        "--output-topic",
+        output,
+        "--max-mismatches",
+        "1",
+    )
     assert code == 1
     assert str(want[0]) in text and str(want[1]) not in text and "... and 1 more" in text
 
@@ -126,8 +137,9 @@ async def test_wrong_and_missing_counts_are_reported(spark, kafka: KafkaTestClus
 async def test_correct_output_passes(kafka: KafkaTestCluster, input_topic: str, expected: dict[str, int]) -> None:
     output = await kafka.create_topic("spark-wc-output-right", partitions=OUTPUT_PARTITIONS)
     await write_counts(kafka, output, expected)
-    code, text = await asyncio.to_thread(run_cli, "--bootstrap-servers", kafka.bootstrap_servers,
-                                         "--input-topic", input_topic, "--output-topic", output)  # fmt: skip
+    code, text = await asyncio.to_thread(
+        run_cli, "--bootstrap-servers", kafka.bootstrap_servers, "--input-topic", input_topic, "--output-topic", output
+    )
     assert code == 0, text
     assert "mismatches: 0" in text and "OK:" in text
 
@@ -137,7 +149,10 @@ async def test_offset_range_split_keys_and_malformed_records(spark, kafka: Kafka
     await kafka.produce(source, [(None, b"a b"), (None, b"b c"), (None, b"c d"), (None, b"")])
     bootstrap = kafka.bootstrap_servers
     assert await asyncio.to_thread(ground_truth_wordcount, spark, bootstrap, source, "earliest", {0: 2}) == {
-        "a": 1, "b": 2, "c": 1}  # fmt: skip
+        "a": 1,
+        "b": 2,
+        "c": 1,
+    }
     assert await asyncio.to_thread(ground_truth_wordcount, spark, bootstrap, source, {0: 2}) == {"c": 1, "d": 1, "": 1}
 
     output = await kafka.create_topic("spark-wc-odd-output", partitions=2)
@@ -147,11 +162,22 @@ async def test_offset_range_split_keys_and_malformed_records(spark, kafka: Kafka
     assert odd.counts == {"c": 1}
     assert odd.split_keys == {"c": (0, 1)}
     assert [(m.partition, m.offset, m.key, m.reason) for m in odd.malformed] == [
-        (0, 2, b"d", "value of 1 bytes, not an 8-byte long"), (1, 1, None, "null key")]  # fmt: skip
+        (0, 2, b"d", "value of 1 bytes, not an 8-byte long"),
+        (1, 1, None, "null key"),
+    ]
     assert odd.records == 5
 
-    code, text = await asyncio.to_thread(run_cli, "--bootstrap-servers", bootstrap, "--input-topic", source,
-                                         "--output-topic", output, "--starting-offsets", "0:2")  # fmt: skip
+    code, text = await asyncio.to_thread(
+        run_cli,
+        "--bootstrap-servers",
+        bootstrap,
+        "--input-topic",
+        source,
+        "--output-topic",
+        output,
+        "--starting-offsets",
+        "0:2",
+    )
     assert code == 1, text
     assert "key in several partitions: 'c' in partitions [0, 1]" in text
     assert "malformed output record at partition 0 offset 2" in text
@@ -160,7 +186,8 @@ async def test_offset_range_split_keys_and_malformed_records(spark, kafka: Kafka
 
 async def test_missing_topic_is_an_error(kafka: KafkaTestCluster, capsys: pytest.CaptureFixture) -> None:
     missing = "no-such-topic-xyz"
-    code, _ = await asyncio.to_thread(run_cli, "--bootstrap-servers", kafka.bootstrap_servers,
-                                      "--input-topic", missing, "--output-topic", missing)  # fmt: skip
+    code, _ = await asyncio.to_thread(
+        run_cli, "--bootstrap-servers", kafka.bootstrap_servers, "--input-topic", missing, "--output-topic", missing
+    )
     assert code == 2
     assert "topic 'no-such-topic-xyz' does not exist" in capsys.readouterr().err

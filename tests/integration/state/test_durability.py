@@ -45,8 +45,14 @@ async def _setup(kafka: KafkaTestCluster) -> tuple[str, str, str]:
 
 
 def _config(kafka: KafkaTestCluster, app_id: str, state_dir: Path, **extra: object) -> StreamsConfig:
-    return StreamsConfig(application_id=app_id, bootstrap_servers=kafka.bootstrap_servers, state_dir=str(state_dir),
-                         num_stream_threads=2, commit_interval_ms=300, **extra)  # type: ignore[arg-type]  # fmt: skip
+    return StreamsConfig(
+        application_id=app_id,
+        bootstrap_servers=kafka.bootstrap_servers,
+        state_dir=str(state_dir),
+        num_stream_threads=2,
+        commit_interval_ms=300,
+        **extra,
+    )  # type: ignore[arg-type]
 
 
 async def test_clean_restart_uses_checkpoints_and_restores_nothing(kafka: KafkaTestCluster, tmp_path) -> None:
@@ -90,8 +96,9 @@ async def test_standby_promoted_to_active_serves_the_same_counts(kafka: KafkaTes
     topology = build_topology(source, sink)
     listener = RecordingRestoreListener()
     leaving = KafkaStreams(topology, _config(kafka, app_id, tmp_path / "a", num_standby_replicas=1))
-    staying = KafkaStreams(topology, _config(kafka, app_id, tmp_path / "b", num_standby_replicas=1),
-                           restore_listener=listener)  # fmt: skip
+    staying = KafkaStreams(
+        topology, _config(kafka, app_id, tmp_path / "b", num_standby_replicas=1), restore_listener=listener
+    )
     first = real_text_lines(400)
     try:
         await leaving.start()

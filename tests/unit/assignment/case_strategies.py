@@ -47,9 +47,7 @@ def _uuid_from_halves(msb: int, lsb: int) -> str:
 process_ids = st.one_of(
     st.integers(1, 16).map(lambda n: _uuid_from_halves(0, n)),
     st.integers(0, 2**128 - 1).map(lambda n: str(uuid.UUID(int=n))),
-    st.tuples(st.integers(-(2**63), -1), st.integers(-(2**63), 2**63 - 1)).map(
-        lambda t: _uuid_from_halves(*t)
-    ),
+    st.tuples(st.integers(-(2**63), -1), st.integers(-(2**63), 2**63 - 1)).map(lambda t: _uuid_from_halves(*t)),
     st.tuples(st.integers(0, 16), st.integers(-(2**63), -1)).map(lambda t: _uuid_from_halves(*t)),
 )
 

@@ -126,9 +126,15 @@ def assert_stable(case: dict[str, Any], result: dict[str, Any], assignor: str = 
 
 
 def layout_case(
-    layout: dict[str, dict[str, Any]], *, stateful: list[str], end: int, standbys: int, stateless: list[str] = (),
-    acceptable: int = 10_000, warmups: int = 2,
-) -> dict[str, Any]:  # fmt: skip
+    layout: dict[str, dict[str, Any]],
+    *,
+    stateful: list[str],
+    end: int,
+    standbys: int,
+    stateless: list[str] = (),
+    acceptable: int = 10_000,
+    warmups: int = 2,
+) -> dict[str, Any]:
     """A case where every client runs `active` (-2) and holds `standby` caught up (offset sum = end)."""
     clients = {}
     for p, c in layout.items():
@@ -281,8 +287,14 @@ def test_replacement_with_small_changelogs_moves_only_the_departed_clients_tasks
     assert moved_actives(balanced) == 2
     # HATA re-deals round-robin over (pid 2, pid 3, pid 9): every one of the 6 tasks changes client
     hata = run_rounds(case, "high_availability")
-    assert owners(*hata[-1]) == {"1_0": pid(2), "1_1": pid(3), "1_2": pid(9), "1_3": pid(2), "1_4": pid(3),
-                                 "1_5": pid(9)}  # fmt: skip
+    assert owners(*hata[-1]) == {
+        "1_0": pid(2),
+        "1_1": pid(3),
+        "1_2": pid(9),
+        "1_3": pid(2),
+        "1_4": pid(3),
+        "1_5": pid(9),
+    }
     assert moved_actives(hata) == 6
 
 
@@ -334,8 +346,14 @@ def _research_scale_out() -> tuple[dict[str, Any], dict[str, Any]]:
         pid(4): {},
     }
     cfg = research["config"]
-    case = layout_case(layout, stateful=tasks, end=1_000_000, standbys=cfg["num_standby_replicas"],
-                       acceptable=cfg["acceptable_recovery_lag"], warmups=cfg["max_warmup_replicas"])  # fmt: skip
+    case = layout_case(
+        layout,
+        stateful=tasks,
+        end=1_000_000,
+        standbys=cfg["num_standby_replicas"],
+        acceptable=cfg["acceptable_recovery_lag"],
+        warmups=cfg["max_warmup_replicas"],
+    )
     return case, research
 
 
@@ -372,8 +390,9 @@ FOUR_STATELESS = [f"0_{i}" for i in range(4)]
 
 def test_fresh_deployment_is_proportional_to_threads() -> None:
     """1 + 3 threads: 8 stateful -> 2 and 6; 12 actives in all -> 3 and 9 (stateless fill 1 and 3)."""
-    case = layout_case({pid(1): {"capacity": 1}, pid(2): {"capacity": 3}}, stateful=EIGHT, end=0, standbys=0,
-                       stateless=FOUR_STATELESS)  # fmt: skip
+    case = layout_case(
+        {pid(1): {"capacity": 1}, pid(2): {"capacity": 3}}, stateful=EIGHT, end=0, standbys=0, stateless=FOUR_STATELESS
+    )
     rounds = run_rounds(case, "balanced")
     assert len(rounds) == 1
     assert stateful_counts(*rounds[0]) == {pid(1): 2, pid(2): 6}
@@ -383,8 +402,13 @@ def test_fresh_deployment_is_proportional_to_threads() -> None:
 
 def test_a_three_thread_client_joining_a_one_thread_client_ends_at_2_and_6() -> None:
     everything = {"capacity": 1, "active": EIGHT + FOUR_STATELESS}
-    case = layout_case({pid(1): everything, pid(2): {"capacity": 3}}, stateful=EIGHT, end=1_000_000,
-                       standbys=0, stateless=FOUR_STATELESS)  # fmt: skip
+    case = layout_case(
+        {pid(1): everything, pid(2): {"capacity": 3}},
+        stateful=EIGHT,
+        end=1_000_000,
+        standbys=0,
+        stateless=FOUR_STATELESS,
+    )
     rounds = run_rounds(case, "balanced")
     # 6 tasks to warm up on the newcomer, 2 per rebalance: 3 rebalances with warmups, then the final one
     assert len(rounds) == 4

@@ -96,8 +96,10 @@ def test_sticky_and_never_more_skewed_without_orphans(case: dict[str, Any]) -> N
 @given(case=contract_cases())
 def test_converges_to_a_fixed_point(case: dict[str, Any]) -> None:
     config = case["config"]
-    bound = math.ceil(len(case["tasks"]["stateful"]) * (1 + config["num_standby_replicas"]) /
-                      config["max_warmup_replicas"]) + 1  # fmt: skip
+    bound = (
+        math.ceil(len(case["tasks"]["stateful"]) * (1 + config["num_standby_replicas"]) / config["max_warmup_replicas"])
+        + 1
+    )
     result = simulate(case, "balanced")
     rounds = 1
     while result["followup_rebalance_ms"] is not None:

@@ -255,9 +255,7 @@ def test_oracle_signed_uuid_order_and_long_max(oracle: Oracle) -> None:
         },
         "tasks": {"stateless": [], "stateful": ["0_0", "0_1", "0_2"]},
         "changelog_end_offset_sums": {"0_0": LONG_MAX, "0_1": 0, "0_2": 7},
-        "clients": {
-            p: {"capacity": 1, "prev_active": [], "prev_standby": [], "task_offset_sums": {}} for p in pids
-        },
+        "clients": {p: {"capacity": 1, "prev_active": [], "prev_standby": [], "task_offset_sums": {}} for p in pids},
     }
     result = oracle.run(case)
     assert list(result["clients"]) == [pids[2], pids[1], pids[3], pids[0]]

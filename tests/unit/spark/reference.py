@@ -44,7 +44,7 @@ TRICKY_LINES = [
     "zero\u200bwidth",
     "combining e\u0301 accent",
     "a b c d e f g h i j k l m n o p q r s t u v w x y z",
-    "Licensed under the Apache License, Version 2.0 (the \"License\");",
+    'Licensed under the Apache License, Version 2.0 (the "License");',
 ]
 
 

@@ -38,8 +38,13 @@ def test_parse_offsets() -> None:
     assert parse_offsets("1:10", 3, "starting") == {0: -2, 1: 10, 2: -2}
     assert parse_offsets("0:4, 2:7", 3, "ending") == {0: 4, 1: -1, 2: 7}
     assert parse_offsets('{"t":{"0":1}}', 1, "starting") == '{"t":{"0":1}}'
-    for bad, bound in [("latest", "starting"), ("earliest", "ending"), ("5:1", "starting"), ("x", "ending"),
-                       ("{nope", "starting")]:  # fmt: skip
+    for bad, bound in [
+        ("latest", "starting"),
+        ("earliest", "ending"),
+        ("5:1", "starting"),
+        ("x", "ending"),
+        ("{nope", "starting"),
+    ]:
         with pytest.raises(StreamletError):
             parse_offsets(bad, 3, bound)
 
@@ -55,10 +60,27 @@ def test_verify_parser_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     args = _parse(["verify", "wordcount"])
     assert args.handler is verify_wordcount
     assert (args.bootstrap_servers, args.input_topic, args.output_topic) == (
-        "127.0.0.1:1", "streams-plaintext-input", "streams-wordcount-output")  # fmt: skip
+        "127.0.0.1:1",
+        "streams-plaintext-input",
+        "streams-wordcount-output",
+    )
     assert (args.starting_offsets, args.ending_offsets, args.max_mismatches) == ("earliest", "latest", None)
-    args = _parse(["verify", "wordcount", "--bootstrap-servers", "h:9", "--input-topic", "i", "--output-topic", "o",
-                   "--max-mismatches", "3", "--ending-offsets", "0:10"])  # fmt: skip
+    args = _parse(
+        [
+            "verify",
+            "wordcount",
+            "--bootstrap-servers",
+            "h:9",
+            "--input-topic",
+            "i",
+            "--output-topic",
+            "o",
+            "--max-mismatches",
+            "3",
+            "--ending-offsets",
+            "0:10",
+        ]
+    )
     assert (args.bootstrap_servers, args.input_topic, args.output_topic, args.max_mismatches) == ("h:9", "i", "o", 3)
 
 
@@ -88,6 +110,8 @@ def test_missing_pyspark_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, capsy
 
 
 def test_importing_does_not_import_pyspark() -> None:
-    code = ("import sys, streamlet, streamlet.spark.cli, streamlet.spark.wordcount, streamlet.spark.session; "
-            "assert 'pyspark' not in sys.modules, 'pyspark imported'")  # fmt: skip
+    code = (
+        "import sys, streamlet, streamlet.spark.cli, streamlet.spark.wordcount, streamlet.spark.session; "
+        "assert 'pyspark' not in sys.modules, 'pyspark imported'"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -82,9 +82,16 @@ def test_split_matches_java_itself(spark, tmp_path: Path) -> None:
     source = tmp_path / "SplitOracle.java"
     source.write_text(_JAVA_ORACLE)
     (tmp_path / "lines.hex").write_text("".join(v.hex() + "\n" for v in RAW_VALUES))
-    run = subprocess.run(["java", "-Duser.language=en", "-Duser.country=US", str(source), str(tmp_path / "lines.hex")],
-                         capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
-    java = [[bytes.fromhex(w.strip("<>")).decode() for w in line.split(",")] if line else []
-            for line in run.stdout.splitlines()]  # fmt: skip
+    run = subprocess.run(
+        ["java", "-Duser.language=en", "-Duser.country=US", str(source), str(tmp_path / "lines.hex")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    java = [
+        [bytes.fromhex(w.strip("<>")).decode() for w in line.split(",")] if line else []
+        for line in run.stdout.splitlines()
+    ]
     assert len(java) == len(RAW_VALUES)
     assert spark_split(spark, RAW_VALUES) == java

@@ -110,9 +110,22 @@ def _program(rng: random.Random) -> tuple[list[str], list[str]]:
         else:
             s, var = rng.choice(streams), f"s{len(streams)}"
             op = rng.choice(
-                ["filter", "filterNot", "mapValues", "flatMapValues", "map", "flatMap", "selectKey", "peek",
-                 "foreach", "to", "to", "groupBy", "groupByKey"]
-            )  # fmt: skip
+                [
+                    "filter",
+                    "filterNot",
+                    "mapValues",
+                    "flatMapValues",
+                    "map",
+                    "flatMap",
+                    "selectKey",
+                    "peek",
+                    "foreach",
+                    "to",
+                    "to",
+                    "groupBy",
+                    "groupByKey",
+                ]
+            )
             name = maybe_name(op[:3])
             jn = [f'Named.as("{name}")'] if name else []
             pn = [f"name={name!r}"] if name else []
