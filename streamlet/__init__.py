@@ -2,7 +2,7 @@
 
 from streamlet.app import App
 from streamlet.config import StreamsConfig
-from streamlet.processor.kafka_streams import KafkaStreams
+from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.task_id import TaskId
 from streamlet.topology import StreamsBuilder, Topology
 

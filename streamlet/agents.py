@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from streamlet.errors import TopologyError
+from streamlet.runtime.processor_graph import TaskContext
 from streamlet.serdes import Serde, SerdeLike, resolve_serde
 from streamlet.topology import KStream, StreamsBuilder
-from streamlet.topology.processors import TaskContext
 
 _current_context: contextvars.ContextVar[TaskContext | None] = contextvars.ContextVar("streamlet_task", default=None)
 _NEXT = object()  # what the agent coroutine yields when it waits for the next record

@@ -16,8 +16,8 @@ from typing import Any
 
 from streamlet.agents import AgentSpec, Table, TopicRef, compile_agents
 from streamlet.config import StreamsConfig
-from streamlet.processor.kafka_streams import KafkaStreams
-from streamlet.processor.restore_listener import StateRestoreListener
+from streamlet.runtime.kafka_streams import KafkaStreams
+from streamlet.runtime.restore_listener import StateRestoreListener
 from streamlet.serdes import Serde
 from streamlet.topology import KStream, StreamsBuilder, Topology
 

@@ -1,15 +1,11 @@
-"""The topology layer: DSL, `Topology` (sub-topologies, describe(), internal topics), partition grouper,
-and the executable per-task processor graph. Pure code: no Kafka I/O."""
+"""The topology layer: the DSL and `Topology` (sub-topologies, describe(), internal topics).
+
+Pure description, no Kafka I/O. The runtime (`streamlet.runtime`) groups partitions into tasks and
+compiles each task's processor graph from it.
+"""
 
 from streamlet.topology.builder import KGroupedStream, KStream, KTable, StreamsBuilder
 from streamlet.topology.description import TopologyDescription
-from streamlet.topology.grouper import PartitionGrouper, group_partitions
-from streamlet.topology.processors import (
-    RecordDeserializationError,
-    StateStore,
-    TaskContext,
-    TaskProcessorGraph,
-)
 from streamlet.topology.topology import InternalTopic, Subtopology, Topology
 
 __all__ = [
@@ -17,14 +13,8 @@ __all__ = [
     "KGroupedStream",
     "KStream",
     "KTable",
-    "PartitionGrouper",
-    "RecordDeserializationError",
-    "StateStore",
     "StreamsBuilder",
     "Subtopology",
-    "TaskContext",
-    "TaskProcessorGraph",
     "Topology",
     "TopologyDescription",
-    "group_partitions",
 ]

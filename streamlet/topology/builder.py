@@ -26,12 +26,13 @@ from __future__ import annotations
 import heapq
 import re
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from streamlet.errors import TopologyError
 from streamlet.serdes import BytesSerde, LongSerde, Serde, SerdeLike, resolve_serde
 from streamlet.topology import nodes as n
 from streamlet.topology.nodes import NodeSpec, ProcessorSpec, SinkSpec, SourceSpec, StoreSpec, validate_name
+from streamlet.topology.topology import Topology
 
 SOURCE_NAME = "KSTREAM-SOURCE-"
 REPARTITION_NAME = "KSTREAM-REPARTITION-"
@@ -51,9 +52,6 @@ TOSTREAM_NAME = "KTABLE-TOSTREAM-"
 STATE_STORE_NAME = "STATE-STORE-"
 REPARTITION_TOPIC_SUFFIX = "-repartition"
 _GENERATED_NAME = re.compile(r"KSTREAM.*-[0-9]{10}")
-
-if TYPE_CHECKING:
-    from streamlet.topology.topology import Topology
 
 _DEFAULT_SERDE: Serde = BytesSerde()
 
@@ -231,8 +229,6 @@ class StreamsBuilder:
 
     def build(self) -> Topology:
         """The Topology built so far (later DSL calls on this builder do not change it)."""
-        from streamlet.topology.topology import Topology
-
         written = self._internal.build()
         return Topology(
             nodes=tuple(written.nodes.values()),

@@ -12,16 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING
 
 from streamlet.errors import MissingTopicError, TopologyError
-from streamlet.task_id import TaskId
 from streamlet.topology.description import TopologyDescription, describe_subtopology
 from streamlet.topology.nodes import NodeSpec, ProcessorSpec, SinkSpec, SourceSpec, StoreSpec
-
-if TYPE_CHECKING:
-    from streamlet.topology.grouper import PartitionGrouper
-    from streamlet.topology.processors import TaskContext, TaskProcessorGraph
 
 CHANGELOG_SUFFIX = "-changelog"
 REPARTITION = "repartition"
@@ -110,7 +104,7 @@ class _UnionFind:
 
 
 class Topology:
-    """A built topology: describe it, list its topics, group partitions into tasks, build task graphs."""
+    """A built topology: describe it, list its topics and sub-topologies (the runtime builds tasks from it)."""
 
     def __init__(
         self,
@@ -275,19 +269,6 @@ class Topology:
 
     def _resolver(self, application_id: str, partition_counts: Mapping[str, int]) -> _PartitionCounts:
         return _PartitionCounts(self, application_id, partition_counts)
-
-    # --- tasks ---------------------------------------------------------------------------------------
-
-    def partition_grouper(self, application_id: str) -> PartitionGrouper:
-        from streamlet.topology.grouper import PartitionGrouper
-
-        return PartitionGrouper(self, application_id)
-
-    def build_task(self, task_id: TaskId, context: TaskContext) -> TaskProcessorGraph:
-        """The executable processor graph of one task, wired to the runtime through `context`."""
-        from streamlet.topology.processors import build_task_graph
-
-        return build_task_graph(self, task_id, context)
 
     def __repr__(self) -> str:
         return f"Topology(subtopologies={len(self._subtopologies)}, nodes={len(self._nodes)})"

@@ -10,8 +10,9 @@ import pytest
 
 from streamlet import App
 from streamlet.agents import AgentError
+from streamlet.runtime.processor_graph import build_task_graph
 from streamlet.task_id import TaskId
-from tests.unit.topology._support import FakeContext
+from tests.unit.runtime._support import FakeContext
 
 
 def _wordcount_app() -> App:
@@ -41,7 +42,7 @@ def test_agent_body_runs_per_record_with_table_and_send() -> None:
     topology = _wordcount_app().topology()
     words = "the cat and the hat and the bat".split()
     ctx = FakeContext(TaskId(1, 0), application_id="agents-test")
-    graph = topology.build_task(TaskId(1, 0), ctx)
+    graph = build_task_graph(topology, TaskId(1, 0), ctx)
     for offset, word in enumerate(words):
         graph.process("agents-test-counts-repartition", 0, offset, 1000 + offset, word.encode(), word.encode())
 
@@ -62,7 +63,7 @@ async def test_awaiting_real_io_in_an_agent_is_an_error() -> None:
         async for _ in stream:
             await asyncio.sleep(0.01)
 
-    graph = app.topology().build_task(TaskId(0, 0), FakeContext(TaskId(0, 0)))
+    graph = build_task_graph(app.topology(), TaskId(0, 0), FakeContext(TaskId(0, 0)))
     with pytest.raises(AgentError, match="sleepy awaited"):
         graph.process("lines", 0, 0, 0, None, b"x")
 

@@ -6,7 +6,7 @@ import random
 
 from aiokafka.partitioner import DefaultPartitioner
 
-from streamlet.processor.partitioner import CachingDefaultPartitioner
+from streamlet.runtime.partitioner import CachingDefaultPartitioner
 
 
 def test_same_partition_as_the_default_partitioner_for_many_keys() -> None:

@@ -10,7 +10,7 @@ from aiokafka.structs import TopicPartition
 
 from examples.wordcount.dsl import build_topology
 from streamlet.config import StreamsConfig
-from streamlet.processor.kafka_streams import KafkaStreams
+from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.state.checkpoint import OffsetCheckpoint
 from tests.support.kafka import KafkaTestCluster, unique_name
 from tests.support.wordcount import SEED_LINE, expected_counts, real_text_lines, wait_for_counts

@@ -10,16 +10,12 @@ A task's changelog partitions are partition p of each of its stores' changelogs.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from aiokafka.structs import TopicPartition
 
 from streamlet.errors import MissingTopicError, TopologyError
 from streamlet.task_id import TaskId
-from streamlet.topology.topology import changelog_topic
-
-if TYPE_CHECKING:
-    from streamlet.topology.topology import Topology
+from streamlet.topology.topology import Topology, changelog_topic
 
 
 class PartitionGrouper:

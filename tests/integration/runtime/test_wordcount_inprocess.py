@@ -6,7 +6,7 @@ import pytest
 
 from examples.wordcount.dsl import build_topology
 from streamlet.config import StreamsConfig
-from streamlet.processor.kafka_streams import KafkaStreams
+from streamlet.runtime.kafka_streams import KafkaStreams
 from tests.support.kafka import KafkaTestCluster, unique_name
 from tests.support.wordcount import expected_counts, wait_for_counts
 

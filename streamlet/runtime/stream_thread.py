@@ -26,15 +26,15 @@ from aiokafka.structs import TopicPartition
 from streamlet.assignment.partition_assignor import StreamsPartitionAssignor
 from streamlet.assignment.protocol import NO_FOLLOWUP, AssignmentInfo, AssignorErrorCode, SubscriptionInfo
 from streamlet.errors import StateStoreError, StreamletError
-from streamlet.processor.record_collector import RecordCollector
-from streamlet.processor.stream_task import DeserializationHandler, StandbyTask, StreamTask, TaskState
+from streamlet.runtime.record_collector import RecordCollector
+from streamlet.runtime.stream_task import DeserializationHandler, StandbyTask, StreamTask, TaskState
 from streamlet.state.offset_sums import task_offset_sums
 from streamlet.state.record_cache import RecordCache
 from streamlet.state.state_manager import ProcessorStateManager
 from streamlet.task_id import TaskId
 
 if TYPE_CHECKING:
-    from streamlet.processor.kafka_streams import KafkaStreams
+    from streamlet.runtime.kafka_streams import KafkaStreams
 
 log = logging.getLogger("streamlet.thread")
 

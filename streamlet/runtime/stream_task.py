@@ -14,10 +14,12 @@ from typing import Any
 from aiokafka.structs import ConsumerRecord, OffsetAndMetadata, TopicPartition
 
 from streamlet.errors import DeserializationFailure
-from streamlet.processor.record_collector import RecordCollector
+from streamlet.runtime.processor_graph import RecordDeserializationError, build_task_graph
+from streamlet.runtime.record_collector import RecordCollector
+from streamlet.runtime.record_context import RecordContext
 from streamlet.state.state_manager import ProcessorStateManager
 from streamlet.task_id import TaskId
-from streamlet.topology.processors import RecordDeserializationError
+from streamlet.topology import Topology
 
 log = logging.getLogger("streamlet.task")
 
@@ -67,7 +69,7 @@ class StreamTask:
         self,
         task_id: TaskId,
         partitions: frozenset[TopicPartition],
-        topology: Any,
+        topology: Topology,
         state_manager: ProcessorStateManager | None,
         stores: Mapping[str, Any],
         collector: RecordCollector,
@@ -83,13 +85,9 @@ class StreamTask:
         self._deserialization = deserialization
         self._consumed: dict[TopicPartition, int] = {}
         self._committed: dict[TopicPartition, int] = {}
-        # current record metadata, read by processors
-        self.topic = ""
-        self.partition = -1
-        self.offset = -1
-        self.timestamp = 0
+        self.record_context = RecordContext()
         self.state = TaskState.CREATED
-        self.graph = topology.build_task(task_id, self)
+        self.graph = build_task_graph(topology, task_id, self, self.record_context)
 
     # ---- processor context -------------------------------------------------------------------------------
 
@@ -115,10 +113,6 @@ class StreamTask:
         """Process one partition's batch in offset order."""
         process = self.graph.process
         for record in records:
-            self.topic = record.topic
-            self.partition = record.partition
-            self.offset = record.offset
-            self.timestamp = record.timestamp
             try:
                 process(record.topic, record.partition, record.offset, record.timestamp, record.key, record.value)
             except RecordDeserializationError as exc:

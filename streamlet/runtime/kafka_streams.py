@@ -24,10 +24,10 @@ from streamlet.assignment.registry import resolve_task_assignor
 from streamlet.config import StreamsConfig
 from streamlet.errors import StateStoreError, StreamletError
 from streamlet.kafka.topics import InternalTopicManager, TopicSpec
-from streamlet.processor.restore_listener import CompositeRestoreListener, LoggingRestoreListener, StateRestoreListener
-from streamlet.processor.stream_task import StandbyTask, StreamTask, TaskState
-from streamlet.processor.stream_thread import StreamThread
-from streamlet.processor.topology_metadata import TopologyMetadata
+from streamlet.runtime.restore_listener import CompositeRestoreListener, LoggingRestoreListener, StateRestoreListener
+from streamlet.runtime.stream_task import StandbyTask, StreamTask, TaskState
+from streamlet.runtime.stream_thread import StreamThread
+from streamlet.runtime.topology_metadata import TopologyMetadata
 from streamlet.state.state_directory import StateDirectory
 from streamlet.state.state_manager import ProcessorStateManager
 from streamlet.task_id import TaskId
@@ -276,6 +276,6 @@ def _changelog_sink(thread: StreamThread, tp: TopicPartition, holder: list[Strea
     topic, partition = tp.topic, tp.partition
 
     def sink(key: bytes, value: bytes | None) -> None:
-        send(topic, key, value, holder[0].timestamp if holder else None, partition)
+        send(topic, key, value, holder[0].record_context.timestamp if holder else None, partition)
 
     return sink

@@ -16,7 +16,7 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.structs import RecordMetadata, TopicPartition
 
 from streamlet.errors import StreamletError
-from streamlet.processor.partitioner import CachingDefaultPartitioner
+from streamlet.runtime.partitioner import CachingDefaultPartitioner
 
 
 class ProductionError(StreamletError):

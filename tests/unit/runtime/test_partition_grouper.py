@@ -6,8 +6,9 @@ import pytest
 from aiokafka.structs import TopicPartition
 
 from streamlet.errors import MissingTopicError, TopologyError
+from streamlet.runtime.partition_grouper import PartitionGrouper, group_partitions
 from streamlet.task_id import TaskId
-from streamlet.topology import PartitionGrouper, StreamsBuilder, group_partitions
+from streamlet.topology import StreamsBuilder
 from tests.unit.topology.test_describe import wordcount_builder
 
 APP = "streams-wordcount"
@@ -16,7 +17,7 @@ REPARTITION = "streams-wordcount-counts-store-repartition"
 
 def test_wordcount_tasks() -> None:
     topology = wordcount_builder().build()
-    grouper = topology.partition_grouper(APP)
+    grouper = PartitionGrouper(topology, APP)
     tasks = grouper.group({"streams-plaintext-input": 3, REPARTITION: 3})
     # §4.2: one task per partition of each sub-topology; task S_p reads partition p of its sources.
     assert tasks == {

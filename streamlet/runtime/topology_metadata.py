@@ -10,6 +10,7 @@ from collections.abc import Mapping
 
 from aiokafka.structs import TopicPartition
 
+from streamlet.runtime.partition_grouper import PartitionGrouper
 from streamlet.task_id import TaskId
 from streamlet.topology import Topology
 
@@ -20,7 +21,7 @@ class TopologyMetadata:
     def __init__(self, topology: Topology, application_id: str) -> None:
         self.topology = topology
         self.application_id = application_id
-        self._grouper = topology.partition_grouper(application_id)
+        self._grouper = PartitionGrouper(topology, application_id)
         self._stateful = topology.stateful_subtopologies()
         self._source_topics = list(dict.fromkeys(topology.source_topics(application_id)))
         self._changelog_topics = frozenset(topology.changelog_topics(application_id).values())

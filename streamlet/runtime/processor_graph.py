@@ -1,13 +1,12 @@
 """The executable processor graph of one task (Kafka Streams' `ProcessorTopology` + processor nodes).
 
-`Topology.build_task(task_id, context)` compiles the nodes of the task's sub-topology into plain
+`build_task_graph(topology, task_id, context)` compiles the nodes of the task's sub-topology into plain
 closures, each calling its children's directly (depth-first, children in topology order, as Kafka
 Streams forwards), so the per-record path is function calls only: no per-record lookups by node name
 and no allocations beyond the user functions' own results.
 
 The runtime supplies the `TaskContext` (task id, application id, state stores, record sending); the
-graph keeps the current record's metadata (`topic`, `partition`, `offset`, `timestamp`) in attributes
-that nodes read.
+graph writes the current record's metadata into the task's one `RecordContext`, which nodes read.
 
 Aggregations (count/reduce/aggregate) follow Kafka Streams' caching semantics: they only update their
 store; the store calls the flush listener they registered when its record cache flushes or evicts an
@@ -20,16 +19,14 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from streamlet.errors import SerializationError, TopologyError
+from streamlet.runtime.record_context import RecordContext
 from streamlet.task_id import TaskId
 from streamlet.topology import nodes as n
 from streamlet.topology.nodes import ProcessorSpec, SinkSpec, SourceSpec
-from streamlet.topology.topology import changelog_topic
-
-if TYPE_CHECKING:
-    from streamlet.topology.topology import Topology
+from streamlet.topology.topology import Topology, changelog_topic
 
 __all__ = [
     "FlushListener",
@@ -103,26 +100,19 @@ class TaskProcessorGraph:
         "subtopology",
         "source_topics",
         "store_names",
-        "topic",
-        "partition",
-        "offset",
-        "timestamp",
+        "record",
         "dropped_records",
         "_sources",
         "_nodes",
     )
 
-    def __init__(self, task_id: TaskId, application_id: str, subtopology: int) -> None:
+    def __init__(self, task_id: TaskId, application_id: str, subtopology: int, record: RecordContext) -> None:
         self.task_id = task_id
         self.application_id = application_id
         self.subtopology = subtopology
         self.source_topics: tuple[str, ...] = ()
         self.store_names: tuple[str, ...] = ()
-        # Metadata of the record being processed (Kafka Streams' ProcessorRecordContext).
-        self.topic: str | None = None
-        self.partition = -1
-        self.offset = -1
-        self.timestamp = -1
+        self.record = record
         self.dropped_records = 0  # null keys/values skipped by aggregations
         self._sources: dict[str, Callable[[bytes | None, bytes | None], None]] = {}
         self._nodes: tuple[str, ...] = ()
@@ -141,10 +131,11 @@ class TaskProcessorGraph:
         value: bytes | None,
     ) -> None:
         """Deserialize one record with its source's serdes and run it through the graph."""
-        self.topic = topic
-        self.partition = partition
-        self.offset = offset
-        self.timestamp = timestamp
+        record = self.record
+        record.topic = topic
+        record.partition = partition
+        record.offset = offset
+        record.timestamp = timestamp
         source = self._sources.get(topic)
         if source is None:
             raise TopologyError(
@@ -176,11 +167,16 @@ def _fanout(children: list[Forward]) -> Forward:
     return forward
 
 
-def build_task_graph(topology: Topology, task_id: TaskId, context: TaskContext) -> TaskProcessorGraph:
-    """Compile the sub-topology of `task_id` into a `TaskProcessorGraph` bound to `context`."""
+def build_task_graph(
+    topology: Topology, task_id: TaskId, context: TaskContext, record: RecordContext | None = None
+) -> TaskProcessorGraph:
+    """Compile the sub-topology of `task_id` into a `TaskProcessorGraph` bound to `context`.
+
+    `record` is the task's record context (a fresh one when the graph runs on its own, as in tests).
+    """
     sub = topology.subtopology(task_id.subtopology)
     application_id = context.application_id
-    graph = TaskProcessorGraph(task_id, application_id, sub.id)
+    graph = TaskProcessorGraph(task_id, application_id, sub.id, record if record is not None else RecordContext())
     specs = [topology.node(name) for name in sub.nodes]
     children: dict[str, list[str]] = {spec.name: [] for spec in specs}
     for spec in specs:
@@ -213,6 +209,7 @@ def _source(
 ) -> Callable[[bytes | None, bytes | None], None]:
     key_de = spec.key_serde.deserialize
     value_de = spec.value_serde.deserialize
+    record = graph.record
 
     def source(key: bytes | None, value: bytes | None) -> None:
         try:
@@ -220,11 +217,10 @@ def _source(
             v = value_de(topic, value)
         except Exception as exc:
             raise RecordDeserializationError(
-                f"cannot deserialize record {topic}-{graph.partition}@{graph.offset} at source {spec.name} "
-                f"(task {graph.task_id}): {exc}",
+                f"cannot deserialize record {record.where()} at source {spec.name} (task {graph.task_id}): {exc}",
                 topic,
-                graph.partition,
-                graph.offset,
+                record.partition,
+                record.offset,
             ) from exc
         forward(k, v)
 
@@ -235,9 +231,10 @@ def _sink(spec: SinkSpec, topic: str, context: TaskContext, graph: TaskProcessor
     key_ser = spec.key_serde.serialize
     value_ser = spec.value_serde.serialize
     send = context.send
+    record = graph.record
 
     def sink(key: Any, value: Any) -> None:
-        send(topic, key_ser(topic, key), value_ser(topic, value), graph.timestamp)
+        send(topic, key_ser(topic, key), value_ser(topic, value), record.timestamp)
 
     return sink
 
@@ -353,12 +350,13 @@ def _aggregation(
             if timestamp is None:
                 forward(k, v)
                 return
-            current = graph.timestamp
-            graph.timestamp = timestamp
+            record = graph.record
+            current = record.timestamp
+            record.timestamp = timestamp
             try:
                 forward(k, v)
             finally:
-                graph.timestamp = current
+                record.timestamp = current
 
         store.set_flush_listener(on_flush)
 

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from streamlet.processor.kafka_streams import KafkaStreams
+from streamlet.runtime.kafka_streams import KafkaStreams
 from tests.support.kafka import KafkaTestCluster, unique_name
 from tests.support.wordcount import SEED_LINE, expected_counts, real_text_lines, wait_for_counts
 

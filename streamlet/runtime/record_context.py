@@ -1,0 +1,27 @@
+"""RecordContext: the metadata of the record a task is processing (Kafka Streams' ProcessorRecordContext).
+
+There is exactly one per task. The processor graph sets it for each input record, and everything that needs
+"the current record" reads the same object: sinks and changelog sinks take its timestamp, error messages
+its topic, partition and offset. Two copies could disagree; one cannot.
+"""
+
+from __future__ import annotations
+
+
+class RecordContext:
+    """Mutable on purpose: it is overwritten for every record, on the hot path."""
+
+    __slots__ = ("topic", "partition", "offset", "timestamp")
+
+    def __init__(self) -> None:
+        self.topic: str | None = None
+        self.partition = -1
+        self.offset = -1
+        self.timestamp = -1
+
+    def where(self) -> str:
+        """`topic-partition@offset`, as error messages name a record."""
+        return f"{self.topic}-{self.partition}@{self.offset}"
+
+    def __repr__(self) -> str:
+        return f"RecordContext({self.where()}, timestamp={self.timestamp})"
