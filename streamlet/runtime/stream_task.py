@@ -1,65 +1,24 @@
 """StreamTask: an active task, i.e. one partition of one sub-topology running on this thread.
 
-The task is also the processor context its nodes see (`get_state_store`, `send`, record metadata), so the
+The task is also the processor context its nodes see (`get_state_store`, `send`, `record_context`), so the
 per-record path is direct attribute access with no extra indirection.
 """
 
 from __future__ import annotations
 
-import enum
-import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aiokafka.structs import ConsumerRecord, OffsetAndMetadata, TopicPartition
 
-from streamlet.errors import DeserializationFailure
+from streamlet.runtime.handlers import DeserializationHandler
 from streamlet.runtime.processor_graph import RecordDeserializationError, build_task_graph
 from streamlet.runtime.record_collector import RecordCollector
 from streamlet.runtime.record_context import RecordContext
+from streamlet.runtime.task_state import TaskState
 from streamlet.state.state_manager import ProcessorStateManager
 from streamlet.task_id import TaskId
 from streamlet.topology import Topology
-
-log = logging.getLogger("streamlet.task")
-
-
-class TaskState(enum.Enum):
-    CREATED = "CREATED"
-    RESTORING = "RESTORING"
-    RUNNING = "RUNNING"
-    SUSPENDED = "SUSPENDED"
-    CLOSED = "CLOSED"
-
-
-class DeserializationHandler:
-    """What to do with a record its source serde cannot decode (Kafka Streams' handler config)."""
-
-    def __init__(self, mode: str, collector: RecordCollector, dead_letter_topic: str = "") -> None:
-        self.mode = mode
-        self.collector = collector
-        self.dead_letter_topic = dead_letter_topic
-        self.skipped = 0  # metric: records dropped by log_and_continue or sent to the dead-letter topic
-
-    def handle(self, task_id: TaskId, record: ConsumerRecord, exc: Exception) -> None:
-        where = f"topic {record.topic} partition {record.partition} offset {record.offset}"
-        if self.mode == "fail":
-            raise DeserializationFailure(
-                f"task {task_id}: cannot deserialize the record at {where}: {exc}. Processing stops "
-                "(deserialization_exception_handler='fail'); use 'log_and_continue' or 'dead_letter' to skip it"
-            ) from exc
-        self.skipped += 1
-        if self.mode == "dead_letter":
-            log.warning(
-                "task %s: record at %s cannot be deserialized (%s); sent to %s",
-                task_id,
-                where,
-                exc,
-                self.dead_letter_topic,
-            )
-            self.collector.send(self.dead_letter_topic, record.key, record.value, record.timestamp)
-        else:
-            log.warning("task %s: skipping record at %s that cannot be deserialized: %s", task_id, where, exc)
 
 
 class StreamTask:
@@ -71,22 +30,23 @@ class StreamTask:
         partitions: frozenset[TopicPartition],
         topology: Topology,
         state_manager: ProcessorStateManager | None,
-        stores: Mapping[str, Any],
         collector: RecordCollector,
         deserialization: DeserializationHandler,
         application_id: str,
+        record_context: RecordContext | None = None,
     ) -> None:
         self.task_id = task_id
         self.application_id = application_id
         self.partitions = partitions
         self.state_manager = state_manager
-        self._stores = dict(stores)
+        self._stores: dict[str, Any] = {} if state_manager is None else dict(state_manager.stores())
         self._collector = collector
         self._deserialization = deserialization
         self._consumed: dict[TopicPartition, int] = {}
         self._committed: dict[TopicPartition, int] = {}
-        self.record_context = RecordContext()
-        self.state = TaskState.CREATED
+        # shared with the changelog sinks of the task's stores, which stamp records with its timestamp
+        self.record_context = record_context if record_context is not None else RecordContext()
+        self.state = TaskState.RESTORING if state_manager is not None else TaskState.RUNNING
         self.graph = build_task_graph(topology, task_id, self, self.record_context)
 
     # ---- processor context -------------------------------------------------------------------------------
@@ -109,7 +69,7 @@ class StreamTask:
 
     # ---- processing -----------------------------------------------------------------------------------------
 
-    def process(self, tp: TopicPartition, records: Sequence[ConsumerRecord]) -> None:
+    def process(self, tp: TopicPartition, records: Sequence[ConsumerRecord[Any, Any]]) -> None:
         """Process one partition's batch in offset order."""
         process = self.graph.process
         for record in records:
@@ -140,17 +100,4 @@ class StreamTask:
     def close(self, *, clean: bool) -> None:
         if self.state_manager is not None:
             self.state_manager.close(clean=clean)
-        self.state = TaskState.CLOSED
-
-
-class StandbyTask:
-    """Standby (or warmup) task: keeps its stores open and follows their changelogs."""
-
-    def __init__(self, task_id: TaskId, state_manager: ProcessorStateManager) -> None:
-        self.task_id = task_id
-        self.state_manager = state_manager
-        self.state = TaskState.RUNNING
-
-    def close(self, *, clean: bool) -> None:
-        self.state_manager.close(clean=clean)
         self.state = TaskState.CLOSED

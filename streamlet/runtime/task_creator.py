@@ -1,0 +1,116 @@
+"""Task creation: opens a task's stores and builds its processor graph (Kafka Streams' Active/StandbyTaskCreator).
+
+Every task of a stream thread shares the thread's `ThreadResources` (record cache, record collector,
+handlers), handed over once, so a creator needs no reference back to the thread or the client. The
+caller (the task manager) holds the task directory's lock before it asks for a task.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from aiokafka.structs import TopicPartition
+
+from streamlet.config import StreamsConfig
+from streamlet.runtime.handlers import DeserializationHandler
+from streamlet.runtime.record_collector import RecordCollector
+from streamlet.runtime.record_context import RecordContext
+from streamlet.runtime.standby_task import StandbyTask
+from streamlet.runtime.stream_task import StreamTask
+from streamlet.runtime.topology_metadata import TopologyMetadata
+from streamlet.state.checkpoint import CHECKPOINT_FILE_NAME
+from streamlet.state.record_cache import RecordCache
+from streamlet.state.rocksdb_store import DB_FILE_DIR
+from streamlet.state.state_directory import StateDirectory
+from streamlet.state.state_manager import ProcessorStateManager
+from streamlet.task_id import TaskId
+
+
+@dataclass(frozen=True)
+class ThreadResources:
+    """What all tasks of one stream thread share."""
+
+    cache: RecordCache
+    collector: RecordCollector
+    deserialization: DeserializationHandler
+
+
+class TaskCreator:
+    """Opens active and standby tasks for the threads of one client."""
+
+    def __init__(self, metadata: TopologyMetadata, state_directory: StateDirectory, config: StreamsConfig) -> None:
+        self._metadata = metadata
+        self._state_directory = state_directory
+        self._config = config
+
+    def create_active(self, task_id: TaskId, resources: ThreadResources) -> StreamTask:
+        """An active task: its stores cached and change-logged, RESTORING if it has any (else RUNNING).
+
+        Raises StateStoreError with nothing left open if a store cannot be opened.
+        """
+        metadata = self._metadata
+        record_context = RecordContext()
+        state_manager = None
+        if metadata.is_stateful(task_id):
+            state_manager = self._state_manager(task_id)
+            with _closed_on_error(state_manager):
+                for store, tp in metadata.changelog_partitions(task_id).items():
+                    sink = _changelog_sink(resources.collector.send, tp, record_context)
+                    state_manager.register_store(store, cache=resources.cache, changelog_sink=sink)
+        return StreamTask(
+            task_id,
+            metadata.partitions_of(task_id),
+            metadata.topology,
+            state_manager,
+            resources.collector,
+            resources.deserialization,
+            self._config.application_id,
+            record_context,
+        )
+
+    def create_standby(self, task_id: TaskId) -> StandbyTask:
+        """A standby: bare stores (no cache, no changelog writes), fed from the changelog only."""
+        state_manager = self._state_manager(task_id)
+        with _closed_on_error(state_manager):
+            for store in self._metadata.changelog_partitions(task_id):
+                state_manager.register_store(store)
+        return StandbyTask(task_id, state_manager)
+
+    def wipe_local_state(self, task_id: TaskId) -> None:
+        """Delete the task's stores and checkpoint: the next open restores them from the changelog."""
+        task_dir = self._state_directory.task_dir(task_id)
+        shutil.rmtree(task_dir / DB_FILE_DIR, ignore_errors=True)
+        (task_dir / CHECKPOINT_FILE_NAME).unlink(missing_ok=True)
+
+    def _state_manager(self, task_id: TaskId) -> ProcessorStateManager:
+        return ProcessorStateManager(
+            task_id,
+            self._state_directory.task_dir(task_id),
+            self._metadata.changelog_partitions(task_id),
+            restore_chunk_records=self._config.restore_chunk_records,
+        )
+
+
+@contextlib.contextmanager
+def _closed_on_error(state_manager: ProcessorStateManager):  # noqa: ANN202
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(Exception):
+            state_manager.close(clean=False)
+        raise
+
+
+def _changelog_sink(
+    send: Callable[..., None], tp: TopicPartition, record_context: RecordContext
+) -> Callable[[bytes, bytes | None], None]:
+    """Changelog records carry the timestamp of the record being processed when the store writes."""
+    topic, partition = tp.topic, tp.partition
+
+    def sink(key: bytes, value: bytes | None) -> None:
+        send(topic, key, value, record_context.timestamp, partition)
+
+    return sink

@@ -1,0 +1,310 @@
+"""TaskManager: the tasks of one stream thread and every transition they go through.
+
+It applies assignments (open, resume, close), commits, and names the ways a thread can stop owning tasks,
+because each must treat local state differently (Kafka Streams' TaskManager):
+
+* **revoked** (eager rebalance, membership intact): commit, then suspend. Tasks stay open, and a task
+  assigned back resumes at once;
+* **migrated** (a commit found that the group already moved the partitions): close dirty; nothing
+  committed or checkpointed, state restores from the last checkpoint if the task comes back;
+* **lost** (the coordinator dropped this member): close dirty without flushing anything, since the
+  tasks' new owners may already have written newer state;
+* **closed** (assignment moved a task away, or shutdown): clean close, i.e. flush and checkpoint.
+
+It also holds the task directory locks of its thread: a task whose directory another thread of the
+client still holds waits, and is retried, until that thread closes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from aiokafka.errors import CommitFailedError, IllegalStateError
+from aiokafka.structs import ConsumerRecord, OffsetAndMetadata, TopicPartition
+
+from streamlet.assignment.protocol import AssignmentInfo, AssignorErrorCode
+from streamlet.errors import StateStoreError, StreamletError
+from streamlet.runtime.changelog_reader import ChangelogReader
+from streamlet.runtime.clients import MainConsumer
+from streamlet.runtime.record_collector import RecordCollector
+from streamlet.runtime.standby_task import StandbyTask
+from streamlet.runtime.stream_task import StreamTask
+from streamlet.runtime.task_creator import TaskCreator, ThreadResources
+from streamlet.runtime.task_state import TaskState
+from streamlet.state.offset_sums import task_offset_sums
+from streamlet.state.state_directory import StateDirectory
+from streamlet.state.state_manager import ProcessorStateManager
+from streamlet.task_id import TaskId
+
+log = logging.getLogger("streamlet.thread")
+
+# Kafka Streams writes a checkpoint on commit only once this many changelog records accumulated.
+CHECKPOINT_OFFSET_DELTA = 10_000
+
+
+class TaskMigratedError(StreamletError):
+    """The thread lost its group membership while committing; its tasks will be reassigned."""
+
+
+class TaskManager:
+    """Owned by one stream thread; every method runs under that thread's lock."""
+
+    def __init__(
+        self,
+        name: str,
+        consumer: MainConsumer,
+        creator: TaskCreator,
+        resources: ThreadResources,
+        state_directory: StateDirectory,
+        changelog_reader: ChangelogReader,
+    ) -> None:
+        self.name = name  # the thread's name: owner of its task directory locks
+        self._consumer = consumer
+        self._creator = creator
+        self._resources = resources
+        self._collector: RecordCollector = resources.collector
+        self._state_directory = state_directory
+        self._changelog_reader = changelog_reader
+        self.active: dict[TaskId, StreamTask] = {}
+        self.standby: dict[TaskId, StandbyTask] = {}
+        self._pending: dict[TaskId, bool] = {}  # assigned but not open yet (directory locked): task -> is_active
+        self._was_running: set[TaskId] = set()  # suspended by the last revocation: reported as running
+        self._by_partition: dict[TopicPartition, StreamTask] = {}
+        self.last_commit = time.monotonic()
+
+    # ---- queries ------------------------------------------------------------------------------------------
+
+    def has_running(self) -> bool:
+        return any(t.state is TaskState.RUNNING for t in self.active.values())
+
+    def restoring(self) -> list[StreamTask]:
+        return [t for t in self.active.values() if t.state is TaskState.RESTORING]
+
+    def has_pending(self) -> bool:
+        return bool(self._pending)
+
+    def task_offset_sums(self) -> dict[TaskId, int]:
+        """What this thread reports in its subscription (TaskManager#getTaskOffsetSums)."""
+        running: list[TaskId] = []
+        owned: dict[TaskId, dict[TopicPartition, int]] = {}
+        for task_id, task in self.active.items():
+            if task.state_manager is None:
+                continue
+            if task_id in self._was_running or task.state is TaskState.RUNNING:
+                running.append(task_id)
+            else:
+                owned[task_id] = task.state_manager.changelog_offsets()
+        for task_id, standby in self.standby.items():
+            owned[task_id] = standby.state_manager.changelog_offsets()
+        return task_offset_sums(
+            self._state_directory, self.name, running_active_tasks=running, owned_changelog_offsets=owned
+        )
+
+    # ---- assignment ---------------------------------------------------------------------------------------
+
+    def handle_assignment(self, info: AssignmentInfo) -> None:
+        """Close what this thread lost, resume what it kept, open what it gained."""
+        if info.error_code != AssignorErrorCode.NONE:
+            raise StreamletError(
+                f"stream-thread [{self.name}] the group leader reported assignment error {info.error_code} "
+                "(1 = a source topic is missing or has no metadata); see the leader's log"
+            )
+        new_active, new_standby = set(info.active_tasks), set(info.standby_tasks)
+        for task_id, task in list(self.active.items()):
+            if task_id not in new_active:
+                self._close_active(task, clean=True)
+        for task_id, standby in list(self.standby.items()):
+            if task_id not in new_standby:
+                self._close_standby(standby, clean=True)
+        self._pending = {t: a for t, a in self._pending.items() if t in new_active | new_standby}
+        for task_id in sorted(new_active):
+            task = self.active.get(task_id)
+            if task is None:
+                self._pending[task_id] = True
+            elif task.state is TaskState.SUSPENDED:
+                task.state = TaskState.RUNNING
+        for task_id in sorted(new_standby - set(self.standby)):
+            self._pending[task_id] = False
+        self._was_running = set()
+        self.release_unowned_task_dirs(new_active | new_standby)
+        self.open_pending()
+        self._reindex()
+        self._pause_restoring()
+
+    async def handle_revocation(self) -> None:
+        """Eager rebalance with membership intact: commit, then suspend (tasks stay open)."""
+        if self.active and await self.commit_or_migrate(force_checkpoint=True):
+            self._was_running = {t.task_id for t in self.active.values() if t.state is TaskState.RUNNING}
+            for task in self.active.values():
+                if task.state is TaskState.RUNNING:
+                    task.state = TaskState.SUSPENDED
+
+    def handle_migrated(self, reason: BaseException) -> None:
+        """The group moved this thread's partitions before it could commit: close actives dirty."""
+        log.warning("%s; closing %d active tasks without committing and rejoining the group", reason, len(self.active))
+        for task in list(self.active.values()):
+            self._close_active(task, clean=False)
+        self._was_running = set()
+
+    def open_pending(self) -> None:
+        """Open assigned tasks whose directory another thread of this client held (it releases it on close)."""
+        opened = False
+        for task_id, is_active in list(self._pending.items()):
+            if not self._state_directory.lock_task(task_id, self.name):
+                continue
+            try:
+                if is_active:
+                    self.active[task_id] = self._creator.create_active(task_id, self._resources)
+                else:
+                    self.standby[task_id] = self._creator.create_standby(task_id)
+            except StateStoreError as exc:
+                self._state_directory.unlock_task(task_id, self.name)
+                if "lock" not in str(exc).lower():
+                    log.error(
+                        "task %s: wiping its local state after an unreadable store (it restores from the "
+                        "changelog): %s",
+                        task_id,
+                        exc,
+                    )
+                    self._creator.wipe_local_state(task_id)
+                # e.g. RocksDB still locked by a closing instance; a corrupt store was wiped: retry next loop
+                log.warning("stream-thread [%s] cannot open task %s yet (%s); retrying", self.name, task_id, exc)
+                continue
+            del self._pending[task_id]
+            opened = True
+        if opened:
+            self._reindex()
+            self._pause_restoring()
+
+    def release_unowned_task_dirs(self, keep: set[TaskId]) -> None:
+        """Unlock the task dirs this thread holds outside `keep` (after an assignment, or all on shutdown)."""
+        directory = self._state_directory
+        for task in directory.locked_tasks(self.name) - keep:
+            directory.unlock_task(task, self.name)
+
+    # ---- processing ---------------------------------------------------------------------------------------
+
+    def process(self, batch: Mapping[TopicPartition, Sequence[ConsumerRecord[Any, Any]]]) -> None:
+        """Hand each partition's records to its task; rewind the consumer for a task that is not RUNNING."""
+        by_partition = self._by_partition
+        assigned = self._consumer.assignment()
+        for tp, records in batch.items():
+            task = by_partition.get(tp)
+            if task is None or task.state is not TaskState.RUNNING:
+                # the consumer's position already moved past these records: rewind, or they are lost
+                if tp in assigned:
+                    self._consumer.seek(tp, records[0].offset)
+                continue
+            task.process(tp, records)
+
+    async def restore(self, timeout_ms: int) -> int:
+        """One bounded restore step; caught-up tasks go RUNNING and their input partitions resume."""
+        result = await self._changelog_reader.restore(self.restoring(), self.standby.values(), timeout_ms)
+        for task in result.completed:
+            task.state = TaskState.RUNNING
+            assigned = self._consumer.assignment()
+            self._consumer.resume(*[tp for tp in task.partitions if tp in assigned])
+            log.info("stream-thread [%s] task %s restored, now RUNNING", self.name, task.task_id)
+        return result.applied
+
+    # ---- commit -------------------------------------------------------------------------------------------
+
+    async def commit_or_migrate(self, *, force_checkpoint: bool = False) -> bool:
+        """Commit; if the group took this member's partitions meanwhile, take the migrated path instead."""
+        try:
+            await self.commit(force_checkpoint=force_checkpoint)
+            return True
+        except TaskMigratedError as exc:
+            self.handle_migrated(exc)
+            return False
+
+    async def commit(self, *, force_checkpoint: bool = False) -> None:
+        """Flush caches, then the producer, then commit offsets, then checkpoint.
+
+        A checkpoint therefore never claims more than Kafka has acknowledged.
+        """
+        self.last_commit = time.monotonic()
+        running = [t for t in self.active.values() if t.state in (TaskState.RUNNING, TaskState.SUSPENDED)]
+        for task in running:
+            task.flush_caches()
+        acked = await self._collector.flush()
+        for task in running:
+            if task.state_manager is not None:
+                task.state_manager.update_changelog_offsets(acked)
+        offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+        for task in running:
+            offsets.update(task.committable_offsets())
+        if offsets:
+            try:
+                await self._consumer.commit(offsets)
+            except (CommitFailedError, IllegalStateError) as exc:
+                raise TaskMigratedError(f"stream-thread [{self.name}] lost its partitions: {exc}") from exc
+            for task in running:
+                task.mark_committed(offsets)
+        for task in running:
+            await _maybe_checkpoint(task.state_manager, force_checkpoint)
+        for standby in self.standby.values():
+            await _maybe_checkpoint(standby.state_manager, force_checkpoint)
+
+    # ---- shutdown -----------------------------------------------------------------------------------------
+
+    async def shutdown(self, clean: bool) -> None:
+        """Close every task: clean = commit, flush and checkpoint; else close dirty. Releases all dirs."""
+        if clean:
+            try:
+                await self.commit(force_checkpoint=True)
+            except Exception:  # the close below still runs; tasks restore from the last checkpoint
+                log.exception("stream-thread [%s] final commit failed", self.name)
+                clean = False
+        for task in list(self.active.values()):
+            self._close_active(task, clean=clean)
+        for standby in list(self.standby.values()):
+            self._close_standby(standby, clean=clean)
+        self.release_unowned_task_dirs(keep=set())
+
+    # ---- internals ----------------------------------------------------------------------------------------
+
+    def _reindex(self) -> None:
+        self._by_partition = {tp: task for task in self.active.values() for tp in task.partitions}
+
+    def _pause_restoring(self) -> None:
+        assigned = self._consumer.assignment()
+        paused = [tp for t in self.restoring() for tp in t.partitions if tp in assigned]
+        if paused:
+            self._consumer.pause(*paused)
+
+    def _close_active(self, task: StreamTask, *, clean: bool) -> None:
+        try:
+            task.close(clean=clean)
+        finally:
+            self.active.pop(task.task_id, None)
+            self._state_directory.unlock_task(task.task_id, self.name)
+            self._reindex()
+
+    def _close_standby(self, standby: StandbyTask, *, clean: bool) -> None:
+        try:
+            standby.close(clean=clean)
+        finally:
+            self.standby.pop(standby.task_id, None)
+            self._state_directory.unlock_task(standby.task_id, self.name)
+
+
+async def _maybe_checkpoint(state_manager: ProcessorStateManager | None, force: bool) -> None:
+    if state_manager is None:
+        return
+    if force or _offsets_since_checkpoint(state_manager) >= CHECKPOINT_OFFSET_DELTA:
+        # RocksDB's flush releases the GIL; run it off the loop so heartbeats continue.
+        await asyncio.to_thread(state_manager.checkpoint)
+
+
+def _offsets_since_checkpoint(state_manager: ProcessorStateManager) -> int:
+    checkpointed = state_manager.checkpointed_offsets()
+    total = 0
+    for tp, offset in state_manager.current_offsets().items():
+        if offset is not None:
+            total += offset - max(checkpointed.get(tp, -1), -1)
+    return total
