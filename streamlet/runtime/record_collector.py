@@ -107,6 +107,10 @@ class RecordCollector:
         if topic in self._changelog_topics:
             self._last_changelog_send[(topic, partition)] = (future, count)
 
+    def discard(self) -> None:
+        """Drop records not yet handed to the producer (their tasks were lost: nothing of them may be written)."""
+        self._queue = []
+
     async def flush(self) -> dict[TopicPartition, int]:
         """Send everything queued, wait for all acks, return the last acked offset per changelog partition."""
         await self.drain()

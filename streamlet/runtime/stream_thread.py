@@ -82,6 +82,7 @@ class StreamThread:
         self._stopping = False
         self._closing = False
         self._task: asyncio.Task[None] | None = None
+        self._alive_at = time.monotonic()  # last time the loop ran: a gap past the session timeout = lost
         # Serialises the loop's task work with the rebalance callbacks (which run in aiokafka's coordinator
         # task). Never held across the main consumer's getmany(): aiokafka's docs warn that deadlocks.
         self._lock = asyncio.Lock()
@@ -110,6 +111,7 @@ class StreamThread:
         await self.restore_consumer.start()
         await self.consumer.start()
         self.consumer.subscribe(self._metadata.source_topics(), listener=_Listener(self))
+        self._alive_at = time.monotonic()
         self._task = asyncio.create_task(self._run(), name=self.name)
 
     async def stop(self) -> None:
@@ -166,6 +168,13 @@ class StreamThread:
         poll_ms = 100 if not restoring else (0 if restored else 20)
         batch = await self.consumer.getmany(timeout_ms=poll_ms, max_records=self.config.max_poll_records)
         async with self._lock:
+            if self._stalled():
+                # no heartbeat could run either: the group has most likely moved on (a zombie wakes up)
+                self.tasks.handle_lost_all(
+                    f"the event loop stalled for longer than session_timeout_ms={self.config.session_timeout_ms}"
+                )
+                self.consumer.request_rejoin()
+                return
             if batch:
                 tasks.process(batch)
                 await self.resources.collector.drain()
@@ -181,6 +190,18 @@ class StreamThread:
             self._probing_deadline_ms = None
             self.consumer.request_rejoin()
 
+    def _stalled(self) -> bool:
+        """True if the loop (and so the heartbeats, which share it) did not run for a whole session timeout.
+
+        A paused process (SIGSTOP, a frozen VM) wakes up believing it still owns its tasks. Its heartbeat
+        will fail, but the loop may reach a commit first, and that commit would flush stale state over what
+        the tasks' new owners wrote meanwhile. The monotonic clock keeps running through a pause.
+        """
+        now = time.monotonic()
+        stalled = (now - self._alive_at) * 1000 > self.config.session_timeout_ms
+        self._alive_at = now
+        return stalled
+
     # ---- rebalance callbacks and the assignor's host interface ----------------------------------------------
 
     async def on_partitions_revoked(self) -> None:
@@ -188,7 +209,10 @@ class StreamThread:
             if self._closing:
                 return
             try:
-                await self.tasks.handle_revocation()
+                if self.consumer.generation_lost():
+                    self.tasks.handle_lost_all("the group coordinator dropped this member")
+                else:
+                    await self.tasks.handle_revocation()
                 await self._end_offsets.refresh()
             except Exception as exc:  # aiokafka swallows listener errors: surface it from the loop instead
                 log.exception("stream-thread [%s] failed while preparing the rebalance", self.name)

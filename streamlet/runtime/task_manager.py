@@ -143,6 +143,25 @@ class TaskManager:
                 if task.state is TaskState.RUNNING:
                     task.state = TaskState.SUSPENDED
 
+    def handle_lost_all(self, reason: str) -> None:
+        """The coordinator dropped this member: its partitions may already have new owners.
+
+        Close every active task dirty with nothing flushed: cached updates are dropped, no changelog or output
+        record is sent, no offset is committed and no checkpoint written. Whatever the tasks did since their
+        last commit is redone by whoever owns them now (at-least-once). Standbys write nothing and stay.
+        """
+        if self.active:
+            log.warning(
+                "stream-thread [%s] %s; closing %d active tasks as lost (nothing flushed or committed)",
+                self.name,
+                reason,
+                len(self.active),
+            )
+        for task in list(self.active.values()):
+            self._close_active(task, clean=False)
+        self._collector.discard()
+        self._was_running = set()
+
     def handle_migrated(self, reason: BaseException) -> None:
         """The group moved this thread's partitions before it could commit: close actives dirty."""
         log.warning("%s; closing %d active tasks without committing and rejoining the group", reason, len(self.active))
@@ -214,7 +233,10 @@ class TaskManager:
     # ---- commit -------------------------------------------------------------------------------------------
 
     async def commit_or_migrate(self, *, force_checkpoint: bool = False) -> bool:
-        """Commit; if the group took this member's partitions meanwhile, take the migrated path instead."""
+        """Commit; if the group took this member's partitions meanwhile, take the lost or migrated path instead."""
+        if self._consumer.generation_lost():
+            self.handle_lost_all("the group coordinator no longer knows this member")
+            return False
         try:
             await self.commit(force_checkpoint=force_checkpoint)
             return True

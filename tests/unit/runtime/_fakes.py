@@ -1,0 +1,196 @@
+"""In-memory Kafka clients for unit tests of the runtime (what MockConsumer/MockProducer are to Kafka Streams).
+
+They implement the `streamlet.runtime.clients` protocols over a shared `FakeKafka` log, and every call
+that matters for ordering is appended to `FakeKafka.events`, so a test can assert the order of flush,
+produce, commit and checkpoint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+from aiokafka.errors import CommitFailedError
+from aiokafka.structs import ConsumerRecord, OffsetAndMetadata, RecordMetadata, TopicPartition
+
+from streamlet.config import StreamsConfig
+
+
+class FakeKafka:
+    """Partitions as lists of (key, value, timestamp), committed offsets, and an event log."""
+
+    def __init__(self, partitions: Mapping[str, int]) -> None:
+        self.partition_counts = dict(partitions)
+        self.logs: dict[TopicPartition, list[tuple[bytes | None, bytes | None, int]]] = {}
+        self.committed: dict[TopicPartition, int] = {}
+        self.events: list[str] = []
+
+    def append(self, tp: TopicPartition, key: bytes | None, value: bytes | None, timestamp: int = 0) -> int:
+        log = self.logs.setdefault(tp, [])
+        log.append((key, value, timestamp))
+        return len(log) - 1
+
+    def records(self, tp: TopicPartition, start: int = 0, end: int | None = None) -> list[ConsumerRecord[Any, Any]]:
+        log = self.logs.get(tp, [])[start:end]
+        return [
+            ConsumerRecord(tp.topic, tp.partition, start + i, ts, 0, k, v, None, len(k or b""), len(v or b""), [])
+            for i, (k, v, ts) in enumerate(log)
+        ]
+
+    def end_offset(self, tp: TopicPartition) -> int:
+        return len(self.logs.get(tp, []))
+
+
+class FakeConsumer:
+    """Main or restore consumer. Assignment is set by the test (`assign`); `getmany` reads the fake log."""
+
+    def __init__(self, kafka: FakeKafka, name: str = "consumer") -> None:
+        self.kafka = kafka
+        self.name = name
+        self._assigned: set[TopicPartition] = set()
+        self._positions: dict[TopicPartition, int] = {}
+        self.paused: set[TopicPartition] = set()
+        self.seeks: list[tuple[TopicPartition, int]] = []
+        self.lost = False
+        self.rejoin_requested = False
+        self.commit_error: Exception | None = None
+        self.listener: Any = None
+
+    async def start(self) -> None:
+        pass
+
+    async def stop(self) -> None:
+        pass
+
+    def subscribe(self, topics: Collection[str], listener: Any) -> None:
+        self.listener = listener
+
+    def assign(self, partitions: Collection[TopicPartition]) -> None:
+        self._assigned = set(partitions)
+        self._positions = {tp: self._positions.get(tp, self.kafka.committed.get(tp, 0)) for tp in self._assigned}
+
+    def assignment(self) -> set[TopicPartition]:
+        return set(self._assigned)
+
+    def seek(self, partition: TopicPartition, offset: int) -> None:
+        self.seeks.append((partition, offset))
+        self._positions[partition] = offset
+
+    async def position(self, partition: TopicPartition) -> int:
+        return self._positions[partition]
+
+    async def end_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+        return {tp: self.kafka.end_offset(tp) for tp in partitions}
+
+    def pause(self, *partitions: TopicPartition) -> None:
+        self.paused.update(partitions)
+
+    def resume(self, *partitions: TopicPartition) -> None:
+        self.paused.difference_update(partitions)
+
+    async def getmany(
+        self, *partitions: TopicPartition, timeout_ms: int = 0, max_records: int | None = None
+    ) -> dict[TopicPartition, list[ConsumerRecord[Any, Any]]]:
+        out: dict[TopicPartition, list[ConsumerRecord[Any, Any]]] = {}
+        budget = max_records if max_records is not None else 1 << 30
+        for tp in sorted(self._assigned - self.paused):
+            if budget <= 0:
+                break
+            start = self._positions[tp]
+            records = self.kafka.records(tp, start, start + budget)
+            if records:
+                out[tp] = records
+                self._positions[tp] = start + len(records)
+                budget -= len(records)
+        await asyncio.sleep(0)
+        return out
+
+    async def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
+        if self.commit_error is not None:
+            raise self.commit_error
+        self.kafka.events.append(
+            "commit " + " ".join(f"{tp.topic}-{tp.partition}:{m.offset}" for tp, m in offsets.items())
+        )
+        for tp, meta in offsets.items():
+            self.kafka.committed[tp] = meta.offset
+
+    def request_rejoin(self) -> None:
+        self.rejoin_requested = True
+
+    def generation_lost(self) -> bool:
+        return self.lost
+
+
+def commit_failed() -> CommitFailedError:
+    return CommitFailedError("the group has already rebalanced and assigned the partitions to another member")
+
+
+class _FakeBatch:
+    def __init__(self) -> None:
+        self.records: list[tuple[bytes | None, bytes | None, int | None]] = []
+
+    def append(self, *, key: bytes | None, value: bytes | None, timestamp: int | None) -> object:
+        self.records.append((key, value, timestamp))
+        return object()
+
+    def record_count(self) -> int:
+        return len(self.records)
+
+    def close(self) -> None:
+        pass
+
+
+class FakeProducer:
+    """Writes batches into the fake log when `send_batch` is called; `flush` is an event."""
+
+    def __init__(self, kafka: FakeKafka) -> None:
+        self.kafka = kafka
+
+    async def start(self) -> None:
+        pass
+
+    async def stop(self) -> None:
+        pass
+
+    async def partitions_for(self, topic: str) -> set[int]:
+        return set(range(self.kafka.partition_counts[topic]))
+
+    def create_batch(self) -> _FakeBatch:
+        return _FakeBatch()
+
+    async def send_batch(self, batch: _FakeBatch, topic: str, *, partition: int) -> asyncio.Future[RecordMetadata]:
+        tp = TopicPartition(topic, partition)
+        base = -1
+        for key, value, timestamp in batch.records:
+            offset = self.kafka.append(tp, key, value, timestamp or 0)
+            base = offset if base < 0 else base
+        self.kafka.events.append(f"produce {topic}-{partition} x{len(batch.records)}")
+        future: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
+        future.set_result(RecordMetadata(topic, partition, tp, base, -1, 0, -1))
+        return future
+
+    async def flush(self) -> None:
+        self.kafka.events.append("producer flush")
+
+
+class FakeClientSupplier:
+    """Hands out fake clients over one FakeKafka and remembers them for the test."""
+
+    def __init__(self, kafka: FakeKafka) -> None:
+        self.kafka = kafka
+        self.consumers: list[FakeConsumer] = []
+        self.restore_consumers: list[FakeConsumer] = []
+        self.producers: list[FakeProducer] = []
+
+    def main_consumer(self, config: StreamsConfig, client_id: str, assignor: Any) -> FakeConsumer:
+        self.consumers.append(FakeConsumer(self.kafka, client_id))
+        return self.consumers[-1]
+
+    def restore_consumer(self, config: StreamsConfig, client_id: str) -> FakeConsumer:
+        self.restore_consumers.append(FakeConsumer(self.kafka, client_id))
+        return self.restore_consumers[-1]
+
+    def producer(self, config: StreamsConfig, client_id: str) -> FakeProducer:
+        self.producers.append(FakeProducer(self.kafka))
+        return self.producers[-1]

@@ -1,0 +1,115 @@
+"""A WordCount-shaped task manager on fake Kafka clients and real RocksDB, for runtime unit tests."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+from aiokafka.structs import TopicPartition
+
+from streamlet.assignment.protocol import AssignmentInfo
+from streamlet.config import StreamsConfig
+from streamlet.runtime.changelog_reader import ChangelogReader
+from streamlet.runtime.handlers import DeserializationHandler
+from streamlet.runtime.record_collector import RecordCollector
+from streamlet.runtime.restore_listener import CompositeRestoreListener
+from streamlet.runtime.task_creator import TaskCreator, ThreadResources
+from streamlet.runtime.task_manager import TaskManager
+from streamlet.runtime.topology_metadata import TopologyMetadata
+from streamlet.state.record_cache import RecordCache
+from streamlet.state.state_directory import StateDirectory
+from streamlet.task_id import TaskId
+from streamlet.topology import StreamsBuilder, Topology
+from tests.unit.runtime._fakes import FakeConsumer, FakeKafka, FakeProducer
+
+APP = "app"
+INPUT = "in"
+OUTPUT = "out"
+CHANGELOG = f"{APP}-counts-changelog"
+PARTITIONS = 2
+T0 = TaskId(0, 0)
+IN0 = TopicPartition(INPUT, 0)
+CHANGELOG0 = TopicPartition(CHANGELOG, 0)
+
+
+def counting_topology() -> Topology:
+    """in --(count per key)--> out, one sub-topology with the logged store `counts`."""
+    builder = StreamsBuilder()
+    (
+        builder.stream(INPUT, key_serde="str", value_serde="str")
+        .group_by_key(key_serde="str", value_serde="str")
+        .count("counts")
+        .to_stream()
+        .to(OUTPUT, key_serde="str", value_serde="int64")
+    )
+    return builder.build()
+
+
+def int64(value: int) -> bytes:
+    return struct.pack(">q", value)
+
+
+def config(state_dir: Path, **overrides: object) -> StreamsConfig:
+    return StreamsConfig(application_id=APP, state_dir=str(state_dir), bootstrap_servers="fake:9092", **overrides)
+
+
+def new_kafka() -> FakeKafka:
+    return FakeKafka({INPUT: PARTITIONS, OUTPUT: PARTITIONS, CHANGELOG: PARTITIONS})
+
+
+def metadata() -> TopologyMetadata:
+    meta = TopologyMetadata(counting_topology(), APP)
+    meta.task_partitions({INPUT: PARTITIONS})
+    return meta
+
+
+class Harness:
+    """One thread's task manager with its own consumers and producer over `kafka`."""
+
+    def __init__(
+        self,
+        kafka: FakeKafka,
+        state_dir: Path,
+        *,
+        name: str = "thread-1",
+        cache_bytes: int = 1 << 20,
+        chunk: int = 1000,
+    ) -> None:
+        self.kafka = kafka
+        self.config = config(state_dir, restore_chunk_records=chunk)
+        self.metadata = metadata()
+        self.state_directory = StateDirectory(state_dir, APP)
+        self.consumer = FakeConsumer(kafka, f"{name}-consumer")
+        self.restore_consumer = FakeConsumer(kafka, f"{name}-restore-consumer")
+        self.collector = RecordCollector(FakeProducer(kafka), self.metadata.changelog_topics())  # type: ignore[arg-type]
+        resources = ThreadResources(
+            RecordCache(cache_bytes), self.collector, DeserializationHandler("fail", self.collector)
+        )
+        self.reader = ChangelogReader(self.restore_consumer, CompositeRestoreListener(), chunk)
+        creator = TaskCreator(self.metadata, self.state_directory, self.config)
+        self.tasks = TaskManager(name, self.consumer, creator, resources, self.state_directory, self.reader)
+
+    def assign(self, *active: TaskId, standby: tuple[TaskId, ...] = ()) -> None:
+        """What the rebalance callbacks do: the consumer's new partitions, then the task assignment."""
+        self.consumer.assign([tp for t in active for tp in self.metadata.partitions_of(t)])
+        self.tasks.handle_assignment(AssignmentInfo(active_tasks=tuple(active), standby_tasks=standby))
+
+    async def poll_and_process(self) -> int:
+        batch = await self.consumer.getmany(max_records=1000)
+        self.tasks.process(batch)
+        await self.collector.drain()
+        return sum(len(r) for r in batch.values())
+
+    def close(self) -> None:
+        self.state_directory.close()
+
+
+def latest(kafka: FakeKafka, topic: str) -> dict[str, int]:
+    """The last value per key over all partitions of a topic of int64 counts."""
+    out: dict[str, int] = {}
+    for tp, log in kafka.logs.items():
+        if tp.topic == topic:
+            for key, value, _ in log:
+                assert key is not None and value is not None
+                out[key.decode()] = struct.unpack(">q", value)[0]
+    return out

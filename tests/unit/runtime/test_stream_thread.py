@@ -1,0 +1,127 @@
+"""StreamThread's loop and rebalance callbacks on fake Kafka clients: the lost path taken when the coordinator
+dropped the member or the loop stalled past the session timeout, and the happy path end to end."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from streamlet.assignment.api import AssignmentConfigs
+from streamlet.assignment.high_availability import HighAvailabilityTaskAssignor
+from streamlet.assignment.protocol import AssignmentInfo
+from streamlet.runtime.changelog_end_offsets import ChangelogEndOffsets
+from streamlet.runtime.restore_listener import CompositeRestoreListener
+from streamlet.runtime.stream_thread import StreamThread
+from streamlet.runtime.task_creator import TaskCreator
+from streamlet.runtime.task_state import TaskState
+from streamlet.state.state_directory import StateDirectory
+from tests.unit.runtime._fakes import FakeClientSupplier, FakeConsumer, FakeKafka
+from tests.unit.runtime._harness import APP, CHANGELOG, IN0, OUTPUT, T0, config, latest, metadata, new_kafka
+
+
+@pytest.fixture
+async def thread(tmp_path: Path) -> AsyncIterator[StreamThread]:
+    kafka = new_kafka()
+    cfg = config(tmp_path, commit_interval_ms=60_000, session_timeout_ms=10_000)
+    meta = metadata()
+    directory = StateDirectory(tmp_path, APP)
+    thread = StreamThread(
+        1,
+        config=cfg,
+        process_id=uuid.UUID(int=1),
+        metadata=meta,
+        state_directory=directory,
+        task_creator=TaskCreator(meta, directory, cfg),
+        end_offsets=ChangelogEndOffsets(meta),
+        task_assignor=HighAvailabilityTaskAssignor(),
+        assignment_configs=AssignmentConfigs(),
+        restore_listener=CompositeRestoreListener(),
+        clients=FakeClientSupplier(kafka),
+    )
+    yield thread
+    directory.close()
+
+
+def fake(thread: StreamThread) -> tuple[FakeConsumer, FakeKafka]:
+    consumer = thread.consumer
+    assert isinstance(consumer, FakeConsumer)
+    return consumer, consumer.kafka
+
+
+async def assigned_and_running(thread: StreamThread) -> None:
+    consumer, _ = fake(thread)
+    consumer.assign([IN0])
+    thread.on_assignment_info(AssignmentInfo(active_tasks=(T0,)), [IN0])
+    await thread.on_partitions_assigned()
+    for _ in range(3):
+        await thread.run_once()
+    assert thread.tasks.active[T0].state is TaskState.RUNNING
+
+
+async def counted(thread: StreamThread, *words: str) -> None:
+    _, kafka = fake(thread)
+    for word in words:
+        kafka.append(IN0, word.encode(), b"line")
+    await thread.run_once()
+
+
+async def test_the_loop_restores_processes_and_commits(thread: StreamThread) -> None:
+    await assigned_and_running(thread)
+    await counted(thread, "a", "b", "a")
+    thread.tasks.last_commit = 0.0  # the commit interval has passed
+    await thread.run_once()
+    _, kafka = fake(thread)
+    assert latest(kafka, OUTPUT) == {"a": 2, "b": 1}
+    assert kafka.committed == {IN0: 3}
+
+
+async def test_revocation_after_the_member_was_dropped_takes_the_lost_path(thread: StreamThread) -> None:
+    await assigned_and_running(thread)
+    await counted(thread, "a", "a")
+    consumer, kafka = fake(thread)
+    consumer.lost = True
+
+    await thread.on_partitions_revoked()
+
+    assert thread.tasks.active == {}
+    assert kafka.events == [] and CHANGELOG not in {tp.topic for tp in kafka.logs}
+
+
+async def test_revocation_with_membership_intact_commits_and_suspends(thread: StreamThread) -> None:
+    await assigned_and_running(thread)
+    await counted(thread, "a", "a")
+    _, kafka = fake(thread)
+
+    await thread.on_partitions_revoked()
+
+    assert thread.tasks.active[T0].state is TaskState.SUSPENDED
+    assert kafka.committed == {IN0: 2} and latest(kafka, CHANGELOG) == {"a": 2}
+
+
+async def test_a_loop_stalled_past_the_session_timeout_flushes_nothing_and_rejoins(thread: StreamThread) -> None:
+    await assigned_and_running(thread)
+    await counted(thread, "a", "a")
+    consumer, kafka = fake(thread)
+    thread.tasks.last_commit = 0.0  # a commit is due: a zombie would flush its stale counts here
+    thread._alive_at = time.monotonic() - 11  # SIGSTOP'd for longer than session_timeout_ms=10 s
+
+    await thread.run_once()
+
+    assert thread.tasks.active == {} and consumer.rejoin_requested
+    assert kafka.events == [] and kafka.committed == {}
+
+
+async def test_probing_rebalance_is_requested_at_its_deadline(thread: StreamThread) -> None:
+    consumer, _ = fake(thread)
+    deadline = int(time.time() * 1000) - 1
+    thread.on_assignment_info(AssignmentInfo(next_rebalance_ms=deadline), [])
+    await thread.on_partitions_assigned()
+    assert not consumer.rejoin_requested
+
+    await thread.run_once()
+
+    assert consumer.rejoin_requested

@@ -1,0 +1,200 @@
+"""TaskManager on fake Kafka clients and real RocksDB: commit order, lost / migrated / revoked paths,
+seek-back, restoration and directory locks."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from streamlet.runtime.task_state import TaskState
+from streamlet.state.checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
+from streamlet.state.state_manager import ProcessorStateManager
+from tests.unit.runtime._fakes import FakeKafka, commit_failed
+from tests.unit.runtime._harness import CHANGELOG, CHANGELOG0, IN0, OUTPUT, T0, Harness, int64, latest, new_kafka
+
+
+@pytest.fixture
+def kafka(monkeypatch: pytest.MonkeyPatch) -> FakeKafka:
+    """The fake cluster; every checkpoint is an event in its log."""
+    kafka = new_kafka()
+    original = ProcessorStateManager.checkpoint
+
+    def checkpoint(self: ProcessorStateManager) -> None:
+        original(self)
+        kafka.events.append(f"checkpoint {self.task_id}")
+
+    monkeypatch.setattr(ProcessorStateManager, "checkpoint", checkpoint)
+    return kafka
+
+
+@pytest.fixture
+def harness(kafka: FakeKafka, tmp_path: Path) -> Iterator[Harness]:
+    h = Harness(kafka, tmp_path)
+    yield h
+    h.close()
+
+
+async def running(h: Harness) -> None:
+    """Assign task 0_0 and let its (empty) restoration finish."""
+    h.assign(T0)
+    assert h.tasks.active[T0].state is TaskState.RESTORING
+    await h.tasks.restore(timeout_ms=0)
+    assert h.tasks.active[T0].state is TaskState.RUNNING
+
+
+def words(kafka: FakeKafka, *keys: str) -> None:
+    for key in keys:
+        kafka.append(IN0, key.encode(), b"line")
+
+
+async def test_commit_flushes_caches_then_producer_then_commits_offsets_then_checkpoints(
+    harness: Harness, kafka: FakeKafka
+) -> None:
+    await running(harness)
+    words(kafka, "a", "b", "a")
+    assert await harness.poll_and_process() == 3
+    assert kafka.events == []  # counts sit in the record cache until the commit
+
+    await harness.tasks.commit(force_checkpoint=True)
+
+    kinds = [event.split()[0] for event in kafka.events]
+    assert kinds == ["produce", "produce", "producer", "commit", "checkpoint"], kafka.events
+    assert "commit in-0:3" in kafka.events
+    assert latest(kafka, CHANGELOG) == {"a": 2, "b": 1} == latest(kafka, OUTPUT)
+    checkpoint = OffsetCheckpoint(harness.state_directory.task_dir(T0) / CHECKPOINT_FILE_NAME).read()
+    assert checkpoint == {CHANGELOG0: 1}  # the last changelog offset the producer had acknowledged
+
+
+async def test_lost_tasks_flush_nothing(harness: Harness, kafka: FakeKafka) -> None:
+    await running(harness)
+    words(kafka, "a", "a", "b")
+    await harness.poll_and_process()
+    harness.consumer.lost = True
+
+    assert await harness.tasks.commit_or_migrate() is False
+
+    assert kafka.events == []  # no changelog or output record, no offset commit, no checkpoint
+    assert harness.tasks.active == {}
+    assert harness.state_directory.task_owner(T0) is None
+    assert not (harness.state_directory.task_dir(T0) / CHECKPOINT_FILE_NAME).exists()
+
+
+async def test_lost_path_also_drops_records_not_yet_sent(harness: Harness, kafka: FakeKafka) -> None:
+    await running(harness)
+    harness.tasks.active[T0].send(OUTPUT, b"k", int64(1), 0, 0)  # queued in the collector, not drained
+
+    harness.tasks.handle_lost_all("test")
+    await harness.collector.flush()
+
+    assert kafka.events == ["producer flush"] and kafka.logs == {}
+
+
+async def test_migrated_tasks_close_dirty_without_commit_or_checkpoint(harness: Harness, kafka: FakeKafka) -> None:
+    await running(harness)
+    words(kafka, "a")
+    await harness.poll_and_process()
+    harness.consumer.commit_error = commit_failed()
+
+    assert await harness.tasks.commit_or_migrate() is False
+
+    assert not any(e.startswith(("commit", "checkpoint")) for e in kafka.events), kafka.events
+    assert harness.tasks.active == {}
+    assert kafka.committed == {}
+
+
+async def test_records_of_a_restoring_task_are_sought_back_not_dropped(harness: Harness, kafka: FakeKafka) -> None:
+    for i in range(5):
+        kafka.append(CHANGELOG0, b"x", int64(i))
+    harness.assign(T0)
+    assert IN0 in harness.consumer.paused
+    harness.consumer.paused.clear()  # records fetched before the pause took effect
+    words(kafka, "a", "b")
+
+    await harness.poll_and_process()
+
+    assert harness.consumer.seeks == [(IN0, 0)]
+    assert await harness.consumer.position(IN0) == 0
+
+
+async def test_restoration_completes_in_chunks_then_the_task_runs(kafka: FakeKafka, tmp_path: Path) -> None:
+    for value in range(1, 8):
+        kafka.append(CHANGELOG0, b"a", int64(value))
+    h = Harness(kafka, tmp_path, chunk=3)
+    try:
+        h.assign(T0)
+        steps = 0
+        while h.tasks.active[T0].state is TaskState.RESTORING:
+            applied = await h.tasks.restore(timeout_ms=0)
+            assert applied <= 3
+            steps += 1
+        assert steps == 3 and IN0 not in h.consumer.paused
+        words(kafka, "a")
+        await h.poll_and_process()
+        await h.tasks.commit()
+        assert latest(kafka, OUTPUT) == {"a": 8}  # restored 7, plus one
+    finally:
+        h.close()
+
+
+async def test_checkpoint_beyond_the_changelog_end_wipes_and_restores(kafka: FakeKafka, tmp_path: Path) -> None:
+    h = Harness(kafka, tmp_path)
+    try:
+        await running(h)
+        words(kafka, "a", "a")
+        await h.poll_and_process()
+        await h.tasks.shutdown(clean=True)
+    finally:
+        h.close()
+    kafka.logs[CHANGELOG0] = []  # the changelog was recreated: the checkpoint is now beyond its end
+    h = Harness(kafka, tmp_path)
+    try:
+        await running(h)
+        words(kafka, "a")
+        await h.poll_and_process()
+        await h.tasks.commit()
+        assert latest(kafka, CHANGELOG) == {"a": 1}  # the stale local count was wiped, not reused
+    finally:
+        h.close()
+
+
+async def test_revoked_tasks_are_suspended_reported_running_and_resumed(harness: Harness, kafka: FakeKafka) -> None:
+    await running(harness)
+    words(kafka, "a")
+    await harness.poll_and_process()
+    task = harness.tasks.active[T0]
+
+    await harness.tasks.handle_revocation()
+
+    assert task.state is TaskState.SUSPENDED
+    assert any(e.startswith("commit") for e in kafka.events)
+    assert harness.tasks.task_offset_sums()[T0] == -2  # Kafka Streams' LATEST_OFFSET: ran until the rebalance
+    harness.assign(T0)
+    assert harness.tasks.active[T0] is task and task.state is TaskState.RUNNING
+
+
+async def test_a_task_whose_directory_another_thread_holds_waits(harness: Harness) -> None:
+    assert harness.state_directory.lock_task(T0, "thread-2")
+    harness.assign(T0)
+    assert T0 not in harness.tasks.active and harness.tasks.has_pending()
+
+    harness.tasks.open_pending()
+    assert T0 not in harness.tasks.active
+
+    harness.state_directory.unlock_task(T0, "thread-2")
+    harness.tasks.open_pending()
+    assert T0 in harness.tasks.active and not harness.tasks.has_pending()
+
+
+async def test_a_task_moved_away_is_closed_clean(harness: Harness, kafka: FakeKafka) -> None:
+    await running(harness)
+    words(kafka, "a")
+    await harness.poll_and_process()
+
+    await harness.tasks.handle_revocation()  # eager: every rebalance starts with a revocation
+    harness.assign()
+
+    assert harness.tasks.active == {} and harness.state_directory.task_owner(T0) is None
+    assert latest(kafka, CHANGELOG) == {"a": 1}
+    assert kafka.events[-1] == "checkpoint 0_0"  # written again on the clean close
