@@ -132,7 +132,7 @@ class KafkaStreams:
         await manager.start()
         try:
             counts = await manager.require_source_topics(self.topology.external_source_topics())
-            internal = self.topology.internal_topics(self.config.application_id, counts)
+            internal = self.topology_metadata.names.internal_topics(counts)
             await manager.ensure(TopicSpec(t.name, t.partitions or 1, t.config) for t in internal)
         finally:
             await manager.close()

@@ -14,16 +14,16 @@ from collections.abc import Mapping
 from aiokafka.structs import TopicPartition
 
 from streamlet.errors import MissingTopicError, TopologyError
+from streamlet.runtime.topic_names import TopicNames
 from streamlet.task_id import TaskId
-from streamlet.topology.topology import Topology, changelog_topic
 
 
 class PartitionGrouper:
     """Groups source partitions into tasks for one topology and application id."""
 
-    def __init__(self, topology: Topology, application_id: str) -> None:
-        self.topology = topology
-        self.application_id = application_id
+    def __init__(self, names: TopicNames) -> None:
+        self.names = names
+        self.topology = names.topology
 
     def group(self, partition_counts: Mapping[str, int]) -> dict[TaskId, frozenset[TopicPartition]]:
         """Source partitions per task, tasks in TaskId order.
@@ -33,7 +33,7 @@ class PartitionGrouper:
         """
         tasks: dict[TaskId, frozenset[TopicPartition]] = {}
         for sub in self.topology.subtopologies:
-            topics = sub.runtime_source_topics(self.application_id)
+            topics = self.names.subtopology_source_topics(sub.id)
             counts = {topic: self._count(topic, partition_counts) for topic in topics}
             if len(set(counts.values())) > 1:
                 listing = ", ".join(f"{topic}={count}" for topic, count in sorted(counts.items()))
@@ -59,8 +59,7 @@ class PartitionGrouper:
         """Store name -> the task's changelog partition (partition number = task partition)."""
         sub = self.topology.subtopology(task_id.subtopology)
         return {
-            store: TopicPartition(changelog_topic(self.application_id, store), task_id.partition)
-            for store in sub.store_names
+            store: TopicPartition(self.names.changelog_topic(store), task_id.partition) for store in sub.store_names
         }
 
     @staticmethod
@@ -75,8 +74,6 @@ class PartitionGrouper:
         return count
 
 
-def group_partitions(
-    topology: Topology, application_id: str, partition_counts: Mapping[str, int]
-) -> dict[TaskId, frozenset[TopicPartition]]:
-    """Shortcut for `PartitionGrouper(topology, application_id).group(partition_counts)`."""
-    return PartitionGrouper(topology, application_id).group(partition_counts)
+def group_partitions(names: TopicNames, partition_counts: Mapping[str, int]) -> dict[TaskId, frozenset[TopicPartition]]:
+    """Shortcut for `PartitionGrouper(names).group(partition_counts)`."""
+    return PartitionGrouper(names).group(partition_counts)

@@ -1,11 +1,12 @@
 """The executable processor graph of one task (Kafka Streams' `ProcessorTopology` + processor nodes).
 
-`build_task_graph(topology, task_id, context)` compiles the nodes of the task's sub-topology into plain
+`build_task_graph(names, task_id, context)` compiles the nodes of the task's sub-topology into plain
 closures, each calling its children's directly (depth-first, children in topology order, as Kafka
 Streams forwards), so the per-record path is function calls only: no per-record lookups by node name
 and no allocations beyond the user functions' own results.
 
-The runtime supplies the `TaskContext` (task id, application id, state stores, record sending); the
+The runtime supplies the `TopicNames` of the application, the `TaskContext` (task id, state stores, record
+sending), and the
 graph writes the current record's metadata into the task's one `RecordContext`, which nodes read.
 
 Aggregations (count/reduce/aggregate) follow Kafka Streams' caching semantics: they only update their
@@ -23,10 +24,10 @@ from typing import Any, Protocol, runtime_checkable
 
 from streamlet.errors import SerializationError, TopologyError
 from streamlet.runtime.record_context import RecordContext
+from streamlet.runtime.topic_names import TopicNames
 from streamlet.task_id import TaskId
 from streamlet.topology import nodes as n
 from streamlet.topology.nodes import ProcessorSpec, SinkSpec, SourceSpec
-from streamlet.topology.topology import Topology, changelog_topic
 
 __all__ = [
     "FlushListener",
@@ -61,7 +62,6 @@ class TaskContext(Protocol):
     """What the runtime gives a task's processor graph."""
 
     task_id: TaskId
-    application_id: str  # prefixes internal topic names
 
     def get_state_store(self, name: str) -> StateStore: ...
 
@@ -168,15 +168,15 @@ def _fanout(children: list[Forward]) -> Forward:
 
 
 def build_task_graph(
-    topology: Topology, task_id: TaskId, context: TaskContext, record: RecordContext | None = None
+    names: TopicNames, task_id: TaskId, context: TaskContext, record: RecordContext | None = None
 ) -> TaskProcessorGraph:
     """Compile the sub-topology of `task_id` into a `TaskProcessorGraph` bound to `context`.
 
     `record` is the task's record context (a fresh one when the graph runs on its own, as in tests).
     """
+    topology = names.topology
     sub = topology.subtopology(task_id.subtopology)
-    application_id = context.application_id
-    graph = TaskProcessorGraph(task_id, application_id, sub.id, record if record is not None else RecordContext())
+    graph = TaskProcessorGraph(task_id, names.application_id, sub.id, record if record is not None else RecordContext())
     specs = [topology.node(name) for name in sub.nodes]
     children: dict[str, list[str]] = {spec.name: [] for spec in specs}
     for spec in specs:
@@ -189,13 +189,13 @@ def build_task_graph(
         forward = _fanout([compiled[child] for child in children[spec.name]])
         if isinstance(spec, SourceSpec):
             for raw in spec.topics:
-                topic = topology.runtime_topic(raw, application_id)
+                topic = names.topic(raw)
                 sources[topic] = _source(spec, topic, forward, graph)
         elif isinstance(spec, SinkSpec):
-            compiled[spec.name] = _sink(spec, topology.runtime_topic(spec.topic, application_id), context, graph)
+            compiled[spec.name] = _sink(spec, names.topic(spec.topic), context, graph)
         else:
             assert isinstance(spec, ProcessorSpec)
-            compiled[spec.name] = _processor(spec, forward, topology, context, graph)
+            compiled[spec.name] = _processor(spec, forward, names, context, graph)
 
     graph._sources = sources
     graph._nodes = tuple(spec.name for spec in specs)
@@ -240,7 +240,7 @@ def _sink(spec: SinkSpec, topic: str, context: TaskContext, graph: TaskProcessor
 
 
 def _processor(
-    spec: ProcessorSpec, forward: Forward, topology: Topology, context: TaskContext, graph: TaskProcessorGraph
+    spec: ProcessorSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
 ) -> Forward:
     op = spec.op
     fn: Any = spec.fn
@@ -319,7 +319,7 @@ def _processor(
     if op == n.TO_STREAM:
         return forward  # pass-through: the table's listener already forwards (key, new value)
     if op in n.AGGREGATING_OPS:
-        return _aggregation(spec, forward, topology, context, graph)
+        return _aggregation(spec, forward, names, context, graph)
     raise TopologyError(f"unknown processor operation {op!r} in node {spec.name}")
 
 
@@ -327,12 +327,12 @@ _INT64 = struct.Struct(">q")
 
 
 def _aggregation(
-    spec: ProcessorSpec, forward: Forward, topology: Topology, context: TaskContext, graph: TaskProcessorGraph
+    spec: ProcessorSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
 ) -> Forward:
     (store_name,) = spec.stores
-    store_spec = topology.stores[store_name]
+    store_spec = names.topology.stores[store_name]
     store = context.get_state_store(store_name)
-    topic = changelog_topic(context.application_id, store_name)  # the topic store serdes are called with
+    topic = names.changelog_topic(store_name)  # the topic store serdes are called with
     key_ser = store_spec.key_serde.serialize
     key_de = store_spec.key_serde.deserialize
     value_ser = store_spec.value_serde.serialize

@@ -16,9 +16,9 @@ from streamlet.runtime.processor_graph import RecordDeserializationError, build_
 from streamlet.runtime.record_collector import RecordCollector
 from streamlet.runtime.record_context import RecordContext
 from streamlet.runtime.task_state import TaskState
+from streamlet.runtime.topic_names import TopicNames
 from streamlet.state.state_manager import ProcessorStateManager
 from streamlet.task_id import TaskId
-from streamlet.topology import Topology
 
 
 class StreamTask:
@@ -28,7 +28,7 @@ class StreamTask:
         self,
         task_id: TaskId,
         partitions: frozenset[TopicPartition],
-        topology: Topology,
+        names: TopicNames,
         state_manager: ProcessorStateManager | None,
         collector: RecordCollector,
         deserialization: DeserializationHandler,
@@ -47,7 +47,7 @@ class StreamTask:
         # shared with the changelog sinks of the task's stores, which stamp records with its timestamp
         self.record_context = record_context if record_context is not None else RecordContext()
         self.state = TaskState.RESTORING if state_manager is not None else TaskState.RUNNING
-        self.graph = build_task_graph(topology, task_id, self, self.record_context)
+        self.graph = build_task_graph(names, task_id, self, self.record_context)
 
     # ---- processor context -------------------------------------------------------------------------------
 

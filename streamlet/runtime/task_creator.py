@@ -63,7 +63,7 @@ class TaskCreator:
         return StreamTask(
             task_id,
             metadata.partitions_of(task_id),
-            metadata.topology,
+            metadata.names,
             state_manager,
             resources.collector,
             resources.deserialization,

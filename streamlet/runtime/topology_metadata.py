@@ -1,7 +1,8 @@
 """TopologyMetadata: the topology as the runtime and the assignor see it, with runtime topic names.
 
-It caches the partition grouping once partition counts are known, so mapping a task to its partitions
-(and changelog partitions) is a dictionary lookup on the rebalance path.
+Names are bound once (`names`, a `TopicNames`), and the partition grouping is cached once partition counts
+are known, so mapping a task to its partitions (and changelog partitions) is a dictionary lookup on the
+rebalance path.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Mapping
 from aiokafka.structs import TopicPartition
 
 from streamlet.runtime.partition_grouper import PartitionGrouper
+from streamlet.runtime.topic_names import TopicNames
 from streamlet.task_id import TaskId
 from streamlet.topology import Topology
 
@@ -21,10 +23,11 @@ class TopologyMetadata:
     def __init__(self, topology: Topology, application_id: str) -> None:
         self.topology = topology
         self.application_id = application_id
-        self._grouper = PartitionGrouper(topology, application_id)
+        self.names = TopicNames(topology, application_id)
+        self._grouper = PartitionGrouper(self.names)
         self._stateful = topology.stateful_subtopologies()
-        self._source_topics = list(dict.fromkeys(topology.source_topics(application_id)))
-        self._changelog_topics = frozenset(topology.changelog_topics(application_id).values())
+        self._source_topics = self.names.source_topics()
+        self._changelog_topics = frozenset(self.names.changelog_topics().values())
         self._groups: dict[TaskId, frozenset[TopicPartition]] = {}
         self._groups_key: tuple[tuple[str, int], ...] = ()
 

@@ -2,9 +2,11 @@
 
 Sub-topology ids follow Kafka Streams' `InternalTopologyBuilder#makeNodeGroups`: nodes are visited in
 the order they were added to the topology, nodes connected by an edge (or sharing a store) form one
-group, and each new group takes the next id from 0. Internal topics get the application id as a prefix
-at runtime (`<application_id>-<name>-repartition`, `<application_id>-<store>-changelog`), while
-`describe()` shows repartition topics without it, as Kafka Streams does.
+group, and each new group takes the next id from 0.
+
+Every name here is raw, as `describe()` shows it: a topology belongs to no application yet. Internal
+topics (`<name>-repartition`, `<store>-changelog`) get their `<application_id>-` prefix from the
+runtime's `TopicNames`, bound once per application.
 """
 
 from __future__ import annotations
@@ -39,8 +41,9 @@ CHANGELOG_TOPIC_CONFIG: Mapping[str, str] = MappingProxyType(
 )
 
 
-def changelog_topic(application_id: str, store_name: str) -> str:
-    return f"{application_id}-{store_name}{CHANGELOG_SUFFIX}"
+def changelog_topic(store_name: str) -> str:
+    """The raw changelog topic name of a store (the runtime adds the application id prefix)."""
+    return f"{store_name}{CHANGELOG_SUFFIX}"
 
 
 @dataclass(frozen=True)
@@ -70,17 +73,9 @@ class Subtopology:
         """True if a task of this sub-topology has a (logged) store, hence a changelog."""
         return bool(self.store_names)
 
-    def runtime_source_topics(self, application_id: str) -> tuple[str, ...]:
-        internal = set(self.repartition_source_topics)
-        return tuple(f"{application_id}-{t}" if t in internal else t for t in self.source_topics)
-
-    def runtime_sink_topics(self, application_id: str) -> tuple[str, ...]:
-        internal = set(self.repartition_sink_topics)
-        return tuple(f"{application_id}-{t}" if t in internal else t for t in self.sink_topics)
-
-    def changelog_topics(self, application_id: str) -> dict[str, str]:
-        """Store name -> changelog topic."""
-        return {store: changelog_topic(application_id, store) for store in self.store_names}
+    def changelog_topics(self) -> dict[str, str]:
+        """Store name -> raw changelog topic."""
+        return {store: changelog_topic(store) for store in self.store_names}
 
 
 class _UnionFind:
@@ -201,85 +196,64 @@ class Topology:
     def is_internal_topic(self, raw_name: str) -> bool:
         return raw_name in self._internal
 
-    def runtime_topic(self, raw_name: str, application_id: str) -> str:
-        """The topic actually read/written: internal topics get the `<application_id>-` prefix."""
-        return f"{application_id}-{raw_name}" if raw_name in self._internal else raw_name
+    def source_topics(self) -> list[str]:
+        """Every topic the topology reads."""
+        return [t for sub in self._subtopologies for t in sub.source_topics]
 
-    def source_topics(self, application_id: str | None = None) -> list[str]:
-        """Every topic the topology reads. With an application id, internal ones carry its prefix."""
-        topics = [t for sub in self._subtopologies for t in sub.source_topics]
-        if application_id is None:
-            return topics
-        return [self.runtime_topic(t, application_id) for t in topics]
-
-    def sink_topics(self, application_id: str | None = None) -> list[str]:
-        topics = list(dict.fromkeys(t for sub in self._subtopologies for t in sub.sink_topics))
-        if application_id is None:
-            return topics
-        return [self.runtime_topic(t, application_id) for t in topics]
+    def sink_topics(self) -> list[str]:
+        return list(dict.fromkeys(t for sub in self._subtopologies for t in sub.sink_topics))
 
     def external_source_topics(self) -> list[str]:
         """Source topics the user owns (must exist before the application starts)."""
         return [t for t in self.source_topics() if t not in self._internal]
 
-    def repartition_topics(self, application_id: str) -> list[str]:
-        return [f"{application_id}-{t}" for t in self._internal_order]
+    def repartition_topics(self) -> list[str]:
+        return list(self._internal_order)
 
-    def changelog_topics(self, application_id: str) -> dict[str, str]:
-        """Store name -> changelog topic, for every logged store."""
-        return {
-            store: topic for sub in self._subtopologies for store, topic in sub.changelog_topics(application_id).items()
-        }
+    def changelog_topics(self) -> dict[str, str]:
+        """Store name -> raw changelog topic, for every logged store."""
+        return {store: topic for sub in self._subtopologies for store, topic in sub.changelog_topics().items()}
 
     def stateful_subtopologies(self) -> frozenset[int]:
         """Ids of sub-topologies with logged stores: their tasks are the stateful tasks."""
         return frozenset(sub.id for sub in self._subtopologies if sub.stateful)
 
-    def subtopology_partition_count(
-        self, subtopology_id: int, application_id: str, partition_counts: Mapping[str, int]
-    ) -> int:
+    def subtopology_partition_count(self, subtopology_id: int, partition_counts: Mapping[str, int]) -> int:
         """Number of tasks of a sub-topology: the max partition count of its source topics.
 
         Repartition topics are sized from their upstream sub-topology (recursively), as Kafka Streams sizes
         them, so only external topics need counts; a missing external topic is a MissingTopicError.
         """
-        return self._resolver(application_id, partition_counts).subtopology(subtopology_id)
+        return _PartitionCounts(self, partition_counts).subtopology(subtopology_id)
 
-    def internal_topics(
-        self, application_id: str, partition_counts: Mapping[str, int] | None = None
-    ) -> list[InternalTopic]:
+    def internal_topics(self, partition_counts: Mapping[str, int] | None = None) -> list[InternalTopic]:
         """Repartition and changelog topics to create, with partition counts when `partition_counts`
         (of the external source topics at least) is given.
 
         A repartition topic gets the max partition count of the source topics of the sub-topology that
         writes it (resolved recursively through upstream repartition topics); a changelog gets the task
-        count of the sub-topology owning its store. Both named with the application id prefix.
+        count of the sub-topology owning its store. Names are raw.
         """
-        resolver = None if partition_counts is None else self._resolver(application_id, partition_counts)
+        resolver = None if partition_counts is None else _PartitionCounts(self, partition_counts)
         result: list[InternalTopic] = []
         for raw in self._internal_order:
-            name = f"{application_id}-{raw}"
             partitions = None if resolver is None else resolver.repartition(raw)
-            result.append(InternalTopic(name, partitions, REPARTITION, REPARTITION_TOPIC_CONFIG))
+            result.append(InternalTopic(raw, partitions, REPARTITION, REPARTITION_TOPIC_CONFIG))
         for sub in self._subtopologies:
             partitions = None if resolver is None or not sub.store_names else resolver.subtopology(sub.id)
-            for topic in sub.changelog_topics(application_id).values():
+            for topic in sub.changelog_topics().values():
                 result.append(InternalTopic(topic, partitions, CHANGELOG, CHANGELOG_TOPIC_CONFIG))
         return result
-
-    def _resolver(self, application_id: str, partition_counts: Mapping[str, int]) -> _PartitionCounts:
-        return _PartitionCounts(self, application_id, partition_counts)
 
     def __repr__(self) -> str:
         return f"Topology(subtopologies={len(self._subtopologies)}, nodes={len(self._nodes)})"
 
 
 class _PartitionCounts:
-    """Partition counts of source topics; repartition topics are derived from upstream when not given."""
+    """Partition counts of source topics (raw names); repartition topics are derived from upstream when not given."""
 
-    def __init__(self, topology: Topology, application_id: str, counts: Mapping[str, int]) -> None:
+    def __init__(self, topology: Topology, counts: Mapping[str, int]) -> None:
         self._topology = topology
-        self._app = application_id
         self._counts = counts
         self._writers: dict[str, list[int]] = {}
         for sub in topology.subtopologies:
@@ -289,31 +263,27 @@ class _PartitionCounts:
         self._resolving: set[str] = set()
 
     def topic(self, raw: str) -> int:
-        runtime = self._topology.runtime_topic(raw, self._app)
         if self._topology.is_internal_topic(raw):
             return self.repartition(raw)
-        count = self._counts.get(runtime)
+        count = self._counts.get(raw)
         if count is None:
-            raise MissingTopicError(
-                f"source topic {runtime!r} does not exist (no partition count for it); create it first"
-            )
-        _check_count(runtime, count)
+            raise MissingTopicError(f"source topic {raw!r} does not exist (no partition count for it); create it first")
+        _check_count(raw, count)
         return count
 
     def repartition(self, raw: str) -> int:
         cached = self._repartition_cache.get(raw)
         if cached is not None:
             return cached
-        runtime = f"{self._app}-{raw}"
         writers = self._writers.get(raw)
         if not writers:
-            given = self._counts.get(runtime)
+            given = self._counts.get(raw)
             if given is None:
-                raise MissingTopicError(f"repartition topic {runtime!r} has no writer and no partition count")
-            _check_count(runtime, given)
+                raise MissingTopicError(f"repartition topic {raw!r} has no writer and no partition count")
+            _check_count(raw, given)
             return given
         if raw in self._resolving:
-            raise TopologyError(f"repartition topic {runtime!r} is part of a cycle of sub-topologies")
+            raise TopologyError(f"repartition topic {raw!r} is part of a cycle of sub-topologies")
         self._resolving.add(raw)
         try:
             count = max(self.subtopology(sub_id) for sub_id in writers)

@@ -10,9 +10,9 @@ import pytest
 
 from streamlet import App
 from streamlet.agents import AgentError
-from streamlet.runtime.processor_graph import build_task_graph
+from streamlet.runtime.topic_names import TopicNames
 from streamlet.task_id import TaskId
-from tests.unit.runtime._support import FakeContext
+from tests.unit.runtime._support import FakeContext, graph_of
 
 
 def _wordcount_app() -> App:
@@ -33,8 +33,9 @@ def _wordcount_app() -> App:
 def test_agent_compiles_to_a_repartitioned_stateful_subtopology() -> None:
     topology = _wordcount_app().topology()
     assert [s.id for s in topology.subtopologies] == [0, 1]
-    assert topology.repartition_topics("agents-test") == ["agents-test-counts-repartition"]
-    assert topology.changelog_topics("agents-test") == {"counts": "agents-test-counts-changelog"}
+    names = TopicNames(topology, "agents-test")
+    assert names.repartition_topics() == ["agents-test-counts-repartition"]
+    assert names.changelog_topics() == {"counts": "agents-test-counts-changelog"}
     assert topology.stateful_subtopologies() == frozenset({1})
 
 
@@ -42,7 +43,7 @@ def test_agent_body_runs_per_record_with_table_and_send() -> None:
     topology = _wordcount_app().topology()
     words = "the cat and the hat and the bat".split()
     ctx = FakeContext(TaskId(1, 0), application_id="agents-test")
-    graph = build_task_graph(topology, TaskId(1, 0), ctx)
+    graph = graph_of(topology, TaskId(1, 0), ctx)
     for offset, word in enumerate(words):
         graph.process("agents-test-counts-repartition", 0, offset, 1000 + offset, word.encode(), word.encode())
 
@@ -63,7 +64,7 @@ async def test_awaiting_real_io_in_an_agent_is_an_error() -> None:
         async for _ in stream:
             await asyncio.sleep(0.01)
 
-    graph = build_task_graph(app.topology(), TaskId(0, 0), FakeContext(TaskId(0, 0)))
+    graph = graph_of(app.topology(), TaskId(0, 0), FakeContext(TaskId(0, 0)))
     with pytest.raises(AgentError, match="sleepy awaited"):
         graph.process("lines", 0, 0, 0, None, b"x")
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from streamlet.runtime.processor_graph import TaskProcessorGraph, build_task_graph
+from streamlet.runtime.topic_names import TopicNames
 from streamlet.task_id import TaskId
+from streamlet.topology import Topology
 
 
 class DictStore:
@@ -87,3 +90,8 @@ class FakeContext:
         self, topic: str, key: bytes | None, value: bytes | None, timestamp: int, partition: int | None = None
     ) -> None:
         self.sent.append(Sent(topic, key, value, timestamp, partition))
+
+
+def graph_of(topology: Topology, task_id: TaskId, context: FakeContext) -> TaskProcessorGraph:
+    """The task's processor graph for the application id the fake context names."""
+    return build_task_graph(TopicNames(topology, context.application_id), task_id, context)

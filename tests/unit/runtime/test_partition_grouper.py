@@ -7,6 +7,7 @@ from aiokafka.structs import TopicPartition
 
 from streamlet.errors import MissingTopicError, TopologyError
 from streamlet.runtime.partition_grouper import PartitionGrouper, group_partitions
+from streamlet.runtime.topic_names import TopicNames
 from streamlet.task_id import TaskId
 from streamlet.topology import StreamsBuilder
 from tests.unit.topology.test_describe import wordcount_builder
@@ -17,7 +18,7 @@ REPARTITION = "streams-wordcount-counts-store-repartition"
 
 def test_wordcount_tasks() -> None:
     topology = wordcount_builder().build()
-    grouper = PartitionGrouper(topology, APP)
+    grouper = PartitionGrouper(TopicNames(topology, APP))
     tasks = grouper.group({"streams-plaintext-input": 3, REPARTITION: 3})
     # §4.2: one task per partition of each sub-topology; task S_p reads partition p of its sources.
     assert tasks == {
@@ -37,7 +38,7 @@ def test_wordcount_tasks() -> None:
 
 
 def test_changelog_partitions() -> None:
-    grouper = PartitionGrouper(wordcount_builder().build(), APP)
+    grouper = PartitionGrouper(TopicNames(wordcount_builder().build(), APP))
     # Changelog partition = task partition (seed: task 1_2 checkpoints streams-wordcount-counts-store-changelog 2).
     assert grouper.changelog_partitions(TaskId(1, 2)) == {
         "counts-store": TopicPartition("streams-wordcount-counts-store-changelog", 2)
@@ -46,14 +47,16 @@ def test_changelog_partitions() -> None:
 
 
 def test_partition_counts_may_differ_between_sub_topologies() -> None:
-    tasks = group_partitions(wordcount_builder().build(), APP, {"streams-plaintext-input": 2, REPARTITION: 4})
+    tasks = group_partitions(
+        TopicNames(wordcount_builder().build(), APP), {"streams-plaintext-input": 2, REPARTITION: 4}
+    )
     assert sorted(map(str, tasks)) == ["0_0", "0_1", "1_0", "1_1", "1_2", "1_3"]
 
 
 def test_multi_topic_source_task_reads_partition_p_of_each_topic() -> None:
     builder = StreamsBuilder()
     builder.stream(["a", "b"]).to("out")
-    tasks = group_partitions(builder.build(), "app", {"a": 2, "b": 2})
+    tasks = group_partitions(TopicNames(builder.build(), "app"), {"a": 2, "b": 2})
     assert tasks[TaskId(0, 1)] == frozenset({TopicPartition("a", 1), TopicPartition("b", 1)})
 
 
@@ -61,16 +64,16 @@ def test_co_partitioned_topics_with_different_counts() -> None:
     builder = StreamsBuilder()
     builder.stream(["left", "right"]).to("out")
     with pytest.raises(TopologyError, match=r"sub-topology 0 .*left=2, right=3"):
-        group_partitions(builder.build(), "app", {"left": 2, "right": 3})
+        group_partitions(TopicNames(builder.build(), "app"), {"left": 2, "right": 3})
 
 
 def test_missing_source_topic() -> None:
     with pytest.raises(MissingTopicError, match="streams-plaintext-input"):
-        group_partitions(wordcount_builder().build(), APP, {REPARTITION: 3})
+        group_partitions(TopicNames(wordcount_builder().build(), APP), {REPARTITION: 3})
     with pytest.raises(MissingTopicError, match=REPARTITION):
-        group_partitions(wordcount_builder().build(), APP, {"streams-plaintext-input": 3})
+        group_partitions(TopicNames(wordcount_builder().build(), APP), {"streams-plaintext-input": 3})
 
 
 def test_invalid_partition_count() -> None:
     with pytest.raises(TopologyError, match="invalid partition count"):
-        group_partitions(wordcount_builder().build(), APP, {"streams-plaintext-input": 0, REPARTITION: 1})
+        group_partitions(TopicNames(wordcount_builder().build(), APP), {"streams-plaintext-input": 0, REPARTITION: 1})

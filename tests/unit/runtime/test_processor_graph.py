@@ -14,11 +14,10 @@ from streamlet.runtime.processor_graph import (
     RecordDeserializationError,
     StateStore,
     TaskContext,
-    build_task_graph,
 )
 from streamlet.task_id import TaskId
 from streamlet.topology import StreamsBuilder, Topology
-from tests.unit.runtime._support import CachingStore, DictStore, FakeContext, Sent
+from tests.unit.runtime._support import CachingStore, DictStore, FakeContext, Sent, graph_of
 from tests.unit.topology.test_describe import wordcount_builder
 
 APP = "streams-wordcount"
@@ -54,7 +53,7 @@ def test_wordcount_end_to_end() -> None:
 
     # Sub-topology 0: lines in, (word, word) out to the repartition topic, keyed by the word.
     ctx0 = FakeContext(TaskId(0, 0), APP)
-    task0 = build_task_graph(topology, TaskId(0, 0), ctx0)
+    task0 = graph_of(topology, TaskId(0, 0), ctx0)
     for offset, line in enumerate(TEXT):
         task0.process(INPUT, 0, offset, 1000 + offset, None, line.encode())
     expected_repartition = [
@@ -67,7 +66,7 @@ def test_wordcount_end_to_end() -> None:
 
     # Sub-topology 1: counts per word in the store, and every update to the output topic as int64.
     ctx1 = FakeContext(TaskId(1, 0), APP)
-    task1 = build_task_graph(topology, TaskId(1, 0), ctx1)
+    task1 = graph_of(topology, TaskId(1, 0), ctx1)
     for offset, record in enumerate(ctx0.sent):
         task1.process(record.topic, 0, offset, record.timestamp, record.key, record.value)
 
@@ -88,7 +87,7 @@ def test_wordcount_end_to_end() -> None:
 def test_wordcount_with_a_caching_store_forwards_on_flush_only() -> None:
     topology = wordcount_builder().build()
     ctx = FakeContext(TaskId(1, 0), APP, store_factory=CachingStore)
-    task = build_task_graph(topology, TaskId(1, 0), ctx)
+    task = graph_of(topology, TaskId(1, 0), ctx)
     store = ctx.stores["counts-store"]
     for offset, word in enumerate(["a", "b", "a", "a"]):
         store.timestamp = 500 + offset  # the cache entry remembers the record's timestamp
@@ -110,7 +109,7 @@ def test_repartition_filter_drops_null_keys() -> None:
         .count("c")
     )
     ctx = FakeContext(TaskId(0, 0))
-    task = build_task_graph(builder.build(), TaskId(0, 0), ctx)
+    task = graph_of(builder.build(), TaskId(0, 0), ctx)
     for offset, value in enumerate(["x", "skip", "y"]):
         task.process("in", 0, offset, offset, None, value.encode())
     assert [(s.topic, s.key) for s in ctx.sent] == [("app-c-repartition", b"x"), ("app-c-repartition", b"y")]
@@ -120,7 +119,7 @@ def test_aggregations_skip_null_keys_and_values() -> None:
     builder = StreamsBuilder()
     builder.stream("in", key_serde="str", value_serde="str").group_by_key().count("c").to_stream().to("out")
     ctx = FakeContext(TaskId(0, 0))
-    task = build_task_graph(builder.build(), TaskId(0, 0), ctx)
+    task = graph_of(builder.build(), TaskId(0, 0), ctx)
     task.process("in", 0, 0, 1, None, b"v")
     task.process("in", 0, 1, 2, b"k", None)
     task.process("in", 0, 2, 3, b"k", b"v")
@@ -135,7 +134,7 @@ def test_reduce_and_aggregate() -> None:
     grouped.reduce(lambda agg, v: agg + v, "sum").to_stream().to("sums")
     grouped.aggregate(lambda: [], lambda k, v, agg: [*agg, v], "lists", value_serde="json").to_stream().to("lists")
     ctx = FakeContext(TaskId(0, 0))
-    task = build_task_graph(builder.build(), TaskId(0, 0), ctx)
+    task = graph_of(builder.build(), TaskId(0, 0), ctx)
     for offset, (key, value) in enumerate([("a", 1), ("b", 10), ("a", 2)]):
         task.process("in", 0, offset, offset, key.encode(), int64(value))
     assert ctx.stores["sum"].data == {b"a": int64(3), b"b": int64(10)}
@@ -158,7 +157,7 @@ def test_table_tombstones_are_forwarded() -> None:
         lambda: "", lambda k, v, agg: None if v == "del" else agg + v, "s", value_serde="str"
     ).to_stream().to("out")
     ctx = FakeContext(TaskId(0, 0))
-    task = build_task_graph(builder.build(), TaskId(0, 0), ctx)
+    task = graph_of(builder.build(), TaskId(0, 0), ctx)
     task.process("in", 0, 0, 1, b"k", b"x")
     task.process("in", 0, 1, 2, b"k", b"del")
     assert ctx.stores["s"].data == {}
@@ -178,7 +177,7 @@ def test_stateless_operations_run_in_order() -> None:
     stream.flat_map_values(lambda v: [v["n"], -v["n"]]).to("pm", value_serde="int64")
 
     ctx = FakeContext(TaskId(0, 0))
-    task = build_task_graph(builder.build(), TaskId(0, 0), ctx)
+    task = graph_of(builder.build(), TaskId(0, 0), ctx)
     task.process("in", 0, 7, 42, b"k", b'{"n":2}')
     task.process("in", 0, 8, 43, b"z", b'{"n":0}')
     assert seen == [("peek", "k", 2), ("foreach", "z", 0)]
@@ -200,7 +199,7 @@ def test_multi_topic_source_and_internal_topic_prefix() -> None:
     builder = StreamsBuilder()
     builder.stream(["a", "b"], value_serde="str").map_values(str.upper).to("out", value_serde="str")
     ctx = FakeContext(TaskId(0, 3), "myapp")
-    task = build_task_graph(builder.build(), TaskId(0, 3), ctx)
+    task = graph_of(builder.build(), TaskId(0, 3), ctx)
     assert set(task.source_topics) == {"a", "b"}
     task.process("b", 3, 0, 9, None, b"x")
     assert ctx.sent == [Sent("out", None, b"X", 9, None)]
@@ -209,7 +208,7 @@ def test_multi_topic_source_and_internal_topic_prefix() -> None:
 def test_deserialization_errors_name_the_record() -> None:
     builder = StreamsBuilder()
     builder.stream("in", value_serde="int64").to("out")
-    task = build_task_graph(builder.build(), TaskId(0, 0), FakeContext(TaskId(0, 0)))
+    task = graph_of(builder.build(), TaskId(0, 0), FakeContext(TaskId(0, 0)))
     with pytest.raises(RecordDeserializationError, match=r"in-0@17 .*not 8 \(got 3") as info:
         task.process("in", 0, 17, 1, None, b"abc")
     error = info.value
@@ -221,7 +220,7 @@ def test_deserialization_errors_name_the_record() -> None:
 def test_processing_errors_carry_the_record_position() -> None:
     builder = StreamsBuilder()
     builder.stream("in").map_values(lambda v: 1 / 0).to("out")
-    task = build_task_graph(builder.build(), TaskId(0, 0), FakeContext(TaskId(0, 0)))
+    task = graph_of(builder.build(), TaskId(0, 0), FakeContext(TaskId(0, 0)))
     with pytest.raises(ZeroDivisionError) as info:
         task.process("in", 0, 5, 1, None, b"v")
     assert "while processing in-0@5 in task 0_0" in info.value.__notes__
@@ -230,10 +229,10 @@ def test_processing_errors_carry_the_record_position() -> None:
 def test_serialization_errors_at_sinks() -> None:
     builder = StreamsBuilder()
     builder.stream("in", value_serde="str").to("out")  # key serde is the default (bytes)
-    task = build_task_graph(builder.build(), TaskId(0, 0), FakeContext(TaskId(0, 0)))
+    task = graph_of(builder.build(), TaskId(0, 0), FakeContext(TaskId(0, 0)))
     builder2 = StreamsBuilder()
     builder2.stream("in", value_serde="str").map_values(len).to("out")  # an int for the bytes serde
-    task2 = build_task_graph(builder2.build(), TaskId(0, 0), FakeContext(TaskId(0, 0)))
+    task2 = graph_of(builder2.build(), TaskId(0, 0), FakeContext(TaskId(0, 0)))
     task.process("in", 0, 0, 1, b"k", b"v")
     with pytest.raises(SerializationError, match="BytesSerde cannot serialize a int"):
         task2.process("in", 0, 0, 1, b"k", b"v")
@@ -241,17 +240,17 @@ def test_serialization_errors_at_sinks() -> None:
 
 def test_unknown_topic_and_sub_topology() -> None:
     topology: Topology = wordcount_builder().build()
-    task = build_task_graph(topology, TaskId(0, 0), FakeContext(TaskId(0, 0), APP))
+    task = graph_of(topology, TaskId(0, 0), FakeContext(TaskId(0, 0), APP))
     with pytest.raises(TopologyError, match="does not read topic 'other'"):
         task.process("other", 0, 0, 0, None, b"")
     with pytest.raises(TopologyError, match="no sub-topology 5"):
-        build_task_graph(topology, TaskId(5, 0), FakeContext(TaskId(5, 0), APP))
+        graph_of(topology, TaskId(5, 0), FakeContext(TaskId(5, 0), APP))
 
 
 def test_task_graph_metadata() -> None:
     topology = wordcount_builder().build()
     ctx = FakeContext(TaskId(1, 4), APP)
-    task = build_task_graph(topology, TaskId(1, 4), ctx)
+    task = graph_of(topology, TaskId(1, 4), ctx)
     assert task.task_id == TaskId(1, 4)
     assert task.source_topics == (REPARTITION,)
     assert task.store_names == ("counts-store",)

@@ -49,8 +49,7 @@ def test_wordcount_sub_topologies() -> None:
     assert sub1.repartition_source_topics == ("counts-store-repartition",)
     assert sub1.sink_topics == ("streams-wordcount-output",)
     assert sub1.store_names == ("counts-store",) and sub1.stateful
-    assert sub1.runtime_source_topics(APP) == ("streams-wordcount-counts-store-repartition",)
-    assert sub0.runtime_sink_topics(APP) == ("streams-wordcount-counts-store-repartition",)
+    assert sub1.changelog_topics() == {"counts-store": "counts-store-changelog"}
     assert topology.stateful_subtopologies() == frozenset({1})
 
 
@@ -59,19 +58,18 @@ def test_wordcount_topic_names_match_the_seed() -> None:
     # "streams-wordcount": <app>-<store>-changelog and <app>-<name>-repartition.
     topology = wordcount_builder().build()
     assert topology.source_topics() == ["streams-plaintext-input", "counts-store-repartition"]
-    assert topology.source_topics(APP) == ["streams-plaintext-input", "streams-wordcount-counts-store-repartition"]
     assert topology.external_source_topics() == ["streams-plaintext-input"]
-    assert topology.sink_topics(APP) == ["streams-wordcount-counts-store-repartition", "streams-wordcount-output"]
-    assert topology.repartition_topics(APP) == ["streams-wordcount-counts-store-repartition"]
-    assert topology.changelog_topics(APP) == {"counts-store": "streams-wordcount-counts-store-changelog"}
+    assert topology.sink_topics() == ["counts-store-repartition", "streams-wordcount-output"]
+    assert topology.repartition_topics() == ["counts-store-repartition"]
+    assert topology.changelog_topics() == {"counts-store": "counts-store-changelog"}
 
 
 def test_wordcount_internal_topics_with_partition_counts() -> None:
     # Seed experiment: input created with 6 partitions -> repartition topic and changelog have 6 too.
-    topics = wordcount_builder().build().internal_topics(APP, {"streams-plaintext-input": 6})
+    topics = wordcount_builder().build().internal_topics({"streams-plaintext-input": 6})
     assert [(t.name, t.partitions, t.kind) for t in topics] == [
-        ("streams-wordcount-counts-store-repartition", 6, "repartition"),
-        ("streams-wordcount-counts-store-changelog", 6, "changelog"),
+        ("counts-store-repartition", 6, "repartition"),
+        ("counts-store-changelog", 6, "changelog"),
     ]
     repartition, changelog = topics
     assert repartition.config["cleanup.policy"] == "delete"
@@ -79,7 +77,7 @@ def test_wordcount_internal_topics_with_partition_counts() -> None:
 
 
 def test_internal_topics_without_counts() -> None:
-    topics = wordcount_builder().build().internal_topics(APP)
+    topics = wordcount_builder().build().internal_topics()
     assert [t.partitions for t in topics] == [None, None]
     assert all(isinstance(t, InternalTopic) for t in topics)
 
@@ -105,23 +103,23 @@ def test_repartition_partition_count_is_max_of_upstream_sources_resolved_recursi
         ("c",),
     ]
     counts = {"a": 3, "b": 5, "c": 2}
-    assert {t.name: t.partitions for t in topology.internal_topics("app", counts)} == {
-        "app-first-repartition": 5,
-        "app-second-repartition": 5,
-        "app-local-changelog": 2,
-        "app-first-changelog": 5,
-        "app-second-changelog": 5,
+    assert {t.name: t.partitions for t in topology.internal_topics(counts)} == {
+        "first-repartition": 5,
+        "second-repartition": 5,
+        "local-changelog": 2,
+        "first-changelog": 5,
+        "second-changelog": 5,
     }
-    assert topology.subtopology_partition_count(2, "app", counts) == 5
-    assert topology.subtopology_partition_count(3, "app", counts) == 2
+    assert topology.subtopology_partition_count(2, counts) == 5
+    assert topology.subtopology_partition_count(3, counts) == 2
     assert topology.stateful_subtopologies() == frozenset({1, 2, 3})
 
 
 def test_internal_topics_need_external_source_counts() -> None:
     with pytest.raises(MissingTopicError, match="streams-plaintext-input"):
-        wordcount_builder().build().internal_topics(APP, {"other": 1})
+        wordcount_builder().build().internal_topics({"other": 1})
     with pytest.raises(TopologyError, match="invalid partition count"):
-        wordcount_builder().build().internal_topics(APP, {"streams-plaintext-input": 0})
+        wordcount_builder().build().internal_topics({"streams-plaintext-input": 0})
 
 
 def test_node_specs_carry_serdes() -> None:
