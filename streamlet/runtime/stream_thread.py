@@ -213,6 +213,7 @@ class StreamThread:
                     self.tasks.handle_lost_all("the group coordinator dropped this member")
                 else:
                     await self.tasks.handle_revocation()
+                self.tasks.lock_task_dirs()
                 await self._end_offsets.refresh()
             except Exception as exc:  # aiokafka swallows listener errors: surface it from the loop instead
                 log.exception("stream-thread [%s] failed while preparing the rebalance", self.name)

@@ -35,7 +35,7 @@ from streamlet.runtime.standby_task import StandbyTask
 from streamlet.runtime.stream_task import StreamTask
 from streamlet.runtime.task_creator import TaskCreator, ThreadResources
 from streamlet.runtime.task_state import TaskState
-from streamlet.state.offset_sums import task_offset_sums
+from streamlet.state.offset_sums import lock_non_empty_task_dirs, task_offset_sums
 from streamlet.state.state_directory import StateDirectory
 from streamlet.state.state_manager import ProcessorStateManager
 from streamlet.task_id import TaskId
@@ -101,8 +101,15 @@ class TaskManager:
         for task_id, standby in self.standby.items():
             owned[task_id] = standby.state_manager.changelog_offsets()
         return task_offset_sums(
-            self._state_directory, self.name, running_active_tasks=running, owned_changelog_offsets=owned
+            self._state_directory,
+            self._state_directory.locked_tasks(self.name),
+            running_active_tasks=running,
+            owned_changelog_offsets=owned,
         )
+
+    def lock_task_dirs(self) -> None:
+        """Before a join: lock the task dirs on disk nobody else holds, so this thread may report them."""
+        lock_non_empty_task_dirs(self._state_directory, self.name)
 
     # ---- assignment ---------------------------------------------------------------------------------------
 

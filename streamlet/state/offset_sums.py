@@ -13,9 +13,10 @@ replicas elsewhere). The numbers follow Kafka Streams exactly so that the assign
 * in a sum, `OFFSET_UNKNOWN` (-4) entries are skipped, any other negative offset is a bug, and an
   overflowing sum is pinned to 2**63 - 1.
 
-Call `task_offset_sums` at the start of a rebalance (when building the subscription). It locks, for
-`owner`, every non-empty task dir nobody else holds; after the assignment, release those the thread was not
-given: `for t in state_dir.locked_tasks(owner) - assigned: state_dir.unlock_task(t, owner)`.
+Locking and summing are separate steps. When a rebalance starts (before the join, where I/O may wait), the
+thread locks every non-empty task dir nobody else holds (`lock_non_empty_task_dirs`); the subscription then
+sums over the dirs it holds (`task_offset_sums`), which takes no lock. After the assignment the thread
+releases the dirs it was not given.
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ def lock_non_empty_task_dirs(state_directory: StateDirectory, owner: str) -> set
 
 def task_offset_sums(
     state_directory: StateDirectory,
-    owner: str,
+    locked_tasks: Iterable[TaskId],
     *,
     running_active_tasks: Iterable[TaskId],
     owned_changelog_offsets: Mapping[TaskId, Mapping[TopicPartition, int]],
@@ -84,8 +85,9 @@ def task_offset_sums(
     """The offset sum per task for one stream thread's subscription.
 
     Args:
-        state_directory: the app's StateDirectory (task dirs and their locks).
-        owner: the stream thread's name (the task-lock owner).
+        state_directory: the app's StateDirectory (where the task dirs are).
+        locked_tasks: the task dirs this thread holds (`lock_non_empty_task_dirs`): the only ones whose
+            checkpoints it may report.
         running_active_tasks: this thread's RUNNING active tasks *that have changelogs*; a stateless task
             must not be listed (Kafka reports nothing for it).
         owned_changelog_offsets: this thread's other owned tasks (restoring actives, standbys) mapped to
@@ -104,7 +106,7 @@ def task_offset_sums(
             continue
         sums[task] = sum_of_changelog_offsets(task, offsets)
 
-    for task in lock_non_empty_task_dirs(state_directory, owner):
+    for task in sorted(locked_tasks):
         if task in running or task in owned_changelog_offsets:
             continue
         path = state_directory.app_dir / str(task) / CHECKPOINT_FILE_NAME

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from aiokafka.structs import TopicPartition
 
 from streamlet.assignment.api import AssignmentConfigs
 from streamlet.assignment.high_availability import HighAvailabilityTaskAssignor
@@ -18,7 +19,9 @@ from streamlet.runtime.restore_listener import CompositeRestoreListener
 from streamlet.runtime.stream_thread import StreamThread
 from streamlet.runtime.task_creator import TaskCreator
 from streamlet.runtime.task_state import TaskState
+from streamlet.state.checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
 from streamlet.state.state_directory import StateDirectory
+from streamlet.task_id import TaskId
 from tests.unit.runtime._fakes import FakeClientSupplier, FakeConsumer, FakeKafka
 from tests.unit.runtime._harness import APP, CHANGELOG, IN0, OUTPUT, T0, config, latest, metadata, new_kafka
 
@@ -125,3 +128,18 @@ async def test_probing_rebalance_is_requested_at_its_deadline(thread: StreamThre
     await thread.run_once()
 
     assert consumer.rejoin_requested
+
+
+async def test_task_dirs_on_disk_are_locked_before_the_join_and_reported_from_their_checkpoint(
+    thread: StreamThread, tmp_path: Path
+) -> None:
+    other = TaskId(0, 1)
+    task_dir = tmp_path / APP / str(other)
+    (task_dir / "rocksdb" / "counts").mkdir(parents=True)
+    (task_dir / "rocksdb" / "counts" / "CURRENT").write_text("x")
+    OffsetCheckpoint(task_dir / CHECKPOINT_FILE_NAME).write({TopicPartition(CHANGELOG, 1): 41})
+    assert thread.subscription_info().task_offset_sums == {}  # not locked yet: not this thread's to report
+
+    await thread.on_partitions_revoked()
+
+    assert thread.subscription_info().task_offset_sums == {other: 41}

@@ -79,7 +79,7 @@ def test_task_offset_sums(sd: StateDirectory) -> None:
 
     sums = task_offset_sums(
         sd,
-        "thread-1",
+        lock_non_empty_task_dirs(sd, "thread-1"),
         running_active_tasks=[running],
         owned_changelog_offsets={
             restoring: psm_restoring.changelog_offsets(),
@@ -106,14 +106,18 @@ def test_corrupt_checkpoint_of_unowned_dir_is_skipped(sd: StateDirectory, caplog
     task = TaskId(2, 0)
     _dir_with_state(sd, task, None)
     (sd.task_dir(task) / ".checkpoint").write_text("0\n5\n")
-    assert task_offset_sums(sd, "t", running_active_tasks=[], owned_changelog_offsets={}) == {}
+    assert (
+        task_offset_sums(sd, lock_non_empty_task_dirs(sd, "t"), running_active_tasks=[], owned_changelog_offsets={})
+        == {}
+    )
     assert "cannot read checkpoint" in caplog.text
 
 
 def test_overflow_pins_for_checkpointed_dirs(sd: StateDirectory) -> None:
     task = TaskId(2, 1)
     _dir_with_state(sd, task, {tp(0): MAX_OFFSET_SUM, tp(1): 1})
-    assert task_offset_sums(sd, "t", running_active_tasks=[], owned_changelog_offsets={}) == {task: MAX_OFFSET_SUM}
+    locked = lock_non_empty_task_dirs(sd, "t")
+    assert task_offset_sums(sd, locked, running_active_tasks=[], owned_changelog_offsets={}) == {task: MAX_OFFSET_SUM}
 
 
 def test_lock_releases_dirs_emptied_meanwhile_but_not_owned_ones(sd: StateDirectory, monkeypatch) -> None:  # type: ignore[no-untyped-def]
