@@ -62,8 +62,9 @@ class ChangelogReader:
         (re)seeded from its store's offsets, and partitions nobody wants any more are dropped.
         """
         restoring = list(restoring)
+        owners: list[Owner] = [*restoring, *standbys]
         wanted: dict[TopicPartition, tuple[str, Owner]] = {}
-        for owner in (*restoring, *standbys):
+        for owner in owners:
             assert owner.state_manager is not None
             for store, tp in owner.state_manager.changelog_partitions().items():
                 wanted[tp] = (store, owner)

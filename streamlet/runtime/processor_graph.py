@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 from streamlet.errors import SerializationError, TopologyError
 from streamlet.runtime.record_context import RecordContext
@@ -333,7 +333,8 @@ def _aggregation(
     store_spec = names.topology.stores[store_name]
     store = context.get_state_store(store_name)
     topic = names.changelog_topic(store_name)  # the topic store serdes are called with
-    key_ser = store_spec.key_serde.serialize
+    # aggregations skip null keys, and a non-null key always serializes to bytes
+    key_ser = cast(Callable[[str, Any], bytes], store_spec.key_serde.serialize)
     key_de = store_spec.key_serde.deserialize
     value_ser = store_spec.value_serde.serialize
     value_de = store_spec.value_serde.deserialize

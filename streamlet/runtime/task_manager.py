@@ -129,11 +129,11 @@ class TaskManager:
                 self._close_standby(standby, clean=True)
         self._pending = {t: a for t, a in self._pending.items() if t in new_active | new_standby}
         for task_id in sorted(new_active):
-            task = self.active.get(task_id)
-            if task is None:
+            kept = self.active.get(task_id)
+            if kept is None:
                 self._pending[task_id] = True
-            elif task.state is TaskState.SUSPENDED:
-                task.state = TaskState.RUNNING
+            elif kept.state is TaskState.SUSPENDED:
+                kept.state = TaskState.RUNNING
         for task_id in sorted(new_standby - set(self.standby)):
             self._pending[task_id] = False
         self._was_running = set()
