@@ -17,15 +17,21 @@ The limits: `raw aiokafka` is the same dataflow as a bare aiokafka pipe with no 
 no state store), and `Kafka consumer` is Kafka's own ConsumerPerformance reading the input topic
 (lines/s x words per line; it only reads).
 
-Usage: .venv/bin/python bench/wordcount.py [--peers a,b,...] [--words N] [--timeout S]
+Before/after a change: `--baseline REV` adds, for every streamlet peer, its twin running the code of git
+revision REV (a temporary worktree), and `--rounds N` runs the selected peers N times interleaved
+(A B A B ...). The closing table gives each round's ratio current / baseline and the median.
+
+Usage: .venv/bin/python bench/wordcount.py [--peers a,b,...] [--words N] [--timeout S] [--baseline REV --rounds N]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -68,9 +74,16 @@ class Peer:
     requires: Callable[[], str | None] = lambda: None  # returns the reason it cannot run, or None
 
 
-def _streamlet(workers: int, threads: int, *extra: str) -> Callable[[PeerRun], list[Proc]]:
+def _streamlet(workers: int, threads: int, *extra: str, root: Path = common.ROOT) -> Callable[[PeerRun], list[Proc]]:
+    """`root` is the source tree the workers import streamlet and the example from (a baseline worktree)."""
+
     def launch(r: PeerRun) -> list[Proc]:
-        env = {"WORDCOUNT_INPUT_TOPIC": INPUT, "WORDCOUNT_OUTPUT_TOPIC": r.output, "WORDCOUNT_APPLICATION_ID": r.app_id}
+        env = {
+            "WORDCOUNT_INPUT_TOPIC": INPUT,
+            "WORDCOUNT_OUTPUT_TOPIC": r.output,
+            "WORDCOUNT_APPLICATION_ID": r.app_id,
+            "PYTHONPATH": str(root),
+        }
         return [
             spawn(
                 f"streamlet-{i}",
@@ -96,6 +109,7 @@ def _streamlet(workers: int, threads: int, *extra: str) -> Callable[[PeerRun], l
                 ],
                 r.work / f"worker-{i}.log",
                 env=env,
+                cwd=root,
             )
             for i in range(workers)
         ]
@@ -449,6 +463,56 @@ def render(results: list[dict[str, Any]]) -> str:
     )
 
 
+def baseline_peers(peers: list[Peer], rev: str) -> tuple[list[Peer], Path]:
+    """For each streamlet peer, a twin on revision `rev`, checked out in a temporary git worktree."""
+    sha = subprocess.run(
+        ["git", "-C", str(common.ROOT), "rev-parse", "--short", rev], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    tree = common.WORK / f"baseline-{sha}"
+    if not tree.exists():
+        subprocess.run(["git", "-C", str(common.ROOT), "worktree", "add", "--detach", str(tree), sha], check=True)
+    where = subprocess.run(
+        [str(LIB_PY), "-c", "import streamlet; print(streamlet.__file__)"],
+        env={**os.environ, "PYTHONPATH": str(tree)},
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    if not where.startswith(str(tree)):
+        raise SystemExit(f"the baseline worktree's streamlet is shadowed by {where}")
+    twins = []
+    for peer in peers:
+        match = re.fullmatch(r"streamlet (\d) procs? x (\d) threads", peer.name)
+        if match:
+            launch = _streamlet(int(match[1]), int(match[2]), root=tree)
+            twins.append(Peer(f"{peer.name} @{sha}", peer.kind, f"baseline {sha}: {peer.description}", launch))
+    return twins, tree
+
+
+def render_rounds(rounds: list[list[dict[str, Any]]], twins: dict[str, str]) -> str:
+    """Per current/baseline pair: words/s of each round, each round's ratio, and the median ratio."""
+    rows = []
+    for current, baseline in twins.items():
+        ratios, cur_rates, base_rates = [], [], []
+        for results in rounds:
+            rate = {r["peer"]: r.get("words_per_s") for r in results if r.get("status") == "ok"}
+            if rate.get(current) and rate.get(baseline):
+                cur_rates.append(rate[current])
+                base_rates.append(rate[baseline])
+                ratios.append(rate[current] / rate[baseline])
+        rows.append(
+            [
+                current,
+                " ".join(f"{x:,}" for x in cur_rates),
+                " ".join(f"{x:,}" for x in base_rates),
+                " ".join(f"{x:.2f}" for x in ratios),
+                f"{statistics.median(ratios):.2f}" if ratios else "-",
+            ]
+        )
+    return common.table(["peer", "words/s (current)", "words/s (baseline)", "ratios", "median ratio"], rows)
+
+
 async def prepare(bootstrap: str, c: corpus_mod.Corpus) -> float:
     await common.recreate_topics(bootstrap, {INPUT: PARTITIONS})
     return await common.produce_lines(bootstrap, INPUT, c.lines, PARTITIONS)
@@ -460,9 +524,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--words", type=int, default=corpus_mod.TARGET_WORDS)
     parser.add_argument("--timeout", type=float, default=240.0, help="per peer, from launch, seconds")
     parser.add_argument("--no-consumer-perf", action="store_true")
+    parser.add_argument("--baseline", default="", help="git revision: add a twin of each streamlet peer running it")
+    parser.add_argument("--rounds", type=int, default=1, help="run the selected peers this many times, interleaved")
     args = parser.parse_args(argv)
     wanted = [s.strip().lower() for s in args.peers.split(",") if s.strip()]
     peers = [p for p in PEERS if not wanted or any(w in p.name.lower() for w in wanted)]
+    twins: dict[str, str] = {}
+    if args.baseline:
+        extra, tree = baseline_peers(peers, args.baseline)
+        twins = {t.name.rsplit(" @", 1)[0]: t.name for t in extra}
+        peers = [q for p in peers for q in [p, *[t for t in extra if twins.get(p.name) == t.name]]]
     run_id = time.strftime("%m%d%H%M%S")
     common.quiet_logs()
     c = corpus_mod.build(args.words)
@@ -474,14 +545,25 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_consumer_perf:
             results.append(consumer_perf(bootstrap, c, run_id))
             log(f"{results[-1]['peer']}: {results[-1].get('words_per_s') or results[-1].get('reason')}")
-        for peer in peers:
-            log(f"running {peer.name} ...")
-            res = asyncio.run(run_peer(peer, bootstrap, c, run_id, args.timeout))
-            results.append(res)
-            log(f"{peer.name}: {res.get('status')} {res.get('words_per_s') or res.get('reason', '')}")
-            slug = re.sub(r"[^a-z0-9]+", "-", peer.name.lower()).strip("-")
-            asyncio.run(common.delete_topics_with_prefix(bootstrap, f"bench-{slug}-{run_id}"))
+        rounds: list[list[dict[str, Any]]] = []
+        for round_no in range(args.rounds):
+            rounds.append([])
+            for peer in peers:
+                log(f"round {round_no + 1}/{args.rounds}: running {peer.name} ...")
+                res = asyncio.run(run_peer(peer, bootstrap, c, f"{run_id}r{round_no}", args.timeout))
+                res["round"] = round_no + 1
+                rounds[-1].append(res)
+                results.append(res)
+                log(f"{peer.name}: {res.get('status')} {res.get('words_per_s') or res.get('reason', '')}")
+                slug = re.sub(r"[^a-z0-9]+", "-", peer.name.lower()).strip("-")
+                asyncio.run(common.delete_topics_with_prefix(bootstrap, f"bench-{slug}-{run_id}r{round_no}"))
+    if args.baseline:
+        subprocess.run(["git", "-C", str(common.ROOT), "worktree", "remove", "--force", str(tree)], check=False)
     text = render(results)
+    if twins:
+        text += f"\n\nCurrent vs baseline {args.baseline}, {args.rounds} interleaved rounds:\n" + render_rounds(
+            rounds, twins
+        )
     print("\nWordCount, " + f"{c.words:,} words ({len(c.lines):,} lines), 6 partitions, one local broker:\n" + text)
     command = " ".join(["bench/wordcount.py", *(argv or sys.argv[1:])])
     path = common.write_result(
