@@ -203,21 +203,31 @@ def compile_agents(builder: StreamsBuilder, agents: Iterable[AgentSpec]) -> None
 
 def _agent_processor_factory(agent: AgentSpec) -> Callable[[TaskContext], Callable[[Any, Any], None]]:
     def factory(ctx: TaskContext) -> Callable[[Any, Any], None]:
-        stream = AgentStream(None)
-        coro = agent.fn(stream)
-        token = _current_context.set(ctx)
-        try:
-            if coro.send(None) is not _NEXT:
-                raise AgentError(f"agent {agent.name} awaited something before iterating its stream")
-        finally:
-            _current_context.reset(token)
+        def start() -> tuple[AgentStream, Any]:
+            stream = AgentStream(None)
+            coro = agent.fn(stream)
+            token = _current_context.set(ctx)
+            try:
+                if coro.send(None) is not _NEXT:
+                    raise AgentError(f"agent {agent.name} awaited something before iterating its stream")
+            finally:
+                _current_context.reset(token)
+            return stream, coro
+
+        current = [start()]
 
         def process(key: Any, value: Any) -> None:
+            stream, coro = current[0]
             token = _current_context.set(ctx)
             try:
                 yielded = coro.send((key, value) if stream.with_keys else value)
             except StopIteration:
                 raise AgentError(f"agent {agent.name} left its `async for` loop; agents must run forever") from None
+            except Exception:
+                # The exception ended the agent's coroutine. Start a fresh one (its tables keep their state, as
+                # when Faust restarts a crashed agent) so that a handler that skips the record can go on.
+                current[0] = start()
+                raise
             finally:
                 _current_context.reset(token)
             if yielded is not _NEXT:

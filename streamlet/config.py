@@ -18,6 +18,8 @@ from streamlet.errors import ConfigError
 
 AT_LEAST_ONCE = "at_least_once"
 DESERIALIZATION_HANDLERS = ("fail", "log_and_continue", "dead_letter")
+PROCESSING_HANDLERS = ("fail", "log_and_continue", "dead_letter")
+PRODUCTION_HANDLERS = ("fail", "continue", "dead_letter")
 
 
 def default_bootstrap_servers() -> str:
@@ -49,6 +51,8 @@ class StreamsConfig:
     replication_factor: int = -1
     application_server: str = ""
     deserialization_exception_handler: str = "fail"
+    processing_exception_handler: str = "fail"
+    production_exception_handler: str = "fail"
     dead_letter_topic: str = ""
     restore_chunk_records: int = 10_000
     max_poll_records: int = 1_000
@@ -76,13 +80,16 @@ class StreamsConfig:
                 f"processing_guarantee={self.processing_guarantee!r} is not supported; "
                 f"streamlet currently provides {AT_LEAST_ONCE!r}"
             )
-        if self.deserialization_exception_handler not in DESERIALIZATION_HANDLERS:
-            raise ConfigError(
-                f"deserialization_exception_handler={self.deserialization_exception_handler!r}: "
-                f"expected one of {', '.join(DESERIALIZATION_HANDLERS)}"
-            )
-        if self.deserialization_exception_handler == "dead_letter" and not self.dead_letter_topic:
-            raise ConfigError("deserialization_exception_handler='dead_letter' needs dead_letter_topic")
+        for name, allowed in (
+            ("deserialization_exception_handler", DESERIALIZATION_HANDLERS),
+            ("processing_exception_handler", PROCESSING_HANDLERS),
+            ("production_exception_handler", PRODUCTION_HANDLERS),
+        ):
+            mode = getattr(self, name)
+            if mode not in allowed:
+                raise ConfigError(f"{name}={mode!r}: expected one of {', '.join(allowed)}")
+            if mode == "dead_letter" and not self.dead_letter_topic:
+                raise ConfigError(f"{name}='dead_letter' needs dead_letter_topic")
         if self.application_server and ":" not in self.application_server:
             raise ConfigError(f"application_server={self.application_server!r}: expected 'host:port'")
 

@@ -21,8 +21,20 @@ class SerializationError(StreamletError):
     """A record could not be decoded or encoded by its serde."""
 
 
-class DeserializationFailure(StreamletError):
-    """Processing stopped because a record could not be decoded and the handler is `fail`."""
+class StreamsFailure(StreamletError):
+    """Processing stopped because an exception handler configured as `fail` was given a record."""
+
+
+class DeserializationFailure(StreamsFailure):
+    """A record could not be decoded and `deserialization_exception_handler` is `fail`."""
+
+
+class ProcessingFailure(StreamsFailure):
+    """User code raised on a record and `processing_exception_handler` is `fail`."""
+
+
+class ProductionFailure(StreamsFailure):
+    """A record's output could not be written and `production_exception_handler` is `fail`."""
 
 
 class CheckpointError(StreamletError):

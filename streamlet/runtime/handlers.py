@@ -1,47 +1,119 @@
-"""Exception handlers: what a stream thread does with a record it cannot handle (Kafka Streams' handler configs).
+"""Exception handlers: what a stream thread does with a record it cannot handle.
 
-They live apart from the tasks so that one per thread can be shared by all its tasks, and so the choice
-(fail, skip, or send the raw record to a dead-letter topic) is made in one place.
+Kafka Streams has three, one per stage, and streamlet has the same three configs:
+
+* `deserialization_exception_handler`: a source serde cannot decode the record;
+* `processing_exception_handler` (KIP-1033): user code (a processor, an agent body) raises on it;
+* `production_exception_handler`: its output cannot be written (a sink serde fails, or the record is larger
+  than the producer may send).
+
+Each is `fail` (stop, naming the task, processor, topic, partition and offset), skip (`log_and_continue`, or
+`continue` for production, as in Kafka Streams), or `dead_letter`: the raw input record goes to
+`dead_letter_topic` with Kafka Streams' KIP-1034 headers saying what failed where. One handler of each kind
+per thread, shared by its tasks.
 """
 
 from __future__ import annotations
 
 import logging
+import traceback
+from typing import Any
 
 from aiokafka.structs import ConsumerRecord
 
-from streamlet.errors import DeserializationFailure
+from streamlet.errors import DeserializationFailure, ProcessingFailure, ProductionFailure, StreamsFailure
 from streamlet.runtime.record_collector import RecordCollector
 from streamlet.task_id import TaskId
 
 log = logging.getLogger("streamlet.task")
 
+DESERIALIZATION = "deserialization"
+PROCESSING = "processing"
+PRODUCTION = "production"
 
-class DeserializationHandler:
-    """What to do with a record its source serde cannot decode (Kafka Streams' handler config)."""
+_FAILURES: dict[str, type[StreamsFailure]] = {
+    DESERIALIZATION: DeserializationFailure,
+    PROCESSING: ProcessingFailure,
+    PRODUCTION: ProductionFailure,
+}
+_SKIP_MODE = {DESERIALIZATION: "log_and_continue", PROCESSING: "log_and_continue", PRODUCTION: "continue"}
 
-    def __init__(self, mode: str, collector: RecordCollector, dead_letter_topic: str = "") -> None:
+
+def dead_letter_headers(
+    record: ConsumerRecord[Any, Any], exc: BaseException, task_id: TaskId, node: str | None
+) -> list[tuple[str, bytes]]:
+    """Kafka Streams' dead-letter headers (KIP-1034), plus the task and processor."""
+    return [
+        ("__streams.errors.exception", type(exc).__qualname__.encode()),
+        ("__streams.errors.message", str(exc).encode(errors="replace")),
+        ("__streams.errors.stacktrace", "".join(traceback.format_exception(exc)).encode(errors="replace")),
+        ("__streams.errors.topic", record.topic.encode()),
+        ("__streams.errors.partition", str(record.partition).encode()),
+        ("__streams.errors.offset", str(record.offset).encode()),
+        ("__streamlet.errors.task", str(task_id).encode()),
+        ("__streamlet.errors.processor", (node or "").encode()),
+    ]
+
+
+class ExceptionHandler:
+    """One of the three handlers of a thread, with its mode (checked by StreamsConfig)."""
+
+    def __init__(self, kind: str, mode: str, collector: RecordCollector, dead_letter_topic: str = "") -> None:
+        self.kind = kind
         self.mode = mode
         self.collector = collector
         self.dead_letter_topic = dead_letter_topic
-        self.skipped = 0  # metric: records dropped by log_and_continue or sent to the dead-letter topic
+        self.skipped = 0  # metric: records skipped or sent to the dead-letter topic
 
-    def handle(self, task_id: TaskId, record: ConsumerRecord, exc: Exception) -> None:
+    def handle(
+        self, task_id: TaskId, record: ConsumerRecord[Any, Any], exc: BaseException, node: str | None = None
+    ) -> None:
+        """Raise the stage's failure (mode `fail`), or count, log and skip the record (and maybe dead-letter it)."""
         where = f"topic {record.topic} partition {record.partition} offset {record.offset}"
+        what = self._describe(task_id, where, exc, node)
         if self.mode == "fail":
-            raise DeserializationFailure(
-                f"task {task_id}: cannot deserialize the record at {where}: {exc}. Processing stops "
-                "(deserialization_exception_handler='fail'); use 'log_and_continue' or 'dead_letter' to skip it"
+            skip = _SKIP_MODE[self.kind]
+            raise _FAILURES[self.kind](
+                f"{what}. Processing stops ({self.kind}_exception_handler='fail'); "
+                f"use '{skip}' or 'dead_letter' to skip such records"
             ) from exc
         self.skipped += 1
         if self.mode == "dead_letter":
-            log.warning(
-                "task %s: record at %s cannot be deserialized (%s); sent to %s",
-                task_id,
-                where,
-                exc,
+            log.warning("%s; sent to %s", what, self.dead_letter_topic)
+            self.collector.send_dead_letter(
                 self.dead_letter_topic,
+                record.key,
+                record.value,
+                record.timestamp,
+                dead_letter_headers(record, exc, task_id, node),
             )
-            self.collector.send(self.dead_letter_topic, record.key, record.value, record.timestamp)
         else:
-            log.warning("task %s: skipping record at %s that cannot be deserialized: %s", task_id, where, exc)
+            log.warning("%s; skipped", what)
+
+    def _describe(self, task_id: TaskId, where: str, exc: BaseException, node: str | None) -> str:
+        if self.kind == DESERIALIZATION:
+            return f"task {task_id}: cannot deserialize the record at {where}: {exc}"
+        if self.kind == PROCESSING:
+            return f"task {task_id}: processor {node} raised {exc!r} on the record at {where}"
+        return f"task {task_id}: the output of processor {node} for the record at {where} cannot be written: {exc}"
+
+
+class ThreadHandlers:
+    """The three handlers of one thread."""
+
+    def __init__(
+        self,
+        collector: RecordCollector,
+        *,
+        deserialization: str = "fail",
+        processing: str = "fail",
+        production: str = "fail",
+        dead_letter_topic: str = "",
+    ) -> None:
+        self.deserialization = ExceptionHandler(DESERIALIZATION, deserialization, collector, dead_letter_topic)
+        self.processing = ExceptionHandler(PROCESSING, processing, collector, dead_letter_topic)
+        self.production = ExceptionHandler(PRODUCTION, production, collector, dead_letter_topic)
+
+    @property
+    def skipped(self) -> int:
+        return self.deserialization.skipped + self.processing.skipped + self.production.skipped

@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
+from types import TracebackType
 from typing import Any, Protocol, cast, runtime_checkable
 
-from streamlet.errors import SerializationError, TopologyError
+from streamlet.errors import SerializationError, StreamletError, StreamsFailure, TopologyError
+from streamlet.runtime.record_collector import RecordTooLargeError
 from streamlet.runtime.record_context import RecordContext
 from streamlet.runtime.topic_names import TopicNames
 from streamlet.task_id import TaskId
@@ -32,6 +34,7 @@ from streamlet.topology.nodes import ProcessorSpec, SinkSpec, SourceSpec
 __all__ = [
     "FlushListener",
     "RecordDeserializationError",
+    "RecordProcessingError",
     "StateStore",
     "TaskContext",
     "TaskProcessorGraph",
@@ -77,6 +80,38 @@ class TaskContext(Protocol):
         ...
 
 
+class RecordProcessingError(StreamletError):
+    """User code, or a sink's serde, or the producer's size limit, failed on one record.
+
+    `node` is the processor that raised; `production` is True when the record's output could not be written
+    (a sink serde or a record too large to send), which goes to the production exception handler rather
+    than the processing one.
+    """
+
+    def __init__(self, message: str, node: str | None, cause: BaseException, *, production: bool) -> None:
+        super().__init__(message)
+        self.node = node
+        self.cause = cause
+        self.production = production
+
+
+def failing_node(tb: TracebackType | None) -> str | None:
+    """The innermost processor node on a traceback: the one whose own code (or user function) raised.
+
+    Every node closure carries its name as the default of its `_node` parameter, which costs nothing per
+    record; only this error path looks at it.
+    """
+    node = None
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_filename == __file__ and "_node" in code.co_varnames:
+            name = tb.tb_frame.f_locals.get("_node")
+            if isinstance(name, str):
+                node = name
+        tb = tb.tb_next
+    return node
+
+
 class RecordDeserializationError(SerializationError):
     """A source record could not be deserialized (what `deserialization_exception_handler` handles)."""
 
@@ -101,6 +136,7 @@ class TaskProcessorGraph:
         "source_topics",
         "store_names",
         "record",
+        "_sinks",
         "dropped_records",
         "_sources",
         "_nodes",
@@ -113,6 +149,7 @@ class TaskProcessorGraph:
         self.source_topics: tuple[str, ...] = ()
         self.store_names: tuple[str, ...] = ()
         self.record = record
+        self._sinks: frozenset[str] = frozenset()
         self.dropped_records = 0  # null keys/values skipped by aggregations
         self._sources: dict[str, Callable[[bytes | None, bytes | None], None]] = {}
         self._nodes: tuple[str, ...] = ()
@@ -143,11 +180,17 @@ class TaskProcessorGraph:
             )
         try:
             source(key, value)
-        except RecordDeserializationError:
+        except (RecordDeserializationError, StreamsFailure, TopologyError):  # fatal: the app itself is wrong
             raise
         except Exception as exc:
-            exc.add_note(f"while processing {topic}-{partition}@{offset} in task {self.task_id}")
-            raise
+            node = failing_node(exc.__traceback__)
+            production = isinstance(exc, RecordTooLargeError) or node in self._sinks
+            raise RecordProcessingError(
+                f"task {self.task_id}: processor {node} raised {exc!r} on record {topic}-{partition}@{offset}",
+                node,
+                exc,
+                production=production,
+            ) from exc
 
     def __repr__(self) -> str:
         return f"TaskProcessorGraph({self.task_id}, nodes={len(self._nodes)})"
@@ -198,6 +241,7 @@ def build_task_graph(
             compiled[spec.name] = _processor(spec, forward, names, context, graph)
 
     graph._sources = sources
+    graph._sinks = frozenset(spec.name for spec in specs if isinstance(spec, SinkSpec))
     graph._nodes = tuple(spec.name for spec in specs)
     graph.source_topics = tuple(sources)
     graph.store_names = sub.store_names
@@ -211,7 +255,7 @@ def _source(
     value_de = spec.value_serde.deserialize
     record = graph.record
 
-    def source(key: bytes | None, value: bytes | None) -> None:
+    def source(key: bytes | None, value: bytes | None, _node: str = spec.name) -> None:
         try:
             k = key_de(topic, key)
             v = value_de(topic, value)
@@ -233,7 +277,7 @@ def _sink(spec: SinkSpec, topic: str, context: TaskContext, graph: TaskProcessor
     send = context.send
     record = graph.record
 
-    def sink(key: Any, value: Any) -> None:
+    def sink(key: Any, value: Any, _node: str = spec.name) -> None:
         send(topic, key_ser(topic, key), value_ser(topic, value), record.timestamp)
 
     return sink
@@ -246,67 +290,67 @@ def _processor(
     fn: Any = spec.fn
     if op == n.FILTER:
 
-        def filter_(key: Any, value: Any) -> None:
+        def filter_(key: Any, value: Any, _node: str = spec.name) -> None:
             if fn(key, value):
                 forward(key, value)
 
         return filter_
     if op == n.FILTER_NOT:
 
-        def filter_not(key: Any, value: Any) -> None:
+        def filter_not(key: Any, value: Any, _node: str = spec.name) -> None:
             if not fn(key, value):
                 forward(key, value)
 
         return filter_not
     if op == n.MAP_VALUES:
 
-        def map_values(key: Any, value: Any) -> None:
+        def map_values(key: Any, value: Any, _node: str = spec.name) -> None:
             forward(key, fn(value))
 
         return map_values
     if op == n.FLAT_MAP_VALUES:
 
-        def flat_map_values(key: Any, value: Any) -> None:
+        def flat_map_values(key: Any, value: Any, _node: str = spec.name) -> None:
             for item in fn(value):
                 forward(key, item)
 
         return flat_map_values
     if op == n.MAP:
 
-        def map_(key: Any, value: Any) -> None:
+        def map_(key: Any, value: Any, _node: str = spec.name) -> None:
             new_key, new_value = fn(key, value)
             forward(new_key, new_value)
 
         return map_
     if op == n.FLAT_MAP:
 
-        def flat_map(key: Any, value: Any) -> None:
+        def flat_map(key: Any, value: Any, _node: str = spec.name) -> None:
             for new_key, new_value in fn(key, value):
                 forward(new_key, new_value)
 
         return flat_map
     if op == n.SELECT_KEY:
 
-        def select_key(key: Any, value: Any) -> None:
+        def select_key(key: Any, value: Any, _node: str = spec.name) -> None:
             forward(fn(key, value), value)
 
         return select_key
     if op == n.PEEK:
 
-        def peek(key: Any, value: Any) -> None:
+        def peek(key: Any, value: Any, _node: str = spec.name) -> None:
             fn(key, value)
             forward(key, value)
 
         return peek
     if op == n.FOREACH:
 
-        def foreach(key: Any, value: Any) -> None:
+        def foreach(key: Any, value: Any, _node: str = spec.name) -> None:
             fn(key, value)
 
         return foreach
     if op == n.REPARTITION_FILTER:
 
-        def repartition_filter(key: Any, value: Any) -> None:
+        def repartition_filter(key: Any, value: Any, _node: str = spec.name) -> None:
             if key is not None:
                 forward(key, value)
 
@@ -315,7 +359,11 @@ def _processor(
         processor = fn(context)  # one processor instance per task
         if not callable(processor):
             raise TopologyError(f"processor factory of node {spec.name} returned {processor!r}, not a callable")
-        return processor
+
+        def process(key: Any, value: Any, _node: str = spec.name) -> None:
+            processor(key, value)
+
+        return process
     if op == n.TO_STREAM:
         return forward  # pass-through: the table's listener already forwards (key, new value)
     if op in n.AGGREGATING_OPS:
@@ -366,7 +414,7 @@ def _aggregation(
         pack = _INT64.pack
         unpack = _INT64.unpack
 
-        def count(key: Any, value: Any) -> None:
+        def count(key: Any, value: Any, _node: str = spec.name) -> None:
             if key is None or value is None:
                 graph.dropped_records += 1
                 return
@@ -388,7 +436,7 @@ def _aggregation(
     fn: Any = spec.fn
     if op == n.REDUCE:
 
-        def reduce(key: Any, value: Any) -> None:
+        def reduce(key: Any, value: Any, _node: str = spec.name) -> None:
             if key is None or value is None:
                 graph.dropped_records += 1
                 return
@@ -401,7 +449,7 @@ def _aggregation(
 
     initializer: Any = spec.initializer
 
-    def aggregate(key: Any, value: Any) -> None:
+    def aggregate(key: Any, value: Any, _node: str = spec.name) -> None:
         if key is None or value is None:
             graph.dropped_records += 1
             return

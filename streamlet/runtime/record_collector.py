@@ -4,12 +4,17 @@ Processors run synchronously per record (no await per record keeps the hot path 
 changelog writes are queued here and handed to aiokafka in bulk between batches. `flush()` waits for
 every acknowledgement and returns, per changelog partition, the offset of the last record written:
 exactly what a checkpoint may claim, since a checkpoint must never run ahead of the changelog.
+
+A record larger than the producer may send is refused at `send()`, synchronously, while the task still
+knows which input record produced it; that is what lets the production exception handler name the input
+and skip it. aiokafka would otherwise fail the whole batch later, taking the records beside it along.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+import functools
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
@@ -18,18 +23,29 @@ from aiokafka.structs import RecordMetadata, TopicPartition
 from streamlet.errors import StreamletError
 from streamlet.runtime.partitioner import CachingDefaultPartitioner
 
+#: The producer's default `max_request_size`, less room for the batch and record headers.
+MAX_RECORD_BYTES = 1_048_576 - 1_024
+
 
 class ProductionError(StreamletError):
     """A record could not be written to Kafka; the task stops rather than lose it."""
 
 
+class RecordTooLargeError(StreamletError):
+    """A record is larger than the producer may send (what Kafka calls RecordTooLargeException)."""
+
+
 class RecordCollector:
     """Queues records for one producer and tracks changelog acknowledgements."""
 
-    def __init__(self, producer: AIOKafkaProducer, changelog_topics: Iterable[str] = ()) -> None:
+    def __init__(
+        self, producer: AIOKafkaProducer, changelog_topics: Iterable[str] = (), max_record_bytes: int = MAX_RECORD_BYTES
+    ) -> None:
         self._producer = producer
         self._changelog_topics = set(changelog_topics)
+        self._max_record_bytes = max_record_bytes
         self._queue: list[tuple[str, bytes | None, bytes | None, int | None, int | None]] = []
+        self._dead_letters: list[tuple[str, bytes | None, bytes | None, int | None, Sequence[tuple[str, bytes]]]] = []
         # Only the last batch per changelog partition is kept (with its record count): batches of a partition
         # are written in order, so it ends at the highest offset. Every batch's errors reach a done-callback.
         self._last_changelog_send: dict[tuple[str, int], tuple[asyncio.Future[RecordMetadata], int]] = {}
@@ -45,12 +61,35 @@ class RecordCollector:
         timestamp: int | None = None,
         partition: int | None = None,
     ) -> None:
-        """Queue one record (called from processors, synchronously)."""
+        """Queue one record (called from processors, synchronously); refuse one that is too large to send."""
+        size = (len(key) if key else 0) + (len(value) if value else 0)
+        if size > self._max_record_bytes:
+            raise RecordTooLargeError(
+                f"a {size:,}-byte record for topic {topic} exceeds the {self._max_record_bytes:,} bytes the "
+                "producer may send"
+            )
         self._queue.append((topic, key, value, partition, timestamp))
 
-    def _on_done(self, future: asyncio.Future[RecordMetadata]) -> None:
-        if self._failure is None and not future.cancelled() and future.exception() is not None:
-            self._failure = future.exception()
+    def send_dead_letter(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp: int | None,
+        headers: Sequence[tuple[str, bytes]],
+    ) -> None:
+        """Queue a raw input record for the dead-letter topic; if even it is too large, only its headers go."""
+        size = (len(key) if key else 0) + (len(value) if value else 0)
+        if size > self._max_record_bytes:
+            key, value = None, None
+        self._dead_letters.append((topic, key, value, timestamp, headers))
+
+    def _on_done(self, topic: str, partition: int, count: int, future: asyncio.Future[RecordMetadata]) -> None:
+        exc = None if future.cancelled() else future.exception()
+        if self._failure is None and exc is not None:
+            where = topic if partition < 0 else f"{topic}-{partition}"
+            self._failure = ProductionError(f"writing {count} record(s) to {where} failed: {exc!r}")
+            self._failure.__cause__ = exc
 
     async def drain(self) -> None:
         """Hand every queued record to the producer as per-partition batches.
@@ -59,6 +98,13 @@ class RecordCollector:
         future, a callback and a metadata lookup for every record, the largest costs of the hot path.
         Order within a partition is preserved (aiokafka keeps batches of a partition in order).
         """
+        if self._dead_letters:
+            letters, self._dead_letters = self._dead_letters, []
+            for topic, key, value, timestamp, headers in letters:
+                future = await self._producer.send(
+                    topic, value=value, key=key, timestamp_ms=timestamp, headers=list(headers)
+                )
+                future.add_done_callback(functools.partial(self._on_done, topic, -1, 1))
         if not self._queue:
             return
         queue, self._queue = self._queue, []
@@ -103,13 +149,14 @@ class RecordCollector:
         self._track(future, topic, partition, count)
 
     def _track(self, future: asyncio.Future[RecordMetadata], topic: str, partition: int, count: int) -> None:
-        future.add_done_callback(self._on_done)
+        future.add_done_callback(functools.partial(self._on_done, topic, partition, count))
         if topic in self._changelog_topics:
             self._last_changelog_send[(topic, partition)] = (future, count)
 
     def discard(self) -> None:
         """Drop records not yet handed to the producer (their tasks were lost: nothing of them may be written)."""
         self._queue = []
+        self._dead_letters = []
 
     async def flush(self) -> dict[TopicPartition, int]:
         """Send everything queued, wait for all acks, return the last acked offset per changelog partition."""
@@ -118,7 +165,7 @@ class RecordCollector:
         if self._failure is not None:
             failure, self._failure = self._failure, None
             self._last_changelog_send = {}
-            raise ProductionError(f"producing a record failed: {failure!r}") from failure
+            raise failure
         changelog, self._last_changelog_send = self._last_changelog_send, {}
         last: dict[TopicPartition, int] = {}
         for future, count in changelog.values():

@@ -11,8 +11,8 @@ from typing import Any
 
 from aiokafka.structs import ConsumerRecord, OffsetAndMetadata, TopicPartition
 
-from streamlet.runtime.handlers import DeserializationHandler
-from streamlet.runtime.processor_graph import RecordDeserializationError, build_task_graph
+from streamlet.runtime.handlers import ThreadHandlers
+from streamlet.runtime.processor_graph import RecordDeserializationError, RecordProcessingError, build_task_graph
 from streamlet.runtime.record_collector import RecordCollector
 from streamlet.runtime.record_context import RecordContext
 from streamlet.runtime.task_state import TaskState
@@ -31,7 +31,7 @@ class StreamTask:
         names: TopicNames,
         state_manager: ProcessorStateManager | None,
         collector: RecordCollector,
-        deserialization: DeserializationHandler,
+        handlers: ThreadHandlers,
         application_id: str,
         record_context: RecordContext | None = None,
     ) -> None:
@@ -41,7 +41,7 @@ class StreamTask:
         self.state_manager = state_manager
         self._stores: dict[str, Any] = {} if state_manager is None else dict(state_manager.stores())
         self._collector = collector
-        self._deserialization = deserialization
+        self._handlers = handlers
         self._consumed: dict[TopicPartition, int] = {}
         self._committed: dict[TopicPartition, int] = {}
         # shared with the changelog sinks of the task's stores, which stamp records with its timestamp
@@ -76,7 +76,10 @@ class StreamTask:
             try:
                 process(record.topic, record.partition, record.offset, record.timestamp, record.key, record.value)
             except RecordDeserializationError as exc:
-                self._deserialization.handle(self.task_id, record, exc)
+                self._handlers.deserialization.handle(self.task_id, record, exc)
+            except RecordProcessingError as exc:
+                handler = self._handlers.production if exc.production else self._handlers.processing
+                handler.handle(self.task_id, record, exc.cause, exc.node)
         if records:
             self._consumed[tp] = records[-1].offset
 

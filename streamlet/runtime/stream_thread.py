@@ -28,7 +28,7 @@ from streamlet.config import StreamsConfig
 from streamlet.runtime.changelog_end_offsets import ChangelogEndOffsets
 from streamlet.runtime.changelog_reader import ChangelogReader
 from streamlet.runtime.clients import KafkaClientSupplier
-from streamlet.runtime.handlers import DeserializationHandler
+from streamlet.runtime.handlers import ThreadHandlers
 from streamlet.runtime.record_collector import RecordCollector
 from streamlet.runtime.restore_listener import StateRestoreListener
 from streamlet.runtime.task_creator import TaskCreator, ThreadResources
@@ -95,8 +95,12 @@ class StreamThread:
         self.resources = ThreadResources(
             cache=RecordCache(max(0, config.statestore_cache_max_bytes // config.num_stream_threads)),
             collector=collector,
-            deserialization=DeserializationHandler(
-                config.deserialization_exception_handler, collector, config.dead_letter_topic
+            handlers=ThreadHandlers(
+                collector,
+                deserialization=config.deserialization_exception_handler,
+                processing=config.processing_exception_handler,
+                production=config.production_exception_handler,
+                dead_letter_topic=config.dead_letter_topic,
             ),
         )
         self.changelog_reader = ChangelogReader(self.restore_consumer, restore_listener, config.restore_chunk_records)

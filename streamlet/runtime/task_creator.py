@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from aiokafka.structs import TopicPartition
 
 from streamlet.config import StreamsConfig
-from streamlet.runtime.handlers import DeserializationHandler
+from streamlet.runtime.handlers import ThreadHandlers
 from streamlet.runtime.record_collector import RecordCollector
 from streamlet.runtime.record_context import RecordContext
 from streamlet.runtime.standby_task import StandbyTask
@@ -35,7 +35,7 @@ class ThreadResources:
 
     cache: RecordCache
     collector: RecordCollector
-    deserialization: DeserializationHandler
+    handlers: ThreadHandlers
 
 
 class TaskCreator:
@@ -66,7 +66,7 @@ class TaskCreator:
             metadata.names,
             state_manager,
             resources.collector,
-            resources.deserialization,
+            resources.handlers,
             self._config.application_id,
             record_context,
         )

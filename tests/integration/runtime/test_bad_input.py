@@ -62,7 +62,7 @@ async def test_log_and_continue_skips_and_counts(kafka: KafkaTestCluster, tmp_pa
     try:
         expected = expected_counts(GOOD)
         assert await wait_for_counts(kafka, sink, expected, partitions=1) == expected
-        assert sum(t.resources.deserialization.skipped for t in client.threads) == 1
+        assert sum(t.resources.handlers.deserialization.skipped for t in client.threads) == 1
     finally:
         await client.close()
 

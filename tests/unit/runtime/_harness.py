@@ -10,7 +10,7 @@ from aiokafka.structs import TopicPartition
 from streamlet.assignment.protocol import AssignmentInfo
 from streamlet.config import StreamsConfig
 from streamlet.runtime.changelog_reader import ChangelogReader
-from streamlet.runtime.handlers import DeserializationHandler
+from streamlet.runtime.handlers import ThreadHandlers
 from streamlet.runtime.record_collector import RecordCollector
 from streamlet.runtime.restore_listener import CompositeRestoreListener
 from streamlet.runtime.task_creator import TaskCreator, ThreadResources
@@ -82,9 +82,7 @@ class Harness:
         self.consumer = FakeConsumer(kafka, f"{name}-consumer")
         self.restore_consumer = FakeConsumer(kafka, f"{name}-restore-consumer")
         self.collector = RecordCollector(FakeProducer(kafka), self.metadata.changelog_topics())  # type: ignore[arg-type]
-        resources = ThreadResources(
-            RecordCache(cache_bytes), self.collector, DeserializationHandler("fail", self.collector)
-        )
+        resources = ThreadResources(RecordCache(cache_bytes), self.collector, ThreadHandlers(self.collector))
         self.reader = ChangelogReader(self.restore_consumer, CompositeRestoreListener(), chunk)
         creator = TaskCreator(self.metadata, self.state_directory, self.config)
         self.tasks = TaskManager(name, self.consumer, creator, resources, self.state_directory, self.reader)

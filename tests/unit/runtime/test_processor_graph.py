@@ -12,6 +12,7 @@ import pytest
 from streamlet.errors import SerializationError, TopologyError
 from streamlet.runtime.processor_graph import (
     RecordDeserializationError,
+    RecordProcessingError,
     StateStore,
     TaskContext,
 )
@@ -217,16 +218,26 @@ def test_deserialization_errors_name_the_record() -> None:
     assert isinstance(error.__cause__, SerializationError)
 
 
-def test_processing_errors_carry_the_record_position() -> None:
+def test_processing_errors_name_the_processor_and_the_record() -> None:
     builder = StreamsBuilder()
-    builder.stream("in").map_values(lambda v: 1 / 0).to("out")
+    builder.stream("in").filter(lambda k, v: True).map_values(lambda v: 1 / 0).to("out")
     task = graph_of(builder.build(), TaskId(0, 0), FakeContext(TaskId(0, 0)))
-    with pytest.raises(ZeroDivisionError) as info:
+    with pytest.raises(RecordProcessingError, match=r"processor KSTREAM-MAPVALUES-0000000002 .* in-0@5") as info:
         task.process("in", 0, 5, 1, None, b"v")
-    assert "while processing in-0@5 in task 0_0" in info.value.__notes__
+    assert isinstance(info.value.cause, ZeroDivisionError)
+    assert info.value.node == "KSTREAM-MAPVALUES-0000000002" and not info.value.production
 
 
-def test_serialization_errors_at_sinks() -> None:
+def test_errors_of_a_downstream_node_are_not_blamed_on_its_parent() -> None:
+    builder = StreamsBuilder()
+    builder.stream("in").flat_map_values(lambda v: [1, 0]).foreach(lambda k, v: 1 / v)
+    task = graph_of(builder.build(), TaskId(0, 0), FakeContext(TaskId(0, 0)))
+    with pytest.raises(RecordProcessingError) as info:
+        task.process("in", 0, 0, 1, None, b"v")  # the first item passes, the second fails in foreach
+    assert info.value.node == "KSTREAM-FOREACH-0000000002"
+
+
+def test_serialization_errors_at_sinks_are_production_errors() -> None:
     builder = StreamsBuilder()
     builder.stream("in", value_serde="str").to("out")  # key serde is the default (bytes)
     task = graph_of(builder.build(), TaskId(0, 0), FakeContext(TaskId(0, 0)))
@@ -234,8 +245,10 @@ def test_serialization_errors_at_sinks() -> None:
     builder2.stream("in", value_serde="str").map_values(len).to("out")  # an int for the bytes serde
     task2 = graph_of(builder2.build(), TaskId(0, 0), FakeContext(TaskId(0, 0)))
     task.process("in", 0, 0, 1, b"k", b"v")
-    with pytest.raises(SerializationError, match="BytesSerde cannot serialize a int"):
+    with pytest.raises(RecordProcessingError, match="BytesSerde cannot serialize a int") as info:
         task2.process("in", 0, 0, 1, b"k", b"v")
+    assert isinstance(info.value.cause, SerializationError)
+    assert info.value.node == "KSTREAM-SINK-0000000002" and info.value.production
 
 
 def test_unknown_topic_and_sub_topology() -> None:
