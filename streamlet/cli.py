@@ -20,6 +20,7 @@ from streamlet.config import (
     parse_setting,
 )
 from streamlet.errors import ConfigError, StreamletError
+from streamlet.logging_utils import install_repeat_filter
 
 if TYPE_CHECKING:
     from streamlet.app import App
@@ -160,6 +161,8 @@ def _worker(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=getattr(logging, args.log_level.upper()), format="%(asctime)s %(levelname)s %(name)s %(message)s"
     )
+    # a broker outage makes aiokafka log the same error ~100 times a second: one line per 10 s is enough
+    install_repeat_filter(logging.getLogger().handlers)
     app = _app_of(args.target, args.application_id)
     flags = {"--state-dir": args.state_dir, "--threads": args.threads, "--bootstrap-servers": args.bootstrap_servers}
     settings = resolve_worker_config(flags, args.config, _app_config(app), os.environ)

@@ -105,14 +105,16 @@ def fake_worker(monkeypatch: pytest.MonkeyPatch) -> tuple[_FakeApp, list[object]
     app = _FakeApp(num_stream_threads=2, state_dir="/app/state")
     installed: list[object] = []
     monkeypatch.setattr(cli, "_app_of", lambda spec, application_id: app)
+    monkeypatch.setattr(cli, "install_repeat_filter", installed.append)
     monkeypatch.setenv("STREAMLET_BOOTSTRAP_SERVERS", "env:9092")
     return app, installed
 
 
 def test_worker_command_passes_the_resolved_config(fake_worker: tuple[_FakeApp, list[object]]) -> None:
-    app, _ = fake_worker
+    app, installed = fake_worker
     assert cli.main(["worker", "m:app", "--config", "num_stream_threads=3", "--config", "state_dir=/cfg"]) == 0
     assert app.overrides == {"num_stream_threads": 3, "state_dir": "/cfg", "bootstrap_servers": "env:9092"}
+    assert len(installed) == 1  # the worker's logging gets the repeat filter
 
 
 def test_worker_command_reports_a_conflict(
