@@ -1,4 +1,4 @@
-"""The `streamlet` command: broker, worker, topology, topics, produce/consume, assign, verify."""
+"""The `streamlet` command: broker, worker, cleanup, topology, topics, produce/consume, assign, verify."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from streamlet.config import (
     DEFAULT_BOOTSTRAP_SERVERS,
     ENVIRONMENT_VARIABLES,
+    StreamsConfig,
     config_key,
     default_bootstrap_servers,
     parse_setting,
@@ -170,6 +171,19 @@ def _worker(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cleanup(args: argparse.Namespace) -> int:
+    """Delete an application's local state on this machine (`KafkaStreams#cleanUp`); the changelogs stay.
+
+    It resolves `state_dir` exactly as `streamlet worker` does, so it wipes the directory that worker uses.
+    """
+    app = _app_of(args.target, args.application_id)
+    settings = resolve_worker_config({"--state-dir": args.state_dir}, args.config, _app_config(app), os.environ)
+    state_dir = StreamsConfig.from_mapping({"application_id": app.application_id, **settings}).state_dir
+    app.cleanup(**settings)
+    print(f"deleted the local state of {app.application_id} in {os.path.join(state_dir, app.application_id)}")
+    return 0
+
+
 def _describe(args: argparse.Namespace) -> int:
     app = _app_of(args.target, args.application_id or "describe")
     print(app.topology().describe())
@@ -285,12 +299,18 @@ class _TopologyApp:
     def topology(self) -> Any:
         return self._topology
 
-    async def run_worker(self, **overrides: Any) -> None:
+    def _app(self) -> App:
         from streamlet.app import App
 
         app = App(self.application_id)
         app._topology = self._topology
-        await app.run_worker(**overrides)
+        return app
+
+    async def run_worker(self, **overrides: Any) -> None:
+        await self._app().run_worker(**overrides)
+
+    def cleanup(self, **overrides: Any) -> None:
+        self._app().cleanup(**overrides)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -328,6 +348,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     worker.add_argument("--log-level", default="info")
     worker.set_defaults(handler=_worker)
+
+    cleanup = sub.add_parser(
+        "cleanup",
+        help="delete an application's local state here (stop its worker first); the next start restores it "
+        "from the changelogs",
+    )
+    cleanup.add_argument("target", help="MODULE:ATTRIBUTE, as for worker")
+    cleanup.add_argument("--state-dir", default=None, help="state directory (resolved as for worker)")
+    cleanup.add_argument("--application-id", default=None, help="needed when the target is a bare Topology")
+    cleanup.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="as for worker")
+    cleanup.set_defaults(handler=_cleanup)
 
     topology = sub.add_parser("topology", help="inspect an application's topology")
     topology.add_argument("action", choices=["describe"])

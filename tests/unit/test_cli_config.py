@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,6 +11,7 @@ from streamlet import cli
 from streamlet.cli import resolve_worker_config
 from streamlet.config import DEFAULT_BOOTSTRAP_SERVERS, StreamsConfig
 from streamlet.errors import ConfigError
+from streamlet.topology import StreamsBuilder
 
 ENV = {"STREAMLET_BOOTSTRAP_SERVERS": "env:9092"}
 NO_FLAGS: dict[str, Any] = {"--state-dir": None, "--threads": None, "--bootstrap-servers": None}
@@ -139,3 +141,19 @@ def test_other_commands_resolve_bootstrap_servers_when_they_run(
     assert cli._bootstrap_servers(args) == DEFAULT_BOOTSTRAP_SERVERS
     flagged = cli.build_parser().parse_args([*command, "--bootstrap-servers", "flag:9092"])
     assert cli._bootstrap_servers(flagged) == "flag:9092"
+
+
+def test_cleanup_command_wipes_the_state_dir_the_worker_would_use(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    builder = StreamsBuilder()
+    builder.stream("in").to("out")
+    topology = builder.build()
+    monkeypatch.setattr(cli, "load_target", lambda spec: topology)
+    task_dir = tmp_path / "cfg" / "wc" / "0_0"
+    task_dir.mkdir(parents=True)
+    (task_dir / ".checkpoint").write_text("x")
+    assert (
+        cli.main(["cleanup", "m:topology", "--application-id", "wc", "--config", f"state_dir={tmp_path / 'cfg'}"]) == 0
+    )
+    assert not task_dir.exists()
