@@ -1,4 +1,4 @@
-"""The `streamlet` command: broker, worker, topology, topics, produce/consume, assign, verify."""
+"""The `streamlet` command: broker, worker, cleanup, topology, topics, produce/consume, assign, verify."""
 
 from __future__ import annotations
 
@@ -9,11 +9,19 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from streamlet.config import default_bootstrap_servers
-from streamlet.errors import StreamletError
+from streamlet.config import (
+    DEFAULT_BOOTSTRAP_SERVERS,
+    ENVIRONMENT_VARIABLES,
+    StreamsConfig,
+    config_key,
+    default_bootstrap_servers,
+    parse_setting,
+)
+from streamlet.errors import ConfigError, StreamletError
+from streamlet.logging_utils import install_repeat_filter
 
 if TYPE_CHECKING:
     from streamlet.app import App
@@ -65,7 +73,7 @@ def load_target(spec: str) -> Any:
     return target
 
 
-def _app_of(spec: str, application_id: str | None) -> App:
+def _app_of(spec: str, application_id: str | None) -> App | _TopologyApp:
     from streamlet.app import App
     from streamlet.topology import Topology
 
@@ -81,29 +89,98 @@ def _app_of(spec: str, application_id: str | None) -> App:
     raise StreamletError(f"{spec} is a {type(target).__name__}, expected a streamlet App or Topology")
 
 
-def _parse_configs(pairs: Sequence[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+# The worker's flags that set a StreamsConfig field. Their argparse default is None, so "not given" is visible
+# and a flag never hides a lower level with a default of its own.
+WORKER_FLAGS: Mapping[str, str] = {
+    "--state-dir": "state_dir",
+    "--threads": "num_stream_threads",
+    "--bootstrap-servers": "bootstrap_servers",
+}
+
+
+def parse_config_pairs(pairs: Sequence[str]) -> dict[str, tuple[Any, str]]:
+    """`--config KEY=VALUE` entries -> {field: (typed value, the entry as given)}; the entry is kept for messages.
+
+    The same setting given twice with different values is an error rather than "last one wins": with dotted
+    and snake_case spellings both accepted, a silent winner is easy to miss.
+    """
+    out: dict[str, tuple[Any, str]] = {}
     for pair in pairs:
-        key, sep, raw = pair.partition("=")
-        if not sep:
-            raise StreamletError(f"--config expects KEY=VALUE, got {pair!r}")
-        try:
-            out[key] = int(raw)
-        except ValueError:
-            out[key] = raw
+        raw_key, sep, raw = pair.partition("=")
+        if not sep or not raw_key:
+            raise ConfigError(f"--config expects KEY=VALUE, got {pair!r}")
+        key = config_key(raw_key)
+        value = parse_setting(key, raw)
+        if key in out and out[key][0] != value:
+            raise ConfigError(f"--config {out[key][1]} conflicts with --config {pair}: give {key} once")
+        out[key] = (value, pair)
     return out
+
+
+def resolve_worker_config(
+    flags: Mapping[str, Any],
+    config_pairs: Sequence[str],
+    app_config: Mapping[str, Any],
+    environ: Mapping[str, str],
+) -> dict[str, Any]:
+    """The worker's settings, each taken from the highest level that sets it.
+
+    Levels, highest first: an explicit flag (`--threads`, `--state-dir`, `--bootstrap-servers`; None means not
+    given), a `--config KEY=VALUE` entry, the App's keyword config, the environment (`ENVIRONMENT_VARIABLES`,
+    e.g. $STREAMLET_BOOTSTRAP_SERVERS), then the default. A flag and a `--config` entry that set the same
+    setting to different values are an error naming both: neither silently wins.
+
+    Pure (the environment is a parameter) so every level is testable without Kafka. Settings no level gives
+    are left out, for StreamsConfig's defaults; env-backed ones get their default here, so the result does
+    not depend on the process environment.
+    """
+    resolved: dict[str, Any] = {"bootstrap_servers": DEFAULT_BOOTSTRAP_SERVERS}
+    resolved.update({key: environ[var] for key, var in ENVIRONMENT_VARIABLES.items() if environ.get(var)})
+    resolved.update({config_key(key): value for key, value in app_config.items()})
+    configs = parse_config_pairs(config_pairs)
+    resolved.update({key: value for key, (value, _) in configs.items()})
+    for flag, value in flags.items():
+        if value is None:
+            continue
+        key = WORKER_FLAGS[flag]
+        if key in configs and configs[key][0] != value:
+            raise ConfigError(f"{flag} {value} conflicts with --config {configs[key][1]}: give {key} once")
+        resolved[key] = value
+    return resolved
+
+
+def _app_config(app: App | _TopologyApp) -> Mapping[str, Any]:
+    """The App's own keyword config, a level of its own in `resolve_worker_config`.
+
+    App keeps it in `_config` (no public accessor yet); a bare Topology has none.
+    """
+    config: Mapping[str, Any] = getattr(app, "_config", {})
+    return config
 
 
 def _worker(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=getattr(logging, args.log_level.upper()), format="%(asctime)s %(levelname)s %(name)s %(message)s"
     )
+    # a broker outage makes aiokafka log the same error ~100 times a second: one line per 10 s is enough
+    install_repeat_filter(logging.getLogger().handlers)
     app = _app_of(args.target, args.application_id)
-    overrides = _parse_configs(args.config)
-    overrides.update(
-        state_dir=args.state_dir, num_stream_threads=args.threads, bootstrap_servers=args.bootstrap_servers
-    )
-    asyncio.run(app.run_worker(**overrides))
+    flags = {"--state-dir": args.state_dir, "--threads": args.threads, "--bootstrap-servers": args.bootstrap_servers}
+    settings = resolve_worker_config(flags, args.config, _app_config(app), os.environ)
+    asyncio.run(app.run_worker(**settings))
+    return 0
+
+
+def _cleanup(args: argparse.Namespace) -> int:
+    """Delete an application's local state on this machine (`KafkaStreams#cleanUp`); the changelogs stay.
+
+    It resolves `state_dir` exactly as `streamlet worker` does, so it wipes the directory that worker uses.
+    """
+    app = _app_of(args.target, args.application_id)
+    settings = resolve_worker_config({"--state-dir": args.state_dir}, args.config, _app_config(app), os.environ)
+    state_dir = StreamsConfig.from_mapping({"application_id": app.application_id, **settings}).state_dir
+    app.cleanup(**settings)
+    print(f"deleted the local state of {app.application_id} in {os.path.join(state_dir, app.application_id)}")
     return 0
 
 
@@ -113,11 +190,17 @@ def _describe(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bootstrap_servers(args: argparse.Namespace) -> str:
+    """For the commands without an App or --config: the flag, else the environment, else the default."""
+    servers: str | None = args.bootstrap_servers
+    return servers or default_bootstrap_servers()
+
+
 def _topics(args: argparse.Namespace) -> int:
     from streamlet.kafka.topics import InternalTopicManager, TopicSpec
 
     async def run() -> None:
-        manager = InternalTopicManager(args.bootstrap_servers, replication_factor=args.replication_factor)
+        manager = InternalTopicManager(_bootstrap_servers(args), replication_factor=args.replication_factor)
         await manager.start()
         try:
             await manager.ensure([TopicSpec(name, args.partitions) for name in args.names])
@@ -136,7 +219,7 @@ def _produce(args: argparse.Namespace) -> int:
     stream = open(args.file, encoding="utf-8") if args.file else sys.stdin
 
     async def run() -> int:
-        producer = AIOKafkaProducer(bootstrap_servers=args.bootstrap_servers, linger_ms=10, acks="all")
+        producer = AIOKafkaProducer(bootstrap_servers=_bootstrap_servers(args), linger_ms=10, acks="all")
         await producer.start()
         sent = 0
         try:
@@ -172,7 +255,7 @@ def _consume(args: argparse.Namespace) -> int:
     async def run() -> None:
         consumer = AIOKafkaConsumer(
             args.topic,
-            bootstrap_servers=args.bootstrap_servers,
+            bootstrap_servers=_bootstrap_servers(args),
             group_id=None,
             auto_offset_reset="earliest",
             enable_auto_commit=False,
@@ -216,12 +299,18 @@ class _TopologyApp:
     def topology(self) -> Any:
         return self._topology
 
-    async def run_worker(self, **overrides: Any) -> None:
+    def _app(self) -> App:
         from streamlet.app import App
 
         app = App(self.application_id)
         app._topology = self._topology
-        await app.run_worker(**overrides)
+        return app
+
+    async def run_worker(self, **overrides: Any) -> None:
+        await self._app().run_worker(**overrides)
+
+    def cleanup(self, **overrides: Any) -> None:
+        self._app().cleanup(**overrides)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -237,20 +326,39 @@ def build_parser() -> argparse.ArgumentParser:
     broker.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the broker to answer")
     broker.set_defaults(handler=_broker)
 
+    # default None: resolved when the command runs (flag > [--config > App >] environment > default)
     bootstrap = {
-        "default": default_bootstrap_servers(),
-        "help": "Kafka bootstrap servers (default $STREAMLET_BOOTSTRAP_SERVERS or 127.0.0.1:9092)",
+        "default": None,
+        "help": f"Kafka bootstrap servers (default ${ENVIRONMENT_VARIABLES['bootstrap_servers']} "
+        f"or {DEFAULT_BOOTSTRAP_SERVERS})",
     }
 
     worker = sub.add_parser("worker", help="run an application's worker (a Kafka Streams client) until SIGINT/SIGTERM")
     worker.add_argument("target", help="MODULE:ATTRIBUTE of an App, a Topology, or a function returning one")
-    worker.add_argument("--state-dir", default=None, help="state directory (default: the App's, else the temp dir)")
+    worker.add_argument("--state-dir", default=None, help="state directory (state_dir; default: see --config)")
     worker.add_argument("--threads", type=int, default=None, help="number of stream threads (num_stream_threads)")
     worker.add_argument("--bootstrap-servers", **bootstrap)
     worker.add_argument("--application-id", default=None, help="needed when the target is a bare Topology")
-    worker.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="any StreamsConfig setting")
+    worker.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="any StreamsConfig setting; precedence: flag > --config > App(...) > environment > default",
+    )
     worker.add_argument("--log-level", default="info")
     worker.set_defaults(handler=_worker)
+
+    cleanup = sub.add_parser(
+        "cleanup",
+        help="delete an application's local state here (stop its worker first); the next start restores it "
+        "from the changelogs",
+    )
+    cleanup.add_argument("target", help="MODULE:ATTRIBUTE, as for worker")
+    cleanup.add_argument("--state-dir", default=None, help="state directory (resolved as for worker)")
+    cleanup.add_argument("--application-id", default=None, help="needed when the target is a bare Topology")
+    cleanup.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="as for worker")
+    cleanup.set_defaults(handler=_cleanup)
 
     topology = sub.add_parser("topology", help="inspect an application's topology")
     topology.add_argument("action", choices=["describe"])

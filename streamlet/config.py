@@ -22,8 +22,16 @@ PROCESSING_HANDLERS = ("fail", "log_and_continue", "dead_letter")
 PRODUCTION_HANDLERS = ("fail", "continue", "dead_letter")
 
 
-def default_bootstrap_servers() -> str:
-    return os.environ.get("STREAMLET_BOOTSTRAP_SERVERS", "127.0.0.1:9092")
+DEFAULT_BOOTSTRAP_SERVERS = "127.0.0.1:9092"
+# Settings the environment may supply, and the variable for each. The environment sits below an App's own
+# config and above the built-in default (see `streamlet.cli.resolve_worker_config` for the whole order).
+ENVIRONMENT_VARIABLES: Mapping[str, str] = {"bootstrap_servers": "STREAMLET_BOOTSTRAP_SERVERS"}
+
+
+def default_bootstrap_servers(environ: Mapping[str, str] | None = None) -> str:
+    """`$STREAMLET_BOOTSTRAP_SERVERS` if set and non-empty, else the local broker's address."""
+    env = os.environ if environ is None else environ
+    return env.get(ENVIRONMENT_VARIABLES["bootstrap_servers"]) or DEFAULT_BOOTSTRAP_SERVERS
 
 
 def default_state_dir() -> str:
@@ -99,7 +107,7 @@ class StreamsConfig:
         known = {f.name for f in dataclasses.fields(cls)}
         kwargs: dict[str, Any] = {}
         for raw_key, value in values.items():
-            key = raw_key.replace(".", "_").replace("-", "_")
+            key = config_key(raw_key)
             if key not in known:
                 hint = difflib.get_close_matches(key, sorted(known), n=1)
                 suffix = f" (did you mean {hint[0]!r}?)" if hint else ""
@@ -109,6 +117,35 @@ class StreamsConfig:
 
     def replace(self, **changes: Any) -> StreamsConfig:
         return dataclasses.replace(self, **changes)
+
+
+def config_key(raw: str) -> str:
+    """The field name for a config key: Kafka's dotted names (`num.stream.threads`) and dashes map to snake_case.
+
+    Every layer of configuration goes through this, so `num.stream.threads` and `num_stream_threads` are
+    recognised as the same setting when layers are merged.
+    """
+    return raw.replace(".", "_").replace("-", "_")
+
+
+def parse_setting(key: str, raw: str) -> Any:
+    """A `KEY=VALUE` string from the command line, typed after the StreamsConfig field it sets.
+
+    Typing by field (instead of "int if it parses") keeps `application_server=1234`-style strings strings, and
+    turns `num_stream_threads=two` into an error that names the setting. Unknown keys stay strings:
+    `from_mapping` rejects them with a suggestion.
+    """
+    name = config_key(key)
+    if _FIELD_TYPES.get(name) == "int":
+        try:
+            return int(raw)
+        except ValueError:
+            raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
+    return raw
+
+
+# field name -> annotation; annotations are strings here (`from __future__ import annotations`)
+_FIELD_TYPES: dict[str, str] = {f.name: str(f.type) for f in dataclasses.fields(StreamsConfig)}
 
 
 def _require_int(name: str, value: Any, *, minimum: int) -> None:

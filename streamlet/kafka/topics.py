@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from streamlet.errors import MissingTopicError, StreamletError, TopologyError
+from streamlet.topology.builder import REPARTITION_TOPIC_SUFFIX
+from streamlet.topology.topology import CHANGELOG_SUFFIX
 
 log = logging.getLogger(__name__)
 
@@ -117,10 +119,38 @@ def _validate(specs: Iterable[TopicSpec], existing: Mapping[str, int]) -> None:
     for spec in specs:
         found = existing.get(spec.name)
         if found is not None and found != spec.partitions:
-            raise TopologyError(
-                f"internal topic {spec.name} has {found} partitions but the topology needs {spec.partitions}; "
-                "delete it (its data is derived) or reset the application"
-            )
+            raise TopologyError(partition_mismatch_message(spec.name, found, spec.partitions))
+
+
+def partition_mismatch_message(topic: str, found: int, needed: int) -> str:
+    """Why an existing topic's partition count is wrong and what each way out costs.
+
+    The advice depends on what the topic holds. A changelog is the only durable copy of a store: deleting it
+    deletes the state, so that is offered only as the explicit price of the second option. A repartition
+    topic holds records in transit between sub-topologies: it can be recreated, losing only the records not
+    yet processed from it. The kind is read from the name (`-changelog`, `-repartition`), as the topology
+    names its internal topics; any other topic was asked for by name (`streamlet topics create`).
+    """
+    head = f"topic {topic} has {found} partitions but the topology needs {needed}"
+    if topic.endswith(CHANGELOG_SUFFIX):
+        return (
+            f"changelog {head} (one per task, i.e. the partition count of its sub-topology's source topics). "
+            "The changelog holds the only durable copy of the store's state, partitioned by task, so streamlet "
+            "leaves it alone; adding partitions to it would not fix it either, keys would stay in the partitions "
+            f"of their old tasks. Either keep the state: give the source topics {found} partitions again "
+            "(Kafka cannot remove partitions, so recreate them consistently) or undo the topology change that "
+            "altered the count. Or give up this store's state: stop every instance, delete the changelog topic "
+            "and every instance's local state (`streamlet cleanup MODULE:APP`), and start again; the store then "
+            "starts empty."
+        )
+    if topic.endswith(REPARTITION_TOPIC_SUFFIX):
+        return (
+            f"repartition {head} (that of its upstream source topics, or the count given to repartition()). Its "
+            "records are in transit between sub-topologies, not state: stop every instance, delete the topic and "
+            "start again, and streamlet recreates it. Records written to it but not yet processed downstream are "
+            "lost with it."
+        )
+    return f"{head}; streamlet does not change the partition count of an existing topic"
 
 
 def _topic_errors(response: object) -> list[tuple[str, int, str | None]]:

@@ -1,0 +1,159 @@
+"""`streamlet worker` configuration precedence: flag > --config > App(...) > environment > default."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from streamlet import cli
+from streamlet.cli import resolve_worker_config
+from streamlet.config import DEFAULT_BOOTSTRAP_SERVERS, StreamsConfig
+from streamlet.errors import ConfigError
+from streamlet.topology import StreamsBuilder
+
+ENV = {"STREAMLET_BOOTSTRAP_SERVERS": "env:9092"}
+NO_FLAGS: dict[str, Any] = {"--state-dir": None, "--threads": None, "--bootstrap-servers": None}
+
+
+def effective(settings: dict[str, Any]) -> StreamsConfig:
+    return StreamsConfig.from_mapping({"application_id": "app", **settings})
+
+
+def test_default_when_no_level_sets_it() -> None:
+    settings = resolve_worker_config(NO_FLAGS, [], {}, {})
+    assert settings == {"bootstrap_servers": DEFAULT_BOOTSTRAP_SERVERS}
+    assert effective(settings).num_stream_threads == 1
+
+
+def test_environment_beats_default_and_empty_means_unset() -> None:
+    assert resolve_worker_config(NO_FLAGS, [], {}, ENV)["bootstrap_servers"] == "env:9092"
+    empty = {"STREAMLET_BOOTSTRAP_SERVERS": ""}
+    assert resolve_worker_config(NO_FLAGS, [], {}, empty)["bootstrap_servers"] == DEFAULT_BOOTSTRAP_SERVERS
+
+
+def test_app_config_beats_environment() -> None:
+    settings = resolve_worker_config(NO_FLAGS, [], {"bootstrap_servers": "app:9092", "num_stream_threads": 2}, ENV)
+    assert settings["bootstrap_servers"] == "app:9092"
+    assert settings["num_stream_threads"] == 2
+
+
+def test_config_pairs_beat_app_config_and_are_not_masked_by_unset_flags() -> None:
+    pairs = ["num_stream_threads=3", "state_dir=/srv/state", "bootstrap_servers=cfg:9092"]
+    app = {"num_stream_threads": 2, "state_dir": "/app/state", "bootstrap_servers": "app:9092"}
+    settings = resolve_worker_config(NO_FLAGS, pairs, app, ENV)
+    assert settings == {"num_stream_threads": 3, "state_dir": "/srv/state", "bootstrap_servers": "cfg:9092"}
+
+
+def test_dotted_config_names_override_the_same_setting() -> None:
+    settings = resolve_worker_config(NO_FLAGS, ["num.stream.threads=3"], {"num_stream_threads": 2}, {})
+    assert settings["num_stream_threads"] == 3
+    assert "num.stream.threads" not in settings
+
+
+def test_flags_beat_every_lower_level() -> None:
+    flags = {"--state-dir": "/flag/state", "--threads": 4, "--bootstrap-servers": "flag:9092"}
+    app = {"num_stream_threads": 2, "state_dir": "/app/state", "bootstrap_servers": "app:9092"}
+    settings = resolve_worker_config(flags, ["commit_interval_ms=100"], app, ENV)
+    assert settings == {
+        "num_stream_threads": 4,
+        "state_dir": "/flag/state",
+        "bootstrap_servers": "flag:9092",
+        "commit_interval_ms": 100,
+    }
+
+
+def test_flag_and_config_agreeing_is_fine() -> None:
+    settings = resolve_worker_config({**NO_FLAGS, "--threads": 3}, ["num_stream_threads=3"], {}, {})
+    assert settings["num_stream_threads"] == 3
+
+
+def test_flag_and_config_disagreeing_is_an_error_naming_both() -> None:
+    with pytest.raises(ConfigError) as info:
+        resolve_worker_config({**NO_FLAGS, "--threads": 3}, ["num.stream.threads=2"], {}, {})
+    assert "--threads 3" in str(info.value)
+    assert "--config num.stream.threads=2" in str(info.value)
+
+
+def test_config_given_twice_with_different_values_is_an_error() -> None:
+    with pytest.raises(ConfigError, match="state_dir=/a.*state.dir=/b"):
+        resolve_worker_config(NO_FLAGS, ["state_dir=/a", "state.dir=/b"], {}, {})
+
+
+def test_config_values_are_typed_by_field() -> None:
+    settings = resolve_worker_config(NO_FLAGS, ["dead_letter_topic=123", "max_poll_records=50"], {}, {})
+    assert settings["dead_letter_topic"] == "123"
+    assert settings["max_poll_records"] == 50
+    with pytest.raises(ConfigError, match="num_stream_threads must be an integer, got 'two'"):
+        resolve_worker_config(NO_FLAGS, ["num_stream_threads=two"], {}, {})
+    with pytest.raises(ConfigError, match="KEY=VALUE"):
+        resolve_worker_config(NO_FLAGS, ["num_stream_threads"], {}, {})
+
+
+class _FakeApp:
+    """Stands in for an App: keyword config in `_config`, records what `run_worker` receives."""
+
+    def __init__(self, **config: Any) -> None:
+        self._config = config
+        self.overrides: dict[str, Any] | None = None
+
+    async def run_worker(self, **overrides: Any) -> None:
+        self.overrides = overrides
+
+
+@pytest.fixture
+def fake_worker(monkeypatch: pytest.MonkeyPatch) -> tuple[_FakeApp, list[object]]:
+    app = _FakeApp(num_stream_threads=2, state_dir="/app/state")
+    installed: list[object] = []
+    monkeypatch.setattr(cli, "_app_of", lambda spec, application_id: app)
+    monkeypatch.setattr(cli, "install_repeat_filter", installed.append)
+    monkeypatch.setenv("STREAMLET_BOOTSTRAP_SERVERS", "env:9092")
+    return app, installed
+
+
+def test_worker_command_passes_the_resolved_config(fake_worker: tuple[_FakeApp, list[object]]) -> None:
+    app, installed = fake_worker
+    assert cli.main(["worker", "m:app", "--config", "num_stream_threads=3", "--config", "state_dir=/cfg"]) == 0
+    assert app.overrides == {"num_stream_threads": 3, "state_dir": "/cfg", "bootstrap_servers": "env:9092"}
+    assert len(installed) == 1  # the worker's logging gets the repeat filter
+
+
+def test_worker_command_reports_a_conflict(
+    fake_worker: tuple[_FakeApp, list[object]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    app, _ = fake_worker
+    assert cli.main(["worker", "m:app", "--state-dir", "/flag", "--config", "state_dir=/cfg"]) == 2
+    err = capsys.readouterr().err
+    assert "--state-dir /flag" in err and "--config state_dir=/cfg" in err
+    assert app.overrides is None
+
+
+@pytest.mark.parametrize("command", [["topics", "create", "t"], ["produce", "t"], ["consume", "t"]])
+def test_other_commands_resolve_bootstrap_servers_when_they_run(
+    command: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    args = cli.build_parser().parse_args(command)
+    assert args.bootstrap_servers is None  # no parse-time default to mask the environment
+    monkeypatch.setenv("STREAMLET_BOOTSTRAP_SERVERS", "env:9092")
+    assert cli._bootstrap_servers(args) == "env:9092"
+    monkeypatch.delenv("STREAMLET_BOOTSTRAP_SERVERS")
+    assert cli._bootstrap_servers(args) == DEFAULT_BOOTSTRAP_SERVERS
+    flagged = cli.build_parser().parse_args([*command, "--bootstrap-servers", "flag:9092"])
+    assert cli._bootstrap_servers(flagged) == "flag:9092"
+
+
+def test_cleanup_command_wipes_the_state_dir_the_worker_would_use(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    builder = StreamsBuilder()
+    builder.stream("in").to("out")
+    topology = builder.build()
+    monkeypatch.setattr(cli, "load_target", lambda spec: topology)
+    task_dir = tmp_path / "cfg" / "wc" / "0_0"
+    task_dir.mkdir(parents=True)
+    (task_dir / ".checkpoint").write_text("x")
+    assert (
+        cli.main(["cleanup", "m:topology", "--application-id", "wc", "--config", f"state_dir={tmp_path / 'cfg'}"]) == 0
+    )
+    assert not task_dir.exists()
