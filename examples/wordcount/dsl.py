@@ -20,9 +20,12 @@ APPLICATION_ID = "streams-wordcount"
 _NON_WORD = re.compile(r"\W+", re.ASCII)  # Java's \W is ASCII-only: "café" splits to "caf"
 
 
-def split_words(line: str) -> list[str]:
+def split_words(line: str | None) -> list[str]:
     """Java's `line.toLowerCase().split("\\W+")`: a leading separator yields one empty first word,
-    trailing empty strings are dropped, and a line with no separator (even an empty one) is one word."""
+    trailing empty strings are dropped, and a line with no separator (even an empty one) is one word.
+    A null line (a record with no value, e.g. a tombstone) has no words."""
+    if line is None:
+        return []
     words = _NON_WORD.split(line.lower())
     if len(words) == 1:
         return words

@@ -25,3 +25,7 @@ from examples.wordcount.dsl import split_words
 )
 def test_split_words_matches_java(line: str, java: list[str]) -> None:
     assert split_words(line) == java
+
+
+def test_a_null_line_has_no_words() -> None:
+    assert split_words(None) == []

@@ -25,6 +25,7 @@ class FakeKafka:
         self.logs: dict[TopicPartition, list[tuple[bytes | None, bytes | None, int]]] = {}
         self.committed: dict[TopicPartition, int] = {}
         self.events: list[str] = []
+        self.dead_letters: list[tuple[bytes | None, bytes | None, list[tuple[str, bytes]]]] = []
 
     def append(self, tp: TopicPartition, key: bytes | None, value: bytes | None, timestamp: int = 0) -> int:
         log = self.logs.setdefault(tp, [])
@@ -168,6 +169,22 @@ class FakeProducer:
         self.kafka.events.append(f"produce {topic}-{partition} x{len(batch.records)}")
         future: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
         future.set_result(RecordMetadata(topic, partition, tp, base, -1, 0, -1))
+        return future
+
+    async def send(
+        self,
+        topic: str,
+        value: bytes | None = None,
+        key: bytes | None = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers: list[tuple[str, bytes]] | None = None,
+    ) -> asyncio.Future[RecordMetadata]:
+        """A single record with headers (the collector only sends dead letters this way)."""
+        self.kafka.dead_letters.append((key, value, list(headers or [])))
+        self.kafka.events.append(f"send {topic}")
+        future: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
+        future.set_result(RecordMetadata(topic, 0, TopicPartition(topic, 0), 0, -1, 0, -1))
         return future
 
     async def flush(self) -> None:
