@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -13,63 +11,9 @@ import pytest
 
 from tests.support.kafka import KafkaTestCluster, unique_name
 from tests.support.wordcount import SEED_LINE, expected_counts, real_text_lines, wait_for_counts
+from tests.support.workers import ROOT, Workers
 
 pytestmark = pytest.mark.e2e
-ROOT = Path(__file__).resolve().parents[2]
-
-
-class Workers:
-    """Worker processes of one application; every process is stopped when the test ends."""
-
-    def __init__(self, bootstrap: str, source: str, sink: str, app_id: str, root: Path) -> None:
-        self.bootstrap, self.root = bootstrap, root
-        self.env = {
-            **os.environ,
-            "PYTHONPATH": str(ROOT),
-            "WORDCOUNT_INPUT_TOPIC": source,
-            "WORDCOUNT_OUTPUT_TOPIC": sink,
-            "WORDCOUNT_APPLICATION_ID": app_id,
-        }
-        self.procs: dict[int, subprocess.Popen[bytes]] = {}
-
-    def start(self, index: int, threads: int = 2) -> None:
-        log = open(self.root / f"worker-{index}.log", "ab")  # noqa: SIM115 (closed with the process)
-        cmd = [
-            sys.executable,
-            "-m",
-            "streamlet.cli",
-            "worker",
-            "examples.wordcount.app:app",
-            "--threads",
-            str(threads),
-            "--state-dir",
-            str(self.root / f"state-{index}"),
-            "--bootstrap-servers",
-            self.bootstrap,
-            "--config",
-            "commit_interval_ms=500",
-        ]
-        self.procs[index] = subprocess.Popen(cmd, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
-
-    def kill9(self, index: int) -> None:
-        self.procs[index].send_signal(signal.SIGKILL)
-        self.procs[index].wait(timeout=30)
-
-    def stop_all(self) -> dict[int, int]:
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        codes = {}
-        for index, proc in self.procs.items():
-            try:
-                codes[index] = proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                codes[index] = proc.wait()
-        return codes
-
-    def log(self, index: int) -> str:
-        return (self.root / f"worker-{index}.log").read_text(errors="replace")
 
 
 @pytest.fixture

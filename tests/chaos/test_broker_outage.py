@@ -1,0 +1,76 @@
+"""The broker stops for 20 s and restarts on the same data dir: the workers survive, log the outage at a
+bounded rate, and count exactly. The test has a broker of its own, since it stops it."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from streamlet.kafka.broker import LocalBroker, _free_port
+from tests.chaos._report import report
+from tests.support.kafka import KafkaTestCluster, unique_name
+from tests.support.wordcount import SEED_LINE, expected_counts, real_text_lines, wait_for_counts
+from tests.support.workers import Workers, produce_steadily
+
+pytestmark = pytest.mark.chaos
+OUTAGE_S = 20
+
+
+@pytest.fixture
+def own_broker(tmp_path: Path) -> Iterator[LocalBroker]:
+    broker = LocalBroker(tmp_path / "broker", port=_free_port("127.0.0.1"), die_with_parent=True)
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+@pytest.fixture
+async def own_kafka(own_broker: LocalBroker) -> AsyncIterator[KafkaTestCluster]:
+    cluster = KafkaTestCluster(own_broker.bootstrap_servers)
+    await cluster.start()
+    yield cluster
+
+
+async def test_workers_survive_a_broker_outage_and_count_exactly(
+    own_broker: LocalBroker, own_kafka: KafkaTestCluster, tmp_path: Path
+) -> None:
+    source = await own_kafka.create_topic("chaos-input", partitions=6)
+    sink = await own_kafka.create_topic("chaos-output", partitions=6)
+    workers = Workers(own_broker.bootstrap_servers, source, sink, unique_name("chaos-outage"), tmp_path)
+    lines = real_text_lines() + [SEED_LINE]
+    first, second = lines[: len(lines) // 2], lines[len(lines) // 2 :]
+    try:
+        workers.start(0)
+        workers.start(1)
+        await produce_steadily(own_kafka, source, first, per_second=1000)
+        assert await wait_for_counts(own_kafka, sink, expected_counts(first), timeout=120) == expected_counts(first)
+        await asyncio.sleep(2)  # past the commit interval: the outage starts with everything committed
+        await own_kafka.admin.close()  # the test's own clients would log the outage too
+
+        own_broker.stop()
+        down = time.monotonic()
+        await asyncio.sleep(OUTAGE_S)
+        own_broker.start()
+        recovered = time.monotonic() - down
+        assert workers.alive(0) and workers.alive(1)
+
+        after = KafkaTestCluster(own_broker.bootstrap_servers)
+        await after.start()
+        await produce_steadily(after, source, second, per_second=1000)
+        truth = expected_counts(lines)
+        final = await wait_for_counts(after, sink, truth, timeout=180)
+        await after.admin.close()
+        assert final == truth
+        report("broker outage", final, truth, outage_s=round(recovered, 1))
+        for index in (0, 1):
+            errors = [line for line in workers.log(index).splitlines() if " ERROR " in line]
+            assert len(errors) <= 60, f"{len(errors)} ERROR lines: {errors[:5]}"
+        assert workers.stop_all() == {0: 0, 1: 0}
+    finally:
+        workers.stop_all()

@@ -1,0 +1,82 @@
+"""Worker faults under steady input: a paused (zombie) worker, kill -9 with its state dir deleted, SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import signal
+import time
+
+import pytest
+
+from tests.chaos._report import lost_updates, over_count, report
+from tests.support.kafka import KafkaTestCluster
+from tests.support.wordcount import SEED_LINE, expected_counts, real_text_lines, wait_for_counts
+from tests.support.workers import produce_steadily
+
+pytestmark = pytest.mark.chaos
+
+
+def text(repeat: int = 1) -> list[str]:
+    return (real_text_lines() + [SEED_LINE]) * repeat
+
+
+async def test_a_paused_worker_past_its_session_timeout_loses_no_update(kafka: KafkaTestCluster, wordcount_app) -> None:
+    # A short session timeout keeps the test short; the broker's minimum is 6 s.
+    source, sink, workers = await wordcount_app(session_timeout_ms="6000", heartbeat_interval_ms="1000")
+    workers.start(0)
+    workers.start(1)
+    lines = text(2)
+    producing = asyncio.create_task(produce_steadily(kafka, source, lines, per_second=400))
+    await asyncio.sleep(8)
+    workers.signal(0, signal.SIGSTOP)  # a long GC pause, a frozen VM: the group moves on without it
+    paused = time.monotonic()
+    await asyncio.sleep(14)
+    workers.signal(0, signal.SIGCONT)
+    await producing
+
+    truth = expected_counts(lines)
+    final = await wait_for_counts(kafka, sink, truth, timeout=180, at_least=True)
+    assert not lost_updates(final, truth), f"lost updates: {list(lost_updates(final, truth).items())[:10]}"
+    report("zombie", final, truth, paused_s=round(time.monotonic() - paused, 1))
+    assert workers.alive(0) and workers.alive(1)
+    assert "as lost" in workers.log(0)  # the zombie dropped its tasks without flushing stale state
+    assert workers.stop_all() == {0: 0, 1: 0}
+
+
+async def test_kill_9_and_a_deleted_state_dir_lose_no_update(kafka: KafkaTestCluster, wordcount_app) -> None:
+    source, sink, workers = await wordcount_app()
+    workers.start(0)
+    workers.start(1)
+    lines = text(2)
+    producing = asyncio.create_task(produce_steadily(kafka, source, lines, per_second=500))
+    await asyncio.sleep(8)
+    workers.kill9(0)
+    shutil.rmtree(workers.state_dir(0))  # the disk is gone too: everything restores from the changelogs
+    await asyncio.sleep(2)
+    workers.start(0)
+    await producing
+
+    truth = expected_counts(lines)
+    final = await wait_for_counts(kafka, sink, truth, timeout=180, at_least=True)
+    assert not lost_updates(final, truth), f"lost updates: {list(lost_updates(final, truth).items())[:10]}"
+    report("kill -9 + state dir deleted", final, truth)
+    assert workers.stop_all() == {0: 0, 1: 0}
+
+
+async def test_sigterm_under_load_and_a_restart_count_exactly(kafka: KafkaTestCluster, wordcount_app) -> None:
+    source, sink, workers = await wordcount_app()
+    workers.start(0)
+    workers.start(1)
+    lines = text(2)
+    producing = asyncio.create_task(produce_steadily(kafka, source, lines, per_second=500))
+    await asyncio.sleep(8)
+    assert workers.stop(0) == 0  # graceful: commit, flush, checkpoint, leave the group
+    workers.start(0)
+    await producing
+
+    truth = expected_counts(lines)
+    final = await wait_for_counts(kafka, sink, truth, timeout=180)
+    assert final == truth, f"{over_count(final, truth)} over, {len(lost_updates(final, truth))} words under"
+    report("SIGTERM + restart", final, truth)
+    assert workers.stop_all() == {0: 0, 1: 0}

@@ -1,0 +1,96 @@
+"""WordCount worker processes (`streamlet worker examples.wordcount.app:app`) for e2e and chaos tests."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from tests.support.kafka import KafkaTestCluster
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Workers:
+    """Worker processes of one application; every process is stopped when the test ends."""
+
+    def __init__(
+        self, bootstrap: str, source: str, sink: str, app_id: str, root: Path, config: dict[str, str] | None = None
+    ) -> None:
+        self.bootstrap, self.root = bootstrap, root
+        self.config = {"commit_interval_ms": "500", **(config or {})}
+        self.env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "WORDCOUNT_INPUT_TOPIC": source,
+            "WORDCOUNT_OUTPUT_TOPIC": sink,
+            "WORDCOUNT_APPLICATION_ID": app_id,
+        }
+        self.procs: dict[int, subprocess.Popen[bytes]] = {}
+
+    def state_dir(self, index: int) -> Path:
+        return self.root / f"state-{index}"
+
+    def start(self, index: int, threads: int = 2) -> None:
+        log = open(self.root / f"worker-{index}.log", "ab")  # noqa: SIM115 (closed with the process)
+        cmd = [
+            sys.executable,
+            "-m",
+            "streamlet.cli",
+            "worker",
+            "examples.wordcount.app:app",
+            "--threads",
+            str(threads),
+            "--state-dir",
+            str(self.state_dir(index)),
+            "--bootstrap-servers",
+            self.bootstrap,
+        ]
+        for key, value in self.config.items():
+            cmd += ["--config", f"{key}={value}"]
+        self.procs[index] = subprocess.Popen(cmd, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+
+    def signal(self, index: int, sig: signal.Signals) -> None:
+        self.procs[index].send_signal(sig)
+
+    def kill9(self, index: int) -> None:
+        self.procs[index].send_signal(signal.SIGKILL)
+        self.procs[index].wait(timeout=30)
+
+    def stop(self, index: int, timeout: float = 60) -> int:
+        """SIGTERM (a clean shutdown: commit, flush, checkpoint, leave the group); returns the exit code."""
+        proc = self.procs[index]
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+        try:
+            return proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            return proc.wait()
+
+    def alive(self, index: int) -> bool:
+        return self.procs[index].poll() is None
+
+    def stop_all(self) -> dict[int, int]:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGCONT)  # a paused worker cannot handle SIGTERM
+                proc.send_signal(signal.SIGTERM)
+        return {index: self.stop(index) for index in self.procs}
+
+    def log(self, index: int) -> str:
+        return (self.root / f"worker-{index}.log").read_text(errors="replace")
+
+
+async def produce_steadily(
+    kafka: KafkaTestCluster, topic: str, lines: Sequence[str], *, per_second: int, batch: int = 20
+) -> None:
+    """Produce `lines` at a bounded rate (batches of `batch` lines), as a steady input stream."""
+    for start in range(0, len(lines), batch):
+        chunk = lines[start : start + batch]
+        await kafka.produce(topic, [(None, line.encode()) for line in chunk])
+        await asyncio.sleep(len(chunk) / per_second)
