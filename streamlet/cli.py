@@ -36,11 +36,11 @@ def _broker(args: argparse.Namespace) -> int:
         )
         return 0
     if args.action == "status":
-        status = broker.status()
-        if status is None:
+        current = broker.status()
+        if current is None:
             print(f"not running (directory {broker.directory})")
             return 1
-        print(f"running: {status.bootstrap_servers} pid {status.pid} Kafka {status.kafka_version}")
+        print(f"running: {current.bootstrap_servers} pid {current.pid} Kafka {current.kafka_version}")
         return 0
     if args.action == "stop":
         print("stopped" if broker.stop() else "not running")
@@ -77,7 +77,7 @@ def _app_of(spec: str, application_id: str | None) -> App:
     if isinstance(target, Topology):
         if not application_id:
             raise StreamletError(f"{spec} is a Topology: give --application-id")
-        return _TopologyApp(application_id, target)
+        return App.from_topology(application_id, target)
     raise StreamletError(f"{spec} is a {type(target).__name__}, expected a streamlet App or Topology")
 
 
@@ -206,24 +206,6 @@ def _assign(args: argparse.Namespace) -> int:
     return simulate_main(argv)
 
 
-class _TopologyApp:
-    """Adapter so a bare Topology runs like an App."""
-
-    def __init__(self, application_id: str, topology: Any) -> None:
-        self.application_id = application_id
-        self._topology = topology
-
-    def topology(self) -> Any:
-        return self._topology
-
-    async def run_worker(self, **overrides: Any) -> None:
-        from streamlet.app import App
-
-        app = App(self.application_id)
-        app._topology = self._topology
-        await app.run_worker(**overrides)
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="streamlet", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -237,7 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
     broker.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the broker to answer")
     broker.set_defaults(handler=_broker)
 
-    bootstrap = {
+    bootstrap: dict[str, Any] = {
         "default": default_bootstrap_servers(),
         "help": "Kafka bootstrap servers (default $STREAMLET_BOOTSTRAP_SERVERS or 127.0.0.1:9092)",
     }

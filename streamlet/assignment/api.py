@@ -370,8 +370,8 @@ def default_standby_task_assignment(
         if not info.is_stateful:
             continue
         for _ in range(replicas):
-            pid = by_load.poll(task)
-            if pid is None:
+            holder = by_load.poll(task)
+            if holder is None:
                 break
-            assignments[pid].assign_task(AssignedTask(task, TaskType.STANDBY))
-            by_load.offer(pid)
+            assignments[holder].assign_task(AssignedTask(task, TaskType.STANDBY))
+            by_load.offer(holder)

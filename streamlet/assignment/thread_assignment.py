@@ -64,11 +64,11 @@ def assign_tasks_to_threads(
                 to_fill.append(member)
 
         while to_fill:
-            task = unassigned.poll()
-            if task is None:
+            next_task = unassigned.poll()
+            if next_task is None:
                 raise TaskAssignmentError("ran out of unassigned tasks but some threads were not at capacity")
             member = to_fill.popleft()
-            assignment[member].append(task)
+            assignment[member].append(next_task)
             if len(assignment[member]) + thread_load.get(member, 0) < min_per_thread:
                 to_fill.append(member)
 

@@ -64,7 +64,7 @@ class RocksDBStore:
         self.path = Path(path)
         self._iteration_chunk = iteration_chunk
         self._write_opts = WriteOptions()
-        self._write_opts.disable_wal = True
+        self._write_opts.disable_wal = True  # type: ignore[method-assign,assignment]  # rocksdict's stub is wrong
         self._write_opts.sync = False
         self._db: Rdict | None = None
         self._open()
