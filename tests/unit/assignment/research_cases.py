@@ -20,8 +20,8 @@ from typing import Any
 from streamlet.assignment.api import AssignmentConfigs
 from streamlet.assignment.client_state import LONG_MAX, ClientState, Partition
 from streamlet.assignment.high_availability import assign_clients
-from streamlet.assignment.thread_assignment import ConsumerAssignment, apply_pending_revocations, distribute_client
 from streamlet.task_id import TaskId
+from tests.support.cooperative import ConsumerAssignment, apply_pending_revocations, distribute_client
 
 DATA = Path(__file__).parent / "data"
 
