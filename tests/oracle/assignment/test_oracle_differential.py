@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from tests.support.case_strategies import contract_cases
 from tests.support.oracle import (
     LONG_MAX,
     REPO_ROOT,
@@ -36,7 +37,6 @@ from tests.support.oracle import (
     research_case_to_contract,
     research_expected_to_contract,
 )
-from tests.unit.assignment.case_strategies import contract_cases
 
 pytestmark = pytest.mark.oracle
 
