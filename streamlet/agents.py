@@ -126,37 +126,50 @@ class AgentStream:
 
     While the topology is compiled, its operations add DSL nodes; while a task runs, they are no-ops
     (records reaching the agent have already been through those nodes) and iteration yields records.
+
+    The stream remembers the serde of its values when it is known (the topic's, kept by `filter`, or the
+    one given to `map_values`): a later `group_by` writes the repartition topic with it, as the DSL does.
     """
 
-    def __init__(self, kstream: KStream | None, recorder: list[AgentStream] | None = None) -> None:
+    def __init__(
+        self, kstream: KStream | None, recorder: list[AgentStream] | None = None, value_serde: SerdeLike = None
+    ) -> None:
         self._kstream = kstream
         self._recorder = recorder
+        self._value_serde = value_serde
         self.with_keys = False
 
-    def _then(self, make: Callable[[KStream], KStream]) -> AgentStream:
+    def _then(self, make: Callable[[KStream], KStream], value_serde: SerdeLike) -> AgentStream:
         if self._kstream is None:  # running inside a task
             return self
-        nxt = AgentStream(make(self._kstream), self._recorder)
+        nxt = AgentStream(make(self._kstream), self._recorder, value_serde)
         nxt.with_keys = self.with_keys
         return nxt
 
     def filter(self, predicate: Callable[[Any], bool]) -> AgentStream:
-        return self._then(lambda ks: ks.filter(lambda _k, v: predicate(v)))
+        return self._then(lambda ks: ks.filter(lambda _k, v: predicate(v)), self._value_serde)
 
     def map_values(self, fn: Callable[[Any], Any], value_serde: SerdeLike = None) -> AgentStream:
-        return self._then(lambda ks: ks.map_values(fn))
+        """`value -> fn(value)`; `value_serde` is the new values' serde, for a later `group_by`."""
+        return self._then(lambda ks: ks.map_values(fn), value_serde)
 
     def flat_map_values(self, fn: Callable[[Any], Iterable[Any]]) -> AgentStream:
-        return self._then(lambda ks: ks.flat_map_values(fn))
+        return self._then(lambda ks: ks.flat_map_values(fn), None)
 
     def group_by(
-        self, key_fn: Callable[[Any], Any], *, name: str, key_serde: SerdeLike = "str", value_serde: SerdeLike = "str"
+        self, key_fn: Callable[[Any], Any], *, name: str, key_serde: SerdeLike = "str", value_serde: SerdeLike = None
     ) -> AgentStream:
-        """Re-key by `key_fn(value)` through the repartition topic `<application_id>-<name>-repartition`."""
+        """Re-key by `key_fn(value)` through the repartition topic `<application_id>-<name>-repartition`.
+
+        `value_serde` defaults to the stream's value serde, or "str" when the stream does not know it.
+        """
+        if value_serde is None:
+            value_serde = "str" if self._value_serde is None else self._value_serde
         return self._then(
             lambda ks: ks.select_key(lambda _k, v: key_fn(v)).repartition(
                 name, key_serde=key_serde, value_serde=value_serde
-            )
+            ),
+            value_serde,
         )
 
     def items(self) -> AgentStream:
@@ -164,7 +177,7 @@ class AgentStream:
         if self._kstream is None:
             self.with_keys = True
             return self
-        nxt = AgentStream(self._kstream, self._recorder)
+        nxt = AgentStream(self._kstream, self._recorder, self._value_serde)
         nxt.with_keys = True
         return nxt
 
@@ -184,7 +197,9 @@ def compile_agents(builder: StreamsBuilder, agents: Iterable[AgentSpec]) -> None
             raise AgentError(f"agent {agent.name} must be an `async def` function taking the stream")
         topic = agent.topic
         recorder: list[AgentStream] = []
-        root = AgentStream(builder.stream(topic.name, topic.key_serde_spec, topic.value_serde_spec), recorder)
+        root = AgentStream(
+            builder.stream(topic.name, topic.key_serde_spec, topic.value_serde_spec), recorder, topic.value_serde_spec
+        )
         coro = agent.fn(root)
         try:
             yielded = coro.send(None)

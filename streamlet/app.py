@@ -11,10 +11,11 @@ import asyncio
 import contextlib
 import logging
 import signal
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from types import MappingProxyType
 from typing import Any
 
-from streamlet.agents import AgentSpec, Table, TopicRef, compile_agents
+from streamlet import agents
 from streamlet.config import StreamsConfig
 from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.runtime.restore_listener import StateRestoreListener
@@ -36,11 +37,26 @@ class App:
         self.application_id = application_id
         self._config = dict(config)
         self.builder = StreamsBuilder()
-        self._agents: list[AgentSpec] = []
-        self._tables: dict[str, Table] = {}
+        self._agents: list[agents.AgentSpec] = []
+        self._tables: dict[str, agents.Table] = {}
         self._topology: Topology | None = None
 
+    @classmethod
+    def from_topology(cls, application_id: str, topology: Topology, **config: Any) -> App:
+        """Run a Topology built elsewhere (a bare `StreamsBuilder`) as an App, e.g. from `streamlet worker`.
+
+        The App starts frozen: its topology is given, so declaring streams, tables or agents on it is an error.
+        """
+        app = cls(application_id, **config)
+        app._topology = topology
+        return app
+
     # ---- configuration ------------------------------------------------------------------------------------
+
+    @property
+    def settings(self) -> Mapping[str, Any]:
+        """The keyword config given to `App(...)`: one level of the worker's configuration precedence."""
+        return MappingProxyType(self._config)
 
     def config(self, **overrides: Any) -> StreamsConfig:
         """The effective config: the App's settings, then `overrides` (e.g. from the command line)."""
@@ -61,28 +77,32 @@ class App:
 
     def topic(
         self, name: str, *, key_serde: Serde | str | None = None, value_serde: Serde | str | None = None
-    ) -> TopicRef:
+    ) -> agents.TopicRef:
         """A topic to read with an agent or to `await topic.send(...)` to from one."""
-        return TopicRef(name, key_serde, value_serde)
+        return agents.TopicRef(name, key_serde, value_serde)
 
-    def Table(
+    def Table(  # noqa: N802
         self,
         name: str,
         *,
         key_serde: Serde | str = "str",
-        value_serde: Serde | str = "json",  # noqa: N802
+        value_serde: Serde | str = "json",
         default: Callable[[], Any] | None = None,
-    ) -> Table:
-        """A table backed by a RocksDB store `name` with changelog `<application_id>-<name>-changelog`."""
+    ) -> agents.Table:
+        """A table backed by a RocksDB store `name` with changelog `<application_id>-<name>-changelog`.
+
+        Capitalised like Faust's `app.Table`; inside this class body the name is the method, so the
+        class is always spelled `agents.Table` here.
+        """
         self._check_open()
         if name in self._tables:
             raise ValueError(f"table {name!r} is declared twice")
-        table = Table(name, key_serde, value_serde, default)
+        table = agents.Table(name, key_serde, value_serde, default)
         self._tables[name] = table
         return table
 
     def agent(
-        self, topic: TopicRef, *, name: str | None = None, tables: Iterable[Table] = ()
+        self, topic: agents.TopicRef, *, name: str | None = None, tables: Iterable[agents.Table] = ()
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Decorate `async def fn(stream)`; `async for value in stream` runs once per record, inside the task.
 
@@ -93,7 +113,7 @@ class App:
         self._check_open()
 
         def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-            self._agents.append(AgentSpec(fn, topic, name or fn.__name__, tuple(tables)))
+            self._agents.append(agents.AgentSpec(fn, topic, name or fn.__name__, tuple(tables)))
             return fn
 
         return register
@@ -103,7 +123,7 @@ class App:
     def topology(self) -> Topology:
         """Compile the DSL and the agents (once; the App is frozen afterwards)."""
         if self._topology is None:
-            compile_agents(self.builder, self._agents)
+            agents.compile_agents(self.builder, self._agents)
             self._topology = self.builder.build()
         return self._topology
 

@@ -44,11 +44,11 @@ def _broker(args: argparse.Namespace) -> int:
         )
         return 0
     if args.action == "status":
-        status = broker.status()
-        if status is None:
+        current = broker.status()
+        if current is None:
             print(f"not running (directory {broker.directory})")
             return 1
-        print(f"running: {status.bootstrap_servers} pid {status.pid} Kafka {status.kafka_version}")
+        print(f"running: {current.bootstrap_servers} pid {current.pid} Kafka {current.kafka_version}")
         return 0
     if args.action == "stop":
         print("stopped" if broker.stop() else "not running")
@@ -73,7 +73,7 @@ def load_target(spec: str) -> Any:
     return target
 
 
-def _app_of(spec: str, application_id: str | None) -> App | _TopologyApp:
+def _app_of(spec: str, application_id: str | None) -> App:
     from streamlet.app import App
     from streamlet.topology import Topology
 
@@ -85,7 +85,7 @@ def _app_of(spec: str, application_id: str | None) -> App | _TopologyApp:
     if isinstance(target, Topology):
         if not application_id:
             raise StreamletError(f"{spec} is a Topology: give --application-id")
-        return _TopologyApp(application_id, target)
+        return App.from_topology(application_id, target)
     raise StreamletError(f"{spec} is a {type(target).__name__}, expected a streamlet App or Topology")
 
 
@@ -149,13 +149,9 @@ def resolve_worker_config(
     return resolved
 
 
-def _app_config(app: App | _TopologyApp) -> Mapping[str, Any]:
-    """The App's own keyword config, a level of its own in `resolve_worker_config`.
-
-    App keeps it in `_config` (no public accessor yet); a bare Topology has none.
-    """
-    config: Mapping[str, Any] = getattr(app, "_config", {})
-    return config
+def _app_config(app: App) -> Mapping[str, Any]:
+    """The App's own keyword config, a level of its own in `resolve_worker_config`."""
+    return app.settings
 
 
 def _worker(args: argparse.Namespace) -> int:
@@ -289,30 +285,6 @@ def _assign(args: argparse.Namespace) -> int:
     return simulate_main(argv)
 
 
-class _TopologyApp:
-    """Adapter so a bare Topology runs like an App."""
-
-    def __init__(self, application_id: str, topology: Any) -> None:
-        self.application_id = application_id
-        self._topology = topology
-
-    def topology(self) -> Any:
-        return self._topology
-
-    def _app(self) -> App:
-        from streamlet.app import App
-
-        app = App(self.application_id)
-        app._topology = self._topology
-        return app
-
-    async def run_worker(self, **overrides: Any) -> None:
-        await self._app().run_worker(**overrides)
-
-    def cleanup(self, **overrides: Any) -> None:
-        self._app().cleanup(**overrides)
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="streamlet", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -327,7 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
     broker.set_defaults(handler=_broker)
 
     # default None: resolved when the command runs (flag > [--config > App >] environment > default)
-    bootstrap = {
+    bootstrap: dict[str, Any] = {
         "default": None,
         "help": f"Kafka bootstrap servers (default ${ENVIRONMENT_VARIABLES['bootstrap_servers']} "
         f"or {DEFAULT_BOOTSTRAP_SERVERS})",

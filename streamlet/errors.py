@@ -45,6 +45,20 @@ class StateStoreError(StreamletError):
     """A state store could not be opened, or the state directory is locked by another client."""
 
 
+class StateStoreLockedError(StateStoreError):
+    """Another store instance or process holds the lock (RocksDB's, or the state directory's): retry later.
+
+    Nothing is wrong with the data; the holder releases the lock when it closes.
+    """
+
+
+class StateStoreCorruptedError(StateStoreError):
+    """The store's files are corrupt, missing or otherwise unreadable: wipe it and restore from the changelog.
+
+    Retrying cannot help; the changelog is the durable copy of the store.
+    """
+
+
 class TaskAssignmentError(StreamletError):
     """A task assignor returned an invalid assignment or could not be loaded."""
 

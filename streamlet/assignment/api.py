@@ -281,7 +281,14 @@ class TaskAssignment:
 
 @runtime_checkable
 class TaskAssignor(Protocol):
-    """A task assignor. May also define `on_assignment_computed(assignment, subscription, error)`."""
+    """A task assignor. May also define `on_assignment_computed(assignment, subscription, error)`.
+
+    As Kafka Streams' `onAssignmentComputed` (KIP-924), the group leader calls it once per rebalance after
+    validating `assign`'s result, so an assignor can see what its output became: `assignment` maps each
+    member to the `ConsumerProtocolMemberAssignment` it is sent, `subscription` each member to its decoded
+    `SubscriptionInfo`. When validation failed, `error` says why, `assignment` is empty and the rebalance
+    fails with a TaskAssignmentError.
+    """
 
     def assign(self, application_state: ApplicationState) -> TaskAssignment: ...
 
@@ -289,7 +296,7 @@ class TaskAssignor(Protocol):
 def notify_assignment_computed(
     assignor: TaskAssignor, assignment: Any, subscription: Any, error: AssignmentError
 ) -> None:
-    """Call the assignor's optional `on_assignment_computed` callback, if it has one."""
+    """Call the assignor's optional `on_assignment_computed` callback, if it has one (see `TaskAssignor`)."""
     callback = getattr(assignor, "on_assignment_computed", None)
     if callback is not None:
         callback(assignment, subscription, error)
@@ -370,8 +377,8 @@ def default_standby_task_assignment(
         if not info.is_stateful:
             continue
         for _ in range(replicas):
-            pid = by_load.poll(task)
-            if pid is None:
+            holder = by_load.poll(task)
+            if holder is None:
                 break
-            assignments[pid].assign_task(AssignedTask(task, TaskType.STANDBY))
-            by_load.offer(pid)
+            assignments[holder].assign_task(AssignedTask(task, TaskType.STANDBY))
+            by_load.offer(holder)

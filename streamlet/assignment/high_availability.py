@@ -80,10 +80,15 @@ def tasks_to_caught_up_clients(
 
 def tasks_to_clients_by_lag(clients: Clients, stateful_tasks: Iterable[TaskId]) -> dict[TaskId, list[uuid.UUID]]:
     """Per task, all clients by (lag, Java UUID order); -3 (unknown) sorts before -2 (running)."""
-    return {
-        task: sorted(clients, key=lambda pid, t=task: (clients[pid].lag_for(t), java_uuid_key(pid)))
-        for task in stateful_tasks
-    }
+
+    def by_lag(task: TaskId) -> list[uuid.UUID]:
+        return sorted(clients, key=lambda pid: (clients[pid].lag_for(task), java_uuid_key(pid)))
+
+    return {task: by_lag(task) for task in stateful_tasks}
+
+
+def _has_standby(clients: Clients, task: TaskId) -> Callable[[uuid.UUID], bool]:
+    return lambda pid: clients[pid].has_standby_task(task)
 
 
 # ---- step 1 and 2: deal and balance -------------------------------------------------------------------------
@@ -231,7 +236,7 @@ def assign_active_task_movements(
         task, dest_id = movement.task, movement.destination
         dest = clients[dest_id]
         # (a) a caught-up client with a standby copy takes over; no warmup needed
-        source = by_load.poll(task, lambda p, t=task: clients[p].has_standby_task(t))
+        source = by_load.poll(task, _has_standby(clients, task))
         if source is not None:
             _swap_standby_and_active(task, clients[source], dest)
         else:

@@ -27,13 +27,18 @@ from streamlet.assignment.api import (
     AssignmentError,
     TaskAssignor,
     TaskInfo,
+    notify_assignment_computed,
     validate_task_assignment,
 )
-from streamlet.assignment.client_state import ClientState
+from streamlet.assignment.client_state import LONG_MAX, ClientState
 from streamlet.assignment.java_collections import java_hash_set_order
 from streamlet.assignment.process_id import java_uuid_key
 from streamlet.assignment.protocol import NO_FOLLOWUP, AssignmentInfo, AssignorErrorCode, SubscriptionInfo
-from streamlet.assignment.thread_assignment import distribute_tasks_to_threads, sorted_member_ids
+from streamlet.assignment.thread_assignment import (
+    distribute_tasks_to_threads,
+    followup_rebalance_times,
+    sorted_member_ids,
+)
 from streamlet.errors import MissingTopicError, TaskAssignmentError, TopologyError
 from streamlet.task_id import TaskId
 
@@ -146,6 +151,7 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
         assignment = self._task_assignor.assign(state)
         error = validate_task_assignment(state, assignment)
         if error is not AssignmentError.NONE:
+            notify_assignment_computed(self._task_assignor, {}, subscriptions, error)
             raise TaskAssignmentError(
                 f"task assignor {type(self._task_assignor).__name__} returned an invalid assignment: {error.name}"
             )
@@ -160,9 +166,11 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
             members = sorted_member_ids(consumers[pid])
             per_thread = distribute_tasks_to_threads(members, active, standby, stateful, clients[pid].prev_tasks_by_lag)
             deadline = client_assignment.followup_rebalance_deadline if client_assignment else None
-            for index, member in enumerate(members):
+            # EAGER: every partition was given up before the join, so no consumer has tasks pending revocation
+            times = followup_rebalance_times(members, {}, deadline)
+            for member in members:
                 tasks = per_thread[member]
-                next_ms = deadline if (deadline is not None and index == 0) else NO_FOLLOWUP
+                next_ms = NO_FOLLOWUP if times[member] == LONG_MAX else times[member]
                 if next_ms != NO_FOLLOWUP:
                     followups.append((member, next_ms))
                 by_topic: dict[str, list[int]] = defaultdict(list)
@@ -174,6 +182,7 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
                     self.version, sorted((t, sorted(p)) for t, p in by_topic.items()), info.encode()
                 )
         self._log(task_partitions, stateful, by_pid, clients, followups)
+        notify_assignment_computed(self._task_assignor, result, subscriptions, AssignmentError.NONE)
         return result
 
     def _log(

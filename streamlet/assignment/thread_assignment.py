@@ -6,9 +6,9 @@ task on the thread that reported the lowest lag for it where the quota allows, a
 TaskId order. Its last loop iterates a `PriorityQueue` in heap-array order, whose initial array comes from
 a `HashSet` for actives; both are emulated so the per-thread result is identical.
 
-`apply_pending_revocations` is the COOPERATIVE rule (a task whose partition another consumer still owns
-is withheld this round). streamlet's aiokafka group runs EAGER, where nothing is owned at assign time and
-the rule is a no-op, but it is needed to reproduce Kafka Streams' per-consumer output.
+streamlet's aiokafka group runs EAGER: nothing is owned at assign time, so Kafka Streams' COOPERATIVE rule
+(a task whose partition another consumer still owns is withheld this round) never applies here; the tests
+carry it (tests/support/cooperative.py) to reproduce Kafka Streams' per-consumer output.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from streamlet.assignment.api import java_string_key
-from streamlet.assignment.client_state import LONG_MAX, ClientState, Partition
+from streamlet.assignment.client_state import LONG_MAX
 from streamlet.assignment.java_collections import JavaPriorityQueue, java_hash_set_order
 from streamlet.errors import TaskAssignmentError
 from streamlet.task_id import TaskId
@@ -64,11 +64,11 @@ def assign_tasks_to_threads(
                 to_fill.append(member)
 
         while to_fill:
-            task = unassigned.poll()
-            if task is None:
+            next_task = unassigned.poll()
+            if next_task is None:
                 raise TaskAssignmentError("ran out of unassigned tasks but some threads were not at capacity")
             member = to_fill.popleft()
-            assignment[member].append(task)
+            assignment[member].append(next_task)
             if len(assignment[member]) + thread_load.get(member, 0) < min_per_thread:
                 to_fill.append(member)
 
@@ -126,55 +126,6 @@ def distribute_tasks_to_threads(
     standbys = assign_tasks_to_threads(sorted(set(standby_tasks)), True, members, prev_tasks_by_lag, thread_load)
     stateless = assign_tasks_to_threads(stateless_actives, False, members, prev_tasks_by_lag, thread_load)
     return {m: ThreadTasks(first[m] + stateless[m], standbys[m]) for m in members}
-
-
-def distribute_client(client: ClientState, consumers: Iterable[str] | None = None) -> dict[str, ThreadTasks]:
-    """`distribute_tasks_to_threads` for a ClientState after assignment (consumers default to its own)."""
-    members = client.consumer_to_previous_stateful_tasks.keys() if consumers is None else consumers
-    return distribute_tasks_to_threads(
-        members, client.active_tasks, client.standby_tasks, client.task_lags, client.prev_tasks_by_lag
-    )
-
-
-@dataclass
-class ConsumerAssignment:
-    """What one consumer is told this round under COOPERATIVE: sorted lists."""
-
-    active: list[TaskId]
-    standby: list[TaskId]
-    pending_revocation: list[TaskId]
-
-
-def apply_pending_revocations(
-    threads: Mapping[str, ThreadTasks],
-    owned_partitions: Mapping[Partition, str],
-    all_owned_partitions: Iterable[Partition],
-    partitions_for_task: Mapping[TaskId, Iterable[Partition]],
-    previous_standby_tasks: Iterable[TaskId],
-    stateful_tasks: Iterable[TaskId] | Mapping[TaskId, object],
-) -> dict[str, ConsumerAssignment]:
-    """Withhold actives whose input partitions another consumer (of any client) still owns.
-
-    `owned_partitions` is this client's partition -> previous owner; `all_owned_partitions` is the union
-    over the whole group. A withheld stateful task the client previously had as a standby is given to the
-    consumer as a standby meanwhile, so its state is not closed.
-    """
-    all_owned = set(all_owned_partitions)
-    prev_standby = set(previous_standby_tasks)
-    stateful = set(stateful_tasks)
-    result: dict[str, ConsumerAssignment] = {}
-    for member in sorted_member_ids(threads):
-        kept: list[TaskId] = []
-        withheld: set[TaskId] = set()
-        for task in threads[member].active:
-            if any(owned_partitions.get(p) != member and p in all_owned for p in partitions_for_task.get(task, ())):
-                withheld.add(task)
-            else:
-                kept.append(task)
-        standby = set(threads[member].standby)
-        standby.update(t for t in withheld if t in prev_standby and t in stateful)
-        result[member] = ConsumerAssignment(sorted(kept), sorted(standby), sorted(withheld))
-    return result
 
 
 def followup_rebalance_times(

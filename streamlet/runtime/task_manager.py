@@ -21,13 +21,14 @@ import asyncio
 import logging
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from aiokafka.errors import CommitFailedError, IllegalStateError
 from aiokafka.structs import ConsumerRecord, OffsetAndMetadata, TopicPartition
 
 from streamlet.assignment.protocol import AssignmentInfo, AssignorErrorCode
-from streamlet.errors import StateStoreError, StreamletError
+from streamlet.errors import StateStoreCorruptedError, StateStoreError, StreamletError
 from streamlet.runtime.changelog_reader import ChangelogReader
 from streamlet.runtime.clients import MainConsumer
 from streamlet.runtime.record_collector import RecordCollector
@@ -44,6 +45,27 @@ log = logging.getLogger("streamlet.thread")
 
 # Kafka Streams writes a checkpoint on commit only once this many changelog records accumulated.
 CHECKPOINT_OFFSET_DELTA = 10_000
+
+
+# A store still corrupt after this many wipes is not a corrupt file but a broken disk or a bug: stop.
+MAX_WIPES = 3
+
+
+@dataclass
+class _Retry:
+    """Exponential backoff for a task whose store cannot be opened yet (0.1 s doubling to 10 s)."""
+
+    attempts: int = 0
+    next_attempt: float = 0.0
+
+    def failed(self, now: float) -> _Retry:
+        self.attempts += 1
+        self.next_attempt = now + min(10.0, 0.1 * 2 ** (self.attempts - 1))
+        return self
+
+    def should_log(self) -> bool:
+        """The first failure, then every power of two: a few lines a minute at most."""
+        return self.attempts & (self.attempts - 1) == 0
 
 
 class TaskMigratedError(StreamletError):
@@ -72,6 +94,8 @@ class TaskManager:
         self.active: dict[TaskId, StreamTask] = {}
         self.standby: dict[TaskId, StandbyTask] = {}
         self._pending: dict[TaskId, bool] = {}  # assigned but not open yet (directory locked): task -> is_active
+        self._retries: dict[TaskId, _Retry] = {}  # pending tasks whose store could not be opened
+        self._wipes: dict[TaskId, int] = {}
         self._was_running: set[TaskId] = set()  # suspended by the last revocation: reported as running
         self._by_partition: dict[TopicPartition, StreamTask] = {}
         self.last_commit = time.monotonic()
@@ -128,6 +152,7 @@ class TaskManager:
             if task_id not in new_standby:
                 self._close_standby(standby, clean=True)
         self._pending = {t: a for t, a in self._pending.items() if t in new_active | new_standby}
+        self._retries = {t: r for t, r in self._retries.items() if t in self._pending}
         for task_id in sorted(new_active):
             kept = self.active.get(task_id)
             if kept is None:
@@ -177,9 +202,18 @@ class TaskManager:
         self._was_running = set()
 
     def open_pending(self) -> None:
-        """Open assigned tasks whose directory another thread of this client held (it releases it on close)."""
+        """Open assigned tasks whose directory or store was not available yet.
+
+        Another thread of this client may still hold the task directory (it releases it on close), or a store
+        instance may still hold RocksDB's lock: both are retried, the store lock with exponential backoff and
+        a bounded log rate. A corrupt store is wiped, with one WARNING, and restored from its changelog.
+        """
         opened = False
+        now = time.monotonic()
         for task_id, is_active in list(self._pending.items()):
+            retry = self._retries.get(task_id)
+            if retry is not None and now < retry.next_attempt:
+                continue
             if not self._state_directory.lock_task(task_id, self.name):
                 continue
             try:
@@ -187,20 +221,34 @@ class TaskManager:
                     self.active[task_id] = self._creator.create_active(task_id, self._resources)
                 else:
                     self.standby[task_id] = self._creator.create_standby(task_id)
-            except StateStoreError as exc:
+            except StateStoreCorruptedError as exc:
+                wipes = self._wipes.get(task_id, 0) + 1
+                if wipes > MAX_WIPES:
+                    self._state_directory.unlock_task(task_id, self.name)
+                    raise StateStoreError(
+                        f"task {task_id}: its state is still unreadable after {MAX_WIPES} wipes: {exc}"
+                    ) from exc
+                self._wipes[task_id] = wipes
+                log.warning("task %s: wiping its local state, which restores from the changelog: %s", task_id, exc)
+                self._creator.wipe_local_state(task_id)  # under the directory lock
                 self._state_directory.unlock_task(task_id, self.name)
-                if "lock" not in str(exc).lower():
-                    log.error(
-                        "task %s: wiping its local state after an unreadable store (it restores from the "
-                        "changelog): %s",
+                continue
+            except StateStoreError as exc:  # locked, or an I/O error that may pass
+                self._state_directory.unlock_task(task_id, self.name)
+                retry = self._retries[task_id] = (retry or _Retry()).failed(now)
+                if retry.should_log():
+                    log.warning(
+                        "stream-thread [%s] cannot open task %s yet (attempt %d, next in %.1f s): %s",
+                        self.name,
                         task_id,
+                        retry.attempts,
+                        retry.next_attempt - now,
                         exc,
                     )
-                    self._creator.wipe_local_state(task_id)
-                # e.g. RocksDB still locked by a closing instance; a corrupt store was wiped: retry next loop
-                log.warning("stream-thread [%s] cannot open task %s yet (%s); retrying", self.name, task_id, exc)
                 continue
             del self._pending[task_id]
+            self._retries.pop(task_id, None)
+            self._wipes.pop(task_id, None)
             opened = True
         if opened:
             self._reindex()

@@ -242,8 +242,8 @@ def _create(
 
     existing = SparkSession.getActiveSession()
     if existing is not None:  # made by the caller, not here: use it as it is
-        conf = existing.sparkContext.getConf()
-        has_kafka = "spark-sql-kafka" in conf.get("spark.jars", "") + conf.get("spark.jars.packages", "")
+        active_conf = existing.sparkContext.getConf()
+        has_kafka = "spark-sql-kafka" in active_conf.get("spark.jars", "") + active_conf.get("spark.jars.packages", "")
         if kafka and not has_kafka:
             raise SparkSetupError(
                 "a SparkSession without Spark's Kafka connector is already active in this process; stop it, or "

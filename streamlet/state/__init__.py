@@ -1,7 +1,7 @@
 """Local state: task directories, checkpoints, RocksDB/in-memory stores with caching and change-logging.
 
 Everything here is local (no Kafka I/O): changelog records leave through a sink callable the runtime wires
-to its producer, and come back through `ProcessorStateManager.restore_batch`.
+to its producer, and come back through `ProcessorStateManager.restore_records`.
 """
 
 from streamlet.state.caching_store import CachingKeyValueStore, FlushListener
@@ -16,7 +16,7 @@ from streamlet.state.offset_sums import (
 from streamlet.state.record_cache import RecordCache
 from streamlet.state.rocksdb_store import RocksDBStore
 from streamlet.state.state_directory import StateDirectory
-from streamlet.state.state_manager import ProcessorStateManager, RestoreRecord
+from streamlet.state.state_manager import ChangelogRecord, ProcessorStateManager
 from streamlet.state.store import InMemoryKeyValueStore, KeyValueStore
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "OFFSET_UNKNOWN",
     "CachingKeyValueStore",
     "ChangeLoggingKeyValueStore",
+    "ChangelogRecord",
     "ChangelogSink",
     "FlushListener",
     "InMemoryKeyValueStore",
@@ -32,7 +33,6 @@ __all__ = [
     "OffsetCheckpoint",
     "ProcessorStateManager",
     "RecordCache",
-    "RestoreRecord",
     "RocksDBStore",
     "StateDirectory",
     "lock_non_empty_task_dirs",

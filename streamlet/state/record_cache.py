@@ -131,8 +131,8 @@ class NamedCache:
         self._dirty = {}  # before the callback: it may re-enter and dirty entries again
         self._on_flush(batch)
         for key in tombstones:
-            entry = self._entries.get(key)
-            if entry is not None and entry.value is None and not entry.dirty:
+            cached = self._entries.get(key)
+            if cached is not None and cached.value is None and not cached.dirty:
                 self.remove(key)
 
     def range(self, from_key: bytes | None, to_key: bytes | None) -> list[tuple[bytes, CacheEntry]]:

@@ -20,6 +20,7 @@ Design choices and the rocksdict behaviours behind them:
 
 from __future__ import annotations
 
+import enum
 import gc
 import logging
 import os
@@ -30,7 +31,7 @@ from typing import Any, TypeVar
 
 from rocksdict import DbClosedError, Options, Rdict, ReadOptions, WriteBatch, WriteOptions
 
-from streamlet.errors import StateStoreError
+from streamlet.errors import StateStoreCorruptedError, StateStoreError, StateStoreLockedError
 from streamlet.state.store import Entry, KeyValue, check_key, check_value, empty_range
 
 log = logging.getLogger(__name__)
@@ -64,7 +65,7 @@ class RocksDBStore:
         self.path = Path(path)
         self._iteration_chunk = iteration_chunk
         self._write_opts = WriteOptions()
-        self._write_opts.disable_wal = True
+        self._write_opts.disable_wal = True  # type: ignore[method-assign,assignment]  # rocksdict's stub is wrong
         self._write_opts.sync = False
         self._db: Rdict | None = None
         self._open()
@@ -79,12 +80,18 @@ class RocksDBStore:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = _retry_after_gc(lambda: Rdict(str(self.path), _options()))
         except Exception as exc:  # rocksdict raises plain Exception for RocksDB status errors
-            raise StateStoreError(
-                f"cannot open RocksDB store {self._name!r} at {self.path}: {exc}. "
-                "If the store is corrupt, wipe it (delete that directory and the task's .checkpoint) "
-                "and it is restored from its changelog; if it is locked, another store instance or process "
-                "has it open: close that first."
-            ) from exc
+            status = rocksdb_status(exc)
+            where = f"RocksDB store {self._name!r} at {self.path}"
+            if status in (RocksDBStatus.LOCKED_IN_PROCESS, RocksDBStatus.LOCKED):
+                raise StateStoreLockedError(
+                    f"{where} is locked by another store instance or process ({exc}); retry once it is closed"
+                ) from exc
+            if status is RocksDBStatus.CORRUPTED:
+                raise StateStoreCorruptedError(
+                    f"{where} is unreadable ({exc}); wipe it (the directory and the task's .checkpoint) and it "
+                    "is restored from its changelog"
+                ) from exc
+            raise StateStoreError(f"cannot open {where}: {exc}") from exc
         self._db.set_write_options(self._write_opts)
 
     @property
@@ -266,7 +273,42 @@ def _retry_after_gc(call: Callable[[], _T]) -> _T:
     try:
         return call()
     except Exception as exc:
-        if "lock hold by current process" not in str(exc):
+        if rocksdb_status(exc) is not RocksDBStatus.LOCKED_IN_PROCESS:
             raise
         gc.collect()
         return call()
+
+
+class RocksDBStatus(enum.Enum):
+    """What went wrong, as far as the callers of RocksDB need to know."""
+
+    LOCKED_IN_PROCESS = "locked by a store instance of this process"
+    LOCKED = "locked by another process"
+    CORRUPTED = "corrupt or missing files"
+    OTHER = "other"
+
+
+# RocksDB `Status::ToString()` prefixes: the status code and subcode ("IO error: No such file or directory"),
+# then, for a lock, the message of the `LockFile` call that failed.
+_STATUS_PREFIXES = (
+    ("IO error: lock hold by current process", RocksDBStatus.LOCKED_IN_PROCESS),
+    ("IO error: While lock file:", RocksDBStatus.LOCKED),
+    ("Corruption:", RocksDBStatus.CORRUPTED),
+    ("IO error: No such file or directory", RocksDBStatus.CORRUPTED),
+)
+
+
+def rocksdb_status(exc: BaseException) -> RocksDBStatus:
+    """Classify an exception rocksdict raised by the RocksDB status at the start of its message.
+
+    rocksdict turns every RocksDB error into a plain `Exception` whose message is `Status::ToString()`: no
+    type, code or subcode survives except as the message's prefix ("Corruption: ...", "IO error: ...").
+    Only that prefix is read, never words further in: a corruption message can name a "block" or a path
+    that contains "lock". The lock prefixes are the two messages of RocksDB's POSIX `LockFile`: the LOCK is
+    held by this process (an instance not yet released) or by another one (flock failed).
+    """
+    message = str(exc)
+    for prefix, status in _STATUS_PREFIXES:
+        if message.startswith(prefix):
+            return status
+    return RocksDBStatus.OTHER

@@ -34,7 +34,7 @@ import threading
 import uuid
 from pathlib import Path
 
-from streamlet.errors import StateStoreError
+from streamlet.errors import StateStoreError, StateStoreLockedError
 from streamlet.state.checkpoint import CHECKPOINT_FILE_NAME
 from streamlet.task_id import TaskId
 
@@ -98,7 +98,7 @@ class StateDirectory:
         except OSError as exc:
             os.close(fd)
             if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                raise StateStoreError(
+                raise StateStoreLockedError(
                     f"state directory {self.app_dir} is locked by another streamlet/Kafka Streams client "
                     f"(lock file {path}); each client needs its own state_dir, or stop the other client"
                 ) from exc

@@ -8,7 +8,7 @@ Lifecycle the runtime follows (active or standby task, one stream thread):
    the thread's RecordCache and a sink that produces to the store's changelog partition; standbys pass
    neither. Registration wipes a logged persistent store that has data on disk but no checkpoint entry.
 3. Restore: seek a changelog consumer to `changelog_offsets()[tp]`, read up to the end offset, and feed
-   bounded chunks to `restore_batch(tp, records)` (standbys do this continuously).
+   bounded chunks to `restore_records(tp, records)` (standbys do this continuously).
 4. Commit (in this order): `flush()` -> wait for the producer to ack the changelog records ->
    `update_changelog_offsets({tp: offset of the last acked record})` -> commit input offsets ->
    `checkpoint()`. Standbys: `flush()` then `checkpoint()`.
@@ -43,10 +43,8 @@ from streamlet.task_id import TaskId
 
 log = logging.getLogger(__name__)
 
+
 #: One changelog record to restore: (offset, key, value); value None is a delete.
-RestoreRecord = tuple[int, bytes, bytes | None]
-
-
 class ChangelogRecord(Protocol):
     """A consumed changelog record (aiokafka's ConsumerRecord has these attributes)."""
 
@@ -139,7 +137,7 @@ class ProcessorStateManager:
 
         * `persistent`: RocksDB under `store_dir(name)`, else an in-memory store (ignored with `store`).
         * `changelog_sink`: wrap in a ChangeLoggingKeyValueStore (active tasks; the store must have a
-          changelog partition). Standbys pass None: they only write through `restore_batch`.
+          changelog partition). Standbys pass None: they only write through `restore_records`.
         * `cache`: wrap in a CachingKeyValueStore using the thread's RecordCache (namespace
           `"<task>-<store>"`); call `set_flush_listener` on the returned store to forward flushed updates.
 
@@ -232,28 +230,12 @@ class ProcessorStateManager:
 
     # ------------------------------------------------------------------ restore
 
-    def restore_batch(self, tp: TopicPartition, records: Sequence[RestoreRecord]) -> int:
-        """Apply changelog records to the store of `tp`, bypassing cache and logging; returns records applied.
-
-        Each chunk of at most `restore_chunk_records` records is one write batch (atomic, and a bounded
-        call into RocksDB); the restored offset advances to the chunk's last record after the write.
-        """
-        meta = self._restore_target(tp)
-        step = self._restore_chunk_records
-        applied = 0
-        for start in range(0, len(records), step):
-            chunk = records[start : start + step]
-            entries = [(key, value) for _offset, key, value in chunk if key is not None]
-            meta.inner.put_all(entries)
-            self._invalidate_cached(meta, (key for key, _ in entries))
-            self._offsets[tp] = chunk[-1][0]
-            applied += len(chunk)
-        return applied
-
     def restore_records(self, tp: TopicPartition, records: Sequence[ChangelogRecord]) -> int:
-        """`restore_batch` for records as the consumer returns them (`.offset`, `.key`, `.value`).
+        """Apply changelog records as the consumer returns them (`.offset`, `.key`, `.value`); returns how many.
 
-        The restore hot path: no per-record tuples, and a RocksDB store writes them into its batch directly
+        Bypasses cache and logging. Each chunk of at most `restore_chunk_records` records is one write batch
+        (atomic, and a bounded call into RocksDB); the restored offset advances to the chunk's last record
+        after the write. No per-record tuples: a RocksDB store writes them into its batch directly
         (`apply_changelog_records`), since Kafka only ever hands out bytes or None.
         """
         meta = self._restore_target(tp)

@@ -10,7 +10,7 @@ than the sources), and :class:`Oracle` keeps one JVM running that answers contra
 A case the Java side rejects comes back as ``{"error": "..."}`` (``run`` does not raise for it).
 
 ``research_case_to_contract`` turns the cases of
-``shared/design/research/kafka-streams-assignor-cases.json`` into contract cases.
+``tests/fixtures/assignment/kafka-streams-assignor-cases.json`` into contract cases.
 """
 
 from __future__ import annotations

@@ -111,3 +111,18 @@ def test_app_cleanup_wipes_task_dirs_but_keeps_the_process_id(tmp_path) -> None:
     app.cleanup(state_dir=str(tmp_path))
     assert not (app_dir / "1_0").exists()
     assert "7156cef1" in (app_dir / "kafka-streams-process-metadata").read_text()
+
+
+def test_map_values_serde_writes_the_repartition_topic() -> None:
+    app = App("agents-test")
+
+    @app.agent(app.topic("lines", value_serde="str"))
+    async def lengths(stream):
+        async for _ in stream.map_values(lambda line: {"n": len(line)}, value_serde="json").group_by(
+            lambda v: str(v["n"]), name="lens"
+        ):
+            pass
+
+    ctx = FakeContext(TaskId(0, 0), application_id="agents-test")
+    graph_of(app.topology(), TaskId(0, 0), ctx).process("lines", 0, 0, 0, None, b"abc")
+    assert [(s.topic, s.key, s.value) for s in ctx.sent] == [("agents-test-lens-repartition", b"3", b'{"n":3}')]

@@ -8,10 +8,10 @@ import asyncio
 import io
 import struct
 import zlib
-from pathlib import Path
 
 import pytest
 
+from tests.support.fixtures import TEXT_DIR
 from tests.support.kafka import KafkaTestCluster
 from tests.unit.spark.reference import java_wordcount
 
@@ -29,14 +29,12 @@ from streamlet.spark.wordcount import (  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
-TEXT = Path("/usr/share/common-licenses/Apache-2.0")
+TEXT = TEXT_DIR / "Apache-2.0.txt"
 SEED_LINE = "a b c d e f g h i j k l m n o p q r s t u v w x y z"
 OUTPUT_PARTITIONS = 2
 
 
 def text_lines() -> list[str]:
-    if not TEXT.is_file():
-        pytest.skip(f"{TEXT} not found")
     return TEXT.read_text(encoding="utf-8").splitlines() + [SEED_LINE]
 
 

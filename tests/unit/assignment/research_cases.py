@@ -1,8 +1,8 @@
 """Load the Java-computed reference cases and run them through streamlet's assignment pipeline.
 
-`data/kafka-streams-assignor-cases.json` is a verbatim copy of
-/work/shared/design/research/kafka-streams-assignor-cases.json: every expected value in it is the output of
-Kafka Streams' own Java classes. Nothing here computes an expectation; it only feeds inputs in.
+`tests/fixtures/assignment/kafka-streams-assignor-cases.json` is a verbatim copy of the design notes'
+research/kafka-streams-assignor-cases.json: every expected value in it is the output of Kafka Streams' own
+Java classes. Nothing here computes an expectation; it only feeds inputs in.
 
 Conventions of that file: task "a_b" has exactly one input partition ("src-a", b), so owned partitions are
 given as task ids; "Long.MAX_VALUE" stands for 2**63-1.
@@ -14,16 +14,16 @@ import json
 import uuid
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 from streamlet.assignment.api import AssignmentConfigs
 from streamlet.assignment.client_state import LONG_MAX, ClientState, Partition
 from streamlet.assignment.high_availability import assign_clients
-from streamlet.assignment.thread_assignment import ConsumerAssignment, apply_pending_revocations, distribute_client
 from streamlet.task_id import TaskId
+from tests.support.cooperative import ConsumerAssignment, apply_pending_revocations, distribute_client
+from tests.support.fixtures import ASSIGNMENT_CASES
 
-DATA = Path(__file__).parent / "data"
+DATA = ASSIGNMENT_CASES
 
 
 @cache

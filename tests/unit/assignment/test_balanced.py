@@ -15,7 +15,6 @@ import copy
 import json
 import struct
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,8 +25,9 @@ from streamlet.assignment.registry import resolve_task_assignor
 from streamlet.assignment.simulation import build_application_state, simulate
 from streamlet.errors import TaskAssignmentError
 from streamlet.task_id import TaskId
+from tests.support.fixtures import ASSIGNMENT_CASES
 
-DATA = Path(__file__).parent / "data"
+DATA = ASSIGNMENT_CASES
 ROUND1 = "seed000-round1-third-client-joins"
 ROUND2 = "seed000-round2-after-first-probing"
 ROUND3 = "seed000-round3-converged"

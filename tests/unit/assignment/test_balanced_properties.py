@@ -1,4 +1,4 @@
-"""BalancedTaskAssignor on generated group snapshots (`case_strategies.contract_cases`).
+"""BalancedTaskAssignor on generated group snapshots (`tests.support.case_strategies.contract_cases`).
 
 Every property is checked from the case itself (lags, Java order and quotas recomputed here), not from
 the assignor's internals:
@@ -24,7 +24,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 
 from streamlet.assignment.simulation import simulate
-from tests.unit.assignment.case_strategies import contract_cases
+from tests.support.case_strategies import contract_cases
 from tests.unit.assignment.test_balanced import caught_up, lag, next_round, prev_owners
 
 _GENERATED = settings(

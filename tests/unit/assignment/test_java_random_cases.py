@@ -16,8 +16,8 @@ import pytest
 from streamlet.assignment.api import AssignmentConfigs
 from streamlet.assignment.client_state import ClientState
 from streamlet.assignment.high_availability import assign_clients
-from streamlet.assignment.thread_assignment import distribute_client
 from streamlet.task_id import TaskId
+from tests.support.cooperative import distribute_client
 from tests.unit.assignment.research_cases import DATA
 
 CASES = json.loads((DATA / "java-hata-random-cases.json").read_text())["cases"]

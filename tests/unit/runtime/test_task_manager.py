@@ -10,6 +10,7 @@ import pytest
 
 from streamlet.runtime.task_state import TaskState
 from streamlet.state.checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
+from streamlet.state.rocksdb_store import RocksDBStore
 from streamlet.state.state_manager import ProcessorStateManager
 from tests.unit.runtime._fakes import FakeKafka, commit_failed
 from tests.unit.runtime._harness import CHANGELOG, CHANGELOG0, IN0, OUTPUT, T0, Harness, int64, latest, new_kafka
@@ -198,3 +199,54 @@ async def test_a_task_moved_away_is_closed_clean(harness: Harness, kafka: FakeKa
     assert harness.tasks.active == {} and harness.state_directory.task_owner(T0) is None
     assert latest(kafka, CHANGELOG) == {"a": 1}
     assert kafka.events[-1] == "checkpoint 0_0"  # written again on the clean close
+
+
+async def test_a_corrupt_store_is_wiped_once_and_restored_from_its_changelog(
+    kafka: FakeKafka, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    h = Harness(kafka, tmp_path)
+    try:
+        await running(h)
+        words(kafka, "a", "a", "b")
+        await h.poll_and_process()
+        await h.tasks.shutdown(clean=True)
+    finally:
+        h.close()
+    store_dir = tmp_path / "app" / "0_0" / "rocksdb" / "counts"
+    sst = max(store_dir.glob("*.sst"), key=lambda p: p.stat().st_size)
+    sst.write_bytes(sst.read_bytes()[:20])
+
+    h = Harness(kafka, tmp_path)
+    try:
+        h.assign(T0)  # the first open finds the corruption and wipes
+        assert T0 not in h.tasks.active
+        h.tasks.open_pending()
+        await h.tasks.restore(timeout_ms=0)
+        assert h.tasks.active[T0].state is TaskState.RUNNING
+        words(kafka, "a")
+        await h.poll_and_process()
+        await h.tasks.commit()
+        assert latest(kafka, CHANGELOG) == {"a": 3, "b": 1}  # restored 2, plus one
+    finally:
+        h.close()
+    wipes = [r for r in caplog.records if "wiping its local state" in r.getMessage()]
+    assert len(wipes) == 1 and "task 0_0" in wipes[0].getMessage()
+
+
+async def test_a_locked_store_is_retried_with_backoff(
+    harness: Harness, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    holder = RocksDBStore("counts", tmp_path / "app" / "0_0" / "rocksdb" / "counts")  # e.g. a closing instance
+    clock = [1000.0]
+    monkeypatch.setattr("streamlet.runtime.task_manager.time.monotonic", lambda: clock[0])
+    harness.assign(T0)
+    harness.tasks.open_pending()
+    harness.tasks.open_pending()  # within the backoff: not tried again
+    assert T0 not in harness.tasks.active and harness.tasks._retries[T0].attempts == 1
+    clock[0] += 0.2
+    harness.tasks.open_pending()
+    assert harness.tasks._retries[T0].attempts == 2
+    holder.close()
+    clock[0] += 0.5
+    harness.tasks.open_pending()
+    assert T0 in harness.tasks.active and not harness.tasks.has_pending()

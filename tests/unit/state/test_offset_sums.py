@@ -18,6 +18,7 @@ from streamlet.state.offset_sums import (
 from streamlet.state.state_directory import StateDirectory
 from streamlet.state.state_manager import ProcessorStateManager
 from streamlet.task_id import TaskId
+from tests.support.changelog import restore
 
 T = TaskId(0, 0)
 
@@ -61,10 +62,10 @@ def test_task_offset_sums(sd: StateDirectory) -> None:
     psm_restoring = ProcessorStateManager(restoring, sd.task_dir(restoring), {"s": tp(1), "t": tp(1, "other")})
     psm_restoring.register_store("s")
     psm_restoring.register_store("t")
-    psm_restoring.restore_batch(tp(1), [(9, b"k", b"v")])
+    restore(psm_restoring, tp(1), [(9, b"k", b"v")])
     psm_standby = ProcessorStateManager(standby, sd.task_dir(standby), {"s": tp(2)})
     psm_standby.register_store("s")
-    psm_standby.restore_batch(tp(2), [(4, b"k", b"v"), (6, b"k", b"v2")])
+    restore(psm_standby, tp(2), [(4, b"k", b"v"), (6, b"k", b"v2")])
     for task in (running, restoring, standby):
         sd.lock_task(task, "thread-1")
     _dir_with_state(sd, running, {tp(0): 100})

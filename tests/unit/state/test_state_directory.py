@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from streamlet.errors import StateStoreError
+from streamlet.errors import StateStoreError, StateStoreLockedError
 from streamlet.state.state_directory import LOCK_FILE_NAME, PROCESS_FILE_NAME, StateDirectory
 from streamlet.task_id import TaskId
 
@@ -73,7 +73,7 @@ def test_without_persistent_stores_process_id_is_random_and_nothing_is_written(t
 
 
 def test_second_instance_in_same_process_is_refused(tmp_path: Path, state_dir: StateDirectory) -> None:
-    with pytest.raises(StateStoreError, match="locked by another"):
+    with pytest.raises(StateStoreLockedError, match="locked by another"):
         StateDirectory(tmp_path, APP)
 
 
@@ -92,7 +92,7 @@ def test_second_process_holding_the_lock_is_refused(tmp_path: Path) -> None:
     )
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "locked"
-        with pytest.raises(StateStoreError) as info:
+        with pytest.raises(StateStoreLockedError) as info:
             StateDirectory(tmp_path, APP)
         assert str(tmp_path / APP) in str(info.value)
         assert "another" in str(info.value)

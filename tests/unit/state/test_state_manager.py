@@ -14,6 +14,7 @@ from streamlet.state.rocksdb_store import RocksDBStore
 from streamlet.state.state_manager import ProcessorStateManager
 from streamlet.state.store import Entry
 from streamlet.task_id import TaskId
+from tests.support.changelog import restore
 
 TASK = TaskId(1, 3)
 TP = TopicPartition("app-counts-changelog", 3)
@@ -54,18 +55,18 @@ def test_restore_in_bounded_chunks(tmp_path: Path) -> None:
     psm = new_psm(tmp_path, restore_chunk_records=10)
     batches: list[int] = []
     inner = RocksDBStore("counts", psm.store_dir("counts"))
-    original = inner.put_all
+    original = inner.apply_changelog_records
 
-    def spy(entries):  # type: ignore[no-untyped-def]
-        entries = list(entries)
-        batches.append(len(entries))
-        original(entries)
+    def spy(records):  # type: ignore[no-untyped-def]
+        records = list(records)
+        batches.append(len(records))
+        original(records)
 
-    inner.put_all = spy  # type: ignore[method-assign]
+    inner.apply_changelog_records = spy  # type: ignore[method-assign]
     store = psm.register_store("counts", store=inner, cache=RecordCache(1000), changelog_sink=lambda k, v: None)
     records = [(100 + 2 * i, b"k%02d" % i, b"v%d" % i) for i in range(25)]  # offsets with gaps
     records.append((200, b"k00", None))  # a tombstone
-    assert psm.restore_batch(TP, records) == 26
+    assert restore(psm, TP, records) == 26
     assert batches == [10, 10, 6]
     assert psm.current_offsets()[TP] == 200
     assert psm.changelog_offsets()[TP] == 201
@@ -78,9 +79,9 @@ def test_restore_in_bounded_chunks(tmp_path: Path) -> None:
 def test_restore_errors(tmp_path: Path) -> None:
     psm = new_psm(tmp_path)
     with pytest.raises(StateStoreError, match="registered before restoring"):
-        psm.restore_batch(TP, [(0, b"a", b"1")])
+        restore(psm, TP, [(0, b"a", b"1")])
     with pytest.raises(ValueError, match="not a changelog partition"):
-        psm.restore_batch(TopicPartition("other", 3), [])
+        restore(psm, TopicPartition("other", 3), [])
     psm.close(clean=False)
 
 
@@ -89,7 +90,7 @@ def test_restore_invalidates_cached_values(tmp_path: Path) -> None:
     store = psm.register_store("counts", cache=RecordCache(1000), changelog_sink=lambda k, v: None)
     store.put(b"a", b"stale")
     psm.flush()
-    psm.restore_batch(TP, [(5, b"a", b"restored")])
+    restore(psm, TP, [(5, b"a", b"restored")])
     assert store.get(b"a") == b"restored"
     psm.close(clean=False)
 
@@ -210,7 +211,7 @@ def test_in_memory_store_restores_from_scratch_even_with_a_checkpoint_entry(tmp_
     psm = new_psm(tmp_path)
     psm.register_store("mem", persistent=False)
     assert psm.changelog_offsets()[TP2] == 0
-    psm.restore_batch(TP2, [(0, b"a", b"1")])
+    restore(psm, TP2, [(0, b"a", b"1")])
     assert psm.store("mem").get(b"a") == b"1"
     assert psm.changelog_offsets()[TP2] == 1
     psm.close(clean=False)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from streamlet.errors import StateStoreError
+from streamlet.errors import StateStoreCorruptedError, StateStoreError, StateStoreLockedError
 from streamlet.state.rocksdb_store import RocksDBStore
 from streamlet.state.store import InMemoryKeyValueStore, KeyValueStore
 
@@ -144,12 +144,12 @@ def test_rocksdb_write_batch_is_one_batch(tmp_path: Path) -> None:
     s.close()
 
 
-def test_rocksdb_second_open_of_same_path_fails_with_recovery_hint(tmp_path: Path) -> None:
+def test_rocksdb_second_open_of_same_path_is_locked(tmp_path: Path) -> None:
     s = RocksDBStore("s", tmp_path / "db")
-    with pytest.raises(StateStoreError) as info:
+    with pytest.raises(StateStoreLockedError) as info:
         RocksDBStore("s", tmp_path / "db")
     assert str(tmp_path / "db") in str(info.value)
-    assert "wipe" in str(info.value) and "changelog" in str(info.value)
+    assert "retry" in str(info.value)
     s.close()
 
 
@@ -158,7 +158,7 @@ def test_rocksdb_corrupt_store_fails_with_recovery_hint(tmp_path: Path) -> None:
     s.put(b"a", b"1")
     s.close()
     (tmp_path / "db" / "CURRENT").write_text("garbage\n")
-    with pytest.raises(StateStoreError, match="restored from its changelog"):
+    with pytest.raises(StateStoreCorruptedError, match="restored from its changelog"):
         RocksDBStore("s", tmp_path / "db")
 
 

@@ -5,9 +5,10 @@ The oracle (``oracle/``, driven by ``tests.support.oracle``) runs the real
 per test session. These tests
 
 1. validate the oracle itself against the exact Java outputs recorded in
-   ``shared/design/research/kafka-streams-assignor-cases.json`` (client level);
+   ``tests/fixtures/assignment/kafka-streams-assignor-cases.json`` (client level);
 2. compare ``streamlet.assignment.simulation.simulate(case, "high_availability")`` with the oracle on
-   the contract cases of ``shared/design/cases/``, on the research cases, and on 500 generated cases.
+   the contract cases ``tests/fixtures/assignment/seed000-*.json``, on the research cases, and on 500
+   generated cases.
 
 Needs ``java`` and ``mvn`` (CI has them): missing tools make these tests fail, not skip.
 On a mismatch the case is printed as one JSON line; replay it with
@@ -17,7 +18,6 @@ On a mismatch the case is printed as one JSON line; replay it with
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,9 +26,10 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from tests.support.case_strategies import contract_cases
+from tests.support.fixtures import ASSIGNMENT_CASES
 from tests.support.oracle import (
     LONG_MAX,
-    REPO_ROOT,
     Oracle,
     OracleError,
     build_oracle,
@@ -36,34 +37,13 @@ from tests.support.oracle import (
     research_case_to_contract,
     research_expected_to_contract,
 )
-from tests.unit.assignment.case_strategies import contract_cases
 
 pytestmark = pytest.mark.oracle
 
 
-def _shared_design_dir() -> Path | None:
-    candidates = [os.environ.get("STREAMLET_SHARED_DIR"), str(REPO_ROOT.parent / "shared")]
-    for c in candidates:
-        if c and (Path(c) / "design").is_dir():
-            return Path(c) / "design"
-    return None
-
-
-DESIGN = _shared_design_dir()
-RESEARCH_JSON = DESIGN / "research" / "kafka-streams-assignor-cases.json" if DESIGN else None
-CASES_DIR = DESIGN / "cases" if DESIGN else None
-
-
-def _load_research() -> dict[str, Any]:
-    if RESEARCH_JSON is None or not RESEARCH_JSON.is_file():
-        return {}
-    return json.loads(RESEARCH_JSON.read_text())
-
-
-RESEARCH = _load_research()
-RESEARCH_CASES: list[dict[str, Any]] = RESEARCH.get("assignor_cases", [])
-CONTRACT_CASE_FILES = sorted(CASES_DIR.glob("*.json")) if CASES_DIR and CASES_DIR.is_dir() else []
-_NO_SHARED = "shared/design (research cases) not found next to the repo; set STREAMLET_SHARED_DIR"
+RESEARCH: dict[str, Any] = json.loads((ASSIGNMENT_CASES / "kafka-streams-assignor-cases.json").read_text())
+RESEARCH_CASES: list[dict[str, Any]] = RESEARCH["assignor_cases"]
+CONTRACT_CASE_FILES = sorted(ASSIGNMENT_CASES.glob("seed000-*.json"))
 
 
 @pytest.fixture(scope="session")
@@ -125,8 +105,6 @@ def test_oracle_reproduces_research_case(oracle: Oracle, case: dict[str, Any]) -
 
 
 def test_research_cases_present() -> None:
-    if not RESEARCH_CASES:
-        pytest.skip(_NO_SHARED)
     assert len(RESEARCH_CASES) == 24
 
 
@@ -140,7 +118,7 @@ _TM_REASON = (
     "name",
     [
         pytest.param(c["name"], marks=pytest.mark.skip(reason=_TM_REASON))
-        for c in RESEARCH.get("hand_transcribed_TaskMovementTest_cases", [])
+        for c in RESEARCH["hand_transcribed_TaskMovementTest_cases"]
     ],
 )
 def test_task_movement_unit_cases_not_expressible(name: str) -> None:  # pragma: no cover
@@ -153,9 +131,7 @@ def _convergence_cases() -> list[tuple[dict[str, Any], dict[str, Any]]]:
     Round 1's input is the documented setup; round k+1's follows the documented round model from
     round k's expected assignment (actives report -2, standbys/warmups report the end offset).
     """
-    conv = RESEARCH.get("convergence")
-    if not conv:
-        return []
+    conv = RESEARCH["convergence"]
     tasks = [f"{s}_{p}" for s in (0, 1) for p in range(6)]
     end = 1_000_000
     pid = [f"00000000-0000-0000-0000-00000000000{n}" for n in (1, 2, 3, 4)]
@@ -271,9 +247,7 @@ def test_streamlet_matches_oracle_on_design_case(oracle: Oracle, path: Path) -> 
 
 
 def test_design_cases_present() -> None:
-    if not CONTRACT_CASE_FILES:
-        pytest.skip(_NO_SHARED)
-    assert len(CONTRACT_CASE_FILES) >= 3
+    assert len(CONTRACT_CASE_FILES) == 3
 
 
 @pytest.mark.parametrize("case", RESEARCH_CASES, ids=[c["name"].split(" ")[0] for c in RESEARCH_CASES])

@@ -1,0 +1,1 @@
+"""Differential tests against Kafka Streams itself (Java and Maven): the `oracle` tier."""

@@ -1,0 +1,107 @@
+"""The leader's StreamsPartitionAssignor on fake topology, cluster and host (no broker)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment, ConsumerProtocolMemberMetadata
+from aiokafka.structs import TopicPartition
+
+from streamlet.assignment.api import (
+    ApplicationState,
+    AssignedTask,
+    AssignmentConfigs,
+    AssignmentError,
+    KafkaStreamsAssignment,
+    TaskAssignment,
+    TaskType,
+)
+from streamlet.assignment.partition_assignor import StreamsPartitionAssignor
+from streamlet.assignment.protocol import NO_FOLLOWUP, AssignmentInfo, SubscriptionInfo
+from streamlet.errors import TaskAssignmentError
+from streamlet.task_id import TaskId
+
+PID = uuid.UUID(int=1)
+TASKS = [TaskId(0, 0), TaskId(0, 1)]
+
+
+class _Topology:
+    def source_topics(self) -> list[str]:
+        return ["in"]
+
+    def task_partitions(self, partition_counts: Mapping[str, int]) -> dict[TaskId, frozenset[TopicPartition]]:
+        return {TaskId(0, p): frozenset({TopicPartition("in", p)}) for p in range(partition_counts["in"])}
+
+    def is_stateful(self, task: TaskId) -> bool:
+        return False
+
+    def store_names(self, task: TaskId) -> frozenset[str]:
+        return frozenset()
+
+
+class _Cluster:
+    def partitions_for_topic(self, topic: str) -> set[int]:
+        return {0, 1}
+
+
+class _Host:
+    name = "leader"
+    process_id = PID
+
+    def subscription_info(self) -> SubscriptionInfo:
+        return SubscriptionInfo(PID)
+
+    def changelog_end_offset_sums(self, stateful_tasks: list[TaskId]) -> dict[TaskId, int]:
+        return {}
+
+    def on_assignment_info(self, info: AssignmentInfo, partitions: list[TopicPartition]) -> None:
+        raise AssertionError("not called on the leader's assign path")
+
+
+class _ListeningAssignor:
+    """Returns a fixed assignment and records `on_assignment_computed` calls."""
+
+    def __init__(self, assignment: KafkaStreamsAssignment) -> None:
+        self._assignment = assignment
+        self.computed: list[tuple[dict[str, ConsumerProtocolMemberAssignment], dict[str, Any], AssignmentError]] = []
+
+    def assign(self, application_state: ApplicationState) -> TaskAssignment:
+        return TaskAssignment([self._assignment])
+
+    def on_assignment_computed(
+        self, assignment: Mapping[str, ConsumerProtocolMemberAssignment], subscription: Any, error: AssignmentError
+    ) -> None:
+        self.computed.append((dict(assignment), dict(subscription), error))
+
+
+def _members() -> dict[str, ConsumerProtocolMemberMetadata]:
+    user_data = SubscriptionInfo(PID).encode()
+    return {m: ConsumerProtocolMemberMetadata(0, ["in"], user_data) for m in ("c2", "c1")}
+
+
+def _assign(task_assignor: _ListeningAssignor) -> dict[str, ConsumerProtocolMemberAssignment]:
+    assignor = StreamsPartitionAssignor(_Host(), _Topology(), task_assignor, AssignmentConfigs())
+    return assignor.assign(_Cluster(), _members())
+
+
+def test_assignment_computed_is_reported_with_what_members_are_sent() -> None:
+    actives = KafkaStreamsAssignment(PID, [AssignedTask(t, TaskType.ACTIVE) for t in TASKS], 5_000)
+    task_assignor = _ListeningAssignor(actives)
+    result = _assign(task_assignor)
+
+    assert task_assignor.computed == [(result, {m: SubscriptionInfo(PID) for m in ("c1", "c2")}, AssignmentError.NONE)]
+    infos = {m: AssignmentInfo.decode(a.user_data) for m, a in result.items()}
+    assert {m: i.active_tasks for m, i in infos.items()} == {"c1": (TaskId(0, 0),), "c2": (TaskId(0, 1),)}
+    # the probing deadline goes to the client's first consumer only
+    assert {m: i.next_rebalance_ms for m, i in infos.items()} == {"c1": 5_000, "c2": NO_FOLLOWUP}
+
+
+def test_invalid_assignment_is_reported_then_fails_the_rebalance() -> None:
+    stranger = KafkaStreamsAssignment(uuid.UUID(int=2), [AssignedTask(t, TaskType.ACTIVE) for t in TASKS])
+    task_assignor = _ListeningAssignor(stranger)
+    with pytest.raises(TaskAssignmentError, match="MISSING_PROCESS_ID"):
+        _assign(task_assignor)
+    assert [(a, e) for a, _, e in task_assignor.computed] == [({}, AssignmentError.MISSING_PROCESS_ID)]
