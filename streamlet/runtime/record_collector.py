@@ -78,10 +78,11 @@ class RecordCollector:
         timestamp: int | None,
         headers: Sequence[tuple[str, bytes]],
     ) -> None:
-        """Queue a raw input record for the dead-letter topic; if even it is too large, only its headers go."""
+        """Queue a raw input record for the dead-letter topic; if even it is too large, only its headers go
+        (with an empty value: Kafka refuses a record with neither key nor value)."""
         size = (len(key) if key else 0) + (len(value) if value else 0)
         if size > self._max_record_bytes:
-            key, value = None, None
+            key, value = None, b""
         self._dead_letters.append((topic, key, value, timestamp, headers))
 
     def _on_done(self, topic: str, partition: int, count: int, future: asyncio.Future[RecordMetadata]) -> None:

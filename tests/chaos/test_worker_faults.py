@@ -54,8 +54,10 @@ async def test_kill_9_and_a_deleted_state_dir_lose_no_update(kafka: KafkaTestClu
     workers.kill9(0)
     shutil.rmtree(workers.state_dir(0))  # the disk is gone too: everything restores from the changelogs
     await asyncio.sleep(2)
+    joined = workers.assignments(0)
     workers.start(0)
     await producing
+    await workers.wait_assigned(0, more_than=joined)
 
     truth = expected_counts(lines)
     final = await wait_for_counts(kafka, sink, truth, timeout=180, at_least=True)
@@ -72,8 +74,10 @@ async def test_sigterm_under_load_and_a_restart_count_exactly(kafka: KafkaTestCl
     producing = asyncio.create_task(produce_steadily(kafka, source, lines, per_second=500))
     await asyncio.sleep(8)
     assert workers.stop(0) == 0  # graceful: commit, flush, checkpoint, leave the group
+    joined = workers.assignments(0)
     workers.start(0)
     await producing
+    await workers.wait_assigned(0, more_than=joined)
 
     truth = expected_counts(lines)
     final = await wait_for_counts(kafka, sink, truth, timeout=180)

@@ -31,6 +31,7 @@ class Workers:
             "WORDCOUNT_APPLICATION_ID": app_id,
         }
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
+        self._terminating: set[int] = set()
 
     def state_dir(self, index: int) -> Path:
         return self.root / f"state-{index}"
@@ -62,28 +63,50 @@ class Workers:
         self.procs[index].wait(timeout=30)
 
     def stop(self, index: int, timeout: float = 60) -> int:
-        """SIGTERM (a clean shutdown: commit, flush, checkpoint, leave the group); returns the exit code."""
+        """SIGTERM (a clean shutdown: commit, flush, checkpoint, leave the group); returns the exit code.
+
+        Sent once: a second SIGTERM that lands after the worker removed its handler, at the very end of its
+        shutdown, would kill it (-15) although it stopped cleanly.
+        """
         proc = self.procs[index]
-        if proc.poll() is None:
+        if proc.poll() is None and index not in self._terminating:
+            proc.send_signal(signal.SIGCONT)  # a paused worker cannot handle SIGTERM
             proc.send_signal(signal.SIGTERM)
+        self._terminating.add(index)
         try:
             return proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             proc.kill()
             return proc.wait()
+        finally:
+            self._terminating.discard(index)
 
     def alive(self, index: int) -> bool:
         return self.procs[index].poll() is None
 
     def stop_all(self) -> dict[int, int]:
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGCONT)  # a paused worker cannot handle SIGTERM
+        for index, proc in self.procs.items():
+            if proc.poll() is None and index not in self._terminating:
+                proc.send_signal(signal.SIGCONT)
                 proc.send_signal(signal.SIGTERM)
+                self._terminating.add(index)
         return {index: self.stop(index) for index in self.procs}
 
     def log(self, index: int) -> str:
-        return (self.root / f"worker-{index}.log").read_text(errors="replace")
+        path = self.root / f"worker-{index}.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def assignments(self, index: int) -> int:
+        """How many assignments the worker's threads have logged so far (over all its runs)."""
+        return self.log(index).count("] assigned active ")
+
+    async def wait_assigned(self, index: int, *, more_than: int, timeout: float = 60) -> None:
+        """Until the worker logs an assignment beyond `more_than` (a restarted worker has joined the group)."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while self.assignments(index) <= more_than:
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(f"worker {index} got no assignment within {timeout} s")
+            await asyncio.sleep(0.2)
 
 
 async def produce_steadily(
