@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import time
+
+#: One line per scenario run in this session, printed at the end of the test run (tests/chaos/conftest.py).
+REPORTS: list[str] = []
+
 
 def lost_updates(final: dict[str, int], truth: dict[str, int]) -> dict[str, tuple[int, int]]:
     """Words whose final count is below the truth (or missing): (final, true)."""
@@ -13,9 +18,11 @@ def over_count(final: dict[str, int], truth: dict[str, int]) -> int:
     return sum(max(0, final.get(w, 0) - c) for w, c in truth.items())
 
 
-def report(name: str, final: dict[str, int], truth: dict[str, int], **figures: object) -> None:
+def report(name: str, final: dict[str, int], truth: dict[str, int], *, since: float, **figures: object) -> None:
+    """Print the scenario's figures; `since` is when the last input was produced (for the catch-up time)."""
+    figures = {"caught_up_s": round(time.monotonic() - since, 1), **figures}
     extra = "".join(f", {k}={v}" for k, v in figures.items())
-    print(
-        f"\nCHAOS {name}: {sum(truth.values())} words, lost {len(lost_updates(final, truth))} words, "
+    REPORTS.append(
+        f"{name}: {sum(truth.values())} words, lost {len(lost_updates(final, truth))} words, "
         f"over-counted {over_count(final, truth)}{extra}"
     )

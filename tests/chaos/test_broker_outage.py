@@ -63,11 +63,18 @@ async def test_workers_survive_a_broker_outage_and_count_exactly(
         after = KafkaTestCluster(own_broker.bootstrap_servers)
         await after.start()
         await produce_steadily(after, source, second, per_second=1000)
+        input_done = time.monotonic()
         truth = expected_counts(lines)
         final = await wait_for_counts(after, sink, truth, timeout=180)
         await after.admin.close()
         assert final == truth
-        report("broker outage", final, truth, outage_s=round(recovered, 1))
+        report(
+            "broker outage",
+            final,
+            truth,
+            since=input_done,
+            outage_s=round(recovered, 1),
+        )
         for index in (0, 1):
             errors = [line for line in workers.log(index).splitlines() if " ERROR " in line]
             assert len(errors) <= 60, f"{len(errors)} ERROR lines: {errors[:5]}"

@@ -7,6 +7,7 @@ and the counts come out exact (the worker had stopped cleanly, so nothing is rep
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import pytest
@@ -41,10 +42,11 @@ async def test_corrupt_stores_and_checkpoints_are_wiped_and_restored(kafka: Kafk
 
     workers.start(0)
     await produce_steadily(kafka, source, second, per_second=1000)
+    input_done = time.monotonic()
     truth = expected_counts(lines)
     final = await wait_for_counts(kafka, sink, truth, timeout=120)
     assert final == truth, "a wiped store must restore every count from its changelog"
-    report("corrupt SST / MANIFEST / checkpoint", final, truth)
+    report("corrupt SST / MANIFEST / checkpoint", final, truth, since=input_done)
 
     log = workers.log(0)
     for task in ("1_0", "1_1", "1_2"):

@@ -5,6 +5,7 @@ goes where the handler says, and every other word is counted exactly."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 from aiokafka import AIOKafkaProducer
@@ -58,11 +59,12 @@ async def test_pills_are_skipped_or_dead_lettered_and_everything_else_counts(
     lines = real_text_lines(1500)
     workers.start(0)
     await produce_with_pills(kafka, source, lines)
+    input_done = time.monotonic()
     truth = expected_counts(lines)  # a null value has no words; the other two pills are not counted
     final = await wait_for_counts(kafka, sink, truth, timeout=120)
     assert final == truth
     assert workers.alive(0)
-    report(f"poison pills ({mode})", final, truth)
+    report(f"poison pills ({mode})", final, truth, since=input_done)
     letters = await kafka.drain(dlq, 1)
     if mode == "skip":
         assert letters == []

@@ -30,15 +30,21 @@ async def test_a_paused_worker_past_its_session_timeout_loses_no_update(kafka: K
     producing = asyncio.create_task(produce_steadily(kafka, source, lines, per_second=400))
     await asyncio.sleep(8)
     workers.signal(0, signal.SIGSTOP)  # a long GC pause, a frozen VM: the group moves on without it
-    paused = time.monotonic()
     await asyncio.sleep(14)
     workers.signal(0, signal.SIGCONT)
     await producing
 
+    input_done = time.monotonic()
     truth = expected_counts(lines)
     final = await wait_for_counts(kafka, sink, truth, timeout=180, at_least=True)
     assert not lost_updates(final, truth), f"lost updates: {list(lost_updates(final, truth).items())[:10]}"
-    report("zombie", final, truth, paused_s=round(time.monotonic() - paused, 1))
+    report(
+        "zombie",
+        final,
+        truth,
+        since=input_done,
+        paused_s=14,
+    )
     assert workers.alive(0) and workers.alive(1)
     assert "as lost" in workers.log(0)  # the zombie dropped its tasks without flushing stale state
     assert workers.stop_all() == {0: 0, 1: 0}
@@ -59,10 +65,11 @@ async def test_kill_9_and_a_deleted_state_dir_lose_no_update(kafka: KafkaTestClu
     await producing
     await workers.wait_assigned(0, more_than=joined)
 
+    input_done = time.monotonic()
     truth = expected_counts(lines)
     final = await wait_for_counts(kafka, sink, truth, timeout=180, at_least=True)
     assert not lost_updates(final, truth), f"lost updates: {list(lost_updates(final, truth).items())[:10]}"
-    report("kill -9 + state dir deleted", final, truth)
+    report("kill -9 + state dir deleted", final, truth, since=input_done)
     assert workers.stop_all() == {0: 0, 1: 0}
 
 
@@ -79,8 +86,9 @@ async def test_sigterm_under_load_and_a_restart_count_exactly(kafka: KafkaTestCl
     await producing
     await workers.wait_assigned(0, more_than=joined)
 
+    input_done = time.monotonic()
     truth = expected_counts(lines)
     final = await wait_for_counts(kafka, sink, truth, timeout=180)
     assert final == truth, f"{over_count(final, truth)} over, {len(lost_updates(final, truth))} words under"
-    report("SIGTERM + restart", final, truth)
+    report("SIGTERM + restart", final, truth, since=input_done)
     assert workers.stop_all() == {0: 0, 1: 0}
