@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import os
+import re
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from typing import Any
 from streamlet.errors import ConfigError
 
 AT_LEAST_ONCE = "at_least_once"
+_LEGAL_ID = re.compile(r"[a-zA-Z0-9._-]{1,240}")
 DESERIALIZATION_HANDLERS = ("fail", "log_and_continue", "dead_letter")
 PROCESSING_HANDLERS = ("fail", "log_and_continue", "dead_letter")
 PRODUCTION_HANDLERS = ("fail", "continue", "dead_letter")
@@ -58,6 +60,8 @@ class StreamsConfig:
     state_cleanup_delay_ms: int = 600_000
     replication_factor: int = -1
     application_server: str = ""
+    # Kafka's group.instance.id (static membership, KIP-345): thread n joins as "<group_instance_id>-<n>"
+    group_instance_id: str = ""
     deserialization_exception_handler: str = "fail"
     processing_exception_handler: str = "fail"
     production_exception_handler: str = "fail"
@@ -98,6 +102,11 @@ class StreamsConfig:
                 raise ConfigError(f"{name}={mode!r}: expected one of {', '.join(allowed)}")
             if mode == "dead_letter" and not self.dead_letter_topic:
                 raise ConfigError(f"{name}='dead_letter' needs dead_letter_topic")
+        if self.group_instance_id and not _LEGAL_ID.fullmatch(self.group_instance_id):
+            raise ConfigError(
+                f"group_instance_id={self.group_instance_id!r}: use at most 240 of [a-zA-Z0-9._-] (Kafka's rule for "
+                "ids, less room for the thread suffix)"
+            )
         if self.application_server and ":" not in self.application_server:
             raise ConfigError(f"application_server={self.application_server!r}: expected 'host:port'")
 

@@ -72,7 +72,11 @@ class KafkaClientSupplier(Protocol):
     """Builds the clients of one stream thread."""
 
     def main_consumer(
-        self, config: StreamsConfig, client_id: str, assignor: AbstractPartitionAssignor
+        self,
+        config: StreamsConfig,
+        client_id: str,
+        assignor: AbstractPartitionAssignor,
+        group_instance_id: str | None = None,
     ) -> MainConsumer: ...
 
     def restore_consumer(self, config: StreamsConfig, client_id: str) -> RestoreConsumer: ...
@@ -97,11 +101,16 @@ class AioKafkaClientSupplier:
     """The default supplier: aiokafka clients configured as Kafka Streams configures its own."""
 
     def main_consumer(
-        self, config: StreamsConfig, client_id: str, assignor: AbstractPartitionAssignor
+        self,
+        config: StreamsConfig,
+        client_id: str,
+        assignor: AbstractPartitionAssignor,
+        group_instance_id: str | None = None,
     ) -> StreamsConsumer:
         return StreamsConsumer(
             bootstrap_servers=config.bootstrap_servers,
             group_id=config.application_id,
+            group_instance_id=group_instance_id,
             client_id=client_id,
             enable_auto_commit=False,
             auto_offset_reset="earliest",

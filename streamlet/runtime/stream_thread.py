@@ -88,7 +88,8 @@ class StreamThread:
         self._lock = asyncio.Lock()
 
         self.assignor = StreamsPartitionAssignor(self, metadata, task_assignor, assignment_configs)
-        self.consumer = clients.main_consumer(config, f"{self.name}-consumer", self.assignor)
+        instance_id = f"{config.group_instance_id}-{index}" if config.group_instance_id else None
+        self.consumer = clients.main_consumer(config, f"{self.name}-consumer", self.assignor, instance_id)
         self.restore_consumer = clients.restore_consumer(config, f"{self.name}-restore-consumer")
         self.producer = clients.producer(config, f"{self.name}-producer")
         collector = RecordCollector(self.producer, metadata.changelog_topics())

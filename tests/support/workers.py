@@ -36,7 +36,8 @@ class Workers:
     def state_dir(self, index: int) -> Path:
         return self.root / f"state-{index}"
 
-    def start(self, index: int, threads: int = 2) -> None:
+    def start(self, index: int, threads: int = 2, **config: str) -> None:
+        """Start worker `index`; `config` adds `--config` entries for this worker only."""
         log = open(self.root / f"worker-{index}.log", "ab")  # noqa: SIM115 (closed with the process)
         cmd = [
             sys.executable,
@@ -51,7 +52,7 @@ class Workers:
             "--bootstrap-servers",
             self.bootstrap,
         ]
-        for key, value in self.config.items():
+        for key, value in {**self.config, **config}.items():
             cmd += ["--config", f"{key}={value}"]
         self.procs[index] = subprocess.Popen(cmd, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
 

@@ -92,10 +92,10 @@ def test_config_values_are_typed_by_field() -> None:
 
 
 class _FakeApp:
-    """Stands in for an App: keyword config in `_config`, records what `run_worker` receives."""
+    """Stands in for an App: keyword config in `settings`, records what `run_worker` receives."""
 
     def __init__(self, **config: Any) -> None:
-        self._config = config
+        self.settings = config
         self.overrides: dict[str, Any] | None = None
 
     async def run_worker(self, **overrides: Any) -> None:

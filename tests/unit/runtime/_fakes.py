@@ -200,7 +200,9 @@ class FakeClientSupplier:
         self.restore_consumers: list[FakeConsumer] = []
         self.producers: list[FakeProducer] = []
 
-    def main_consumer(self, config: StreamsConfig, client_id: str, assignor: Any) -> FakeConsumer:
+    def main_consumer(
+        self, config: StreamsConfig, client_id: str, assignor: Any, group_instance_id: str | None = None
+    ) -> FakeConsumer:
         self.consumers.append(FakeConsumer(self.kafka, client_id))
         return self.consumers[-1]
 
