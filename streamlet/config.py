@@ -18,6 +18,11 @@ from typing import Any
 from streamlet.errors import ConfigError
 
 AT_LEAST_ONCE = "at_least_once"
+EXACTLY_ONCE_V2 = "exactly_once_v2"
+PROCESSING_GUARANTEES = (AT_LEAST_ONCE, EXACTLY_ONCE_V2)
+#: Kafka Streams' commit.interval.ms defaults: 30 s at-least-once, 100 ms exactly-once (a commit ends a
+#: transaction, and read_committed consumers downstream see nothing before it).
+DEFAULT_COMMIT_INTERVAL_MS = {AT_LEAST_ONCE: 30_000, EXACTLY_ONCE_V2: 100}
 _LEGAL_ID = re.compile(r"[a-zA-Z0-9._-]{1,240}")
 DESERIALIZATION_HANDLERS = ("fail", "log_and_continue", "dead_letter")
 PROCESSING_HANDLERS = ("fail", "log_and_continue", "dead_letter")
@@ -53,7 +58,7 @@ class StreamsConfig:
     acceptable_recovery_lag: int = 10_000
     # Kafka Streams enforces >= 60000; streamlet allows shorter intervals for tests and experiments.
     probing_rebalance_interval_ms: int = 600_000
-    commit_interval_ms: int = 30_000
+    commit_interval_ms: int = -1  # -1: the guarantee's default (DEFAULT_COMMIT_INTERVAL_MS)
     processing_guarantee: str = AT_LEAST_ONCE
     task_assignor: str = "high_availability"
     statestore_cache_max_bytes: int = 10 * 1024 * 1024
@@ -74,6 +79,14 @@ class StreamsConfig:
     max_poll_interval_ms: int = 300_000
 
     def __post_init__(self) -> None:
+        if self.processing_guarantee not in PROCESSING_GUARANTEES:
+            hint = difflib.get_close_matches(str(self.processing_guarantee), PROCESSING_GUARANTEES, n=1)
+            raise ConfigError(
+                f"processing_guarantee={self.processing_guarantee!r}: expected one of "
+                f"{', '.join(PROCESSING_GUARANTEES)}" + (f" (did you mean {hint[0]!r}?)" if hint else "")
+            )
+        if self.commit_interval_ms == -1:
+            object.__setattr__(self, "commit_interval_ms", DEFAULT_COMMIT_INTERVAL_MS[self.processing_guarantee])
         if not self.application_id or not isinstance(self.application_id, str):
             raise ConfigError("application_id is required (a non-empty string, used as the consumer group id)")
         for name in ("num_stream_threads", "max_warmup_replicas", "restore_chunk_records", "max_poll_records"):
@@ -87,11 +100,6 @@ class StreamsConfig:
         ):
             _require_int(name, getattr(self, name), minimum=0)
         _require_int("probing_rebalance_interval_ms", self.probing_rebalance_interval_ms, minimum=1_000)
-        if self.processing_guarantee != AT_LEAST_ONCE:
-            raise ConfigError(
-                f"processing_guarantee={self.processing_guarantee!r} is not supported; "
-                f"streamlet currently provides {AT_LEAST_ONCE!r}"
-            )
         for name, allowed in (
             ("deserialization_exception_handler", DESERIALIZATION_HANDLERS),
             ("processing_exception_handler", PROCESSING_HANDLERS),
@@ -109,6 +117,10 @@ class StreamsConfig:
             )
         if self.application_server and ":" not in self.application_server:
             raise ConfigError(f"application_server={self.application_server!r}: expected 'host:port'")
+
+    @property
+    def exactly_once(self) -> bool:
+        return self.processing_guarantee == EXACTLY_ONCE_V2
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> StreamsConfig:

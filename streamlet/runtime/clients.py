@@ -81,7 +81,9 @@ class KafkaClientSupplier(Protocol):
 
     def restore_consumer(self, config: StreamsConfig, client_id: str) -> RestoreConsumer: ...
 
-    def producer(self, config: StreamsConfig, client_id: str) -> AIOKafkaProducer: ...
+    def producer(
+        self, config: StreamsConfig, client_id: str, transactional_id: str | None = None
+    ) -> AIOKafkaProducer: ...
 
 
 class StreamsConsumer(AIOKafkaConsumer):
@@ -121,6 +123,7 @@ class AioKafkaClientSupplier:
             rebalance_timeout_ms=config.rebalance_timeout_ms,
             max_poll_interval_ms=config.max_poll_interval_ms,
             metadata_max_age_ms=30_000,
+            isolation_level=_isolation(config),
         )
 
     def restore_consumer(self, config: StreamsConfig, client_id: str) -> AIOKafkaConsumer:
@@ -130,15 +133,22 @@ class AioKafkaClientSupplier:
             client_id=client_id,
             enable_auto_commit=False,
             auto_offset_reset="earliest",
+            isolation_level=_isolation(config),
             # aiokafka's default 1 MiB: with 4 MiB, aiokafka 0.14 was seen returning no records for a large
             # freshly written changelog while moving the position to the end (bench/README.md)
         )
 
-    def producer(self, config: StreamsConfig, client_id: str) -> AIOKafkaProducer:
+    def producer(self, config: StreamsConfig, client_id: str, transactional_id: str | None = None) -> AIOKafkaProducer:
         return AIOKafkaProducer(
             bootstrap_servers=config.bootstrap_servers,
             client_id=client_id,
             acks="all",
             linger_ms=5,
             max_batch_size=256 * 1024,
+            transactional_id=transactional_id,
         )
+
+
+def _isolation(config: StreamsConfig) -> str:
+    """Under exactly-once every consumer, restore and standby ones included, skips aborted transactions."""
+    return "read_committed" if config.exactly_once else "read_uncommitted"

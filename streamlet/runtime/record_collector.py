@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
-from aiokafka.structs import RecordMetadata, TopicPartition
+from aiokafka.structs import OffsetAndMetadata, RecordMetadata, TopicPartition
 
 from streamlet.errors import StreamletError
 from streamlet.runtime.partitioner import CachingDefaultPartitioner
@@ -39,9 +39,18 @@ class RecordCollector:
     """Queues records for one producer and tracks changelog acknowledgements."""
 
     def __init__(
-        self, producer: AIOKafkaProducer, changelog_topics: Iterable[str] = (), max_record_bytes: int = MAX_RECORD_BYTES
+        self,
+        producer: AIOKafkaProducer,
+        changelog_topics: Iterable[str] = (),
+        max_record_bytes: int = MAX_RECORD_BYTES,
+        *,
+        transactional: bool = False,
+        producer_factory: Callable[[], AIOKafkaProducer] | None = None,
     ) -> None:
         self._producer = producer
+        self._producer_factory = producer_factory
+        self._transactional = transactional
+        self._in_transaction = False
         self._changelog_topics = set(changelog_topics)
         self._max_record_bytes = max_record_bytes
         self._queue: list[tuple[str, bytes | None, bytes | None, int | None, int | None]] = []
@@ -99,6 +108,9 @@ class RecordCollector:
         future, a callback and a metadata lookup for every record, the largest costs of the hot path.
         Order within a partition is preserved (aiokafka keeps batches of a partition in order).
         """
+        if self._transactional and not self._in_transaction and (self._queue or self._dead_letters):
+            await self._producer.begin_transaction()
+            self._in_transaction = True
         if self._dead_letters:
             letters, self._dead_letters = self._dead_letters, []
             for topic, key, value, timestamp, headers in letters:
@@ -158,6 +170,46 @@ class RecordCollector:
         """Drop records not yet handed to the producer (their tasks were lost: nothing of them may be written)."""
         self._queue = []
         self._dead_letters = []
+
+    async def commit_transaction(
+        self, offsets: Mapping[TopicPartition, OffsetAndMetadata], group_id: str
+    ) -> dict[TopicPartition, int]:
+        """Exactly-once: what was sent since the last commit, plus the input `offsets`, as one transaction.
+
+        Returns the last offset written per changelog partition, as `flush()` does.
+        """
+        acked = await self.flush()
+        if offsets:
+            if not self._in_transaction:
+                await self._producer.begin_transaction()
+                self._in_transaction = True
+            await self._producer.send_offsets_to_transaction(dict(offsets), group_id)
+        if self._in_transaction:
+            self._in_transaction = False  # whatever happens next, this transaction is over
+            await self._producer.commit_transaction()
+        return acked
+
+    async def abort_transaction(self) -> None:
+        """Exactly-once: drop what is queued and abort what was sent since the last commit."""
+        self.discard()
+        self._last_changelog_send = {}
+        self._failure = None
+        if not self._in_transaction:
+            return
+        self._in_transaction = False
+        try:
+            await self._producer.abort_transaction()
+        except Exception:
+            if self._producer_factory is None:
+                raise
+            # Fenced or failed for good: a new producer with the same transactional id aborts what is left.
+            await self._producer.stop()
+            self._producer = self._producer_factory()
+            await self._producer.start()
+
+    @property
+    def producer(self) -> AIOKafkaProducer:
+        return self._producer
 
     async def flush(self) -> dict[TopicPartition, int]:
         """Send everything queued, wait for all acks, return the last acked offset per changelog partition."""

@@ -18,7 +18,7 @@ import time
 import uuid
 from collections.abc import Iterable
 
-from aiokafka import ConsumerRebalanceListener
+from aiokafka import AIOKafkaProducer, ConsumerRebalanceListener
 from aiokafka.structs import TopicPartition
 
 from streamlet.assignment.api import AssignmentConfigs, TaskAssignor
@@ -91,8 +91,18 @@ class StreamThread:
         instance_id = f"{config.group_instance_id}-{index}" if config.group_instance_id else None
         self.consumer = clients.main_consumer(config, f"{self.name}-consumer", self.assignor, instance_id)
         self.restore_consumer = clients.restore_consumer(config, f"{self.name}-restore-consumer")
-        self.producer = clients.producer(config, f"{self.name}-producer")
-        collector = RecordCollector(self.producer, metadata.changelog_topics())
+        transactional_id = f"{config.application_id}-{process_id}-{index}" if config.exactly_once else None
+
+        def new_producer() -> AIOKafkaProducer:
+            return clients.producer(config, f"{self.name}-producer", transactional_id)
+
+        self.producer = new_producer()
+        collector = RecordCollector(
+            self.producer,
+            metadata.changelog_topics(),
+            transactional=config.exactly_once,
+            producer_factory=new_producer if config.exactly_once else None,
+        )
         self.resources = ThreadResources(
             cache=RecordCache(max(0, config.statestore_cache_max_bytes // config.num_stream_threads)),
             collector=collector,
@@ -106,7 +116,14 @@ class StreamThread:
         )
         self.changelog_reader = ChangelogReader(self.restore_consumer, restore_listener, config.restore_chunk_records)
         self.tasks = TaskManager(
-            self.name, self.consumer, task_creator, self.resources, state_directory, self.changelog_reader
+            self.name,
+            self.consumer,
+            task_creator,
+            self.resources,
+            state_directory,
+            self.changelog_reader,
+            exactly_once=config.exactly_once,
+            group_id=config.application_id,
         )
 
     # ---- lifecycle ----------------------------------------------------------------------------------------
@@ -148,7 +165,7 @@ class StreamThread:
         async with self._lock:
             self._closing = True  # rebalance callbacks from here on leave the tasks alone
             await self.tasks.shutdown(clean)
-        for closer in (self.consumer.stop, self.restore_consumer.stop, self.producer.stop):
+        for closer in (self.consumer.stop, self.restore_consumer.stop, self.resources.collector.producer.stop):
             try:
                 await closer()
             except Exception:
@@ -175,7 +192,7 @@ class StreamThread:
         async with self._lock:
             if self._stalled():
                 # no heartbeat could run either: the group has most likely moved on (a zombie wakes up)
-                self.tasks.handle_lost_all(
+                await self.tasks.handle_lost_all(
                     f"the event loop stalled for longer than session_timeout_ms={self.config.session_timeout_ms}"
                 )
                 self.consumer.request_rejoin()
@@ -215,7 +232,7 @@ class StreamThread:
                 return
             try:
                 if self.consumer.generation_lost():
-                    self.tasks.handle_lost_all("the group coordinator dropped this member")
+                    await self.tasks.handle_lost_all("the group coordinator dropped this member")
                 else:
                     await self.tasks.handle_revocation()
                 self.tasks.lock_task_dirs()

@@ -60,6 +60,8 @@ class TaskCreator:
                 for store, tp in metadata.changelog_partitions(task_id).items():
                     sink = _changelog_sink(resources.collector.send, tp, record_context)
                     state_manager.register_store(store, cache=resources.cache, changelog_sink=sink)
+                if self._config.exactly_once:
+                    state_manager.delete_checkpoint_file()
         return StreamTask(
             task_id,
             metadata.partitions_of(task_id),

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aiokafka.errors import CommitFailedError, IllegalStateError
+from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
 from aiokafka.structs import ConsumerRecord, OffsetAndMetadata, TopicPartition
 
 from streamlet.assignment.protocol import AssignmentInfo, AssignorErrorCode
@@ -83,8 +83,13 @@ class TaskManager:
         resources: ThreadResources,
         state_directory: StateDirectory,
         changelog_reader: ChangelogReader,
+        *,
+        exactly_once: bool = False,
+        group_id: str = "",
     ) -> None:
         self.name = name  # the thread's name: owner of its task directory locks
+        self._exactly_once = exactly_once
+        self._group_id = group_id
         self._consumer = consumer
         self._creator = creator
         self._resources = resources
@@ -175,7 +180,7 @@ class TaskManager:
                 if task.state is TaskState.RUNNING:
                     task.state = TaskState.SUSPENDED
 
-    def handle_lost_all(self, reason: str) -> None:
+    async def handle_lost_all(self, reason: str) -> None:
         """The coordinator dropped this member: its partitions may already have new owners.
 
         Close every active task dirty with nothing flushed: cached updates are dropped, no changelog or output
@@ -191,14 +196,23 @@ class TaskManager:
             )
         for task in list(self.active.values()):
             self._close_active(task, clean=False)
-        self._collector.discard()
+        await self._discard_output()
         self._was_running = set()
 
-    def handle_migrated(self, reason: BaseException) -> None:
+    async def _discard_output(self) -> None:
+        """Nothing of the closed tasks may be written: drop the queue (and abort the open transaction)."""
+        if self._exactly_once:
+            await self._collector.abort_transaction()
+        else:
+            self._collector.discard()
+
+    async def handle_migrated(self, reason: BaseException) -> None:
         """The group moved this thread's partitions before it could commit: close actives dirty."""
         log.warning("%s; closing %d active tasks without committing and rejoining the group", reason, len(self.active))
         for task in list(self.active.values()):
             self._close_active(task, clean=False)
+        if self._exactly_once:
+            await self._collector.abort_transaction()
         self._was_running = set()
 
     def open_pending(self) -> None:
@@ -290,13 +304,13 @@ class TaskManager:
     async def commit_or_migrate(self, *, force_checkpoint: bool = False) -> bool:
         """Commit; if the group took this member's partitions meanwhile, take the lost or migrated path instead."""
         if self._consumer.generation_lost():
-            self.handle_lost_all("the group coordinator no longer knows this member")
+            await self.handle_lost_all("the group coordinator no longer knows this member")
             return False
         try:
             await self.commit(force_checkpoint=force_checkpoint)
             return True
         except TaskMigratedError as exc:
-            self.handle_migrated(exc)
+            await self.handle_migrated(exc)
             return False
 
     async def commit(self, *, force_checkpoint: bool = False) -> None:
@@ -308,6 +322,9 @@ class TaskManager:
         running = [t for t in self.active.values() if t.state in (TaskState.RUNNING, TaskState.SUSPENDED)]
         for task in running:
             task.flush_caches()
+        if self._exactly_once:
+            await self._commit_transaction(running, force_checkpoint)
+            return
         acked = await self._collector.flush()
         for task in running:
             if task.state_manager is not None:
@@ -324,6 +341,29 @@ class TaskManager:
                 task.mark_committed(offsets)
         for task in running:
             await _maybe_checkpoint(task.state_manager, force_checkpoint)
+        for standby in self.standby.values():
+            await _maybe_checkpoint(standby.state_manager, force_checkpoint)
+
+    async def _commit_transaction(self, running: list[StreamTask], force_checkpoint: bool) -> None:
+        """Exactly-once: output, changelog writes and input offsets commit as one transaction.
+
+        No checkpoint while processing (a crash must find none: see `delete_checkpoint_file`); only a clean
+        close (`force_checkpoint`) writes them. Standbys only ever hold committed data and checkpoint as usual.
+        """
+        offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+        for task in running:
+            offsets.update(task.committable_offsets())
+        try:
+            acked = await self._collector.commit_transaction(offsets, self._group_id)
+        except (CommitFailedError, IllegalStateError, KafkaError) as exc:
+            raise TaskMigratedError(f"stream-thread [{self.name}] could not commit its transaction: {exc!r}") from exc
+        for task in running:
+            if task.state_manager is not None:
+                task.state_manager.update_changelog_offsets(acked)
+            task.mark_committed(offsets)
+        if force_checkpoint:
+            for task in running:
+                await _maybe_checkpoint(task.state_manager, force=True)
         for standby in self.standby.values():
             await _maybe_checkpoint(standby.state_manager, force_checkpoint)
 
@@ -357,6 +397,9 @@ class TaskManager:
     def _close_active(self, task: StreamTask, *, clean: bool) -> None:
         try:
             task.close(clean=clean)
+            if not clean and self._exactly_once and task.state_manager is not None:
+                # its stores may hold writes of a transaction that will abort: restore them from the changelog
+                self._creator.wipe_local_state(task.task_id)
         finally:
             self.active.pop(task.task_id, None)
             self._state_directory.unlock_task(task.task_id, self.name)

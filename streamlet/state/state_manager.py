@@ -311,6 +311,15 @@ class ProcessorStateManager:
         self._checkpoint.write(offsets)
         self._checkpointed = offsets
 
+    def delete_checkpoint_file(self) -> None:
+        """Forget the checkpoint on disk, keeping the offsets loaded from it (exactly-once, at task start).
+
+        Under exactly-once a store may soon hold writes of transactions that later abort, and nothing
+        checkpoints until a clean close. Should the process die first, no stale checkpoint may claim that
+        the store matches the changelog: without one, the store is wiped and restored in full.
+        """
+        self._checkpoint.delete()
+
     # ------------------------------------------------------------------ wipe / close
 
     def wipe(self) -> None:

@@ -143,10 +143,48 @@ class _FakeBatch:
 
 
 class FakeProducer:
-    """Writes batches into the fake log when `send_batch` is called; `flush` is an event."""
+    """Writes batches into the fake log when `send_batch` is called; `flush` is an event.
 
-    def __init__(self, kafka: FakeKafka) -> None:
+    Transactional (`transactional_id` given): sends go to the log only when the transaction commits, as a
+    read_committed consumer would see them, and an abort drops them.
+    """
+
+    def __init__(self, kafka: FakeKafka, transactional_id: str | None = None) -> None:
         self.kafka = kafka
+        self.transactional_id = transactional_id
+        self._pending: list[tuple[TopicPartition, bytes | None, bytes | None, int]] | None = None
+        self._pending_offsets: dict[TopicPartition, int] = {}
+        self.commit_error: Exception | None = None
+
+    async def begin_transaction(self) -> None:
+        assert self.transactional_id is not None and self._pending is None, "transaction already open"
+        self._pending = []
+        self.kafka.events.append("begin")
+
+    async def send_offsets_to_transaction(
+        self, offsets: Mapping[TopicPartition, OffsetAndMetadata], group: str
+    ) -> None:
+        assert self._pending is not None
+        self._pending_offsets.update({tp: m.offset for tp, m in offsets.items()})
+        self.kafka.events.append(
+            "send offsets " + " ".join(f"{tp.topic}-{tp.partition}:{m.offset}" for tp, m in offsets.items())
+        )
+
+    async def commit_transaction(self) -> None:
+        assert self._pending is not None
+        pending, self._pending = self._pending, None
+        offsets, self._pending_offsets = self._pending_offsets, {}
+        if self.commit_error is not None:
+            raise self.commit_error
+        for tp, key, value, timestamp in pending:
+            self.kafka.append(tp, key, value, timestamp)
+        self.kafka.committed.update(offsets)
+        self.kafka.events.append("commit txn")
+
+    async def abort_transaction(self) -> None:
+        assert self._pending is not None
+        self._pending, self._pending_offsets = None, {}
+        self.kafka.events.append("abort txn")
 
     async def start(self) -> None:
         pass
@@ -164,7 +202,12 @@ class FakeProducer:
         tp = TopicPartition(topic, partition)
         base = -1
         for key, value, timestamp in batch.records:
-            offset = self.kafka.append(tp, key, value, timestamp or 0)
+            if self._pending is not None:
+                self._pending.append((tp, key, value, timestamp or 0))
+                offset = self.kafka.end_offset(tp) + len(self._pending) - 1  # where it will land
+            else:
+                assert self.transactional_id is None, "a transactional producer sends only in a transaction"
+                offset = self.kafka.append(tp, key, value, timestamp or 0)
             base = offset if base < 0 else base
         self.kafka.events.append(f"produce {topic}-{partition} x{len(batch.records)}")
         future: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
@@ -210,6 +253,6 @@ class FakeClientSupplier:
         self.restore_consumers.append(FakeConsumer(self.kafka, client_id))
         return self.restore_consumers[-1]
 
-    def producer(self, config: StreamsConfig, client_id: str) -> FakeProducer:
-        self.producers.append(FakeProducer(self.kafka))
+    def producer(self, config: StreamsConfig, client_id: str, transactional_id: str | None = None) -> FakeProducer:
+        self.producers.append(FakeProducer(self.kafka, transactional_id))
         return self.producers[-1]

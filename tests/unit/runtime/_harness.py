@@ -74,18 +74,34 @@ class Harness:
         name: str = "thread-1",
         cache_bytes: int = 1 << 20,
         chunk: int = 1000,
+        guarantee: str = "at_least_once",
     ) -> None:
         self.kafka = kafka
-        self.config = config(state_dir, restore_chunk_records=chunk)
+        self.config = config(state_dir, restore_chunk_records=chunk, processing_guarantee=guarantee)
         self.metadata = metadata()
         self.state_directory = StateDirectory(state_dir, APP)
         self.consumer = FakeConsumer(kafka, f"{name}-consumer")
         self.restore_consumer = FakeConsumer(kafka, f"{name}-restore-consumer")
-        self.collector = RecordCollector(FakeProducer(kafka), self.metadata.changelog_topics())  # type: ignore[arg-type]
+        exactly_once = self.config.exactly_once
+        self.producer = FakeProducer(kafka, f"{APP}-{name}" if exactly_once else None)
+        self.collector = RecordCollector(
+            self.producer,  # type: ignore[arg-type]
+            self.metadata.changelog_topics(),
+            transactional=exactly_once,
+        )
         resources = ThreadResources(RecordCache(cache_bytes), self.collector, ThreadHandlers(self.collector))
         self.reader = ChangelogReader(self.restore_consumer, CompositeRestoreListener(), chunk)
         creator = TaskCreator(self.metadata, self.state_directory, self.config)
-        self.tasks = TaskManager(name, self.consumer, creator, resources, self.state_directory, self.reader)
+        self.tasks = TaskManager(
+            name,
+            self.consumer,
+            creator,
+            resources,
+            self.state_directory,
+            self.reader,
+            exactly_once=exactly_once,
+            group_id=APP,
+        )
 
     def assign(self, *active: TaskId, standby: tuple[TaskId, ...] = ()) -> None:
         """What the rebalance callbacks do: the consumer's new partitions, then the task assignment."""

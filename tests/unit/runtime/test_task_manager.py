@@ -86,7 +86,7 @@ async def test_lost_path_also_drops_records_not_yet_sent(harness: Harness, kafka
     await running(harness)
     harness.tasks.active[T0].send(OUTPUT, b"k", int64(1), 0, 0)  # queued in the collector, not drained
 
-    harness.tasks.handle_lost_all("test")
+    await harness.tasks.handle_lost_all("test")
     await harness.collector.flush()
 
     assert kafka.events == ["producer flush"] and kafka.logs == {}

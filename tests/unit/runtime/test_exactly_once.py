@@ -1,0 +1,124 @@
+"""exactly_once_v2 in the task manager, on fake transactional clients and real RocksDB: a commit is one
+transaction (output, changelog and input offsets); the lost and migrated paths abort it and wipe local
+state; nothing checkpoints while processing, and a task's checkpoint file is gone once it opens."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from streamlet.runtime.task_state import TaskState
+from streamlet.state.checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
+from tests.unit.runtime._fakes import FakeKafka, commit_failed
+from tests.unit.runtime._harness import CHANGELOG, CHANGELOG0, IN0, OUTPUT, T0, Harness, latest, new_kafka
+
+EOS = "exactly_once_v2"
+
+
+@pytest.fixture
+def kafka() -> FakeKafka:
+    return new_kafka()
+
+
+@pytest.fixture
+def harness(kafka: FakeKafka, tmp_path: Path) -> Iterator[Harness]:
+    h = Harness(kafka, tmp_path, guarantee=EOS)
+    yield h
+    h.close()
+
+
+async def running(h: Harness) -> None:
+    h.assign(T0)
+    await h.tasks.restore(timeout_ms=0)
+    assert h.tasks.active[T0].state is TaskState.RUNNING
+
+
+def words(kafka: FakeKafka, *keys: str) -> None:
+    for key in keys:
+        kafka.append(IN0, key.encode(), b"line")
+
+
+def store_dir(tmp_path: Path) -> Path:
+    return tmp_path / "app" / "0_0" / "rocksdb" / "counts"
+
+
+async def test_a_commit_is_one_transaction_of_output_changelog_and_offsets(harness: Harness, kafka: FakeKafka) -> None:
+    await running(harness)
+    words(kafka, "a", "b", "a")
+    await harness.poll_and_process()
+    assert kafka.events == []
+
+    await harness.tasks.commit()
+
+    kinds = [" ".join(e.split()[:2]) for e in kafka.events]
+    assert kinds[0] == "begin" and kinds[-3:] == ["producer flush", "send offsets", "commit txn"], kafka.events
+    assert kafka.committed == {IN0: 3}
+    assert latest(kafka, OUTPUT) == {"a": 2, "b": 1} == latest(kafka, CHANGELOG)
+    assert not any(e.startswith("checkpoint") for e in kafka.events)
+    assert not (harness.state_directory.task_dir(T0) / CHECKPOINT_FILE_NAME).exists()
+
+
+async def test_input_offsets_commit_in_a_transaction_even_when_nothing_is_produced(
+    harness: Harness, kafka: FakeKafka
+) -> None:
+    await running(harness)
+    kafka.append(IN0, None, b"line")  # a null key: count() drops it, nothing is written
+    await harness.poll_and_process()
+    await harness.tasks.commit()
+    assert kafka.committed == {IN0: 1} and "commit txn" in kafka.events
+
+
+async def test_lost_tasks_abort_their_transaction_and_wipe_their_state(
+    harness: Harness, kafka: FakeKafka, tmp_path: Path
+) -> None:
+    await running(harness)
+    words(kafka, "a")
+    await harness.poll_and_process()
+    await harness.tasks.commit()
+    words(kafka, "a", "a")
+    await harness.poll_and_process()
+    await harness.collector.drain()  # some of the transaction already went out
+    harness.tasks.active[T0].flush_caches()
+    await harness.collector.drain()
+
+    await harness.tasks.handle_lost_all("test")
+
+    assert kafka.events[-1] == "abort txn"
+    assert latest(kafka, OUTPUT) == {"a": 1} and kafka.committed == {IN0: 1}  # the aborted 2 and 3 never show
+    assert not store_dir(tmp_path).exists()  # may have held aborted writes: restored from the changelog next time
+
+
+async def test_a_failed_transaction_commit_takes_the_migrated_path(harness: Harness, kafka: FakeKafka) -> None:
+    await running(harness)
+    words(kafka, "a")
+    await harness.poll_and_process()
+    harness.producer.commit_error = commit_failed()
+
+    assert await harness.tasks.commit_or_migrate() is False
+
+    assert harness.tasks.active == {} and kafka.committed == {} and latest(kafka, OUTPUT) == {}
+
+
+async def test_a_clean_close_checkpoints_and_the_next_open_deletes_the_file(kafka: FakeKafka, tmp_path: Path) -> None:
+    h = Harness(kafka, tmp_path, guarantee=EOS)
+    try:
+        await running(h)
+        words(kafka, "a", "a")
+        await h.poll_and_process()
+        await h.tasks.shutdown(clean=True)
+        checkpoint = h.state_directory.task_dir(T0) / CHECKPOINT_FILE_NAME
+        assert OffsetCheckpoint(checkpoint).read() == {CHANGELOG0: 0}
+    finally:
+        h.close()
+    h = Harness(kafka, tmp_path, guarantee=EOS)
+    try:
+        await running(h)  # restored from the checkpoint: nothing to read
+        assert not checkpoint.exists()  # a crash from here on must not trust it
+        words(kafka, "a")
+        await h.poll_and_process()
+        await h.tasks.commit()
+        assert latest(kafka, OUTPUT) == {"a": 3}
+    finally:
+        h.close()
