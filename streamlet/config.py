@@ -60,6 +60,9 @@ class StreamsConfig:
     probing_rebalance_interval_ms: int = 600_000
     commit_interval_ms: int = -1  # -1: the guarantee's default (DEFAULT_COMMIT_INTERVAL_MS)
     processing_guarantee: str = AT_LEAST_ONCE
+    # Kafka Streams' exactly-once default: a crashed worker's open transaction blocks read_committed readers
+    # (and restores) of its partitions until it times out, unless the same transactional id comes back first.
+    transaction_timeout_ms: int = 10_000
     task_assignor: str = "high_availability"
     statestore_cache_max_bytes: int = 10 * 1024 * 1024
     state_cleanup_delay_ms: int = 600_000
@@ -97,6 +100,7 @@ class StreamsConfig:
             "commit_interval_ms",
             "statestore_cache_max_bytes",
             "state_cleanup_delay_ms",
+            "transaction_timeout_ms",
         ):
             _require_int(name, getattr(self, name), minimum=0)
         _require_int("probing_rebalance_interval_ms", self.probing_rebalance_interval_ms, minimum=1_000)

@@ -146,6 +146,7 @@ class AioKafkaClientSupplier:
             linger_ms=5,
             max_batch_size=256 * 1024,
             transactional_id=transactional_id,
+            transaction_timeout_ms=config.transaction_timeout_ms,
         )
 
 

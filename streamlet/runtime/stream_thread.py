@@ -13,6 +13,7 @@ lock serialises them with the loop's task work; it is never held across the main
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import uuid
@@ -31,6 +32,7 @@ from streamlet.runtime.clients import KafkaClientSupplier
 from streamlet.runtime.handlers import ThreadHandlers
 from streamlet.runtime.record_collector import RecordCollector
 from streamlet.runtime.restore_listener import StateRestoreListener
+from streamlet.runtime.stall_watch import StallWatch
 from streamlet.runtime.task_creator import TaskCreator, ThreadResources
 from streamlet.runtime.task_manager import TaskManager
 from streamlet.runtime.topology_metadata import TopologyMetadata
@@ -82,7 +84,8 @@ class StreamThread:
         self._stopping = False
         self._closing = False
         self._task: asyncio.Task[None] | None = None
-        self._alive_at = time.monotonic()  # last time the loop ran: a gap past the session timeout = lost
+        self.stall_watch = StallWatch(config.session_timeout_ms / 1000)
+        self._stall_watch_task: asyncio.Task[None] | None = None
         # Serialises the loop's task work with the rebalance callbacks (which run in aiokafka's coordinator
         # task). Never held across the main consumer's getmany(): aiokafka's docs warn that deadlocks.
         self._lock = asyncio.Lock()
@@ -133,7 +136,7 @@ class StreamThread:
         await self.restore_consumer.start()
         await self.consumer.start()
         self.consumer.subscribe(self._metadata.source_topics(), listener=_Listener(self))
-        self._alive_at = time.monotonic()
+        self._stall_watch_task = asyncio.create_task(self.stall_watch.run(), name=f"{self.name}-stall-watch")
         self._task = asyncio.create_task(self._run(), name=self.name)
 
     async def stop(self) -> None:
@@ -162,6 +165,10 @@ class StreamThread:
             await self._shutdown(clean)
 
     async def _shutdown(self, clean: bool) -> None:
+        if self._stall_watch_task is not None:
+            self._stall_watch_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._stall_watch_task
         async with self._lock:
             self._closing = True  # rebalance callbacks from here on leave the tasks alone
             await self.tasks.shutdown(clean)
@@ -190,10 +197,10 @@ class StreamThread:
         poll_ms = 100 if not restoring else (0 if restored else 20)
         batch = await self.consumer.getmany(timeout_ms=poll_ms, max_records=self.config.max_poll_records)
         async with self._lock:
-            if self._stalled():
+            if self.stall_watch.stalled():
                 # no heartbeat could run either: the group has most likely moved on (a zombie wakes up)
                 await self.tasks.handle_lost_all(
-                    f"the event loop stalled for longer than session_timeout_ms={self.config.session_timeout_ms}"
+                    f"this process did not run for longer than session_timeout_ms={self.config.session_timeout_ms}"
                 )
                 self.consumer.request_rejoin()
                 return
@@ -212,18 +219,6 @@ class StreamThread:
             self._probing_deadline_ms = None
             self.consumer.request_rejoin()
 
-    def _stalled(self) -> bool:
-        """True if the loop (and so the heartbeats, which share it) did not run for a whole session timeout.
-
-        A paused process (SIGSTOP, a frozen VM) wakes up believing it still owns its tasks. Its heartbeat
-        will fail, but the loop may reach a commit first, and that commit would flush stale state over what
-        the tasks' new owners wrote meanwhile. The monotonic clock keeps running through a pause.
-        """
-        now = time.monotonic()
-        stalled = (now - self._alive_at) * 1000 > self.config.session_timeout_ms
-        self._alive_at = now
-        return stalled
-
     # ---- rebalance callbacks and the assignor's host interface ----------------------------------------------
 
     async def on_partitions_revoked(self) -> None:
@@ -231,8 +226,8 @@ class StreamThread:
             if self._closing:
                 return
             try:
-                if self.consumer.generation_lost():
-                    await self.tasks.handle_lost_all("the group coordinator dropped this member")
+                if self.consumer.generation_lost() or self.stall_watch.stalled():
+                    await self.tasks.handle_lost_all("the group coordinator dropped this member, or it was frozen")
                 else:
                     await self.tasks.handle_revocation()
                 self.tasks.lock_task_dirs()

@@ -90,11 +90,23 @@ class KafkaTestCluster:
             await consumer.stop()
 
     async def drain(
-        self, topic: str, partitions: int, *, timeout: float = 30.0, expected: int | None = None
+        self,
+        topic: str,
+        partitions: int,
+        *,
+        timeout: float = 30.0,
+        expected: int | None = None,
+        read_committed: bool = False,
     ) -> list[ConsumerRecord]:
-        """All records currently in `topic` (up to its end offsets, or `expected` many), in partition order."""
+        """All records currently in `topic` (up to its end offsets, or `expected` many), in partition order.
+
+        `read_committed`: only records of committed transactions, up to the last stable offset.
+        """
         consumer = AIOKafkaConsumer(
-            bootstrap_servers=self.bootstrap_servers, enable_auto_commit=False, auto_offset_reset="earliest"
+            bootstrap_servers=self.bootstrap_servers,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            isolation_level="read_committed" if read_committed else "read_uncommitted",
         )
         await consumer.start()
         try:

@@ -66,13 +66,14 @@ async def wait_for_counts(
     partitions: int = 6,
     timeout: float = 90.0,
     at_least: bool = False,
+    read_committed: bool = False,
 ) -> dict[str, int]:
     """Poll the output topic until its latest counts equal `expected` (or are all >= it with `at_least`)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     got: dict[str, int] = {}
     while loop.time() < deadline:
-        got = latest_counts(await kafka.drain(topic, partitions))
+        got = latest_counts(await kafka.drain(topic, partitions, read_committed=read_committed))
         if got == expected or (
             at_least and got.keys() == expected.keys() and all(got[w] >= c for w, c in expected.items())
         ):

@@ -110,7 +110,7 @@ async def test_a_loop_stalled_past_the_session_timeout_flushes_nothing_and_rejoi
     await counted(thread, "a", "a")
     consumer, kafka = fake(thread)
     thread.tasks.last_commit = 0.0  # a commit is due: a zombie would flush its stale counts here
-    thread._alive_at = time.monotonic() - 11  # SIGSTOP'd for longer than session_timeout_ms=10 s
+    thread.stall_watch.mark_stalled()  # SIGSTOP'd for longer than session_timeout_ms
 
     await thread.run_once()
 

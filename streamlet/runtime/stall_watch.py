@@ -1,0 +1,50 @@
+"""StallWatch: notices that this whole process stopped running for a while (SIGSTOP, a frozen VM, a long GC).
+
+A paused worker wakes up believing it still owns its tasks, and its loop may reach a commit before its
+heartbeat learns otherwise. Measuring the stream thread's own loop cannot tell a freeze from a legitimate
+wait (aiokafka's `getmany()` blocks while the group rebalances), so a tiny task ticks on the same event loop
+instead: if the gap between two ticks exceeds the session timeout, the heartbeats (on that loop too) stopped
+just as long, and the group has most likely moved on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+
+class StallWatch:
+    def __init__(self, threshold_s: float, tick_s: float = 0.5) -> None:
+        self.threshold_s = threshold_s
+        self.tick_s = tick_s
+        self.longest_gap_s = 0.0
+        self._stalled = False
+        self._last_tick = time.monotonic()
+
+    async def run(self) -> None:
+        """Tick until cancelled (the owner cancels and awaits it on shutdown)."""
+        self._last_tick = time.monotonic()
+        while True:
+            await asyncio.sleep(self.tick_s)
+            self._check(time.monotonic())
+
+    def _check(self, now: float) -> None:
+        gap = now - self._last_tick
+        self.longest_gap_s = max(self.longest_gap_s, gap)
+        if gap > self.threshold_s:
+            self._stalled = True
+        self._last_tick = now
+
+    def stalled(self) -> bool:
+        """True once after a stall was seen (the caller handles it).
+
+        Also checked on the spot: after a freeze, whichever task runs first must know at once, before the
+        tick task has had its turn.
+        """
+        if time.monotonic() - self._last_tick > self.threshold_s:
+            self._check(time.monotonic())
+        stalled, self._stalled = self._stalled, False
+        return stalled
+
+    def mark_stalled(self) -> None:
+        self._stalled = True

@@ -1,0 +1,47 @@
+"""StallWatch sees a frozen event loop, and only that: a coroutine that merely waits is not a stall."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+
+from streamlet.runtime.stall_watch import StallWatch
+
+
+async def watching(watch: StallWatch) -> asyncio.Task[None]:
+    task = asyncio.create_task(watch.run())
+    await asyncio.sleep(0.06)
+    return task
+
+
+async def stop(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+async def test_a_blocked_event_loop_is_a_stall_reported_once() -> None:
+    watch = StallWatch(threshold_s=0.2, tick_s=0.02)
+    task = await watching(watch)
+    time.sleep(0.35)  # nothing on this loop runs: not the heartbeats either
+    await asyncio.sleep(0.05)
+    await stop(task)
+    assert watch.stalled() and not watch.stalled()
+    assert watch.longest_gap_s >= 0.35
+
+
+async def test_a_long_await_is_not_a_stall() -> None:
+    watch = StallWatch(threshold_s=0.2, tick_s=0.02)
+    task = await watching(watch)
+    await asyncio.sleep(0.4)  # e.g. getmany() waiting for a rebalance: the loop (and heartbeats) keep running
+    await stop(task)
+    assert not watch.stalled()
+
+
+async def test_a_stall_is_seen_at_once_by_whoever_asks_first() -> None:
+    watch = StallWatch(threshold_s=0.2, tick_s=0.02)
+    task = await watching(watch)
+    time.sleep(0.35)
+    assert watch.stalled()  # before the tick task has run again
+    await stop(task)
