@@ -15,6 +15,8 @@ from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
 from aiokafka.structs import ConsumerRecord, OffsetAndMetadata, TopicPartition
 
 from streamlet.config import StreamsConfig
+from streamlet.runtime import txn_offset_commit
+from streamlet.runtime.txn_offset_commit import GroupMetadata
 
 #: aiokafka's generation id of a member that has none (it was fenced, or never joined).
 NO_GENERATION = -1
@@ -61,6 +63,10 @@ class MainConsumer(RestoreConsumer, Protocol):
         """True once the coordinator has dropped this member (its partitions now belong to others)."""
         ...
 
+    def group_metadata(self) -> GroupMetadata:
+        """Generation, member id and instance id: what a transactional offset commit is fenced by."""
+        ...
+
 
 class Producer(Protocol):
     async def start(self) -> None: ...
@@ -97,6 +103,12 @@ class StreamsConsumer(AIOKafkaConsumer):
     def generation_lost(self) -> bool:
         coordinator = self._coordinator
         return coordinator is not None and coordinator.generation == NO_GENERATION
+
+    def group_metadata(self) -> GroupMetadata:
+        coordinator = self._coordinator
+        if coordinator is None:
+            return GroupMetadata(NO_GENERATION, "", self._group_instance_id)
+        return GroupMetadata(coordinator.generation, coordinator.member_id, self._group_instance_id)
 
 
 class AioKafkaClientSupplier:
@@ -139,6 +151,8 @@ class AioKafkaClientSupplier:
         )
 
     def producer(self, config: StreamsConfig, client_id: str, transactional_id: str | None = None) -> AIOKafkaProducer:
+        if transactional_id is not None:
+            txn_offset_commit.install()  # TxnOffsetCommit v3: zombies cannot commit (KIP-447)
         return AIOKafkaProducer(
             bootstrap_servers=config.bootstrap_servers,
             client_id=client_id,

@@ -22,6 +22,7 @@ from aiokafka.structs import OffsetAndMetadata, RecordMetadata, TopicPartition
 
 from streamlet.errors import StreamletError
 from streamlet.runtime.partitioner import CachingDefaultPartitioner
+from streamlet.runtime.txn_offset_commit import GroupMetadata, set_group_metadata
 
 #: The producer's default `max_request_size`, less room for the batch and record headers.
 MAX_RECORD_BYTES = 1_048_576 - 1_024
@@ -172,17 +173,19 @@ class RecordCollector:
         self._dead_letters = []
 
     async def commit_transaction(
-        self, offsets: Mapping[TopicPartition, OffsetAndMetadata], group_id: str
+        self, offsets: Mapping[TopicPartition, OffsetAndMetadata], group_id: str, group: GroupMetadata | None = None
     ) -> dict[TopicPartition, int]:
         """Exactly-once: what was sent since the last commit, plus the input `offsets`, as one transaction.
 
-        Returns the last offset written per changelog partition, as `flush()` does.
+        `group` is the consumer's group metadata: the offsets commit only if the member is still current
+        (KIP-447). Returns the last offset written per changelog partition, as `flush()` does.
         """
         acked = await self.flush()
         if offsets:
             if not self._in_transaction:
                 await self._producer.begin_transaction()
                 self._in_transaction = True
+            set_group_metadata(self._producer, group)
             await self._producer.send_offsets_to_transaction(dict(offsets), group_id)
         if self._in_transaction:
             self._in_transaction = False  # whatever happens next, this transaction is over

@@ -354,7 +354,7 @@ class TaskManager:
         for task in running:
             offsets.update(task.committable_offsets())
         try:
-            acked = await self._collector.commit_transaction(offsets, self._group_id)
+            acked = await self._collector.commit_transaction(offsets, self._group_id, self._consumer.group_metadata())
         except (CommitFailedError, IllegalStateError, KafkaError) as exc:
             raise TaskMigratedError(f"stream-thread [{self.name}] could not commit its transaction: {exc!r}") from exc
         for task in running:

@@ -15,6 +15,7 @@ from aiokafka.errors import CommitFailedError
 from aiokafka.structs import ConsumerRecord, OffsetAndMetadata, RecordMetadata, TopicPartition
 
 from streamlet.config import StreamsConfig
+from streamlet.runtime.txn_offset_commit import GroupMetadata
 
 
 class FakeKafka:
@@ -121,6 +122,9 @@ class FakeConsumer:
 
     def generation_lost(self) -> bool:
         return self.lost
+
+    def group_metadata(self) -> GroupMetadata:
+        return GroupMetadata(-1 if self.lost else 1, "member-1", None)
 
 
 def commit_failed() -> CommitFailedError:
