@@ -117,7 +117,7 @@ def _streamlet(workers: int, threads: int, *extra: str, root: Path = common.ROOT
     return launch
 
 
-def _kafka_streams(threads: int, cache: int) -> Callable[[PeerRun], list[Proc]]:
+def _kafka_streams(threads: int, cache: int, guarantee: str = "at_least_once") -> Callable[[PeerRun], list[Proc]]:
     def launch(r: PeerRun) -> list[Proc]:
         return [
             spawn(
@@ -136,6 +136,7 @@ def _kafka_streams(threads: int, cache: int) -> Callable[[PeerRun], list[Proc]]:
                     str(threads),
                     str(COMMIT_MS),
                     str(cache),
+                    guarantee,
                 ],
                 r.work / "kafka-streams.log",
             )
@@ -229,6 +230,19 @@ PEERS: list[Peer] = [
         "framework",
         "WordCountDemo topology, commit 1 s, 10 MiB cache",
         _kafka_streams(2, CACHE_BYTES),
+        requires=_needs_java,
+    ),
+    Peer(
+        "streamlet 2 procs x 2 threads, exactly_once_v2",
+        "framework",
+        "examples/wordcount/app.py, commit 1 s, 10 MiB cache, one transaction per thread per commit",
+        _streamlet(2, 2, "processing_guarantee=exactly_once_v2"),
+    ),
+    Peer(
+        "Kafka Streams 4.1.1 (2 threads), exactly_once_v2",
+        "framework",
+        "WordCountDemo topology, commit 1 s, 10 MiB cache, exactly_once_v2",
+        _kafka_streams(2, CACHE_BYTES, "exactly_once_v2"),
         requires=_needs_java,
     ),
     Peer(

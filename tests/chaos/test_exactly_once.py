@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import signal
 import time
 
 import pytest
@@ -52,4 +53,33 @@ async def test_kill_9s_under_exactly_once_give_exact_counts(kafka: KafkaTestClus
     report(
         "exactly-once, kill -9 ×3 (one on the same state dir, two deleted)", final, truth, since=input_done, kills=kills
     )
+    assert workers.stop_all() == {0: 0, 1: 0}
+
+
+async def test_a_paused_worker_under_exactly_once_gives_exact_counts(kafka: KafkaTestCluster, wordcount_app) -> None:
+    """The zombie wakes after its tasks' new owner counted everything: its open transaction aborts, and any
+    offset commit it tries is fenced by its stale generation."""
+    source, sink, workers = await wordcount_app(session_timeout_ms="6000", heartbeat_interval_ms="1000", **EOS)
+    workers.start(0)
+    workers.start(1)
+    await workers.wait_assigned(0, more_than=0)
+    await workers.wait_assigned(1, more_than=0)
+    lines = (real_text_lines() + [SEED_LINE]) * 3
+    producing = asyncio.create_task(produce_steadily(kafka, source, lines, per_second=200))  # about 8 s
+    await asyncio.sleep(4)
+    workers.signal(0, signal.SIGSTOP)
+    paused_at = time.monotonic()
+    await producing
+    input_done = time.monotonic()
+    truth = expected_counts(lines)
+    assert await wait_for_counts(kafka, sink, truth, timeout=90, read_committed=True) == truth
+    await asyncio.sleep(max(0.0, 12 - (time.monotonic() - paused_at)))
+    workers.signal(0, signal.SIGCONT)
+    paused_s = round(time.monotonic() - paused_at, 1)
+    await asyncio.sleep(5)
+
+    final = await wait_for_counts(kafka, sink, truth, timeout=30, read_committed=True)
+    assert final == truth, f"over-counted {over_count(final, truth)}"
+    report("exactly-once zombie", final, truth, since=input_done, paused_s=paused_s)
+    assert "as lost" in workers.log(0)
     assert workers.stop_all() == {0: 0, 1: 0}
