@@ -95,6 +95,7 @@ WORKER_FLAGS: Mapping[str, str] = {
     "--state-dir": "state_dir",
     "--threads": "num_stream_threads",
     "--bootstrap-servers": "bootstrap_servers",
+    "--leave": "leave_group_on_close",
 }
 
 
@@ -161,7 +162,12 @@ def _worker(args: argparse.Namespace) -> int:
     # a broker outage makes aiokafka log the same error ~100 times a second: one line per 10 s is enough
     install_repeat_filter(logging.getLogger().handlers)
     app = _app_of(args.target, args.application_id)
-    flags = {"--state-dir": args.state_dir, "--threads": args.threads, "--bootstrap-servers": args.bootstrap_servers}
+    flags = {
+        "--state-dir": args.state_dir,
+        "--threads": args.threads,
+        "--bootstrap-servers": args.bootstrap_servers,
+        "--leave": args.leave,
+    }
     settings = resolve_worker_config(flags, args.config, _app_config(app), os.environ)
     asyncio.run(app.run_worker(**settings))
     return 0
@@ -317,6 +323,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="KEY=VALUE",
         help="any StreamsConfig setting; precedence: flag > --config > App(...) > environment > default",
+    )
+    worker.add_argument(
+        "--leave",
+        action="store_const",
+        const=True,
+        default=None,
+        help="with group_instance_id: leave the group on shutdown, so this worker's tasks move at once",
     )
     worker.add_argument("--log-level", default="info")
     worker.set_defaults(handler=_worker)

@@ -70,6 +70,9 @@ class StreamsConfig:
     application_server: str = ""
     # Kafka's group.instance.id (static membership, KIP-345): thread n joins as "<group_instance_id>-<n>"
     group_instance_id: str = ""
+    # A static member keeps its place in the group when it stops (so a restart moves nothing); this makes it
+    # leave instead, so its tasks move at once (Kafka Streams' CloseOptions.leaveGroup; `streamlet worker --leave`)
+    leave_group_on_close: bool = False
     deserialization_exception_handler: str = "fail"
     processing_exception_handler: str = "fail"
     production_exception_handler: str = "fail"

@@ -7,19 +7,27 @@ and the default supplier builds aiokafka clients with the settings a stream thre
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Protocol
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener
 from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
+from aiokafka.errors import KafkaError
+from aiokafka.protocol.api import Request, RequestStruct, Response
+from aiokafka.protocol.group import JoinGroupRequest
+from aiokafka.protocol.types import Array, Int16, Int32, Schema, String
 from aiokafka.structs import ConsumerRecord, OffsetAndMetadata, TopicPartition
 
 from streamlet.config import StreamsConfig
 from streamlet.runtime import txn_offset_commit
 from streamlet.runtime.txn_offset_commit import GroupMetadata
 
+log = logging.getLogger("streamlet.thread")
+
 #: aiokafka's generation id of a member that has none (it was fenced, or never joined).
 NO_GENERATION = -1
+UNKNOWN_MEMBER_ID = JoinGroupRequest.UNKNOWN_MEMBER_ID
 
 
 class RestoreConsumer(Protocol):
@@ -67,6 +75,10 @@ class MainConsumer(RestoreConsumer, Protocol):
         """Generation, member id and instance id: what a transactional offset commit is fenced by."""
         ...
 
+    async def leave_group(self) -> None:
+        """Leave the group now, even as a static member (which otherwise keeps its place when it stops)."""
+        ...
+
 
 class Producer(Protocol):
     async def start(self) -> None: ...
@@ -104,11 +116,59 @@ class StreamsConsumer(AIOKafkaConsumer):
         coordinator = self._coordinator
         return coordinator is not None and coordinator.generation == NO_GENERATION
 
+    async def leave_group(self) -> None:
+        # aiokafka sends LeaveGroup only for dynamic members, and only v0/v1, which cannot name an instance id
+        coordinator = self._coordinator
+        if coordinator is None or coordinator.member_id == UNKNOWN_MEMBER_ID:
+            return
+        request = LeaveGroupRequestV3(coordinator.group_id, coordinator.member_id, self._group_instance_id)
+        try:
+            await coordinator._send_req(request)
+        except KafkaError as exc:
+            log.warning("LeaveGroup for %s failed: %r", self._group_instance_id or coordinator.member_id, exc)
+        coordinator.reset_generation()
+
     def group_metadata(self) -> GroupMetadata:
         coordinator = self._coordinator
         if coordinator is None:
             return GroupMetadata(NO_GENERATION, "", self._group_instance_id)
         return GroupMetadata(coordinator.generation, coordinator.member_id, self._group_instance_id)
+
+
+class LeaveGroupResponse_v3(Response):
+    API_KEY = 13
+    API_VERSION = 3
+    SCHEMA = Schema(
+        ("throttle_time_ms", Int32),
+        ("error_code", Int16),
+        (
+            "members",
+            Array(("member_id", String("utf-8")), ("group_instance_id", String("utf-8")), ("error_code", Int16)),
+        ),
+    )
+
+
+class LeaveGroupRequest_v3(RequestStruct):
+    API_KEY = 13
+    API_VERSION = 3
+    RESPONSE_TYPE = LeaveGroupResponse_v3
+    SCHEMA = Schema(
+        ("group_id", String("utf-8")),
+        ("members", Array(("member_id", String("utf-8")), ("group_instance_id", String("utf-8")))),
+    )
+
+
+class LeaveGroupRequestV3(Request[LeaveGroupRequest_v3]):
+    """KIP-345's LeaveGroup: names the member by its instance id, so a static member can leave."""
+
+    API_KEY = 13
+
+    def __init__(self, group_id: str, member_id: str, group_instance_id: str | None) -> None:
+        self._group_id = group_id
+        self._members = [(member_id, group_instance_id)]
+
+    def build(self, request_struct_class: type[LeaveGroupRequest_v3]) -> LeaveGroupRequest_v3:
+        return request_struct_class(self._group_id, self._members)
 
 
 class AioKafkaClientSupplier:

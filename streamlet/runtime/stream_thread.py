@@ -172,6 +172,8 @@ class StreamThread:
         async with self._lock:
             self._closing = True  # rebalance callbacks from here on leave the tasks alone
             await self.tasks.shutdown(clean)
+            if self.config.leave_group_on_close and self.config.group_instance_id:
+                await self.consumer.leave_group()
         for closer in (self.consumer.stop, self.restore_consumer.stop, self.resources.collector.producer.stop):
             try:
                 await closer()

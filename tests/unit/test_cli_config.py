@@ -157,3 +157,8 @@ def test_cleanup_command_wipes_the_state_dir_the_worker_would_use(
         cli.main(["cleanup", "m:topology", "--application-id", "wc", "--config", f"state_dir={tmp_path / 'cfg'}"]) == 0
     )
     assert not task_dir.exists()
+
+
+def test_leave_flag_sets_leave_group_on_close() -> None:
+    assert resolve_worker_config({**NO_FLAGS, "--leave": True}, [], {}, {})["leave_group_on_close"] is True
+    assert "leave_group_on_close" not in resolve_worker_config(NO_FLAGS, [], {}, {})

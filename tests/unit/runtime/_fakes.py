@@ -123,6 +123,9 @@ class FakeConsumer:
     def generation_lost(self) -> bool:
         return self.lost
 
+    async def leave_group(self) -> None:
+        self.kafka.events.append("leave group")
+
     def group_metadata(self) -> GroupMetadata:
         return GroupMetadata(-1 if self.lost else 1, "member-1", None)
 
