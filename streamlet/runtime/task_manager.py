@@ -214,6 +214,9 @@ class TaskManager:
         if self._exactly_once:
             await self._collector.abort_transaction()
         self._was_running = set()
+        # The consumer may still hold the partitions (e.g. its transaction timed out, its membership did not):
+        # without a rebalance nobody would reopen their tasks.
+        self._consumer.request_rejoin()
 
     def open_pending(self) -> None:
         """Open assigned tasks whose directory or store was not available yet.

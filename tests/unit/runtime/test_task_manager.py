@@ -103,6 +103,7 @@ async def test_migrated_tasks_close_dirty_without_commit_or_checkpoint(harness: 
     assert not any(e.startswith(("commit", "checkpoint")) for e in kafka.events), kafka.events
     assert harness.tasks.active == {}
     assert kafka.committed == {}
+    assert harness.consumer.rejoin_requested  # the tasks come back through a rebalance
 
 
 async def test_records_of_a_restoring_task_are_sought_back_not_dropped(harness: Harness, kafka: FakeKafka) -> None:
