@@ -48,6 +48,10 @@ async def test_workers_survive_a_broker_outage_and_count_exactly(
     try:
         workers.start(0)
         workers.start(1)
+        # a rebalance still under way when the broker goes would replay input (at-least-once): start steady
+        await workers.wait_assigned(0, more_than=0)
+        await workers.wait_assigned(1, more_than=0)
+        await asyncio.sleep(3)
         await produce_steadily(own_kafka, source, first, per_second=1000)
         assert await wait_for_counts(own_kafka, sink, expected_counts(first), timeout=120) == expected_counts(first)
         await asyncio.sleep(2)  # past the commit interval: the outage starts with everything committed
