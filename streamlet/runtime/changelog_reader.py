@@ -49,10 +49,6 @@ class ChangelogReader:
         self._chunk_records = chunk_records
         self._changelogs: dict[TopicPartition, ChangelogPartition] = {}
 
-    @property
-    def changelogs(self) -> dict[TopicPartition, ChangelogPartition]:
-        return dict(self._changelogs)
-
     async def restore(
         self, restoring: Iterable[StreamTask], standbys: Iterable[StandbyTask], timeout_ms: int
     ) -> RestoreResult:

@@ -113,7 +113,3 @@ class ThreadHandlers:
         self.deserialization = ExceptionHandler(DESERIALIZATION, deserialization, collector, dead_letter_topic)
         self.processing = ExceptionHandler(PROCESSING, processing, collector, dead_letter_topic)
         self.production = ExceptionHandler(PRODUCTION, production, collector, dead_letter_topic)
-
-    @property
-    def skipped(self) -> int:
-        return self.deserialization.skipped + self.processing.skipped + self.production.skipped

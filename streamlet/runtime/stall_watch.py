@@ -17,7 +17,6 @@ class StallWatch:
     def __init__(self, threshold_s: float, tick_s: float = 0.5) -> None:
         self.threshold_s = threshold_s
         self.tick_s = tick_s
-        self.longest_gap_s = 0.0
         self._stalled = False
         self._last_tick = time.monotonic()
 
@@ -29,9 +28,7 @@ class StallWatch:
             self._check(time.monotonic())
 
     def _check(self, now: float) -> None:
-        gap = now - self._last_tick
-        self.longest_gap_s = max(self.longest_gap_s, gap)
-        if gap > self.threshold_s:
+        if now - self._last_tick > self.threshold_s:
             self._stalled = True
         self._last_tick = now
 

@@ -32,11 +32,9 @@ class StreamTask:
         state_manager: ProcessorStateManager | None,
         collector: RecordCollector,
         handlers: ThreadHandlers,
-        application_id: str,
         record_context: RecordContext | None = None,
     ) -> None:
         self.task_id = task_id
-        self.application_id = application_id
         self.partitions = partitions
         self.state_manager = state_manager
         self._stores: dict[str, Any] = {} if state_manager is None else dict(state_manager.stores())

@@ -69,7 +69,6 @@ class TaskCreator:
             state_manager,
             resources.collector,
             resources.handlers,
-            self._config.application_id,
             record_context,
         )
 

@@ -36,9 +36,7 @@ class Setup:
         self.kafka = FakeKafka({"in": 1, "out": 1, DLQ: 1})
         self.collector = RecordCollector(FakeProducer(self.kafka), (), max_record_bytes=1_000)  # type: ignore[arg-type]
         self.handlers = ThreadHandlers(self.collector, dead_letter_topic=DLQ, **modes)
-        self.task = StreamTask(
-            T0, frozenset({IN0}), TopicNames(topology, "app"), None, self.collector, self.handlers, "app"
-        )
+        self.task = StreamTask(T0, frozenset({IN0}), TopicNames(topology, "app"), None, self.collector, self.handlers)
 
     async def run(self, *values: bytes | None) -> None:
         for value in values:

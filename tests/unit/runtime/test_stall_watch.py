@@ -28,7 +28,6 @@ async def test_a_blocked_event_loop_is_a_stall_reported_once() -> None:
     await asyncio.sleep(0.05)
     await stop(task)
     assert watch.stalled() and not watch.stalled()
-    assert watch.longest_gap_s >= 0.35
 
 
 async def test_a_long_await_is_not_a_stall() -> None:
