@@ -18,9 +18,9 @@ from streamlet.task_id import TaskId
 
 
 class ChangelogEndOffsets:
-    def __init__(self, metadata: TopologyMetadata, consumer: RestoreConsumer | None = None) -> None:
+    def __init__(self, metadata: TopologyMetadata) -> None:
         self._metadata = metadata
-        self._consumer = consumer
+        self._consumer: RestoreConsumer | None = None
         self._partitions: list[TopicPartition] = []
         self._end_offsets: dict[TopicPartition, int] = {}
         self._lock = asyncio.Lock()

@@ -80,12 +80,6 @@ class MainConsumer(RestoreConsumer, Protocol):
         ...
 
 
-class Producer(Protocol):
-    async def start(self) -> None: ...
-
-    async def stop(self) -> None: ...
-
-
 class KafkaClientSupplier(Protocol):
     """Builds the clients of one stream thread."""
 

@@ -109,9 +109,8 @@ class RecordCollector:
         future, a callback and a metadata lookup for every record, the largest costs of the hot path.
         Order within a partition is preserved (aiokafka keeps batches of a partition in order).
         """
-        if self._transactional and not self._in_transaction and (self._queue or self._dead_letters):
-            await self._producer.begin_transaction()
-            self._in_transaction = True
+        if self._transactional and (self._queue or self._dead_letters):
+            await self._begin_transaction()
         if self._dead_letters:
             letters, self._dead_letters = self._dead_letters, []
             for topic, key, value, timestamp, headers in letters:
@@ -182,15 +181,18 @@ class RecordCollector:
         """
         acked = await self.flush()
         if offsets:
-            if not self._in_transaction:
-                await self._producer.begin_transaction()
-                self._in_transaction = True
+            await self._begin_transaction()
             set_group_metadata(self._producer, group)
             await self._producer.send_offsets_to_transaction(dict(offsets), group_id)
         if self._in_transaction:
             self._in_transaction = False  # whatever happens next, this transaction is over
             await self._producer.commit_transaction()
         return acked
+
+    async def _begin_transaction(self) -> None:
+        if not self._in_transaction:
+            await self._producer.begin_transaction()
+            self._in_transaction = True
 
     async def abort_transaction(self) -> None:
         """Exactly-once: drop what is queued and abort what was sent since the last commit."""

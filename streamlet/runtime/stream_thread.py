@@ -99,9 +99,8 @@ class StreamThread:
         def new_producer() -> AIOKafkaProducer:
             return clients.producer(config, f"{self.name}-producer", transactional_id)
 
-        self.producer = new_producer()
         collector = RecordCollector(
-            self.producer,
+            new_producer(),
             metadata.changelog_topics(),
             transactional=config.exactly_once,
             producer_factory=new_producer if config.exactly_once else None,
@@ -132,7 +131,7 @@ class StreamThread:
     # ---- lifecycle ----------------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        await self.producer.start()
+        await self.resources.collector.producer.start()
         await self.restore_consumer.start()
         await self.consumer.start()
         self.consumer.subscribe(self._metadata.source_topics(), listener=_Listener(self))

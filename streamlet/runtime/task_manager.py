@@ -211,8 +211,7 @@ class TaskManager:
         log.warning("%s; closing %d active tasks without committing and rejoining the group", reason, len(self.active))
         for task in list(self.active.values()):
             self._close_active(task, clean=False)
-        if self._exactly_once:
-            await self._collector.abort_transaction()
+        await self._discard_output()
         self._was_running = set()
         # The consumer may still hold the partitions (e.g. its transaction timed out, its membership did not):
         # without a rebalance nobody would reopen their tasks.
@@ -319,56 +318,48 @@ class TaskManager:
     async def commit(self, *, force_checkpoint: bool = False) -> None:
         """Flush caches, then the producer, then commit offsets, then checkpoint.
 
-        A checkpoint therefore never claims more than Kafka has acknowledged.
+        A checkpoint therefore never claims more than Kafka has acknowledged. Under exactly-once the records and
+        the offsets commit as one transaction, and nothing checkpoints while processing (a crash must find no
+        checkpoint: see `delete_checkpoint_file`); only a clean close (`force_checkpoint`) writes them. Standbys
+        only ever hold committed data and checkpoint as usual.
         """
         self.last_commit = time.monotonic()
         running = [t for t in self.active.values() if t.state in (TaskState.RUNNING, TaskState.SUSPENDED)]
         for task in running:
             task.flush_caches()
+        offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+        for task in running:
+            offsets.update(task.committable_offsets())
         if self._exactly_once:
-            await self._commit_transaction(running, force_checkpoint)
-            return
-        acked = await self._collector.flush()
-        for task in running:
-            if task.state_manager is not None:
-                task.state_manager.update_changelog_offsets(acked)
-        offsets: dict[TopicPartition, OffsetAndMetadata] = {}
-        for task in running:
-            offsets.update(task.committable_offsets())
-        if offsets:
-            try:
-                await self._consumer.commit(offsets)
-            except (CommitFailedError, IllegalStateError) as exc:
-                raise TaskMigratedError(f"stream-thread [{self.name}] lost its partitions: {exc}") from exc
-            for task in running:
-                task.mark_committed(offsets)
-        for task in running:
-            await _maybe_checkpoint(task.state_manager, force_checkpoint)
-        for standby in self.standby.values():
-            await _maybe_checkpoint(standby.state_manager, force_checkpoint)
-
-    async def _commit_transaction(self, running: list[StreamTask], force_checkpoint: bool) -> None:
-        """Exactly-once: output, changelog writes and input offsets commit as one transaction.
-
-        No checkpoint while processing (a crash must find none: see `delete_checkpoint_file`); only a clean
-        close (`force_checkpoint`) writes them. Standbys only ever hold committed data and checkpoint as usual.
-        """
-        offsets: dict[TopicPartition, OffsetAndMetadata] = {}
-        for task in running:
-            offsets.update(task.committable_offsets())
-        try:
-            acked = await self._collector.commit_transaction(offsets, self._group_id, self._consumer.group_metadata())
-        except (CommitFailedError, IllegalStateError, KafkaError) as exc:
-            raise TaskMigratedError(f"stream-thread [{self.name}] could not commit its transaction: {exc!r}") from exc
+            acked = await self._commit_transaction(offsets)
+        else:
+            acked = await self._collector.flush()
+            await self._commit_offsets(offsets)
         for task in running:
             if task.state_manager is not None:
                 task.state_manager.update_changelog_offsets(acked)
             task.mark_committed(offsets)
-        if force_checkpoint:
+        if force_checkpoint or not self._exactly_once:
             for task in running:
-                await _maybe_checkpoint(task.state_manager, force=True)
+                await _maybe_checkpoint(task.state_manager, force_checkpoint)
         for standby in self.standby.values():
             await _maybe_checkpoint(standby.state_manager, force_checkpoint)
+
+    async def _commit_offsets(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
+        if not offsets:
+            return
+        try:
+            await self._consumer.commit(offsets)
+        except (CommitFailedError, IllegalStateError) as exc:
+            raise TaskMigratedError(f"stream-thread [{self.name}] lost its partitions: {exc}") from exc
+
+    async def _commit_transaction(
+        self, offsets: Mapping[TopicPartition, OffsetAndMetadata]
+    ) -> dict[TopicPartition, int]:
+        try:
+            return await self._collector.commit_transaction(offsets, self._group_id, self._consumer.group_metadata())
+        except (CommitFailedError, IllegalStateError, KafkaError) as exc:
+            raise TaskMigratedError(f"stream-thread [{self.name}] could not commit its transaction: {exc!r}") from exc
 
     # ---- shutdown -----------------------------------------------------------------------------------------
 
