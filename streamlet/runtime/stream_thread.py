@@ -126,6 +126,7 @@ class StreamThread:
             self.changelog_reader,
             exactly_once=config.exactly_once,
             group_id=config.application_id,
+            stall_watch=self.stall_watch,
         )
 
     # ---- lifecycle ----------------------------------------------------------------------------------------
@@ -198,15 +199,12 @@ class StreamThread:
         poll_ms = 100 if not restoring else (0 if restored else 20)
         batch = await self.consumer.getmany(timeout_ms=poll_ms, max_records=self.config.max_poll_records)
         async with self._lock:
-            if self.stall_watch.stalled():
-                # no heartbeat could run either: the group has most likely moved on (a zombie wakes up)
-                await self.tasks.handle_lost_all(
-                    f"this process did not run for longer than session_timeout_ms={self.config.session_timeout_ms}"
-                )
-                self.consumer.request_rejoin()
+            if await tasks.drop_if_frozen():  # frozen while waiting for records
                 return
             if batch:
                 tasks.process(batch)
+                if await tasks.drop_if_frozen():  # frozen while processing: its output must not be sent
+                    return
                 await self.resources.collector.drain()
             if (time.monotonic() - tasks.last_commit) * 1000 >= self.config.commit_interval_ms:
                 await tasks.commit_or_migrate()
@@ -227,9 +225,9 @@ class StreamThread:
             if self._closing:
                 return
             try:
-                if self.consumer.generation_lost() or self.stall_watch.stalled():
-                    await self.tasks.handle_lost_all("the group coordinator dropped this member, or it was frozen")
-                else:
+                if self.consumer.generation_lost():
+                    await self.tasks.handle_lost_all("the group coordinator dropped this member")
+                elif not await self.tasks.drop_if_frozen(rejoin=False):
                     await self.tasks.handle_revocation()
                 self.tasks.lock_task_dirs()
                 await self._end_offsets.refresh()

@@ -32,6 +32,7 @@ from streamlet.errors import StateStoreCorruptedError, StateStoreError, Streamle
 from streamlet.runtime.changelog_reader import ChangelogReader
 from streamlet.runtime.clients import MainConsumer
 from streamlet.runtime.record_collector import RecordCollector
+from streamlet.runtime.stall_watch import StallWatch
 from streamlet.runtime.standby_task import StandbyTask
 from streamlet.runtime.stream_task import StreamTask
 from streamlet.runtime.task_creator import TaskCreator, ThreadResources
@@ -86,8 +87,10 @@ class TaskManager:
         *,
         exactly_once: bool = False,
         group_id: str = "",
+        stall_watch: StallWatch | None = None,
     ) -> None:
         self.name = name  # the thread's name: owner of its task directory locks
+        self._stall_watch = stall_watch
         self._exactly_once = exactly_once
         self._group_id = group_id
         self._consumer = consumer
@@ -303,10 +306,27 @@ class TaskManager:
 
     # ---- commit -------------------------------------------------------------------------------------------
 
+    async def drop_if_frozen(self, *, rejoin: bool = True) -> bool:
+        """If this process was frozen past the session timeout, take the lost path and rejoin.
+
+        No heartbeat ran while it was frozen either, so the group has most likely moved on: a zombie that
+        woke up must not hand anything it computed to the producer. Checked before anything is produced.
+        """
+        if self._stall_watch is None or not self._stall_watch.stalled():
+            return False
+        await self.handle_lost_all(
+            f"this process did not run for longer than the session timeout ({self._stall_watch.threshold_s:g} s)"
+        )
+        if rejoin:  # not from a rebalance callback: that rebalance is the rejoin
+            self._consumer.request_rejoin()
+        return True
+
     async def commit_or_migrate(self, *, force_checkpoint: bool = False) -> bool:
         """Commit; if the group took this member's partitions meanwhile, take the lost or migrated path instead."""
         if self._consumer.generation_lost():
             await self.handle_lost_all("the group coordinator no longer knows this member")
+            return False
+        if await self.drop_if_frozen():
             return False
         try:
             await self.commit(force_checkpoint=force_checkpoint)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from pathlib import Path
 from tests.support.kafka import KafkaTestCluster
 
 ROOT = Path(__file__).resolve().parents[2]
+DROPPED_DIRTY = re.compile(r"^.*closing [1-9][0-9]* active tasks (?:as lost|without committing).*$", re.MULTILINE)
 
 
 class Workers:
@@ -96,6 +98,14 @@ class Workers:
     def log(self, index: int) -> str:
         path = self.root / f"worker-{index}.log"
         return path.read_text(errors="replace") if path.exists() else ""
+
+    def dropped_tasks_dirty(self, index: int) -> list[str]:
+        """The worker's log lines saying a thread closed its active tasks without flushing or committing.
+
+        A zombie takes the lost path when its stall watch or heartbeat notices first, and the migrated path
+        when a commit it was in the middle of when it froze is refused first: both drop the tasks dirty.
+        """
+        return DROPPED_DIRTY.findall(self.log(index))
 
     def assignments(self, index: int) -> int:
         """How many assignments the worker's threads have logged so far (over all its runs)."""

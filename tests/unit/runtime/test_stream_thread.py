@@ -118,6 +118,37 @@ async def test_a_loop_stalled_past_the_session_timeout_flushes_nothing_and_rejoi
     assert kafka.events == [] and kafka.committed == {}
 
 
+async def test_a_process_frozen_while_processing_sends_nothing_it_computed(
+    thread: StreamThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await assigned_and_running(thread)
+    consumer, kafka = fake(thread)
+    thread.tasks.last_commit = 0.0  # a commit is due right after this batch
+    process = thread.tasks.process
+
+    def frozen_midway(batch):  # type: ignore[no-untyped-def]
+        process(batch)
+        thread.stall_watch.mark_stalled()  # SIGSTOP'd while processing, for longer than session_timeout_ms
+
+    monkeypatch.setattr(thread.tasks, "process", frozen_midway)
+    await counted(thread, "a", "a")
+
+    assert thread.tasks.active == {} and consumer.rejoin_requested
+    assert kafka.events == [] and kafka.committed == {}
+
+
+async def test_a_commit_after_a_freeze_takes_the_lost_path(thread: StreamThread) -> None:
+    await assigned_and_running(thread)
+    await counted(thread, "a", "a")
+    consumer, kafka = fake(thread)
+    thread.stall_watch.mark_stalled()
+
+    assert await thread.tasks.commit_or_migrate() is False
+
+    assert thread.tasks.active == {} and consumer.rejoin_requested
+    assert kafka.events == [] and kafka.committed == {}
+
+
 async def test_probing_rebalance_is_requested_at_its_deadline(thread: StreamThread) -> None:
     consumer, _ = fake(thread)
     deadline = int(time.time() * 1000) - 1
