@@ -1,4 +1,4 @@
-"""Faust-style agents and tables, compiled onto the Kafka Streams engine.
+"""Faust-style agents, compiled onto the Kafka Streams engine.
 
 An agent is `async def fn(stream)` with an `async for` over the stream. streamlet runs it *inside the
 task*: operations called on the stream before the loop (`flat_map_values`, `filter`, `group_by`, ...)
@@ -9,27 +9,34 @@ acking machinery and no event-loop hop per record.
 
 The price of running inline: the body may await only streamlet operations (`topic.send`), which never
 suspend. Awaiting anything else (a sleep, a network call) is reported as an error naming the agent.
+
+Serdes follow the data. The stream knows its keys' and values' serde and type from the topic (`key_type=`,
+`value_type=`), keeps them through `filter`, and learns new ones from `map_values(value_serde=...)` or a
+function's return annotation. A `group_by` writes its repartition topic with the values' serde and a key
+serde from the key function's type (a Record field such as `PageView.user`, or an annotation), else the
+stream's declared key serde, else str. Values whose type nothing declares (after a lambda) travel as JSON,
+Faust's default. A declared serde that cannot carry a declared type is an error when the topology is built.
 """
 
 from __future__ import annotations
 
-import contextvars
 import inspect
 from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from streamlet.agent_context import AgentError, current_context, task_context
 from streamlet.errors import TopologyError
+from streamlet.models import FieldDescriptor
 from streamlet.runtime.processor_graph import TaskContext
-from streamlet.serdes import Serde, SerdeLike, resolve_serde
+from streamlet.serdes import BytesSerde, JsonSerde, Serde, SerdeLike, StringSerde, resolve_serde
+from streamlet.tables import Table
 from streamlet.topology import KStream, StreamsBuilder
+from streamlet.typed_serdes import check_serde_fits, element_type, is_model, result_type, serde_for_type, serde_type
 
-_current_context: contextvars.ContextVar[TaskContext | None] = contextvars.ContextVar("streamlet_task", default=None)
+__all__ = ["AgentError", "AgentSpec", "AgentStream", "Table", "TopicRef", "compile_agents"]
+
 _NEXT = object()  # what the agent coroutine yields when it waits for the next record
-
-
-class AgentError(TopologyError):
-    """An agent did something it cannot do when running inside a task."""
 
 
 class _NextRecord:
@@ -40,77 +47,65 @@ class _NextRecord:
         return item
 
 
-def _context(what: str) -> TaskContext:
-    ctx = _current_context.get()
-    if ctx is None:
-        raise AgentError(f"{what} can only be used inside an agent while it processes a record")
-    return ctx
+@dataclass(frozen=True)
+class _Carried:
+    """What a stream knows about its keys or values: the serde (None: not declared) and the Python type."""
+
+    serde: Serde | None
+    type: Any = None
+
+
+def _declared_serde(spec: SerdeLike, tp: Any, where: str) -> Serde | None:
+    """The serde given as `spec`, checked against the declared type; else the type's serde; else None."""
+    try:
+        serde = resolve_serde(spec)
+    except (TypeError, ValueError) as exc:
+        raise TopologyError(f"{where}: {exc}") from exc
+    if serde is not None:
+        check_serde_fits(serde, tp, where)
+        return serde
+    return None if tp is None else serde_for_type(tp)
 
 
 class TopicRef:
-    """A topic declared with `app.topic(...)`: an agent's input, or an output to `await send()` to."""
+    """A topic declared with `app.topic(...)`: an agent's input, or an output to `await send()` to.
 
-    def __init__(self, name: str, key_serde: SerdeLike, value_serde: SerdeLike) -> None:
+    `key_type`/`value_type` (a `streamlet.Record`, a pydantic model, str, int, bytes, ...) choose the serde
+    when none is given, and are checked against the one given.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        key_serde: SerdeLike = None,
+        value_serde: SerdeLike = None,
+        *,
+        key_type: Any = None,
+        value_type: Any = None,
+    ) -> None:
         self.name = name
-        self.key_serde_spec = key_serde
-        self.value_serde_spec = value_serde
-        self._key_serde = resolve_serde(key_serde) or resolve_serde("bytes")
-        self._value_serde = resolve_serde(value_serde) or resolve_serde("bytes")
+        self.key = _Carried(_declared_serde(key_serde, key_type, f"topic {name} key_serde"), key_type)
+        self.value = _Carried(_declared_serde(value_serde, value_type, f"topic {name} value_serde"), value_type)
+        self._key_serde: Serde = self.key.serde or BytesSerde()
+        self._value_serde: Serde = self.value.serde or BytesSerde()
+
+    @property
+    def key_serde(self) -> Serde:
+        return self._key_serde
+
+    @property
+    def value_serde(self) -> Serde:
+        return self._value_serde
 
     async def send(self, *, key: Any = None, value: Any = None, partition: int | None = None) -> None:
         """Queue a record for this topic (completes at once; the producer sends it before the commit)."""
-        ctx = _context(f"send() to topic {self.name}")
-        key_bytes = self._key_serde.serialize(self.name, key)  # type: ignore[union-attr]
-        value_bytes = self._value_serde.serialize(self.name, value)  # type: ignore[union-attr]
+        ctx = current_context(f"send() to topic {self.name}")
+        key_bytes = self._key_serde.serialize(self.name, key)
+        value_bytes = self._value_serde.serialize(self.name, value)
         ctx.send(self.name, key_bytes, value_bytes, getattr(ctx, "timestamp", 0), partition)
 
     def __repr__(self) -> str:
         return f"TopicRef({self.name!r})"
-
-
-class Table:
-    """A dict-like view of the current task's store `name` (RocksDB, changelogged, partitioned like the stream)."""
-
-    def __init__(
-        self, name: str, key_serde: SerdeLike, value_serde: SerdeLike, default: Callable[[], Any] | None
-    ) -> None:
-        self.name = name
-        self.key_serde: Serde = resolve_serde(key_serde)  # type: ignore[assignment]
-        self.value_serde: Serde = resolve_serde(value_serde)  # type: ignore[assignment]
-        self.default = default
-
-    def _store(self) -> Any:
-        return _context(f"table {self.name}").get_state_store(self.name)
-
-    def _key(self, key: Any) -> bytes:
-        data = self.key_serde.serialize(self.name, key)
-        if data is None:
-            raise KeyError(f"table {self.name}: None is not a valid key")
-        return data
-
-    def __getitem__(self, key: Any) -> Any:
-        raw = self._store().get(self._key(key))
-        if raw is None:
-            if self.default is not None:
-                return self.default()
-            raise KeyError(key)
-        return self.value_serde.deserialize(self.name, raw)
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        raw = self._store().get(self._key(key))
-        return default if raw is None else self.value_serde.deserialize(self.name, raw)
-
-    def __contains__(self, key: Any) -> bool:
-        return self._store().get(self._key(key)) is not None
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        self._store().put(self._key(key), self.value_serde.serialize(self.name, value))
-
-    def __delitem__(self, key: Any) -> None:
-        self._store().delete(self._key(key))
-
-    def __repr__(self) -> str:
-        return f"Table({self.name!r})"
 
 
 @dataclass(frozen=True)
@@ -124,52 +119,85 @@ class AgentSpec:
 class AgentStream:
     """The stream an agent receives.
 
-    While the topology is compiled, its operations add DSL nodes; while a task runs, they are no-ops
-    (records reaching the agent have already been through those nodes) and iteration yields records.
-
-    The stream remembers the serde of its values when it is known (the topic's, kept by `filter`, or the
-    one given to `map_values`): a later `group_by` writes the repartition topic with it, as the DSL does.
+    While the topology is compiled, its operations add DSL nodes and track what the stream carries; while a
+    task runs, they are no-ops (records reaching the agent have already been through those nodes) and
+    iteration yields records.
     """
 
     def __init__(
-        self, kstream: KStream | None, recorder: list[AgentStream] | None = None, value_serde: SerdeLike = None
+        self,
+        kstream: KStream | None,
+        recorder: list[AgentStream] | None = None,
+        key: _Carried = _Carried(None),
+        value: _Carried = _Carried(None),
+        agent: str = "",
     ) -> None:
         self._kstream = kstream
         self._recorder = recorder
-        self._value_serde = value_serde
+        self._key = key
+        self._value = value
+        self._agent = agent
         self.with_keys = False
 
-    def _then(self, make: Callable[[KStream], KStream], value_serde: SerdeLike) -> AgentStream:
+    def _then(self, make: Callable[[KStream], KStream], key: _Carried, value: _Carried) -> AgentStream:
         if self._kstream is None:  # running inside a task
             return self
-        nxt = AgentStream(make(self._kstream), self._recorder, value_serde)
+        nxt = AgentStream(make(self._kstream), self._recorder, key, value, self._agent)
         nxt.with_keys = self.with_keys
         return nxt
 
     def filter(self, predicate: Callable[[Any], bool]) -> AgentStream:
-        return self._then(lambda ks: ks.filter(lambda _k, v: predicate(v)), self._value_serde)
+        return self._then(lambda ks: ks.filter(lambda _k, v: predicate(v)), self._key, self._value)
 
     def map_values(self, fn: Callable[[Any], Any], value_serde: SerdeLike = None) -> AgentStream:
-        """`value -> fn(value)`; `value_serde` is the new values' serde, for a later `group_by`."""
-        return self._then(lambda ks: ks.map_values(fn), value_serde)
+        """`value -> fn(value)`; the new values' serde is `value_serde`, else their annotated type's, else JSON."""
+        if self._kstream is None:
+            return self
+        value = self._new_values(value_serde, result_type(fn), "map_values")
+        return self._then(lambda ks: ks.map_values(fn), self._key, value)
 
-    def flat_map_values(self, fn: Callable[[Any], Iterable[Any]]) -> AgentStream:
-        return self._then(lambda ks: ks.flat_map_values(fn), None)
+    def flat_map_values(self, fn: Callable[[Any], Iterable[Any]], value_serde: SerdeLike = None) -> AgentStream:
+        """One value per item of `fn(value)`; their serde as for `map_values` (`-> list[str]` means str)."""
+        if self._kstream is None:
+            return self
+        value = self._new_values(value_serde, element_type(result_type(fn)), "flat_map_values")
+        return self._then(lambda ks: ks.flat_map_values(fn), self._key, value)
+
+    def _new_values(self, spec: SerdeLike, tp: Any, what: str) -> _Carried:
+        where = f"agent {self._agent}: {what} value_serde"
+        serde = _declared_serde(spec, tp, where)
+        if serde is None:
+            return _Carried(None)
+        from_serde = _serde_type_or(serde, tp)
+        return _Carried(serde, from_serde)
 
     def group_by(
-        self, key_fn: Callable[[Any], Any], *, name: str, key_serde: SerdeLike = "str", value_serde: SerdeLike = None
+        self, key_fn: Callable[[Any], Any], *, name: str, key_serde: SerdeLike = None, value_serde: SerdeLike = None
     ) -> AgentStream:
         """Re-key by `key_fn(value)` through the repartition topic `<application_id>-<name>-repartition`.
 
-        `value_serde` defaults to the stream's value serde, or "str" when the stream does not know it.
+        Serdes follow the data (see the module docstring); give `key_serde`/`value_serde` to override.
         """
-        if value_serde is None:
-            value_serde = "str" if self._value_serde is None else self._value_serde
+        if self._kstream is None:
+            return self
+        where = f"agent {self._agent}: group_by {name!r}"
+        if isinstance(key_fn, FieldDescriptor) and is_model(self._value.type):
+            if not issubclass(self._value.type, key_fn.model):
+                raise TopologyError(
+                    f"{where}: {key_fn.model.__name__}.{key_fn.name} is a field of {key_fn.model.__name__}, "
+                    f"but the stream carries {self._value.type.__name__} values"
+                )
+        key_type = result_type(key_fn)
+        keys = _declared_serde(key_serde, key_type, f"{where} key_serde")
+        if keys is None:
+            keys = self._key.serde if self._key.serde is not None else StringSerde()
+        values = _declared_serde(value_serde, self._value.type, f"{where} value_serde")
+        if values is None:
+            values = self._value.serde if self._value.serde is not None else JsonSerde()
         return self._then(
-            lambda ks: ks.select_key(lambda _k, v: key_fn(v)).repartition(
-                name, key_serde=key_serde, value_serde=value_serde
-            ),
-            value_serde,
+            lambda ks: ks.select_key(lambda _k, v: key_fn(v)).repartition(name, key_serde=keys, value_serde=values),
+            _Carried(keys, key_type),
+            _Carried(values, self._value.type),
         )
 
     def items(self) -> AgentStream:
@@ -177,7 +205,7 @@ class AgentStream:
         if self._kstream is None:
             self.with_keys = True
             return self
-        nxt = AgentStream(self._kstream, self._recorder, self._value_serde)
+        nxt = AgentStream(self._kstream, self._recorder, self._key, self._value, self._agent)
         nxt.with_keys = True
         return nxt
 
@@ -190,6 +218,10 @@ class AgentStream:
         return _NextRecord()
 
 
+def _serde_type_or(serde: Serde, tp: Any) -> Any:
+    return tp if tp is not None else serde_type(serde)
+
+
 def compile_agents(builder: StreamsBuilder, agents: Iterable[AgentSpec]) -> None:
     """Add every agent's pipeline and processor node to `builder`."""
     for agent in agents:
@@ -197,9 +229,9 @@ def compile_agents(builder: StreamsBuilder, agents: Iterable[AgentSpec]) -> None
             raise AgentError(f"agent {agent.name} must be an `async def` function taking the stream")
         topic = agent.topic
         recorder: list[AgentStream] = []
-        root = AgentStream(
-            builder.stream(topic.name, topic.key_serde_spec, topic.value_serde_spec), recorder, topic.value_serde_spec
-        )
+        kstream = builder.stream(topic.name, topic.key_serde, topic.value_serde)
+        # undeclared keys are not known to be bytes (group_by then picks str); undeclared values are bytes
+        root = AgentStream(kstream, recorder, topic.key, _Carried(topic.value_serde, topic.value.type), agent.name)
         coro = agent.fn(root)
         try:
             yielded = coro.send(None)
@@ -221,19 +253,19 @@ def _agent_processor_factory(agent: AgentSpec) -> Callable[[TaskContext], Callab
         def start() -> tuple[AgentStream, Any]:
             stream = AgentStream(None)
             coro = agent.fn(stream)
-            token = _current_context.set(ctx)
+            token = task_context.set(ctx)
             try:
                 if coro.send(None) is not _NEXT:
                     raise AgentError(f"agent {agent.name} awaited something before iterating its stream")
             finally:
-                _current_context.reset(token)
+                task_context.reset(token)
             return stream, coro
 
         current = [start()]
 
         def process(key: Any, value: Any) -> None:
             stream, coro = current[0]
-            token = _current_context.set(ctx)
+            token = task_context.set(ctx)
             try:
                 yielded = coro.send((key, value) if stream.with_keys else value)
             except StopIteration:
@@ -244,7 +276,7 @@ def _agent_processor_factory(agent: AgentSpec) -> Callable[[TaskContext], Callab
                 current[0] = start()
                 raise
             finally:
-                _current_context.reset(token)
+                task_context.reset(token)
             if yielded is not _NEXT:
                 raise AgentError(
                     f"agent {agent.name} awaited {yielded!r}: agents run inside their task and may only await "

@@ -76,28 +76,41 @@ class App:
     # ---- Faust-style declarations ----------------------------------------------------------------------------
 
     def topic(
-        self, name: str, *, key_serde: Serde | str | None = None, value_serde: Serde | str | None = None
+        self,
+        name: str,
+        *,
+        key_serde: Serde | str | None = None,
+        value_serde: Serde | str | None = None,
+        key_type: Any = None,
+        value_type: Any = None,
     ) -> agents.TopicRef:
-        """A topic to read with an agent or to `await topic.send(...)` to from one."""
-        return agents.TopicRef(name, key_serde, value_serde)
+        """A topic to read with an agent or to `await topic.send(...)` to from one.
+
+        `value_type=PageView` (a `streamlet.Record` or pydantic model, or str/int/bytes) picks the serde when
+        none is given; a serde given with a type must carry it (checked here).
+        """
+        return agents.TopicRef(name, key_serde, value_serde, key_type=key_type, value_type=value_type)
 
     def Table(  # noqa: N802
         self,
         name: str,
         *,
-        key_serde: Serde | str = "str",
-        value_serde: Serde | str = "json",
+        key_serde: Serde | str | None = None,
+        value_serde: Serde | str | None = None,
         default: Callable[[], Any] | None = None,
+        key_type: Any = None,
+        value_type: Any = None,
     ) -> agents.Table:
         """A table backed by a RocksDB store `name` with changelog `<application_id>-<name>-changelog`.
 
-        Capitalised like Faust's `app.Table`; inside this class body the name is the method, so the
-        class is always spelled `agents.Table` here.
+        Serdes: as given, else from `key_type`/`value_type`, else str keys and JSON values. Capitalised like
+        Faust's `app.Table`; inside this class body the name is the method, so the class is always spelled
+        `agents.Table` here.
         """
         self._check_open()
         if name in self._tables:
             raise ValueError(f"table {name!r} is declared twice")
-        table = agents.Table(name, key_serde, value_serde, default)
+        table = agents.Table(name, key_serde, value_serde, default, key_type=key_type, value_type=value_type)
         self._tables[name] = table
         return table
 
@@ -123,6 +136,8 @@ class App:
     def topology(self) -> Topology:
         """Compile the DSL and the agents (once; the App is frozen afterwards)."""
         if self._topology is None:
+            for table in self._tables.values():
+                table.check()
             agents.compile_agents(self.builder, self._agents)
             self._topology = self.builder.build()
         return self._topology

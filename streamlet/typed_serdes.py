@@ -11,14 +11,25 @@ worker starts.
 
 from __future__ import annotations
 
+import collections.abc
 import json
+import types
+import typing
 from typing import Any
 
 from streamlet.errors import SerializationError, TopologyError
-from streamlet.models import Record, ValidationError
+from streamlet.models import FieldDescriptor, Record, ValidationError
 from streamlet.serdes import BytesSerde, IntegerSerde, JsonSerde, LongSerde, Serde, StringSerde
 
-__all__ = ["ModelSerde", "check_serde_fits", "is_model", "serde_for_type", "serde_type"]
+__all__ = [
+    "ModelSerde",
+    "check_serde_fits",
+    "element_type",
+    "is_model",
+    "result_type",
+    "serde_for_type",
+    "serde_type",
+]
 
 
 def is_model(tp: object) -> bool:
@@ -122,3 +133,49 @@ def check_serde_fits(serde: Serde, tp: Any, where: str) -> None:
         return
     if not issubclass(tp, carried):
         raise TopologyError(f"{where}: {serde!r} carries {carried.__name__}, but the declared type is {tp.__name__}")
+
+
+# ---- what a function is known to return ----------------------------------------------------------------------
+
+_ITERABLES = (
+    list,
+    tuple,
+    set,
+    frozenset,
+    collections.abc.Iterable,
+    collections.abc.Iterator,
+    collections.abc.Sequence,
+    collections.abc.Collection,
+    collections.abc.Generator,
+)
+
+
+def result_type(fn: object) -> Any:
+    """What `fn(value)` returns, when it says so: a Record field's type, or a return annotation; else None.
+
+    `Optional[T]` counts as T: every serde passes None through. A lambda says nothing, so this is None.
+    """
+    if isinstance(fn, FieldDescriptor):
+        return _strip_none(fn.type)
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:  # builtins, callables with unresolvable annotations: no type known
+        return None
+    return _strip_none(hints["return"]) if "return" in hints else None
+
+
+def element_type(tp: Any) -> Any:
+    """The item type of an iterable type (`list[str]` -> str), or None when it is not known."""
+    if typing.get_origin(tp) in _ITERABLES:
+        args = typing.get_args(tp)
+        if args and (len(args) == 1 or typing.get_origin(tp) is not tuple or args[1] is Ellipsis):
+            return _strip_none(args[0])
+    return None
+
+
+def _strip_none(tp: Any) -> Any:
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        rest = [arg for arg in typing.get_args(tp) if arg is not type(None)]
+        if len(rest) == 1:
+            return rest[0]
+    return tp

@@ -12,6 +12,7 @@ from typing import Any
 from aiokafka.structs import ConsumerRecord, OffsetAndMetadata, TopicPartition
 
 from streamlet.runtime.handlers import ThreadHandlers
+from streamlet.runtime.local_tasks import LocalTasks
 from streamlet.runtime.processor_graph import RecordDeserializationError, RecordProcessingError, build_task_graph
 from streamlet.runtime.record_collector import RecordCollector
 from streamlet.runtime.record_context import RecordContext
@@ -33,6 +34,7 @@ class StreamTask:
         collector: RecordCollector,
         handlers: ThreadHandlers,
         record_context: RecordContext | None = None,
+        local_tasks: LocalTasks | None = None,
     ) -> None:
         self.task_id = task_id
         self.partitions = partitions
@@ -45,6 +47,9 @@ class StreamTask:
         # shared with the changelog sinks of the task's stores, which stamp records with its timestamp
         self.record_context = record_context if record_context is not None else RecordContext()
         self.state = TaskState.RESTORING if state_manager is not None else TaskState.RUNNING
+        self._local_tasks = local_tasks
+        if local_tasks is not None:
+            local_tasks.add(self)
         self.graph = build_task_graph(names, task_id, self, self.record_context)
 
     # ---- processor context -------------------------------------------------------------------------------
@@ -54,6 +59,16 @@ class StreamTask:
             return self._stores[name]
         except KeyError:
             raise KeyError(f"task {self.task_id} has no state store {name!r}; stores: {sorted(self._stores)}") from None
+
+    @property
+    def stores(self) -> Mapping[str, Any]:
+        return self._stores
+
+    def local_stores(self, name: str) -> list[Any]:
+        """The store `name` of every running active task of this client (this one included): a table's `items()`."""
+        if self._local_tasks is None:
+            return [self._stores[name]] if name in self._stores else []
+        return self._local_tasks.running_stores(name)
 
     def send(
         self,

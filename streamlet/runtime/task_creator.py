@@ -16,6 +16,7 @@ from aiokafka.structs import TopicPartition
 
 from streamlet.config import StreamsConfig
 from streamlet.runtime.handlers import ThreadHandlers
+from streamlet.runtime.local_tasks import LocalTasks
 from streamlet.runtime.record_collector import RecordCollector
 from streamlet.runtime.record_context import RecordContext
 from streamlet.runtime.standby_task import StandbyTask
@@ -45,6 +46,7 @@ class TaskCreator:
         self._metadata = metadata
         self._state_directory = state_directory
         self._config = config
+        self.local_tasks = LocalTasks()  # every active task this client creates, for tables' items()
 
     def create_active(self, task_id: TaskId, resources: ThreadResources) -> StreamTask:
         """An active task: its stores cached and change-logged, RESTORING if it has any (else RUNNING).
@@ -70,6 +72,7 @@ class TaskCreator:
             resources.collector,
             resources.handlers,
             record_context,
+            self.local_tasks,
         )
 
     def create_standby(self, task_id: TaskId) -> StandbyTask:

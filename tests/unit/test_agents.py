@@ -15,6 +15,10 @@ from streamlet.task_id import TaskId
 from tests.unit.runtime._support import FakeContext, graph_of
 
 
+def _split(line: str) -> list[str]:
+    return line.split()
+
+
 def _wordcount_app() -> App:
     app = App("agents-test")
     lines = app.topic("lines", key_serde="str", value_serde="str")
@@ -23,7 +27,7 @@ def _wordcount_app() -> App:
 
     @app.agent(lines, tables=[counts])
     async def count(stream):
-        async for word in stream.flat_map_values(str.split).group_by(lambda w: w, name="counts"):
+        async for word in stream.flat_map_values(_split).group_by(lambda w: w, name="counts"):
             counts[word] += 1
             await out.send(key=word, value=counts[word])
 

@@ -1,0 +1,28 @@
+"""The task an agent is processing a record for: how tables and topics reach the runtime from agent code.
+
+An agent body calls `table[key]` or `await topic.send(...)` without passing a context around, as in Faust;
+the agent's processor sets this context variable around each step of the agent's coroutine.
+"""
+
+from __future__ import annotations
+
+import contextvars
+
+from streamlet.errors import TopologyError
+from streamlet.runtime.processor_graph import TaskContext
+
+__all__ = ["AgentError", "current_context", "task_context"]
+
+task_context: contextvars.ContextVar[TaskContext | None] = contextvars.ContextVar("streamlet_task", default=None)
+
+
+class AgentError(TopologyError):
+    """An agent did something it cannot do when running inside a task."""
+
+
+def current_context(what: str) -> TaskContext:
+    """The task whose record the agent is processing; `what` names the caller in the error outside an agent."""
+    ctx = task_context.get()
+    if ctx is None:
+        raise AgentError(f"{what} can only be used inside an agent while it processes a record")
+    return ctx
