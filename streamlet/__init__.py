@@ -2,9 +2,10 @@
 
 from streamlet.app import App
 from streamlet.config import StreamsConfig
+from streamlet.models import Record
 from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.task_id import TaskId
 from streamlet.topology import StreamsBuilder, Topology
 
-__all__ = ["App", "KafkaStreams", "StreamsBuilder", "StreamsConfig", "TaskId", "Topology"]
+__all__ = ["App", "KafkaStreams", "Record", "StreamsBuilder", "StreamsConfig", "TaskId", "Topology"]
 __version__ = "0.1.0"

@@ -11,11 +11,11 @@ import asyncio
 import contextlib
 import logging
 import signal
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NoReturn
 
-from streamlet import agents
+from streamlet import agents, cli
 from streamlet.config import StreamsConfig
 from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.runtime.restore_listener import StateRestoreListener
@@ -178,6 +178,14 @@ class App:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 with contextlib.suppress(NotImplementedError, RuntimeError):
                     loop.remove_signal_handler(sig)
+
+    def main(self, argv: Sequence[str] | None = None) -> NoReturn:
+        """Run this App's command line and exit: `python myapp.py worker -l info`, as Faust's `app.main()`.
+
+        The commands are `streamlet worker`/`cleanup`/`topology describe` without the MODULE:APP argument,
+        with the same flags and configuration precedence.
+        """
+        raise SystemExit(cli.app_main(self, argv))
 
     def _check_open(self) -> None:
         if self._topology is not None:

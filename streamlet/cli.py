@@ -10,7 +10,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from streamlet.config import (
     DEFAULT_BOOTSTRAP_SERVERS,
@@ -23,10 +23,26 @@ from streamlet.config import (
 from streamlet.errors import ConfigError, StreamletError
 from streamlet.logging_utils import install_repeat_filter
 
-if TYPE_CHECKING:
-    from streamlet.app import App
-
 Handler = Callable[[argparse.Namespace], int]
+
+
+class AppLike(Protocol):
+    """What the worker, cleanup and describe commands need of an App.
+
+    A protocol rather than the App class: `App.main()` calls into this module, so this module must not import
+    `streamlet.app` at module level (the import graph stays acyclic).
+    """
+
+    application_id: str
+
+    @property
+    def settings(self) -> Mapping[str, Any]: ...
+
+    async def run_worker(self, **overrides: Any) -> None: ...
+
+    def cleanup(self, **overrides: Any) -> None: ...
+
+    def topology(self) -> Any: ...
 
 
 def _broker(args: argparse.Namespace) -> int:
@@ -73,7 +89,7 @@ def load_target(spec: str) -> Any:
     return target
 
 
-def _app_of(spec: str, application_id: str | None) -> App:
+def _app_of(spec: str, application_id: str | None) -> AppLike:
     from streamlet.app import App
     from streamlet.topology import Topology
 
@@ -150,7 +166,13 @@ def resolve_worker_config(
     return resolved
 
 
-def _app_config(app: App) -> Mapping[str, Any]:
+def _target_app(args: argparse.Namespace) -> AppLike:
+    """The App a command runs: the one `App.main()` was called on, else the MODULE:ATTRIBUTE target."""
+    bound: AppLike | None = getattr(args, "app", None)
+    return bound if bound is not None else _app_of(args.target, args.application_id)
+
+
+def _app_config(app: AppLike) -> Mapping[str, Any]:
     """The App's own keyword config, a level of its own in `resolve_worker_config`."""
     return app.settings
 
@@ -161,7 +183,7 @@ def _worker(args: argparse.Namespace) -> int:
     )
     # a broker outage makes aiokafka log the same error ~100 times a second: one line per 10 s is enough
     install_repeat_filter(logging.getLogger().handlers)
-    app = _app_of(args.target, args.application_id)
+    app = _target_app(args)
     flags = {
         "--state-dir": args.state_dir,
         "--threads": args.threads,
@@ -178,7 +200,7 @@ def _cleanup(args: argparse.Namespace) -> int:
 
     It resolves `state_dir` exactly as `streamlet worker` does, so it wipes the directory that worker uses.
     """
-    app = _app_of(args.target, args.application_id)
+    app = _target_app(args)
     settings = resolve_worker_config({"--state-dir": args.state_dir}, args.config, _app_config(app), os.environ)
     state_dir = StreamsConfig.from_mapping({"application_id": app.application_id, **settings}).state_dir
     app.cleanup(**settings)
@@ -187,7 +209,8 @@ def _cleanup(args: argparse.Namespace) -> int:
 
 
 def _describe(args: argparse.Namespace) -> int:
-    app = _app_of(args.target, args.application_id or "describe")
+    bound: AppLike | None = getattr(args, "app", None)
+    app = bound if bound is not None else _app_of(args.target, args.application_id or "describe")
     print(app.topology().describe())
     return 0
 
@@ -304,52 +327,9 @@ def build_parser() -> argparse.ArgumentParser:
     broker.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the broker to answer")
     broker.set_defaults(handler=_broker)
 
-    # default None: resolved when the command runs (flag > [--config > App >] environment > default)
-    bootstrap: dict[str, Any] = {
-        "default": None,
-        "help": f"Kafka bootstrap servers (default ${ENVIRONMENT_VARIABLES['bootstrap_servers']} "
-        f"or {DEFAULT_BOOTSTRAP_SERVERS})",
-    }
+    bootstrap = _bootstrap_flag()
 
-    worker = sub.add_parser("worker", help="run an application's worker (a Kafka Streams client) until SIGINT/SIGTERM")
-    worker.add_argument("target", help="MODULE:ATTRIBUTE of an App, a Topology, or a function returning one")
-    worker.add_argument("--state-dir", default=None, help="state directory (state_dir; default: see --config)")
-    worker.add_argument("--threads", type=int, default=None, help="number of stream threads (num_stream_threads)")
-    worker.add_argument("--bootstrap-servers", **bootstrap)
-    worker.add_argument("--application-id", default=None, help="needed when the target is a bare Topology")
-    worker.add_argument(
-        "--config",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="any StreamsConfig setting; precedence: flag > --config > App(...) > environment > default",
-    )
-    worker.add_argument(
-        "--leave",
-        action="store_const",
-        const=True,
-        default=None,
-        help="with group_instance_id: leave the group on shutdown, so this worker's tasks move at once",
-    )
-    worker.add_argument("--log-level", default="info")
-    worker.set_defaults(handler=_worker)
-
-    cleanup = sub.add_parser(
-        "cleanup",
-        help="delete an application's local state here (stop its worker first); the next start restores it "
-        "from the changelogs",
-    )
-    cleanup.add_argument("target", help="MODULE:ATTRIBUTE, as for worker")
-    cleanup.add_argument("--state-dir", default=None, help="state directory (resolved as for worker)")
-    cleanup.add_argument("--application-id", default=None, help="needed when the target is a bare Topology")
-    cleanup.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="as for worker")
-    cleanup.set_defaults(handler=_cleanup)
-
-    topology = sub.add_parser("topology", help="inspect an application's topology")
-    topology.add_argument("action", choices=["describe"])
-    topology.add_argument("target", help="MODULE:ATTRIBUTE")
-    topology.add_argument("--application-id", default=None)
-    topology.set_defaults(handler=_describe)
+    _add_app_commands(sub, bootstrap, bound=False)
 
     topics = sub.add_parser("topics", help="create topics (validated if they exist)")
     topics.add_argument("action", choices=["create"])
@@ -392,9 +372,82 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+def _bootstrap_flag() -> dict[str, Any]:
+    # default None: resolved when the command runs (flag > [--config > App >] environment > default)
+    return {
+        "default": None,
+        "help": f"Kafka bootstrap servers (default ${ENVIRONMENT_VARIABLES['bootstrap_servers']} "
+        f"or {DEFAULT_BOOTSTRAP_SERVERS})",
+    }
+
+
+def _add_app_commands(sub: Any, bootstrap: dict[str, Any], *, bound: bool) -> None:
+    """worker, cleanup and topology: with a MODULE:ATTRIBUTE target, or `bound` to the App of `App.main()`."""
+
+    def target(parser: argparse.ArgumentParser, help_text: str) -> None:
+        if not bound:
+            parser.add_argument("target", help=help_text)
+            parser.add_argument("--application-id", default=None, help="needed when the target is a bare Topology")
+
+    worker = sub.add_parser("worker", help="run an application's worker (a Kafka Streams client) until SIGINT/SIGTERM")
+    target(worker, "MODULE:ATTRIBUTE of an App, a Topology, or a function returning one")
+    worker.add_argument("--state-dir", default=None, help="state directory (state_dir; default: see --config)")
+    worker.add_argument("--threads", type=int, default=None, help="number of stream threads (num_stream_threads)")
+    worker.add_argument("--bootstrap-servers", **bootstrap)
+    worker.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="any StreamsConfig setting; precedence: flag > --config > App(...) > environment > default",
+    )
+    worker.add_argument(
+        "--leave",
+        action="store_const",
+        const=True,
+        default=None,
+        help="with group_instance_id: leave the group on shutdown, so this worker's tasks move at once",
+    )
+    worker.add_argument("-l", "--log-level", "--loglevel", dest="log_level", default="info", help="as in Faust")
+    worker.set_defaults(handler=_worker)
+
+    cleanup = sub.add_parser(
+        "cleanup",
+        help="delete an application's local state here (stop its worker first); the next start restores it "
+        "from the changelogs",
+    )
+    target(cleanup, "MODULE:ATTRIBUTE, as for worker")
+    cleanup.add_argument("--state-dir", default=None, help="state directory (resolved as for worker)")
+    cleanup.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="as for worker")
+    cleanup.set_defaults(handler=_cleanup)
+
+    topology = sub.add_parser("topology", help="inspect an application's topology")
+    topology.add_argument("action", choices=["describe"])
+    target(topology, "MODULE:ATTRIBUTE")
+    topology.set_defaults(handler=_describe)
+
+
+def build_app_parser(prog: str) -> argparse.ArgumentParser:
+    """The command line of `App.main()`: `python myapp.py worker -l info`, as Faust's `app.main()`."""
+    parser = argparse.ArgumentParser(prog=prog, description="run or inspect this streamlet application")
+    sub = parser.add_subparsers(dest="command", required=True)
+    _add_app_commands(sub, _bootstrap_flag(), bound=True)
+    return parser
+
+
+def app_main(app: AppLike, argv: Sequence[str] | None = None) -> int:
+    """`App.main()`: the worker, cleanup and topology commands for `app`, from `argv` (default: sys.argv)."""
+    parser = build_app_parser(os.path.basename(sys.argv[0]) or app.application_id)
     args = parser.parse_args(argv)
+    args.app = app
+    return _run(args)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return _run(build_parser().parse_args(argv))
+
+
+def _run(args: argparse.Namespace) -> int:
     handler: Handler = args.handler
     try:
         return handler(args)
