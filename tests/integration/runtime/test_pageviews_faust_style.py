@@ -1,0 +1,117 @@
+"""The Faust-style page-view app on the real broker: `python examples/pageviews/app.py worker -l info`.
+
+Typed JSON records go in (some without their optional fields, some malformed); the worker process runs the
+agent through `app.main()`; every user's last count must equal a count of the valid input made here, by
+Python's Counter over what was produced. The malformed records must reach the dead-letter topic, each
+with its position and a message naming the model and the bad field.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+import os
+import random
+import signal
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.kafka import KafkaTestCluster, unique_name
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[3]
+PARTITIONS = 4
+
+
+def _views(n: int, seed: int = 7) -> list[dict[str, object]]:
+    """Valid page views as plain JSON objects; optional fields are left out of some, as a producer might."""
+    rng = random.Random(seed)
+    users = [f"user-{i}" for i in range(23)] + ["ünïcode", "with space"]
+    out: list[dict[str, object]] = []
+    for i in range(n):
+        view: dict[str, object] = {"user": rng.choice(users), "page": f"/p/{rng.randrange(9)}"}
+        if i % 3:
+            view["duration_ms"] = rng.randrange(5_000)
+        if i % 5 == 0:
+            view["referrer"] = None if i % 2 else "https://example.org"
+        out.append(view)
+    return out
+
+
+MALFORMED = [
+    (b'{"user": 5, "page": "/x"}', "field 'user' must be str, got integer 5"),
+    (b'{"page": "/x"}', "field 'user' is required but missing"),
+    (b'{"user": "ann", "page": "/x", "duration_ms": "long"}', "field 'duration_ms' must be int"),
+    (b"not json at all", "the value is not JSON"),
+]
+
+
+async def _latest_counts(kafka: KafkaTestCluster, topic: str) -> dict[str, int]:
+    latest: dict[str, int] = {}
+    for record in await kafka.drain(topic, PARTITIONS):
+        latest[record.key.decode()] = struct.unpack(">q", record.value)[0]
+    return latest
+
+
+async def test_pageview_app_counts_typed_records_and_dead_letters_bad_ones(kafka: KafkaTestCluster, tmp_path) -> None:
+    source = await kafka.create_topic("page-views", partitions=PARTITIONS)
+    sink = await kafka.create_topic("views-per-user", partitions=PARTITIONS)
+    dead = await kafka.create_topic("page-views-dlq", partitions=1)
+    app_id = unique_name("pageviews")
+    for suffix in ("by-user-repartition", "views-per-user-changelog"):
+        kafka.track(f"{app_id}-{suffix}")
+
+    views = _views(600)
+    records = [(None, json.dumps(v).encode()) for v in views]
+    for i, (data, _) in enumerate(MALFORMED):  # spread among the valid records
+        records.insert(100 * (i + 1), (None, data))
+    await kafka.produce(source, records)
+    expected = collections.Counter(str(v["user"]) for v in views)
+
+    env = {
+        **os.environ,
+        "PAGEVIEWS_APPLICATION_ID": app_id,
+        "PAGEVIEWS_INPUT_TOPIC": source,
+        "PAGEVIEWS_OUTPUT_TOPIC": sink,
+    }
+    cmd = [sys.executable, str(ROOT / "examples" / "pageviews" / "app.py"), "worker", "-l", "info"]
+    cmd += ["--threads", "2", "--state-dir", str(tmp_path / "state"), "--bootstrap-servers", kafka.bootstrap_servers]
+    for setting in ("commit_interval_ms=300", "deserialization_exception_handler=dead_letter"):
+        cmd += ["--config", setting]
+    cmd += ["--config", f"dead_letter_topic={dead}"]
+    log_path = tmp_path / "worker.log"
+    with open(log_path, "wb") as log:
+        worker = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        latest: dict[str, int] = {}
+        deadline = asyncio.get_running_loop().time() + 120
+        while latest != dict(expected):
+            assert worker.poll() is None, log_path.read_text(errors="replace")[-4000:]
+            assert asyncio.get_running_loop().time() < deadline, f"counts so far {latest}, expected {dict(expected)}"
+            await asyncio.sleep(1)
+            latest = await _latest_counts(kafka, sink)
+        assert latest == dict(expected)
+    finally:
+        if worker.poll() is None:
+            worker.send_signal(signal.SIGTERM)
+        code = worker.wait(timeout=60)
+    assert code == 0, log_path.read_text(errors="replace")[-4000:]
+
+    dead_letters = await kafka.drain(dead, 1, expected=len(MALFORMED))
+    assert sorted(r.value for r in dead_letters) == sorted(data for data, _ in MALFORMED)
+    # where each malformed record landed (the producer's partitioner chose), read back from the input topic
+    positions = {r.value: (r.partition, r.offset) for r in await kafka.drain(source, PARTITIONS)}
+    for record in dead_letters:
+        headers = {k: v.decode() for k, v in record.headers}
+        assert headers["__streams.errors.topic"] == source
+        position = (int(headers["__streams.errors.partition"]), int(headers["__streams.errors.offset"]))
+        assert position == positions[record.value]
+        message = headers["__streams.errors.message"]
+        assert f"cannot decode a PageView from topic '{source}'" in message
+        assert dict(MALFORMED)[record.value] in message
