@@ -17,8 +17,12 @@ what a Java application with the same DSL calls would get:
   sub-topology ids.
 
 Serdes left as None mean "the default serde" (bytes), like Kafka's null serdes meaning the configured
-default; key-changing operations drop the key serde and value-changing operations the value serde,
-exactly where Kafka Streams drops them.
+default. Serdes follow the data where streamlet can tell what it is: a function with a return annotation
+(`def length(line: str) -> int`) gives its results that type's serde (`typed_serdes.serde_for_type`), and a
+re-keying operation (`select_key`, `group_by`) whose key type is not declared keeps the stream's key serde
+rather than falling back to bytes, so `repartition()` and the grouped aggregation write what the stream
+carries. Otherwise value-changing operations drop the value serde and `map`/`flat_map` both, where Kafka
+Streams drops them.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from streamlet.serdes import BytesSerde, LongSerde, Serde, SerdeLike, resolve_se
 from streamlet.topology import nodes as n
 from streamlet.topology.nodes import NodeSpec, ProcessorSpec, SinkSpec, SourceSpec, StoreSpec, validate_name
 from streamlet.topology.topology import Topology
+from streamlet.typed_serdes import check_serde_fits, element_type, result_type, serde_for_type
 
 SOURCE_NAME = "KSTREAM-SOURCE-"
 REPARTITION_NAME = "KSTREAM-REPARTITION-"
@@ -69,6 +74,14 @@ def _first(serde: Serde | None, fallback: Serde | None) -> Serde | None:
 
 def _or_default(serde: Serde | None) -> Serde:
     return _DEFAULT_SERDE if serde is None else serde
+
+
+def _typed(fn: object, fallback: Serde | None, *, items: bool = False) -> Serde | None:
+    """The serde of what `fn` returns (of its items, for `items`), when its annotation says; else `fallback`."""
+    tp = result_type(fn)
+    if items:
+        tp = element_type(tp) if tp is not None else None
+    return fallback if tp is None else serde_for_type(tp)
 
 
 def _require_callable(fn: object, what: str) -> None:
@@ -327,7 +340,7 @@ class KStream:
             mapper,
             name,
             key_serde=self._key_serde,
-            value_serde=None,
+            value_serde=_typed(mapper, None),
             repartition_required=self._repartition_required,
         )
 
@@ -339,7 +352,7 @@ class KStream:
             mapper,
             name,
             key_serde=self._key_serde,
-            value_serde=None,
+            value_serde=_typed(mapper, None, items=True),
             repartition_required=self._repartition_required,
         )
 
@@ -362,7 +375,7 @@ class KStream:
             n.SELECT_KEY,
             mapper,
             name,
-            key_serde=None,
+            key_serde=_typed(mapper, self._key_serde),
             value_serde=self._value_serde,
             repartition_required=True,
         )
@@ -426,10 +439,16 @@ class KStream:
 
         `name` (Kafka's `Grouped.as`) names both the key-selecting processor and the repartition topic
         (`<application_id>-<name>-repartition`); without it the topic is named after the store.
-        `value_serde` defaults to this stream's value serde.
+        `key_serde` defaults to the serde of the selector's annotated return type, else this stream's key
+        serde (a given one must carry that type); `value_serde` defaults to this stream's value serde.
         """
         _require_callable(key_selector, "group_by key_selector")
         ks = _serde(key_serde, "key_serde")
+        key_type = result_type(key_selector)
+        if ks is None:
+            ks = _typed(key_selector, self._key_serde)
+        else:
+            check_serde_fits(ks, key_type, "group_by key_serde")
         vs = _first(_serde(value_serde, "value_serde"), self._value_serde)
         select_name = self._builder.name_or_generate(name, KEY_SELECT_NAME)
         node = _processor_node(self._builder, self._node, select_name, n.SELECT_KEY, key_selector)
