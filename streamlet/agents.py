@@ -13,9 +13,9 @@ suspend. Awaiting anything else (a sleep, a network call) is reported as an erro
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from streamlet.agent_context import AgentError, task_context
@@ -23,37 +23,140 @@ from streamlet.agent_stream import NEXT, AgentStream
 from streamlet.runtime.processor_graph import TaskContext
 from streamlet.tables import Table
 from streamlet.topic_ref import Carried, TopicRef
-from streamlet.topology import StreamsBuilder
+from streamlet.topology import KStream, StreamsBuilder
 
-__all__ = ["AgentError", "AgentSpec", "AgentStream", "Table", "TopicRef", "compile_agents"]
-
-
-@dataclass(frozen=True)
-class AgentSpec:
-    fn: Callable[..., Any]
-    topic: TopicRef
-    name: str
-    tables: tuple[Table, ...]
+__all__ = ["Agent", "AgentError", "AgentSpec", "AgentStream", "Sink", "Table", "TopicRef", "compile_agents"]
 
 
-def compile_agents(builder: StreamsBuilder, agents: Iterable[AgentSpec]) -> None:
-    """Add every agent's pipeline and processor node to `builder`."""
+class Agent:
+    """What `@app.agent(topic)` returns, as in Faust: the agent's function plus `send`, its topic and sinks.
+
+    Sinks receive every value the agent `yield`s (an agent with a `yield` is an async generator; its
+    `async for` loop still runs inside the task): a TopicRef gets `send(value=...)`, another Agent gets
+    `send(value=...)` (to its topic), and a plain callable is called with the value.
+    """
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        topic: TopicRef,
+        name: str,
+        tables: tuple[Table, ...] = (),
+        sinks: tuple[Sink, ...] = (),
+    ) -> None:
+        if not (inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn)):
+            raise AgentError(f"agent {name} must be an `async def` function taking the stream")
+        for sink in sinks:
+            if not (isinstance(sink, TopicRef | Agent) or callable(sink)):
+                raise AgentError(f"agent {name}: a sink must be a topic, an agent or a callable, got {sink!r}")
+        self.fn = fn
+        self.topic = topic
+        self.name = name
+        self.tables = tables
+        self.sinks = sinks
+
+    async def send(self, *, key: Any = None, value: Any = None, partition: int | None = None) -> None:
+        """Send a record to this agent's topic, from inside an agent (Faust's `agent.send`)."""
+        await self.topic.send(key=key, value=value, partition=partition)
+
+    async def ask(self, *args: Any, **kwargs: Any) -> Any:
+        """Not supported: a reply would have to be awaited inside the asking agent's task, which cannot wait.
+
+        Faust's `ask` sends a request and suspends the caller until the other agent replies through a reply
+        topic. A streamlet agent runs inline in its task and may not suspend; send the request with
+        `send(...)` and handle the reply in an agent of its own.
+        """
+        raise AgentError(f"agent {self.name}: ask() is not supported (agents cannot wait); use send() instead")
+
+    def __repr__(self) -> str:
+        return f"Agent({self.name!r}, topic={self.topic.name!r})"
+
+
+Sink = TopicRef | Agent | Callable[[Any], Any]
+#: Kept for code that named the old record type.
+AgentSpec = Agent
+
+
+class _Ended(AgentError):
+    """The agent's function returned (or its generator stopped)."""
+
+
+class _Awaited(AgentError):
+    """The agent awaited something other than its next record."""
+
+
+class _Run:
+    """One run of an agent: its stream, and the awaitable that resumes it with the next record."""
+
+    __slots__ = ("stream", "generator", "pending")
+
+    def __init__(self, agent: Agent, stream: AgentStream) -> None:
+        self.stream = stream
+        made = agent.fn(stream)
+        self.generator: Any = made if inspect.isasyncgen(made) else None
+        self.pending: Any = made.asend(None) if self.generator is not None else made
+
+    def feed(self, agent: Agent, item: Any) -> list[Any]:
+        """Resume the agent with `item` until it waits for the next record; the values it yielded meanwhile."""
+        out: list[Any] = []
+        while True:
+            try:
+                waits_for = self.pending.send(item)
+            except StopIteration as stop:
+                if self.generator is None:
+                    raise _Ended(f"agent {agent.name} left its `async for` loop; agents must run forever") from None
+                out.append(stop.value)  # the agent yielded a value: resume it to its next `await`
+                self.pending = self.generator.asend(None)
+                item = None
+                continue
+            except StopAsyncIteration:
+                raise _Ended(f"agent {agent.name} left its `async for` loop; agents must run forever") from None
+            if waits_for is NEXT:
+                return out
+            raise _Awaited(
+                f"agent {agent.name} awaited {waits_for!r}: agents run inside their task and may only await "
+                "streamlet operations such as `topic.send(...)`"
+            )
+
+    def close(self) -> None:
+        with contextlib.suppress(GeneratorExit, StopIteration, StopAsyncIteration, RuntimeError):
+            self.pending.throw(GeneratorExit)
+
+
+def compile_agents(builder: StreamsBuilder, agents: Iterable[Agent]) -> None:
+    """Add every agent's pipeline and processor node to `builder`.
+
+    Agents reading the same topic share one source node (Kafka Streams reads a topic once); their topic
+    declarations must then agree on the serdes.
+    """
+    sources: dict[str, tuple[TopicRef, KStream]] = {}
     for agent in agents:
-        if not inspect.iscoroutinefunction(agent.fn):
-            raise AgentError(f"agent {agent.name} must be an `async def` function taking the stream")
         topic = agent.topic
+        if topic.name in sources:
+            first, kstream = sources[topic.name]
+            if (type(first.key_serde), type(first.value_serde)) != (type(topic.key_serde), type(topic.value_serde)):
+                raise AgentError(
+                    f"agent {agent.name} reads topic {topic.name} with {topic.key_serde!r}/{topic.value_serde!r}, "
+                    f"another agent with {first.key_serde!r}/{first.value_serde!r}: declare the topic once"
+                )
+        else:
+            kstream = builder.stream(topic.name, topic.key_serde, topic.value_serde)
+            sources[topic.name] = (topic, kstream)
         recorder: list[AgentStream] = []
-        kstream = builder.stream(topic.name, topic.key_serde, topic.value_serde)
         # undeclared keys are not known to be bytes (group_by then picks str); undeclared values are bytes
         root = AgentStream(kstream, recorder, topic.key, Carried(topic.value_serde, topic.value.type), agent.name)
-        coro = agent.fn(root)
+        run = _Run(agent, root)
         try:
-            yielded = coro.send(None)
-        except StopIteration:
+            yielded = run.feed(agent, None)
+        except _Ended:
             raise AgentError(f"agent {agent.name} returned without iterating its stream") from None
+        except _Awaited:
+            raise AgentError(
+                f"agent {agent.name} must start with `async for ... in stream` before awaiting anything"
+            ) from None
         finally:
-            coro.close()
-        if yielded is not NEXT or not recorder:
+            run.close()
+        if yielded or not recorder:
             raise AgentError(f"agent {agent.name} must start with `async for ... in stream` before awaiting anything")
         final = recorder[-1]
         assert final._kstream is not None
@@ -62,41 +165,58 @@ def compile_agents(builder: StreamsBuilder, agents: Iterable[AgentSpec]) -> None
         final._kstream.process(_agent_processor_factory(agent), stores=[t.name for t in agent.tables])
 
 
-def _agent_processor_factory(agent: AgentSpec) -> Callable[[TaskContext], Callable[[Any, Any], None]]:
+def _agent_processor_factory(agent: Agent) -> Callable[[TaskContext], Callable[[Any, Any], None]]:
     def factory(ctx: TaskContext) -> Callable[[Any, Any], None]:
-        def start() -> tuple[AgentStream, Any]:
-            stream = AgentStream(None)
-            coro = agent.fn(stream)
+        def start() -> _Run:
+            run = _Run(agent, AgentStream(None))
             token = task_context.set(ctx)
             try:
-                if coro.send(None) is not NEXT:
-                    raise AgentError(f"agent {agent.name} awaited something before iterating its stream")
+                if run.feed(agent, None):
+                    raise AgentError(f"agent {agent.name} yielded before iterating its stream")
+            except _Awaited:
+                raise AgentError(f"agent {agent.name} awaited something before iterating its stream") from None
             finally:
                 task_context.reset(token)
-            return stream, coro
+            return run
 
         current = [start()]
 
         def process(key: Any, value: Any) -> None:
-            stream, coro = current[0]
+            run = current[0]
             token = task_context.set(ctx)
             try:
-                yielded = coro.send((key, value) if stream.with_keys else value)
-            except StopIteration:
-                raise AgentError(f"agent {agent.name} left its `async for` loop; agents must run forever") from None
+                yielded = run.feed(agent, (key, value) if run.stream.with_keys else value)
+                for item in yielded:
+                    _to_sinks(agent, item)
             except Exception:
-                # The exception ended the agent's coroutine. Start a fresh one (its tables keep their state, as
-                # when Faust restarts a crashed agent) so that a handler that skips the record can go on.
+                # The exception ended the agent's run. Start a fresh one (its tables keep their state, as when
+                # Faust restarts a crashed agent) so that a handler that skips the record can go on.
                 current[0] = start()
                 raise
             finally:
                 task_context.reset(token)
-            if yielded is not NEXT:
-                raise AgentError(
-                    f"agent {agent.name} awaited {yielded!r}: agents run inside their task and may only await "
-                    "streamlet operations such as `topic.send(...)`"
-                )
 
         return process
 
     return factory
+
+
+def _to_sinks(agent: Agent, value: Any) -> None:
+    for sink in agent.sinks:
+        if isinstance(sink, TopicRef | Agent):
+            _complete(sink.send(value=value))
+        else:
+            _complete(sink(value))
+
+
+def _complete(result: Any) -> None:
+    """Run a sink's coroutine to its end: streamlet's sends never suspend."""
+    if not inspect.isawaitable(result):
+        return
+    step = result.__await__()
+    try:
+        waits_for = step.send(None)
+    except StopIteration:
+        return
+    step.close()
+    raise AgentError(f"a sink awaited {waits_for!r}; sinks may only await streamlet operations")

@@ -37,7 +37,7 @@ class App:
         self.application_id = application_id
         self._config = dict(config)
         self.builder = StreamsBuilder()
-        self._agents: list[agents.AgentSpec] = []
+        self._agents: list[agents.Agent] = []
         self._tables: dict[str, agents.Table] = {}
         self._topology: Topology | None = None
 
@@ -115,19 +115,27 @@ class App:
         return table
 
     def agent(
-        self, topic: agents.TopicRef, *, name: str | None = None, tables: Iterable[agents.Table] = ()
-    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        self,
+        topic: agents.TopicRef,
+        *,
+        name: str | None = None,
+        tables: Iterable[agents.Table] = (),
+        sink: Iterable[agents.Sink] = (),
+    ) -> Callable[[Callable[..., Any]], agents.Agent]:
         """Decorate `async def fn(stream)`; `async for value in stream` runs once per record, inside the task.
 
         Operations called on `stream` before the loop (`flat_map_values`, `group_by`, `filter`, ...) become
         topology nodes, so a `group_by` is a repartition topic exactly as in the DSL. `tables` are the
-        tables the agent reads and writes: their stores belong to the agent's sub-topology.
+        tables the agent reads and writes: their stores belong to the agent's sub-topology. Values the agent
+        `yield`s go to each `sink` (topics, agents, callables), as in Faust. Several agents may read one topic.
+        Returns the `Agent` (Faust's agent object: `await agent.send(value=...)` from another agent).
         """
         self._check_open()
 
-        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-            self._agents.append(agents.AgentSpec(fn, topic, name or fn.__name__, tuple(tables)))
-            return fn
+        def register(fn: Callable[..., Any]) -> agents.Agent:
+            agent = agents.Agent(fn, topic, name or fn.__name__, tuple(tables), tuple(sink))
+            self._agents.append(agent)
+            return agent
 
         return register
 

@@ -84,13 +84,11 @@ def test_agent_must_be_async_and_iterate() -> None:
         app.topology()
 
     app2 = App("agents-test")
+    with pytest.raises(AgentError, match="async def"):  # at once, where the agent is declared
 
-    @app2.agent(app2.topic("lines"))
-    def not_async(stream):
-        return None
-
-    with pytest.raises(AgentError, match="async def"):
-        app2.topology()
+        @app2.agent(app2.topic("lines"))
+        def not_async(stream):
+            return None
 
 
 def test_table_outside_an_agent_is_an_error() -> None:
