@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from streamlet.agent_context import AgentError, task_context
 from streamlet.agent_stream import NEXT, AgentStream
+from streamlet.channels import Channel
 from streamlet.runtime.processor_graph import TaskContext
 from streamlet.tables import Table
 from streamlet.topic_ref import Carried, TopicRef
@@ -39,15 +41,17 @@ class Agent:
     def __init__(
         self,
         fn: Callable[..., Any],
-        topic: TopicRef,
+        topic: TopicRef | Channel,
         name: str,
         tables: tuple[Table, ...] = (),
         sinks: tuple[Sink, ...] = (),
     ) -> None:
         if not (inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn)):
             raise AgentError(f"agent {name} must be an `async def` function taking the stream")
+        if isinstance(topic, Channel) and tables:
+            raise AgentError(f"agent {name} reads channel {topic.name}: a channel agent has no tables")
         for sink in sinks:
-            if not (isinstance(sink, TopicRef | Agent) or callable(sink)):
+            if not (isinstance(sink, TopicRef | Agent | Channel) or callable(sink)):
                 raise AgentError(f"agent {name}: a sink must be a topic, an agent or a callable, got {sink!r}")
         self.fn = fn
         self.topic = topic
@@ -56,7 +60,10 @@ class Agent:
         self.sinks = sinks
 
     async def send(self, *, key: Any = None, value: Any = None, partition: int | None = None) -> None:
-        """Send a record to this agent's topic, from inside an agent (Faust's `agent.send`)."""
+        """Send a record to this agent's topic or channel, from inside an agent (Faust's `agent.send`)."""
+        if isinstance(self.topic, Channel):
+            await self.topic.send(key=key, value=value)
+            return
         await self.topic.send(key=key, value=value, partition=partition)
 
     async def ask(self, *args: Any, **kwargs: Any) -> Any:
@@ -72,7 +79,7 @@ class Agent:
         return f"Agent({self.name!r}, topic={self.topic.name!r})"
 
 
-Sink = TopicRef | Agent | Callable[[Any], Any]
+Sink = TopicRef | Agent | Channel | Callable[[Any], Any]
 #: Kept for code that named the old record type.
 AgentSpec = Agent
 
@@ -90,7 +97,7 @@ class _Run:
 
     __slots__ = ("stream", "generator", "pending")
 
-    def __init__(self, agent: Agent, stream: AgentStream) -> None:
+    def __init__(self, agent: Agent, stream: Any) -> None:
         self.stream = stream
         made = agent.fn(stream)
         self.generator: Any = made if inspect.isasyncgen(made) else None
@@ -132,6 +139,9 @@ def compile_agents(builder: StreamsBuilder, agents: Iterable[Agent]) -> None:
     sources: dict[str, tuple[TopicRef, KStream]] = {}
     for agent in agents:
         topic = agent.topic
+        if isinstance(topic, Channel):
+            topic.subscribe(_channel_subscriber(agent))
+            continue
         if topic.name in sources:
             first, kstream = sources[topic.name]
             if (type(first.key_serde), type(first.value_serde)) != (type(topic.key_serde), type(topic.value_serde)):
@@ -145,24 +155,31 @@ def compile_agents(builder: StreamsBuilder, agents: Iterable[Agent]) -> None:
         recorder: list[AgentStream] = []
         # undeclared keys are not known to be bytes (group_by then picks str); undeclared values are bytes
         root = AgentStream(kstream, recorder, topic.key, Carried(topic.value_serde, topic.value.type), agent.name)
-        run = _Run(agent, root)
-        try:
-            yielded = run.feed(agent, None)
-        except _Ended:
-            raise AgentError(f"agent {agent.name} returned without iterating its stream") from None
-        except _Awaited:
-            raise AgentError(
-                f"agent {agent.name} must start with `async for ... in stream` before awaiting anything"
-            ) from None
-        finally:
-            run.close()
-        if yielded or not recorder:
+        _trace(agent, root)
+        if not recorder:
             raise AgentError(f"agent {agent.name} must start with `async for ... in stream` before awaiting anything")
         final = recorder[-1]
         assert final._kstream is not None
         for table in agent.tables:
             builder.add_store(table.name, table.key_serde, table.value_serde)
         final._kstream.process(_agent_processor_factory(agent), stores=[t.name for t in agent.tables])
+
+
+def _trace(agent: Agent, stream: Any) -> None:
+    """Run the agent up to its first wait for a record, so that its stream records what it does before the loop."""
+    run = _Run(agent, stream)
+    try:
+        yielded = run.feed(agent, None)
+    except _Ended:
+        raise AgentError(f"agent {agent.name} returned without iterating its stream") from None
+    except _Awaited:
+        raise AgentError(
+            f"agent {agent.name} must start with `async for ... in stream` before awaiting anything"
+        ) from None
+    finally:
+        run.close()
+    if yielded:
+        raise AgentError(f"agent {agent.name} yielded before iterating its stream")
 
 
 def _agent_processor_factory(agent: Agent) -> Callable[[TaskContext], Callable[[Any, Any], None]]:
@@ -205,6 +222,8 @@ def _to_sinks(agent: Agent, value: Any) -> None:
     for sink in agent.sinks:
         if isinstance(sink, TopicRef | Agent):
             _complete(sink.send(value=value))
+        elif isinstance(sink, Channel):
+            _complete(sink.send(value=value))
         else:
             _complete(sink(value))
 
@@ -220,3 +239,75 @@ def _complete(result: Any) -> None:
         return
     step.close()
     raise AgentError(f"a sink awaited {waits_for!r}; sinks may only await streamlet operations")
+
+
+class _ChannelStream:
+    """A channel agent's stream while the App is built: records the in-memory operations before its loop."""
+
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
+        self.steps: list[Callable[[Any], list[Any]]] = []
+        self.with_keys = False
+        self.iterated = False
+
+    def filter(self, predicate: Callable[[Any], bool]) -> _ChannelStream:
+        self.steps.append(lambda v: [v] if predicate(v) else [])
+        return self
+
+    def map_values(self, fn: Callable[[Any], Any], value_serde: Any = None) -> _ChannelStream:
+        self.steps.append(lambda v: [fn(v)])
+        return self
+
+    def flat_map_values(self, fn: Callable[[Any], Iterable[Any]], value_serde: Any = None) -> _ChannelStream:
+        self.steps.append(lambda v: list(fn(v)))
+        return self
+
+    def items(self) -> _ChannelStream:
+        self.with_keys = True
+        return self
+
+    def group_by(self, *args: Any, **kwargs: Any) -> _ChannelStream:
+        raise AgentError(
+            f"agent {self.agent.name}: a channel is in memory and not partitioned, so it has no group_by; "
+            "send to a topic and group_by there"
+        )
+
+    def __aiter__(self) -> _ChannelStream:
+        self.iterated = True
+        return self
+
+    def __anext__(self) -> Any:
+        return AgentStream(None).__anext__()
+
+
+def _channel_subscriber(agent: Agent) -> Callable[[TaskContext, Any, Any], None]:
+    """Record the agent's in-memory steps now; return what runs it, once per sending task, on each value sent."""
+    recorded = _ChannelStream(agent)
+    _trace(agent, recorded)
+    if not recorded.iterated:
+        raise AgentError(f"agent {agent.name} must start with `async for ... in stream` before awaiting anything")
+    steps, with_keys = tuple(recorded.steps), recorded.with_keys
+    runs: dict[int, _Run] = {}  # one run per sending task, by the task object's id while it lives
+
+    def run_for(ctx: TaskContext) -> _Run:
+        run = runs.get(id(ctx))
+        if run is None:
+            run = runs[id(ctx)] = _Run(agent, AgentStream(None))
+            run.feed(agent, None)
+            weakref.finalize(ctx, runs.pop, id(ctx), None)
+        return run
+
+    def deliver(ctx: TaskContext, key: Any, value: Any) -> None:
+        values = [value]
+        for step in steps:
+            values = [out for v in values for out in step(v)]
+        for item in values:
+            run = run_for(ctx)
+            try:
+                for out in run.feed(agent, (key, item) if with_keys else item):
+                    _to_sinks(agent, out)
+            except Exception:
+                runs.pop(id(ctx), None)  # the next value starts a fresh run, as for a topic agent
+                raise
+
+    return deliver

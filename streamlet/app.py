@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import Any, NoReturn
 
 from streamlet import agents, cli
+from streamlet.channels import Channel
 from streamlet.config import StreamsConfig
 from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.runtime.restore_listener import StateRestoreListener
@@ -38,6 +39,7 @@ class App:
         self._config = dict(config)
         self.builder = StreamsBuilder()
         self._agents: list[agents.Agent] = []
+        self._channels = 0
         self._tables: dict[str, agents.Table] = {}
         self._topology: Topology | None = None
 
@@ -114,9 +116,14 @@ class App:
         self._tables[name] = table
         return table
 
+    def channel(self, name: str | None = None, *, value_type: Any = None) -> Channel:
+        """An in-memory channel between agents (Faust's `app.channel()`); see `streamlet.channels`."""
+        self._channels += 1
+        return Channel(name or f"channel-{self._channels}", value_type=value_type)
+
     def agent(
         self,
-        topic: agents.TopicRef,
+        topic: agents.TopicRef | Channel,
         *,
         name: str | None = None,
         tables: Iterable[agents.Table] = (),
