@@ -84,14 +84,24 @@ def _type_label(tp: Any) -> str:
     return tp.__name__ if isinstance(tp, type) else str(tp).replace("typing.", "")
 
 
+@typing.dataclass_transform(eq_default=True, field_specifiers=())
 class Record:
-    """Base class of typed records; subclass it and annotate the fields (see the module docstring)."""
+    """Base class of typed records; subclass it and annotate the fields (see the module docstring).
+
+    Marked as a dataclass transform (PEP 681), so type checkers know each subclass's constructor.
+    """
 
     _fields: ClassVar[dict[str, FieldDescriptor]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        hints = typing.get_type_hints(cls)
+        try:
+            hints = typing.get_type_hints(cls)
+        except NameError as exc:  # e.g. a type defined inside a function, under `from __future__ import annotations`
+            raise TypeError(
+                f"{cls.__name__}: cannot resolve its field annotations ({exc}); define the types they name at "
+                "module level"
+            ) from exc
         fields: dict[str, FieldDescriptor] = {}
         for klass in reversed(cls.__mro__):  # base-class fields first, as dataclasses order them
             for name in klass.__dict__.get("__annotations__", {}):

@@ -129,3 +129,10 @@ def test_any_field_takes_any_json() -> None:
         payload: Any
 
     assert Loose.loads(b'{"payload":[1,{"a":null}]}').payload == [1, {"a": None}]
+
+
+def test_unresolvable_annotations_are_a_clear_error() -> None:
+    with pytest.raises(TypeError, match="Broken: cannot resolve its field annotations"):
+
+        class Broken(Record):
+            thing: NotDefinedAnywhere  # type: ignore[name-defined]  # noqa: F821
