@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from streamlet import App, Record
 from tests.support.kafka import KafkaTestCluster, unique_name
 
 pytestmark = pytest.mark.integration
@@ -115,3 +116,53 @@ async def test_pageview_app_counts_typed_records_and_dead_letters_bad_ones(kafka
         message = headers["__streams.errors.message"]
         assert f"cannot decode a PageView from topic '{source}'" in message
         assert dict(MALFORMED)[record.value] in message
+
+
+class View(Record):
+    user: str
+    page: str
+
+
+async def test_table_items_cover_every_partition_of_the_worker(kafka: KafkaTestCluster, tmp_path) -> None:
+    """A report record makes the agent send `dict(counts.items())`: with one client, that is every user's count."""
+    source = await kafka.create_topic("views", partitions=PARTITIONS)
+    reports = await kafka.create_topic("reports", partitions=1)
+    app_id = unique_name("pageviews-items")
+    for suffix in ("by-user-repartition", "counts-changelog"):
+        kafka.track(f"{app_id}-{suffix}")
+
+    app = App(app_id)
+    report_topic = app.topic(reports, value_serde="json")
+    counts = app.Table("counts", key_type=str, value_type=int, default=int)
+
+    @app.agent(app.topic(source, value_type=View), tables=[counts])
+    async def count(views):
+        async for view in views.group_by(View.user, name="by-user"):
+            if view.page == "report":
+                await report_topic.send(value={"items": dict(counts.items()), "len": len(counts)})
+            else:
+                counts[view.user] += 1
+
+    views = [View(f"u{i % 17}", f"/{i}") for i in range(400)]
+    expected = dict(collections.Counter(v.user for v in views))
+    await kafka.produce(source, [(None, v.dumps()) for v in views])
+    client = app.streams(
+        bootstrap_servers=kafka.bootstrap_servers,
+        state_dir=str(tmp_path),
+        num_stream_threads=2,
+        commit_interval_ms=200,
+    )
+    await client.start()
+    try:
+        deadline = asyncio.get_running_loop().time() + 90
+        report: dict[str, object] = {}
+        while report.get("items") != expected:
+            assert asyncio.get_running_loop().time() < deadline, f"last report {report}, expected {expected}"
+            # the counts of other partitions may still be on their way: ask again until they are all in
+            await kafka.produce(source, [(None, View("reporter", "report").dumps())])
+            await asyncio.sleep(1)
+            sent = await kafka.drain(reports, 1)
+            report = json.loads(sent[-1].value) if sent else {}
+        assert report == {"items": expected, "len": len(expected)}
+    finally:
+        await client.close()
