@@ -15,7 +15,7 @@ from typing import Any
 
 from streamlet.errors import TopologyError
 from streamlet.models import FieldDescriptor
-from streamlet.serdes import JsonSerde, Serde, SerdeLike, StringSerde
+from streamlet.serdes import JsonSerde, SerdeLike, StringSerde
 from streamlet.topic_ref import Carried, declared_serde
 from streamlet.topology import KStream
 from streamlet.typed_serdes import element_type, is_model, result_type, serde_type
@@ -82,12 +82,11 @@ class AgentStream:
         return self._then(lambda ks: ks.flat_map_values(fn), self._key, value)
 
     def _new_values(self, spec: SerdeLike, tp: Any, what: str) -> Carried:
-        where = f"agent {self._agent}: {what} value_serde"
-        serde = declared_serde(spec, tp, where)
+        """What new values carry: the serde given (checked against `tp`) or `tp`'s; unknown when neither is."""
+        serde = declared_serde(spec, tp, f"agent {self._agent}: {what} value_serde")
         if serde is None:
-            return Carried(None)
-        from_serde = _serde_type_or(serde, tp)
-        return Carried(serde, from_serde)
+            return UNKNOWN
+        return Carried(serde, tp if tp is not None else serde_type(serde))
 
     def group_by(
         self, key_fn: Callable[[Any], Any], *, name: str, key_serde: SerdeLike = None, value_serde: SerdeLike = None
@@ -134,7 +133,3 @@ class AgentStream:
 
     def __anext__(self) -> _NextRecord:
         return _NextRecord()
-
-
-def _serde_type_or(serde: Serde, tp: Any) -> Any:
-    return tp if tp is not None else serde_type(serde)

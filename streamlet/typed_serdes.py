@@ -124,6 +124,7 @@ def check_serde_fits(serde: Serde, tp: Any, where: str) -> None:
 
     A serde streamlet does not know (a user's own) is trusted; JSON carries anything but models.
     """
+    tp = typing.get_origin(tp) or tp  # dict[str, int] is a dict
     if tp is None or tp is Any or not isinstance(tp, type):
         return
     carried = serde_type(serde)

@@ -198,3 +198,18 @@ def test_a_malformed_record_fails_deserialization_naming_model_field_topic_and_o
         graph.process("page-views", 0, 17, 0, None, b'{"user":3,"page":"/"}')
     assert (info.value.topic, info.value.partition, info.value.offset) == ("page-views", 0, 17)
     assert "cannot decode a PageView from topic 'page-views': PageView: field 'user' must be str" in str(info.value)
+
+
+def test_map_values_serde_that_cannot_carry_the_annotated_type_fails_at_build() -> None:
+    def summary(view: PageView) -> dict[str, int]:
+        return {"ms": view.duration_ms}
+
+    app = App("pv-app")
+
+    @app.agent(app.topic("page-views", value_type=PageView))
+    async def summarise(stream):
+        async for _ in stream.map_values(summary, value_serde="str"):
+            pass
+
+    with pytest.raises(TopologyError, match="agent summarise: map_values value_serde: StringSerde.. carries str"):
+        app.topology()

@@ -87,3 +87,9 @@ def test_mismatches_are_topology_errors(serde: Any, tp: type) -> None:
 )
 def test_fitting_serdes_pass(serde: Any, tp: type) -> None:
     check_serde_fits(serde, tp, "table t")
+
+
+def test_generic_types_are_checked_by_their_origin() -> None:
+    with pytest.raises(TopologyError, match="declared type is dict"):
+        check_serde_fits(StringSerde(), dict[str, int], "map_values")
+    check_serde_fits(JsonSerde(), list[int], "map_values")
