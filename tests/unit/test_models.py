@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Optional
+from typing import Any, ClassVar, Optional
 
 import pytest
 
@@ -136,3 +136,13 @@ def test_unresolvable_annotations_are_a_clear_error() -> None:
 
         class Broken(Record):
             thing: NotDefinedAnywhere  # type: ignore[name-defined]  # noqa: F821
+
+
+def test_class_variables_and_private_names_are_not_fields() -> None:
+    class Tagged(Record):
+        kind: ClassVar[str] = "tagged"
+        _cache: int = 0
+        value: int
+
+    assert list(Tagged._fields) == ["value"]
+    assert Tagged(1).asdict() == {"value": 1} and Tagged.kind == "tagged"
