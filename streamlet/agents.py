@@ -34,8 +34,8 @@ class Agent:
     """What `@app.agent(topic)` returns, as in Faust: the agent's function plus `send`, its topic and sinks.
 
     Sinks receive every value the agent `yield`s (an agent with a `yield` is an async generator; its
-    `async for` loop still runs inside the task): a TopicRef gets `send(value=...)`, another Agent gets
-    `send(value=...)` (to its topic), and a plain callable is called with the value.
+    `async for` loop still runs inside the task): a TopicRef, a Channel or another Agent gets
+    `send(value=...)`, and a plain callable is called with the value.
     """
 
     def __init__(
@@ -208,6 +208,7 @@ def _agent_processor_factory(agent: Agent) -> Callable[[TaskContext], Callable[[
             except Exception:
                 # The exception ended the agent's run. Start a fresh one (its tables keep their state, as when
                 # Faust restarts a crashed agent) so that a handler that skips the record can go on.
+                run.close()
                 current[0] = start()
                 raise
             finally:
