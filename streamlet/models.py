@@ -7,7 +7,8 @@
         referrer: str | None = None
 
 Fields are the class annotations, in order; a field with a default is optional, one without is required (as in
-Faust: `Optional[...]` alone does not make a field optional, a default does). Instances are built with
+Faust: `Optional[...]` alone does not make a field optional, a default does). A `datetime` field travels as ISO
+8601 text, as in Faust. Instances are built with
 keywords or positionally, compare by value, and serialize as a plain JSON object.
 
 Why not pickle, and why validate: values come from Kafka, where anyone may have written anything. Decoding
@@ -23,6 +24,7 @@ declared type picks the repartition topic's key serde.
 
 from __future__ import annotations
 
+import datetime
 import json
 import types
 import typing
@@ -93,7 +95,10 @@ class Record:
 
     _fields: ClassVar[dict[str, FieldDescriptor]] = {}
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(cls, serializer: str = "json", **kwargs: Any) -> None:
+        # Faust's `class Point(faust.Record, serializer="json")` is accepted; JSON is the one codec here
+        if serializer != "json":
+            raise TypeError(f"{cls.__name__}: serializer={serializer!r} is not supported; Records are JSON")
         super().__init_subclass__(**kwargs)
         try:
             hints = typing.get_type_hints(cls)
@@ -181,6 +186,8 @@ def _default_of(cls: type, name: str) -> Any:
 def _to_data(value: Any) -> Any:
     if isinstance(value, Record):
         return value.asdict()
+    if isinstance(value, datetime.datetime):
+        return value.isoformat()
     if isinstance(value, list | tuple):
         return [_to_data(v) for v in value]
     if isinstance(value, dict):
@@ -193,7 +200,9 @@ def _to_data(value: Any) -> Any:
 
 def _check_supported(cls: type, name: str, tp: Any) -> None:
     """Refuse at class definition a field JSON cannot carry, rather than at the first record."""
-    if tp is Any or tp is type(None) or tp in _SCALARS or (isinstance(tp, type) and issubclass(tp, Record)):
+    if tp is Any or tp is type(None) or tp in _SCALARS or tp is datetime.datetime:
+        return
+    if isinstance(tp, type) and issubclass(tp, Record):
         return
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin in (typing.Union, types.UnionType, list, tuple) or (origin is dict and args[:1] in ((str,), ())):
@@ -205,7 +214,7 @@ def _check_supported(cls: type, name: str, tp: Any) -> None:
         return
     raise TypeError(
         f"{cls.__name__}.{name}: type {_type_label(tp)} cannot be carried in JSON; use str, int, float, bool, "
-        "a Record, list[...], tuple[..., ...], dict[str, ...], Any, or an Optional/union of these"
+        "datetime, a Record, list[...], tuple[..., ...], dict[str, ...], Any, or an Optional/union of these"
     )
 
 
@@ -236,6 +245,13 @@ def _validate(model: type[Record], tp: Any, value: Any, path: str) -> Any:
         if isinstance(value, int | float) and not isinstance(value, bool):
             return float(value)
         raise _mismatch(model, path, tp, value)
+    if tp is datetime.datetime:  # ISO 8601 text, as Faust writes datetimes
+        if isinstance(value, str):
+            try:
+                return datetime.datetime.fromisoformat(value)
+            except ValueError:
+                pass
+        raise ValidationError(model, path, f"must be an ISO 8601 datetime, got {_json_kind(value)} {_short(value)}")
     if tp in _SCALARS:
         if type(value) is tp:  # bool is not an int here, nor an int a bool
             return value

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 from typing import Any, ClassVar, Optional
 
@@ -146,3 +147,26 @@ def test_class_variables_and_private_names_are_not_fields() -> None:
 
     assert list(Tagged._fields) == ["value"]
     assert Tagged(1).asdict() == {"value": 1} and Tagged.kind == "tagged"
+
+
+class Event(Record, serializer="json"):  # Faust's spelling of the class options
+    at: datetime.datetime
+    seen: datetime.datetime | None = None
+
+
+def test_datetimes_travel_as_iso_8601() -> None:
+    at = datetime.datetime(2026, 11, 23, 18, 30, 5, 250000, tzinfo=datetime.UTC)
+    data = Event(at).dumps()
+    assert json.loads(data) == {"at": "2026-11-23T18:30:05.250000+00:00", "seen": None}
+    assert Event.loads(data) == Event(at)
+    with pytest.raises(ValidationError, match="'at' must be an ISO 8601 datetime, got string 'yesterday'"):
+        Event.loads(b'{"at":"yesterday"}')
+    with pytest.raises(ValidationError, match="'at' must be an ISO 8601 datetime, got integer 5"):
+        Event.loads(b'{"at":5}')
+
+
+def test_other_serializers_are_refused() -> None:
+    with pytest.raises(TypeError, match="serializer='pickle' is not supported"):
+
+        class _Pickled(Record, serializer="pickle"):
+            x: int
