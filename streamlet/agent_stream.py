@@ -49,18 +49,20 @@ class AgentStream:
         key: Carried = UNKNOWN,
         value: Carried = UNKNOWN,
         agent: str = "",
+        source: str = "",
     ) -> None:
         self._kstream = kstream
         self._recorder = recorder
         self._key = key
         self._value = value
         self._agent = agent
+        self._source = source  # the input topic, which names a group_by's topic when none is given
         self.with_keys = False
 
     def _then(self, make: Callable[[KStream], KStream], key: Carried, value: Carried) -> AgentStream:
         if self._kstream is None:  # running inside a task
             return self
-        nxt = AgentStream(make(self._kstream), self._recorder, key, value, self._agent)
+        nxt = AgentStream(make(self._kstream), self._recorder, key, value, self._agent, self._source)
         nxt.with_keys = self.with_keys
         return nxt
 
@@ -89,14 +91,27 @@ class AgentStream:
         return Carried(serde, tp if tp is not None else serde_type(serde))
 
     def group_by(
-        self, key_fn: Callable[[Any], Any], *, name: str, key_serde: SerdeLike = None, value_serde: SerdeLike = None
+        self,
+        key_fn: Callable[[Any], Any],
+        *,
+        name: str | None = None,
+        key_serde: SerdeLike = None,
+        value_serde: SerdeLike = None,
     ) -> AgentStream:
         """Re-key by `key_fn(value)` through the repartition topic `<application_id>-<name>-repartition`.
 
-        Serdes follow the data (see the module docstring); give `key_serde`/`value_serde` to override.
+        `name` is required with a function; grouping by a Record field (`PageView.user`) names the topic as
+        Faust does, `<application_id>-<input topic>-PageView.user-repartition`. Serdes follow the data (see the
+        module docstring); give `key_serde`/`value_serde` to override.
         """
         if self._kstream is None:
             return self
+        if name is None:
+            if not isinstance(key_fn, FieldDescriptor):
+                raise TopologyError(
+                    f"agent {self._agent}: group_by with a function needs name=..., which names its repartition topic"
+                )
+            name = f"{self._source}-{key_fn.model.__name__}.{key_fn.name}"
         where = f"agent {self._agent}: group_by {name!r}"
         if isinstance(key_fn, FieldDescriptor) and is_model(self._value.type):
             if not issubclass(self._value.type, key_fn.model):
@@ -122,7 +137,7 @@ class AgentStream:
         if self._kstream is None:
             self.with_keys = True
             return self
-        nxt = AgentStream(self._kstream, self._recorder, self._key, self._value, self._agent)
+        nxt = AgentStream(self._kstream, self._recorder, self._key, self._value, self._agent, self._source)
         nxt.with_keys = True
         return nxt
 

@@ -154,7 +154,9 @@ def compile_agents(builder: StreamsBuilder, agents: Iterable[Agent]) -> None:
             sources[topic.name] = (topic, kstream)
         recorder: list[AgentStream] = []
         # undeclared keys are not known to be bytes (group_by then picks str); undeclared values are bytes
-        root = AgentStream(kstream, recorder, topic.key, Carried(topic.value_serde, topic.value.type), agent.name)
+        root = AgentStream(
+            kstream, recorder, topic.key, Carried(topic.value_serde, topic.value.type), agent.name, topic.name
+        )
         _trace(agent, root)
         if not recorder:
             raise AgentError(f"agent {agent.name} must start with `async for ... in stream` before awaiting anything")

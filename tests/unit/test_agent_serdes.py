@@ -213,3 +213,28 @@ def test_map_values_serde_that_cannot_carry_the_annotated_type_fails_at_build() 
 
     with pytest.raises(TopologyError, match="agent summarise: map_values value_serde: StringSerde.. carries str"):
         app.topology()
+
+
+def test_group_by_a_field_without_a_name_is_named_as_in_faust() -> None:
+    app = App("pv-app")
+
+    @app.agent(app.topic("page-views", value_type=PageView))
+    async def by_user(stream):
+        async for _ in stream.group_by(PageView.user):
+            pass
+
+    ctx = FakeContext(TaskId(0, 0), application_id="pv-app")
+    graph_of(app.topology(), TaskId(0, 0), ctx).process("page-views", 0, 0, 0, None, b'{"user":"ann","page":"/"}')
+    assert [(s.topic, s.key) for s in ctx.sent] == [("pv-app-page-views-PageView.user-repartition", b"ann")]
+
+
+def test_group_by_a_function_without_a_name_is_an_error() -> None:
+    app = App("pv-app")
+
+    @app.agent(app.topic("page-views", value_serde="json"))
+    async def by_user(stream):
+        async for _ in stream.group_by(lambda v: v["user"]):
+            pass
+
+    with pytest.raises(TopologyError, match="group_by with a function needs name="):
+        app.topology()
