@@ -1,17 +1,21 @@
-"""The changelog end offsets the group leader compares task offset sums against.
+"""Changelog log-end offsets: the ones the group leader compares task offset sums against, and the ones a
+restoration runs to.
 
-One per client, shared by its threads. aiokafka calls the leader's `assign()` synchronously, so it
-cannot fetch anything: every thread refreshes the end offsets when a rebalance starts (in its
-revocation callback), and the leader reads the cached values.
+One per client, shared by its threads, over the client's admin consumer (read_uncommitted: the high
+watermark, as Kafka Streams lists them). aiokafka calls the leader's `assign()` synchronously, so it
+cannot fetch anything: every thread refreshes the end offsets when a rebalance starts (in its revocation
+callback), and the leader reads the cached values. Restoration asks for fresh ones.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
 from aiokafka.structs import TopicPartition
 
 from streamlet.assignment.client_state import end_offset_sum
+from streamlet.errors import StreamletError
 from streamlet.runtime.clients import RestoreConsumer
 from streamlet.runtime.topology_metadata import TopologyMetadata
 from streamlet.task_id import TaskId
@@ -35,6 +39,12 @@ class ChangelogEndOffsets:
             return
         async with self._lock:
             self._end_offsets = dict(await self._consumer.end_offsets(self._partitions))
+
+    async def log_end_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+        """Fresh log-end offsets of `partitions` (a restoration's end)."""
+        if self._consumer is None:
+            raise StreamletError("changelog end offsets asked for before the client started")
+        return dict(await self._consumer.end_offsets(partitions))
 
     def sums(self, stateful_tasks: list[TaskId]) -> dict[TaskId, int]:
         """Per task, the sum of its changelogs' end offsets (0 for a partition not fetched yet)."""

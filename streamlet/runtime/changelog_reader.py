@@ -4,13 +4,19 @@ One per stream thread. It owns the thread's restore consumer and follows the cha
 the thread's restoring active tasks (up to the end offset read when restoration started) and of its
 standbys (forever). Each call to `restore()` reads one bounded chunk, so the event loop and heartbeats
 keep running, and reports which active tasks have caught up.
+
+The end offset is the log end (high watermark), not the last stable offset, as in Kafka Streams. Under
+exactly-once the restore consumer reads read_committed, so while a transaction ahead of that end is open
+the position cannot reach it, and the restoration waits for the transaction to commit or abort. Stopping
+at the last stable offset instead would drop committed records written behind a crashed producer's open
+transaction, whose input offsets are already committed: lost updates.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from aiokafka.structs import TopicPartition
@@ -43,8 +49,16 @@ class RestoreResult:
 
 
 class ChangelogReader:
-    def __init__(self, consumer: RestoreConsumer, listener: StateRestoreListener, chunk_records: int) -> None:
+    def __init__(
+        self,
+        consumer: RestoreConsumer,
+        listener: StateRestoreListener,
+        chunk_records: int,
+        *,
+        log_end_offsets: Callable[[Sequence[TopicPartition]], Awaitable[dict[TopicPartition, int]]],
+    ) -> None:
         self.consumer = consumer
+        self._log_end_offsets = log_end_offsets
         self._listener = listener
         self._chunk_records = chunk_records
         self._changelogs: dict[TopicPartition, ChangelogPartition] = {}
@@ -96,7 +110,7 @@ class ChangelogReader:
         self.consumer.assign(list(wanted))
         self._changelogs = {tp: previous[tp] for tp in wanted if tp not in changed}
         restoring_new = [tp for tp in changed if isinstance(wanted[tp][1], StreamTask)]
-        ends = await self.consumer.end_offsets(restoring_new) if restoring_new else {}
+        ends = await self._log_end_offsets(restoring_new) if restoring_new else {}
         for tp in changed:
             store, owner = wanted[tp]
             state_manager = owner.state_manager

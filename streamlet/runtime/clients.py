@@ -7,6 +7,7 @@ and the default supplier builds aiokafka clients with the settings a stream thre
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Protocol
@@ -21,6 +22,7 @@ from aiokafka.structs import ConsumerRecord, OffsetAndMetadata, TopicPartition
 
 from streamlet.config import StreamsConfig
 from streamlet.runtime import txn_offset_commit
+from streamlet.runtime.offset_fetch import fetch_stable_offsets
 from streamlet.runtime.txn_offset_commit import GroupMetadata
 
 log = logging.getLogger("streamlet.thread")
@@ -93,13 +95,31 @@ class KafkaClientSupplier(Protocol):
 
     def restore_consumer(self, config: StreamsConfig, client_id: str) -> RestoreConsumer: ...
 
+    def admin_consumer(self, config: StreamsConfig, client_id: str) -> RestoreConsumer:
+        """What Kafka Streams' admin client does for the runtime: list log-end offsets (never fetch records)."""
+        ...
+
     def producer(
         self, config: StreamsConfig, client_id: str, transactional_id: str | None = None
     ) -> AIOKafkaProducer: ...
 
 
 class StreamsConsumer(AIOKafkaConsumer):
-    """aiokafka's consumer plus the two group-membership questions a stream thread asks."""
+    """aiokafka's consumer plus the group-membership questions a stream thread asks.
+
+    With `require_stable_offsets` (exactly-once) it fetches committed offsets as Kafka's consumer does under
+    read_committed: only once no transaction holds pending offsets for them (`offset_fetch`).
+    """
+
+    def __init__(self, *topics: str, require_stable_offsets: bool = False, **config: Any) -> None:
+        super().__init__(*topics, **config)
+        self._require_stable_offsets = require_stable_offsets
+
+    async def start(self) -> None:
+        await super().start()
+        coordinator = self._coordinator
+        if self._require_stable_offsets and coordinator is not None:
+            coordinator._do_fetch_commit_offsets = functools.partial(fetch_stable_offsets, coordinator)
 
     def request_rejoin(self) -> None:
         coordinator = self._coordinator
@@ -190,6 +210,7 @@ class AioKafkaClientSupplier:
             max_poll_interval_ms=config.max_poll_interval_ms,
             metadata_max_age_ms=30_000,
             isolation_level=_isolation(config),
+            require_stable_offsets=config.exactly_once,
         )
 
     def restore_consumer(self, config: StreamsConfig, client_id: str) -> AIOKafkaConsumer:
@@ -202,6 +223,21 @@ class AioKafkaClientSupplier:
             isolation_level=_isolation(config),
             # aiokafka's default 1 MiB: with 4 MiB, aiokafka 0.14 was seen returning no records for a large
             # freshly written changelog while moving the position to the end (bench/README.md)
+        )
+
+    def admin_consumer(self, config: StreamsConfig, client_id: str) -> AIOKafkaConsumer:
+        """Lists log-end offsets as Kafka Streams' admin client does: read_uncommitted, i.e. the high watermark.
+
+        Under exactly-once the last stable offset would stop short of committed records that sit behind a
+        transaction still open (a crashed producer's, until it times out): a restore that ended there would
+        miss updates whose input offsets are already committed (KAFKA-10167).
+        """
+        return AIOKafkaConsumer(
+            bootstrap_servers=config.bootstrap_servers,
+            group_id=None,
+            client_id=client_id,
+            enable_auto_commit=False,
+            isolation_level="read_uncommitted",
         )
 
     def producer(self, config: StreamsConfig, client_id: str, transactional_id: str | None = None) -> AIOKafkaProducer:

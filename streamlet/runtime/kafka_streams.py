@@ -90,7 +90,7 @@ class KafkaStreams:
         )
         try:
             changelog_partitions = await self._prepare_topics()
-            self._offsets_consumer = self.client_supplier.restore_consumer(
+            self._offsets_consumer = self.client_supplier.admin_consumer(
                 config, f"{config.application_id}-{self.process_id}-admin"
             )
             await self._offsets_consumer.start()

@@ -116,7 +116,12 @@ class StreamThread:
                 dead_letter_topic=config.dead_letter_topic,
             ),
         )
-        self.changelog_reader = ChangelogReader(self.restore_consumer, restore_listener, config.restore_chunk_records)
+        self.changelog_reader = ChangelogReader(
+            self.restore_consumer,
+            restore_listener,
+            config.restore_chunk_records,
+            log_end_offsets=end_offsets.log_end_offsets,
+        )
         self.tasks = TaskManager(
             self.name,
             self.consumer,

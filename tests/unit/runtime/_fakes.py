@@ -26,6 +26,9 @@ class FakeKafka:
         self.logs: dict[TopicPartition, list[tuple[bytes | None, bytes | None, int]]] = {}
         self.committed: dict[TopicPartition, int] = {}
         self.events: list[str] = []
+        # records of another producer's open transaction at a partition's end: in the log end (high
+        # watermark), not readable (a read_committed consumer stops at the last stable offset before them)
+        self.open_transaction_records: dict[TopicPartition, int] = {}
         self.dead_letters: list[tuple[bytes | None, bytes | None, list[tuple[str, bytes]]]] = []
 
     def append(self, tp: TopicPartition, key: bytes | None, value: bytes | None, timestamp: int = 0) -> int:
@@ -41,15 +44,20 @@ class FakeKafka:
         ]
 
     def end_offset(self, tp: TopicPartition) -> int:
+        """The last stable offset: what a read_committed consumer can read up to."""
         return len(self.logs.get(tp, []))
+
+    def high_watermark(self, tp: TopicPartition) -> int:
+        return self.end_offset(tp) + self.open_transaction_records.get(tp, 0)
 
 
 class FakeConsumer:
     """Main or restore consumer. Assignment is set by the test (`assign`); `getmany` reads the fake log."""
 
-    def __init__(self, kafka: FakeKafka, name: str = "consumer") -> None:
+    def __init__(self, kafka: FakeKafka, name: str = "consumer", *, read_uncommitted_ends: bool = False) -> None:
         self.kafka = kafka
         self.name = name
+        self._read_uncommitted_ends = read_uncommitted_ends
         self._assigned: set[TopicPartition] = set()
         self._positions: dict[TopicPartition, int] = {}
         self.paused: set[TopicPartition] = set()
@@ -83,7 +91,8 @@ class FakeConsumer:
         return self._positions[partition]
 
     async def end_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
-        return {tp: self.kafka.end_offset(tp) for tp in partitions}
+        end = self.kafka.high_watermark if self._read_uncommitted_ends else self.kafka.end_offset
+        return {tp: end(tp) for tp in partitions}
 
     def pause(self, *partitions: TopicPartition) -> None:
         self.paused.update(partitions)
@@ -259,6 +268,9 @@ class FakeClientSupplier:
     def restore_consumer(self, config: StreamsConfig, client_id: str) -> FakeConsumer:
         self.restore_consumers.append(FakeConsumer(self.kafka, client_id))
         return self.restore_consumers[-1]
+
+    def admin_consumer(self, config: StreamsConfig, client_id: str) -> FakeConsumer:
+        return FakeConsumer(self.kafka, client_id, read_uncommitted_ends=True)
 
     def producer(self, config: StreamsConfig, client_id: str, transactional_id: str | None = None) -> FakeProducer:
         self.producers.append(FakeProducer(self.kafka, transactional_id))

@@ -90,7 +90,10 @@ class Harness:
             transactional=exactly_once,
         )
         resources = ThreadResources(RecordCache(cache_bytes), self.collector, ThreadHandlers(self.collector))
-        self.reader = ChangelogReader(self.restore_consumer, CompositeRestoreListener(), chunk)
+        admin = FakeConsumer(kafka, f"{name}-admin", read_uncommitted_ends=True)
+        self.reader = ChangelogReader(
+            self.restore_consumer, CompositeRestoreListener(), chunk, log_end_offsets=admin.end_offsets
+        )
         creator = TaskCreator(self.metadata, self.state_directory, self.config)
         self.tasks = TaskManager(
             name,

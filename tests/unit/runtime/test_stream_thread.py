@@ -32,6 +32,9 @@ async def thread(tmp_path: Path) -> AsyncIterator[StreamThread]:
     cfg = config(tmp_path, commit_interval_ms=60_000, session_timeout_ms=10_000)
     meta = metadata()
     directory = StateDirectory(tmp_path, APP)
+    clients = FakeClientSupplier(kafka)
+    end_offsets = ChangelogEndOffsets(meta)
+    end_offsets.start(clients.admin_consumer(cfg, "admin"), list(meta.changelog_partitions(T0).values()))
     thread = StreamThread(
         1,
         config=cfg,
@@ -39,11 +42,11 @@ async def thread(tmp_path: Path) -> AsyncIterator[StreamThread]:
         metadata=meta,
         state_directory=directory,
         task_creator=TaskCreator(meta, directory, cfg),
-        end_offsets=ChangelogEndOffsets(meta),
+        end_offsets=end_offsets,
         task_assignor=HighAvailabilityTaskAssignor(),
         assignment_configs=AssignmentConfigs(),
         restore_listener=CompositeRestoreListener(),
-        clients=FakeClientSupplier(kafka),
+        clients=clients,
     )
     yield thread
     directory.close()

@@ -140,6 +140,35 @@ async def test_restoration_completes_in_chunks_then_the_task_runs(kafka: FakeKaf
         h.close()
 
 
+async def test_restoration_waits_for_an_open_transaction_and_the_committed_records_behind_it(
+    kafka: FakeKafka, tmp_path: Path
+) -> None:
+    """A crashed producer's transaction is still open at the changelog's end (until it times out); records
+    committed behind it, by the task's later owner, are not readable yet. Ending the restoration at the last
+    stable offset would lose them, while their input offsets are committed."""
+    kafka.append(CHANGELOG0, b"a", int64(1))
+    kafka.open_transaction_records[CHANGELOG0] = 2
+    h = Harness(kafka, tmp_path)
+    try:
+        h.assign(T0)
+        for _ in range(3):
+            await h.tasks.restore(timeout_ms=0)
+        assert h.tasks.active[T0].state is TaskState.RESTORING and IN0 in h.consumer.paused
+
+        kafka.open_transaction_records[CHANGELOG0] = 0  # it aborted; the later owner's commit is readable
+        kafka.append(CHANGELOG0, b"a", int64(2))
+        kafka.append(CHANGELOG0, b"a", int64(3))
+        await h.tasks.restore(timeout_ms=0)
+        assert h.tasks.active[T0].state is TaskState.RUNNING
+
+        words(kafka, "a")
+        await h.poll_and_process()
+        await h.tasks.commit()
+        assert latest(kafka, OUTPUT) == {"a": 4}
+    finally:
+        h.close()
+
+
 async def test_checkpoint_beyond_the_changelog_end_wipes_and_restores(kafka: FakeKafka, tmp_path: Path) -> None:
     h = Harness(kafka, tmp_path)
     try:

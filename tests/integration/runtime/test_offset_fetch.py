@@ -1,0 +1,66 @@
+"""OffsetFetch with require_stable on the real broker (KIP-447): while a transaction holds pending offsets
+for a partition, an exactly-once consumer waits for it to complete, where aiokafka's own fetch answers at
+once with the offset from before the transaction."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from aiokafka import AIOKafkaProducer
+from aiokafka.structs import OffsetAndMetadata, TopicPartition
+
+from streamlet.runtime.clients import StreamsConsumer
+from tests.support.kafka import KafkaTestCluster, unique_name
+
+pytestmark = pytest.mark.integration
+
+
+async def committed(kafka: KafkaTestCluster, group: str, tp: TopicPartition, *, stable: bool) -> int | None:
+    consumer = StreamsConsumer(
+        bootstrap_servers=kafka.bootstrap_servers,
+        group_id=group,
+        isolation_level="read_committed",
+        require_stable_offsets=stable,
+    )
+    await consumer.start()
+    try:
+        return await consumer.committed(tp)
+    finally:
+        await consumer.stop()
+
+
+async def test_a_pending_transactional_offset_is_waited_for(kafka: KafkaTestCluster) -> None:
+    topic = await kafka.create_topic("stable-offsets", partitions=1)
+    tp, group = TopicPartition(topic, 0), unique_name("stable-group")
+    producer = AIOKafkaProducer(bootstrap_servers=kafka.bootstrap_servers, transactional_id=unique_name("txn"))
+    await producer.start()
+    try:
+        await producer.begin_transaction()
+        await producer.send_offsets_to_transaction({tp: OffsetAndMetadata(7, "")}, group)
+
+        assert await committed(kafka, group, tp, stable=False) is None  # aiokafka: the pending offset is not seen
+        waiting = asyncio.create_task(committed(kafka, group, tp, stable=True))
+        await asyncio.sleep(2)
+        assert not waiting.done()  # UNSTABLE_OFFSET_COMMIT, retried
+
+        await producer.commit_transaction()
+        assert await asyncio.wait_for(waiting, 30) == 7
+    finally:
+        await producer.stop()
+
+
+async def test_an_aborted_transactions_offset_is_never_seen(kafka: KafkaTestCluster) -> None:
+    topic = await kafka.create_topic("stable-offsets", partitions=1)
+    tp, group = TopicPartition(topic, 0), unique_name("stable-group")
+    producer = AIOKafkaProducer(bootstrap_servers=kafka.bootstrap_servers, transactional_id=unique_name("txn"))
+    await producer.start()
+    try:
+        await producer.begin_transaction()
+        await producer.send_offsets_to_transaction({tp: OffsetAndMetadata(7, "")}, group)
+        waiting = asyncio.create_task(committed(kafka, group, tp, stable=True))
+        await asyncio.sleep(1)
+        await producer.abort_transaction()
+        assert await asyncio.wait_for(waiting, 30) is None
+    finally:
+        await producer.stop()
