@@ -123,7 +123,7 @@ class App:
 
     def agent(
         self,
-        topic: agents.TopicRef | Channel,
+        topic: agents.TopicRef | Channel | str | None = None,
         *,
         name: str | None = None,
         tables: Iterable[agents.Table] = (),
@@ -134,13 +134,19 @@ class App:
         Operations called on `stream` before the loop (`flat_map_values`, `group_by`, `filter`, ...) become
         topology nodes, so a `group_by` is a repartition topic exactly as in the DSL. `tables` are the
         tables the agent reads and writes: their stores belong to the agent's sub-topology. Values the agent
-        `yield`s go to each `sink` (topics, agents, callables), as in Faust. Several agents may read one topic.
+        `yield`s go to each `sink` (topics, agents, channels, callables), as in Faust. Several agents may read
+        one topic. As in Faust, `topic` may be a name, or left out for `<application_id>-<agent name>`; such a
+        topic has str keys and JSON values (Faust's defaults) and, like every source topic, must exist.
         Returns the `Agent` (Faust's agent object: `await agent.send(value=...)` from another agent).
         """
         self._check_open()
 
         def register(fn: Callable[..., Any]) -> agents.Agent:
-            agent = agents.Agent(fn, topic, name or fn.__name__, tuple(tables), tuple(sink))
+            agent_name = name or fn.__name__
+            source = topic if topic is not None else f"{self.application_id}-{agent_name}"
+            if isinstance(source, str):
+                source = agents.TopicRef(source, "str", "json")
+            agent = agents.Agent(fn, source, agent_name, tuple(tables), tuple(sink))
             self._agents.append(agent)
             return agent
 

@@ -156,3 +156,22 @@ def test_a_sink_that_is_not_a_topic_agent_or_callable_is_refused() -> None:
         async def agent(stream):
             async for value in stream:
                 yield value
+
+
+def test_an_agent_without_a_topic_reads_one_named_after_it_as_in_faust() -> None:
+    app = App("auto")
+    out = app.topic("out", value_serde="json")
+
+    @app.agent()
+    async def greet(stream):
+        async for greeting in stream:
+            await out.send(value={"hello": greeting["name"]})
+
+    @app.agent("named-topic")
+    async def named(stream):
+        async for _ in stream:
+            pass
+
+    assert greet.topic.name == "auto-greet" and named.topic.name == "named-topic"
+    ctx = _run(app, "auto-greet", [b'{"name":"ann"}'])
+    assert [json.loads(s.value) for s in ctx.sent] == [{"hello": "ann"}]
