@@ -80,9 +80,15 @@ class Table:
         return self.value_serde.deserialize(self.name, raw)
 
     def get(self, key: Any, default: Any = None) -> Any:
-        """The value, or `default` (not the table's default factory, as with a dict's `get`)."""
+        """The value; for a missing key, the table's default factory's value if it has one, else `default`.
+
+        Faust's semantics, which differ from `dict.get`: a Faust table is a Mapping whose `get` reads
+        `table[key]`, and that returns `default_factory()` for a missing key (without storing it).
+        """
         raw = self._store().get(self._key(key))
-        return default if raw is None else self.value_serde.deserialize(self.name, raw)
+        if raw is not None:
+            return self.value_serde.deserialize(self.name, raw)
+        return self.default() if self.default is not None else default
 
     def __contains__(self, key: Any) -> bool:
         return self._store().get(self._key(key)) is not None

@@ -64,10 +64,12 @@ def test_dict_api_on_the_current_tasks_store() -> None:
     assert list(ctx.stores["visits"].all()) == []
 
 
-def test_default_factory_applies_to_getitem_not_get() -> None:
+def test_a_default_factory_answers_getitem_and_get_as_in_faust_without_storing() -> None:
+    # Faust's Table.__missing__ returns default(); its Mapping.get reads table[key], so get() does too
     table = App("t").Table("counts", value_serde="int64", default=int)
-    with _in(FakeContext(TaskId(0, 0))):
-        assert table["x"] == 0 and table.get("x") is None and "x" not in table
+    with _in(FakeContext(TaskId(0, 0), store_factory=InMemoryKeyValueStore)):
+        assert table["x"] == 0 and table.get("x") == 0 and table.get("x", 5) == 0
+        assert "x" not in table and len(table) == 0
 
 
 def test_items_keys_values_and_len_cover_every_task_of_the_worker() -> None:
