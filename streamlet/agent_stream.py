@@ -20,13 +20,15 @@ from streamlet.topic_ref import Carried, declared_serde
 from streamlet.topology import KStream
 from streamlet.typed_serdes import element_type, is_model, result_type, serde_type
 
-__all__ = ["NEXT", "AgentStream"]
+__all__ = ["NEXT", "AgentStream", "NextRecord"]
 
 NEXT = object()  # what an agent's coroutine yields when it waits for the next record
 UNKNOWN = Carried(None)
 
 
-class _NextRecord:
+class NextRecord:
+    """What `await stream.__anext__()` awaits: it yields NEXT, and the driver sends the record back in."""
+
     __slots__ = ()
 
     def __await__(self) -> Generator[object, Any, Any]:
@@ -146,5 +148,5 @@ class AgentStream:
             self._recorder.append(self)
         return self
 
-    def __anext__(self) -> _NextRecord:
-        return _NextRecord()
+    def __anext__(self) -> NextRecord:
+        return NextRecord()

@@ -20,14 +20,14 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from streamlet.agent_context import AgentError, task_context
-from streamlet.agent_stream import NEXT, AgentStream
+from streamlet.agent_stream import NEXT, AgentStream, NextRecord
 from streamlet.channels import Channel
 from streamlet.runtime.processor_graph import TaskContext
 from streamlet.tables import Table
 from streamlet.topic_ref import Carried, TopicRef
 from streamlet.topology import KStream, StreamsBuilder
 
-__all__ = ["Agent", "AgentError", "AgentSpec", "AgentStream", "Sink", "Table", "TopicRef", "compile_agents"]
+__all__ = ["Agent", "AgentError", "AgentStream", "Sink", "Table", "TopicRef", "compile_agents"]
 
 
 class Agent:
@@ -80,8 +80,6 @@ class Agent:
 
 
 Sink = TopicRef | Agent | Channel | Callable[[Any], Any]
-#: Kept for code that named the old record type.
-AgentSpec = Agent
 
 
 class _Ended(AgentError):
@@ -279,8 +277,8 @@ class _ChannelStream:
         self.iterated = True
         return self
 
-    def __anext__(self) -> Any:
-        return AgentStream(None).__anext__()
+    def __anext__(self) -> NextRecord:
+        return NextRecord()
 
 
 def _channel_subscriber(agent: Agent) -> Callable[[TaskContext, Any, Any], None]:
