@@ -314,6 +314,61 @@ def _assign(args: argparse.Namespace) -> int:
     return simulate_main(argv)
 
 
+def _bootstrap_flag() -> dict[str, Any]:
+    # default None: resolved when the command runs (flag > [--config > App >] environment > default)
+    return {
+        "default": None,
+        "help": f"Kafka bootstrap servers (default ${ENVIRONMENT_VARIABLES['bootstrap_servers']} "
+        f"or {DEFAULT_BOOTSTRAP_SERVERS})",
+    }
+
+
+def _add_app_commands(sub: Any, bootstrap: dict[str, Any], *, bound: bool) -> None:
+    """worker, cleanup and topology: with a MODULE:ATTRIBUTE target, or `bound` to the App of `App.main()`."""
+
+    def target(parser: argparse.ArgumentParser, help_text: str) -> None:
+        if not bound:
+            parser.add_argument("target", help=help_text)
+            parser.add_argument("--application-id", default=None, help="needed when the target is a bare Topology")
+
+    worker = sub.add_parser("worker", help="run an application's worker (a Kafka Streams client) until SIGINT/SIGTERM")
+    target(worker, "MODULE:ATTRIBUTE of an App, a Topology, or a function returning one")
+    worker.add_argument("--state-dir", default=None, help="state directory (state_dir; default: see --config)")
+    worker.add_argument("--threads", type=int, default=None, help="number of stream threads (num_stream_threads)")
+    worker.add_argument("--bootstrap-servers", **bootstrap)
+    worker.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="any StreamsConfig setting; precedence: flag > --config > App(...) > environment > default",
+    )
+    worker.add_argument(
+        "--leave",
+        action="store_const",
+        const=True,
+        default=None,
+        help="with group_instance_id: leave the group on shutdown, so this worker's tasks move at once",
+    )
+    worker.add_argument("-l", "--log-level", "--loglevel", dest="log_level", default="info", help="as in Faust")
+    worker.set_defaults(handler=_worker)
+
+    cleanup = sub.add_parser(
+        "cleanup",
+        help="delete an application's local state here (stop its worker first); the next start restores it "
+        "from the changelogs",
+    )
+    target(cleanup, "MODULE:ATTRIBUTE, as for worker")
+    cleanup.add_argument("--state-dir", default=None, help="state directory (resolved as for worker)")
+    cleanup.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="as for worker")
+    cleanup.set_defaults(handler=_cleanup)
+
+    topology = sub.add_parser("topology", help="inspect an application's topology")
+    topology.add_argument("action", choices=["describe"])
+    target(topology, "MODULE:ATTRIBUTE")
+    topology.set_defaults(handler=_describe)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="streamlet", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -370,61 +425,6 @@ def build_parser() -> argparse.ArgumentParser:
     else:
         add_verify_parser(verify_sub)
     return parser
-
-
-def _bootstrap_flag() -> dict[str, Any]:
-    # default None: resolved when the command runs (flag > [--config > App >] environment > default)
-    return {
-        "default": None,
-        "help": f"Kafka bootstrap servers (default ${ENVIRONMENT_VARIABLES['bootstrap_servers']} "
-        f"or {DEFAULT_BOOTSTRAP_SERVERS})",
-    }
-
-
-def _add_app_commands(sub: Any, bootstrap: dict[str, Any], *, bound: bool) -> None:
-    """worker, cleanup and topology: with a MODULE:ATTRIBUTE target, or `bound` to the App of `App.main()`."""
-
-    def target(parser: argparse.ArgumentParser, help_text: str) -> None:
-        if not bound:
-            parser.add_argument("target", help=help_text)
-            parser.add_argument("--application-id", default=None, help="needed when the target is a bare Topology")
-
-    worker = sub.add_parser("worker", help="run an application's worker (a Kafka Streams client) until SIGINT/SIGTERM")
-    target(worker, "MODULE:ATTRIBUTE of an App, a Topology, or a function returning one")
-    worker.add_argument("--state-dir", default=None, help="state directory (state_dir; default: see --config)")
-    worker.add_argument("--threads", type=int, default=None, help="number of stream threads (num_stream_threads)")
-    worker.add_argument("--bootstrap-servers", **bootstrap)
-    worker.add_argument(
-        "--config",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="any StreamsConfig setting; precedence: flag > --config > App(...) > environment > default",
-    )
-    worker.add_argument(
-        "--leave",
-        action="store_const",
-        const=True,
-        default=None,
-        help="with group_instance_id: leave the group on shutdown, so this worker's tasks move at once",
-    )
-    worker.add_argument("-l", "--log-level", "--loglevel", dest="log_level", default="info", help="as in Faust")
-    worker.set_defaults(handler=_worker)
-
-    cleanup = sub.add_parser(
-        "cleanup",
-        help="delete an application's local state here (stop its worker first); the next start restores it "
-        "from the changelogs",
-    )
-    target(cleanup, "MODULE:ATTRIBUTE, as for worker")
-    cleanup.add_argument("--state-dir", default=None, help="state directory (resolved as for worker)")
-    cleanup.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="as for worker")
-    cleanup.set_defaults(handler=_cleanup)
-
-    topology = sub.add_parser("topology", help="inspect an application's topology")
-    topology.add_argument("action", choices=["describe"])
-    target(topology, "MODULE:ATTRIBUTE")
-    topology.set_defaults(handler=_describe)
 
 
 def build_app_parser(prog: str) -> argparse.ArgumentParser:
