@@ -1,4 +1,4 @@
-"""Serdes follow the data through an agent's stream: the repartition topic is written with what the data is.
+"""AgentStream: serdes follow the data; a repartition topic is written with what the data is.
 
 Each test builds an App, runs one record through the first sub-topology on a fake task context, and checks
 the bytes written to the repartition topic, decoded independently (json / UTF-8 / struct), or the build error.
