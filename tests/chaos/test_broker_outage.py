@@ -1,5 +1,6 @@
 """The broker stops for 20 s and restarts on the same data dir: the workers survive, log the outage at a
-bounded rate, and count exactly. The test has a broker of its own, since it stops it."""
+bounded rate, and count exactly. Under exactly-once the broker stops mid-transaction, under load. The tests
+have a broker of their own, since they stop it."""
 
 from __future__ import annotations
 
@@ -13,7 +14,13 @@ import pytest
 from streamlet.kafka.broker import LocalBroker, _free_port
 from tests.chaos._report import report
 from tests.support.kafka import KafkaTestCluster, unique_name
-from tests.support.wordcount import SEED_LINE, expected_counts, real_text_lines, wait_for_counts
+from tests.support.wordcount import (
+    SEED_LINE,
+    broken_count_sequences,
+    expected_counts,
+    real_text_lines,
+    wait_for_counts,
+)
 from tests.support.workers import Workers, produce_steadily
 
 pytestmark = pytest.mark.chaos
@@ -82,6 +89,47 @@ async def test_workers_survive_a_broker_outage_and_count_exactly(
         for index in (0, 1):
             errors = [line for line in workers.log(index).splitlines() if " ERROR " in line]
             assert len(errors) <= 60, f"{len(errors)} ERROR lines: {errors[:5]}"
+        assert workers.stop_all() == {0: 0, 1: 0}
+    finally:
+        workers.stop_all()
+
+
+async def test_a_broker_restart_mid_transaction_under_exactly_once_counts_exactly(
+    own_broker: LocalBroker, own_kafka: KafkaTestCluster, tmp_path: Path
+) -> None:
+    """No quiet point: the broker goes while the workers are processing (a transaction commits every 100 ms,
+    so one is open). Whatever was open aborts; nothing is lost and nothing counts twice."""
+    source = await own_kafka.create_topic("chaos-input", partitions=6)
+    sink = await own_kafka.create_topic("chaos-output", partitions=6)
+    config = {"processing_guarantee": "exactly_once_v2", "statestore_cache_max_bytes": "0"}
+    workers = Workers(own_broker.bootstrap_servers, source, sink, unique_name("chaos-eos-outage"), tmp_path, config)
+    lines = (real_text_lines() + [SEED_LINE]) * 2
+    first, second = lines[: len(lines) // 2], lines[len(lines) // 2 :]
+    try:
+        workers.start(0)
+        workers.start(1)
+        await workers.wait_assigned(0, more_than=0)
+        await workers.wait_assigned(1, more_than=0)
+        await produce_steadily(own_kafka, source, first, per_second=2000)
+        await own_kafka.admin.close()
+        own_broker.stop()  # right after the last input: the workers are still counting it
+        down = time.monotonic()
+        await asyncio.sleep(OUTAGE_S)
+        own_broker.start()
+        recovered = time.monotonic() - down
+        assert workers.alive(0) and workers.alive(1)
+
+        after = KafkaTestCluster(own_broker.bootstrap_servers)
+        await after.start()
+        await produce_steadily(after, source, second, per_second=1000)
+        input_done = time.monotonic()
+        truth = expected_counts(lines)
+        final = await wait_for_counts(after, sink, truth, timeout=180, read_committed=True)
+        broken = broken_count_sequences(await after.drain(sink, 6, read_committed=True), truth)
+        await after.admin.close()
+        assert final == truth
+        assert not broken, f"{len(broken)} words' counts are not 1..N: {list(broken.items())[:3]}"
+        report("exactly-once broker outage", final, truth, since=input_done, outage_s=round(recovered, 1))
         assert workers.stop_all() == {0: 0, 1: 0}
     finally:
         workers.stop_all()

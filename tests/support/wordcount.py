@@ -58,6 +58,15 @@ def latest_counts(records) -> dict[str, int]:
     return latest
 
 
+def broken_count_sequences(records, truth: dict[str, int]) -> dict[str, list[int]]:
+    """Words whose counts over the whole output are not exactly 1..N in order (exactly-once: none repeated,
+    none skipped, none going back)."""
+    sequences: dict[str, list[int]] = {}
+    for record in records:  # per partition in offset order; a word always lands in one partition
+        sequences.setdefault(record.key.decode(), []).append(struct.unpack(">q", record.value)[0])
+    return {w: s for w, s in sequences.items() if s != list(range(1, truth.get(w, 0) + 1))}
+
+
 async def wait_for_counts(
     kafka: KafkaTestCluster,
     topic: str,
