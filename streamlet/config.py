@@ -63,6 +63,8 @@ class StreamsConfig:
     # Kafka Streams' exactly-once default: a crashed worker's open transaction blocks read_committed readers
     # (and restores) of its partitions until it times out, unless the same transactional id comes back first.
     transaction_timeout_ms: int = 10_000
+    # The producer's max.block.ms: how long starting a transactional producer waits for its coordinator
+    max_block_ms: int = 60_000
     task_assignor: str = "high_availability"
     statestore_cache_max_bytes: int = 10 * 1024 * 1024
     state_cleanup_delay_ms: int = 600_000
@@ -104,6 +106,7 @@ class StreamsConfig:
             "statestore_cache_max_bytes",
             "state_cleanup_delay_ms",
             "transaction_timeout_ms",
+            "max_block_ms",
         ):
             _require_int(name, getattr(self, name), minimum=0)
         _require_int("probing_rebalance_interval_ms", self.probing_rebalance_interval_ms, minimum=1_000)

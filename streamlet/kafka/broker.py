@@ -24,6 +24,7 @@ import struct
 import subprocess
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
@@ -206,6 +207,7 @@ class LocalBroker:
         kafka_version: str = KAFKA_VERSION,
         heap: str = "512m",
         die_with_parent: bool = False,
+        overrides: Mapping[str, str] | None = None,
     ) -> None:
         """`die_with_parent`: the JVM gets SIGTERM when the starting process dies, even by SIGKILL (Linux),
         so a killed test run leaves no broker behind; `streamlet broker start` leaves it off on purpose."""
@@ -215,6 +217,7 @@ class LocalBroker:
         self.requested_port = port
         self.kafka_version = kafka_version
         self.heap = heap
+        self.overrides = dict(overrides or {})  # server.properties entries that replace the defaults
 
     @property
     def _state_file(self) -> Path:
@@ -256,7 +259,10 @@ class LocalBroker:
         data_dir = self.directory / "data"
         log_file = self.directory / "broker.log"
         properties = self.directory / "server.properties"
-        properties.write_text(_server_properties(self.host, port, controller_port, data_dir))
+        properties.write_text(
+            _server_properties(self.host, port, controller_port, data_dir)
+            + "".join(f"{key}={value}\n" for key, value in self.overrides.items())
+        )
         log4j = self.directory / "log4j2.properties"
         log4j.write_text(_LOG4J2)
         classpath = str(libs / "*")

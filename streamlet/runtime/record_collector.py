@@ -218,6 +218,25 @@ class RecordCollector:
             await self._producer.commit_transaction()
         return acked
 
+    async def start(self, transactional_id: str | None = None, max_block_ms: int = 60_000) -> None:
+        """Start the producer. Exactly-once (`transactional_id`): starting includes the transaction
+        coordinator's InitProducerId (Java's `initTransactions()`, which fences any earlier producer with
+        that id), bounded by `max_block_ms`: aiokafka retries it forever, so against a broker without a
+        transaction coordinator the worker would hang instead of saying why."""
+        if transactional_id is None:
+            await self._producer.start()
+            return
+        try:
+            await asyncio.wait_for(self._producer.start(), max_block_ms / 1000)
+        except TimeoutError:
+            await self._producer.stop()
+            raise StreamletError(
+                f"exactly_once_v2 needs transactions, but no transaction coordinator answered for transactional "
+                f"id {transactional_id!r} within max_block_ms={max_block_ms}. Check that the brokers run the "
+                "transaction state log (transaction.state.log.replication.factor and min.isr no larger than "
+                "the brokers available), or use processing_guarantee=at_least_once."
+            ) from None
+
     async def _begin_transaction(self) -> None:
         if not self._in_transaction:
             await self._producer.begin_transaction()

@@ -95,6 +95,7 @@ class StreamThread:
         self.consumer = clients.main_consumer(config, f"{self.name}-consumer", self.assignor, instance_id)
         self.restore_consumer = clients.restore_consumer(config, f"{self.name}-restore-consumer")
         transactional_id = f"{config.application_id}-{process_id}-{index}" if config.exactly_once else None
+        self._transactional_id = transactional_id
 
         def new_producer() -> AIOKafkaProducer:
             return clients.producer(config, f"{self.name}-producer", transactional_id)
@@ -137,7 +138,7 @@ class StreamThread:
     # ---- lifecycle ----------------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        await self.resources.collector.producer.start()
+        await self.resources.collector.start(self._transactional_id, self.config.max_block_ms)
         await self.restore_consumer.start()
         await self.consumer.start()
         self.consumer.subscribe(self._metadata.source_topics(), listener=_Listener(self))
