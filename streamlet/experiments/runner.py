@@ -276,6 +276,7 @@ class ExperimentRunner:
         entry["started_at"] = began
         entry["event_index"] = len(self.collector.events) if self.collector else 0
         self.record.steps.append(entry)
+        self._save()
         log.info("step %d: %s", step.index, step.describe())
         try:
             await self._do(step)
