@@ -116,6 +116,12 @@ def infer_trigger(
     return "metadata", [], []
 
 
+def _directly_before(previous: Mapping[str, Any], generation: int | None) -> bool:
+    """Whether `previous` is the event of the generation just before `generation` (unknown counts as yes)."""
+    before = previous.get("generation")
+    return not isinstance(before, int) or generation is None or generation == before + 1
+
+
 def build_assignment_event(
     *,
     application_id: str,
@@ -138,6 +144,8 @@ def build_assignment_event(
     Clients are listed in java.util.UUID order (the order the assignor walks them). `lags` are the
     lags the assignor saw, before assigning: -2 means the client runs the task as a RUNNING active.
     """
+    if previous is not None and not _directly_before(previous, generation):
+        previous = None  # another client led the rebalances in between: its last event says nothing about now
     trigger, joined, left = infer_trigger(previous, clients, timestamp_ms)
     standby_by_client = {pid: (assignment[pid].standby_tasks() if pid in assignment else []) for pid in clients}
     warmups = classify_warmups(clients, standby_by_client, configs)

@@ -179,16 +179,19 @@ def convergences(rounds: Sequence[Round]) -> list[Convergence]:
     """For each membership change, how many rebalances until one schedules no follow-up (that one included)."""
     out: list[Convergence] = []
     previous: tuple[tuple[str, int], ...] | None = None
-    names_before: set[str] = set()
+    before: dict[str, int] = {}
     for i, round_ in enumerate(rounds):
         membership = round_.membership()
         if membership == previous:
             continue
-        names = {c.name for c in round_.clients}
-        joined, left = sorted(names - names_before), sorted(names_before - names)
-        change = ", ".join([f"+{n}" for n in joined] + [f"-{n}" for n in left]) or "threads changed"
+        now = {c.name: c.capacity for c in round_.clients}
         if previous is None:
-            change = "start: " + ", ".join(sorted(names))
+            change = "start: " + ", ".join(sorted(now))
+        else:
+            parts = [f"+{n}" for n in sorted(set(now) - set(before))]
+            parts += [f"-{n}" for n in sorted(set(before) - set(now))]
+            parts += [f"{n} threads {before[n]}->{now[n]}" for n in sorted(now) if n in before and before[n] != now[n]]
+            change = ", ".join(parts)
         rebalances = None
         for j in range(i, len(rounds)):
             if rounds[j].membership() != membership:
@@ -197,7 +200,7 @@ def convergences(rounds: Sequence[Round]) -> list[Convergence]:
                 rebalances = j - i + 1
                 break
         out.append(Convergence(round_.number, change, rebalances))
-        previous, names_before = membership, names
+        previous, before = membership, now
     return out
 
 

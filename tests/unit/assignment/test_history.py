@@ -104,18 +104,27 @@ def test_trigger_is_inferred_from_the_previous_event() -> None:
     assert assignment_history_topic("wc") == "wc-assignments"
 
 
+def test_a_previous_event_from_an_older_generation_is_not_trusted() -> None:
+    """Leadership moved and came back: this client's last event is not the round before, so it is ignored."""
+    stale = {**_event(), "generation": 3}
+    assert _event(previous={**stale, "generation": 6})["trigger"] == "metadata"  # 6 -> 7, all known, no follow-up
+    assert _event(previous=stale)["trigger"] == "join"  # 3 -> 7: as if there were no previous event
+
+
 class _Recorder:
     application_id = "app"
     assignor_name = "high_availability"
 
     def __init__(self) -> None:
         self.events: list[dict[str, Any]] = []
+        self._generation = 2
 
     def previous_event(self) -> Mapping[str, Any] | None:
         return self.events[-1] if self.events else None
 
     def generation(self) -> int | None:
-        return 3
+        self._generation += 1
+        return self._generation
 
     def record(self, event: dict[str, Any]) -> None:
         self.events.append(event)
@@ -130,7 +139,7 @@ def test_the_leaders_assignor_records_one_event_per_rebalance_matching_what_memb
     members = {m: ConsumerProtocolMemberMetadata(0, ["in"], SubscriptionInfo(pid).encode()) for m in ("c1", "c2")}
     assignor.assign(_Cluster(), members)
     assignor.assign(_Cluster(), members)
-    assert [e["generation"] for e in recorder.events] == [3, 3]
+    assert [e["generation"] for e in recorder.events] == [3, 4]
     assert [e["trigger"] for e in recorder.events] == ["join", "metadata"]
     (client,) = recorder.events[-1]["clients"]
     assert client["capacity"] == 2 and client["active"] == ["0_0", "0_1"]

@@ -98,6 +98,14 @@ def test_the_markdown_has_seed_000s_round_table() -> None:
     assert "| output | exact |" in text
 
 
+def test_a_thread_joining_late_is_its_own_membership_change() -> None:
+    one_thread = json.loads(SEED[0])
+    one_thread["clients"][1]["capacity"] = 1
+    summary = summarize("threads", RECORD, [json.dumps(one_thread), *SEED])
+    changes = [c.change for c in convergences(summary.rounds)]
+    assert changes == ["start: A, B", "B threads 1->2", "+C"]
+
+
 def test_several_runs_side_by_side() -> None:
     balanced = dict(RECORD, assignor="balanced")
     text = render_report([summarize("hata", RECORD, SEED), summarize("balanced", balanced, SEED[:2])])
