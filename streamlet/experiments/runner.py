@@ -259,13 +259,11 @@ class ExperimentRunner:
             bootstrap, assignment_history_topic(self.record.application_id), self.run_dir / "assignments.jsonl"
         )
         self.producer = InputProducer(bootstrap, self.record.input_topic, self.lines, self.scenario.input.rate)
-        self._tasks = [
-            asyncio.create_task(self.collector.run(), name="history-collector"),
-            asyncio.create_task(self.producer.run(), name="input-producer"),
-        ]
+        producing = asyncio.create_task(self.producer.run(), name="input-producer")
+        self._tasks = [asyncio.create_task(self.collector.run(), name="history-collector"), producing]
         for step in self.scenario.steps:
             await self._step(step)
-        await self._finish_input()
+        await self._finish_input(producing)
         if self.scenario.app.verify == "wordcount":
             self.record.verification = await self._verify_wordcount(bootstrap)
         self.record.timeline_events = len(self.collector.events)
@@ -381,20 +379,27 @@ class ExperimentRunner:
                     f"after step {step.index}: worker {worker.name} exited with {worker.proc.returncode}:\n{tail}"
                 )
 
-    async def _finish_input(self) -> None:
+    async def _finish_input(self, producing: asyncio.Task[None]) -> None:
+        """Wait (bounded) until every input line is produced; a producer that failed fails the run at once."""
         assert self.producer is not None
         remaining = len(self.lines) - self.producer.sent
         if remaining and self.producer.rate <= 0:
             raise ExperimentError(f"the rate is 0 with {remaining} input lines unsent: add a `rate` step")
         timeout = 60 + (remaining / self.producer.rate if remaining else 0)
+        done = asyncio.ensure_future(self.producer.done.wait())
         try:
-            await asyncio.wait_for(self.producer.done.wait(), timeout)
-        except TimeoutError:
-            raise ExperimentError(f"the input was not all produced within {timeout:.0f}s") from None
+            await asyncio.wait([done, producing], timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            done.cancel()
+        if not self.producer.done.is_set():
+            if producing.done() and not producing.cancelled() and producing.exception() is not None:
+                raise ExperimentError(f"producing the input failed: {producing.exception()!r}")
+            raise ExperimentError(f"the input was not all produced within {timeout:.0f}s")
         self.record.produced = self.producer.sent
 
-    async def _verify_wordcount(self, bootstrap: str, timeout: float = 120.0) -> dict[str, Any]:
+    async def _verify_wordcount(self, bootstrap: str) -> dict[str, Any]:
         """Wait until the output's latest counts equal the expected ones (bounded); say what differs if not."""
+        timeout = 120.0 + len(self.lines) / 200  # the app may still be catching up with a large input
         expected = expected_counts(self.lines)
         partitions = self.scenario.input.output_partitions or self.scenario.input.partitions
         loop = asyncio.get_running_loop()
