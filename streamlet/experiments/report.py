@@ -172,7 +172,15 @@ def summarize(label: str, record: Mapping[str, Any] | None, lines: Sequence[str]
 class Convergence:
     start_round: int
     change: str
-    rebalances: int | None  # None: never converged in this run
+    rebalances: int | None  # None: did not converge before the next change (superseded) or the run's end
+    superseded_after: int | None = None  # rebalances before the next membership change, if one came first
+
+    def describe(self) -> str:
+        if self.rebalances is not None:
+            return f"{self.change}: {self.rebalances}"
+        if self.superseded_after is not None:
+            return f"{self.change}: superseded after {self.superseded_after}"
+        return f"{self.change}: not converged"
 
 
 def convergences(rounds: Sequence[Round]) -> list[Convergence]:
@@ -192,14 +200,15 @@ def convergences(rounds: Sequence[Round]) -> list[Convergence]:
             parts += [f"-{n}" for n in sorted(set(before) - set(now))]
             parts += [f"{n} threads {before[n]}->{now[n]}" for n in sorted(now) if n in before and before[n] != now[n]]
             change = ", ".join(parts)
-        rebalances = None
+        rebalances = superseded = None
         for j in range(i, len(rounds)):
             if rounds[j].membership() != membership:
+                superseded = j - i
                 break
             if not rounds[j].followup:
                 rebalances = j - i + 1
                 break
-        out.append(Convergence(round_.number, change, rebalances))
+        out.append(Convergence(round_.number, change, rebalances, superseded))
         previous, before = membership, now
     return out
 
@@ -284,10 +293,7 @@ def _metrics(summary: RunSummary) -> dict[str, str]:
         "status": str(record.get("status", "?")) if isinstance(record, Mapping) else "?",
         "output": verified,
         "rounds": str(len(summary.rounds)),
-        "rebalances to converge": "; ".join(
-            f"{c.change}: {c.rebalances if c.rebalances is not None else 'not converged'}" for c in conv
-        )
-        or "-",
+        "rebalances to converge": "; ".join(c.describe() for c in conv) or "-",
         "stateful task moves": f"{sum(n for _, n in moves)}"
         + (f" ({', '.join(f'r{r}:{n}' for r, n in moves if n)})" if any(n for _, n in moves) else ""),
         "max stateful actives on one client": "-"

@@ -106,6 +106,18 @@ def test_a_thread_joining_late_is_its_own_membership_change() -> None:
     assert changes == ["start: A, B", "B threads 1->2", "+C"]
 
 
+def test_a_change_that_comes_before_convergence_supersedes_the_previous_one() -> None:
+    d = "0f3c1f2e-9a7b-4c1d-8e2f-3a4b5c6d7e8f"
+    record = dict(RECORD, clients={**RECORD["clients"], "D": {"process_id": d}})
+    four = _event(3, False, *json.loads(SEED[2])["clients"], _client(d, ""), trigger="join")
+    summary = summarize("superseded", record, [*SEED[:2], four])
+    assert [c.describe() for c in convergences(summary.rounds)] == [
+        "start: A, B: 1",
+        "+C: superseded after 1",
+        "+D: 1",
+    ]
+
+
 def test_several_runs_side_by_side() -> None:
     balanced = dict(RECORD, assignor="balanced")
     text = render_report([summarize("hata", RECORD, SEED), summarize("balanced", balanced, SEED[:2])])
