@@ -119,6 +119,7 @@ def test_ctrl_c_stops_every_process_the_run_started(bootstrap_servers: str, tmp_
         '[experiment]\nname = "interrupted"\n'
         + SHORT_APP
         + '\n[[step]]\naction = "start"\nclients = ["A", "B"]\nthreads = 1\n'
+        + '\n[[step]]\naction = "wait_stable"\ntimeout = 60\n'
         + '\n[[step]]\naction = "sleep"\nseconds = 300\n'
     )
     run_dir = tmp_path / "run"
@@ -134,9 +135,9 @@ def test_ctrl_c_stops_every_process_the_run_started(bootstrap_servers: str, tmp_
 
         def sleeping() -> bool:
             path = run_dir / "run.json"
-            return path.exists() and len(json.loads(path.read_text() or "{}").get("steps", [])) == 2
+            return path.exists() and len(json.loads(path.read_text() or "{}").get("steps", [])) == 3
 
-        _wait_for(sleeping, 60, "the run never reached its sleep step")
+        _wait_for(sleeping, 90, "the run never reached its sleep step (after the group was stable)")
         pids = _worker_pids(run_dir)
         assert len(pids) == 2 and all(_alive(p) for p in pids.values())
         proc.send_signal(signal.SIGINT)
@@ -149,6 +150,8 @@ def test_ctrl_c_stops_every_process_the_run_started(bootstrap_servers: str, tmp_
     assert not any(_alive(p) for p in pids.values()), pids
     record = json.loads((run_dir / "run.json").read_text())
     assert record["status"] == "interrupted"
+    assert [c["exit_code"] for c in record["clients"].values()] == [0, 0]  # stopped cleanly (SIGTERM)
+    assert "every process was stopped" in output
 
 
 def test_a_failing_step_stops_every_process_and_says_why(bootstrap_servers: str, tmp_path: Path) -> None:
