@@ -174,13 +174,15 @@ class Convergence:
     change: str
     rebalances: int | None  # None: did not converge before the next change (superseded) or the run's end
     superseded_after: int | None = None  # rebalances before the next membership change, if one came first
+    moves: int = 0  # stateful active tasks that changed client from the change up to convergence
 
     def describe(self) -> str:
+        moved = f", {self.moves} stateful move{'s' if self.moves != 1 else ''}" if self.moves else ""
         if self.rebalances is not None:
-            return f"{self.change}: {self.rebalances}"
+            return f"{self.change}: {self.rebalances}{moved}"
         if self.superseded_after is not None:
-            return f"{self.change}: superseded after {self.superseded_after}"
-        return f"{self.change}: not converged"
+            return f"{self.change}: superseded after {self.superseded_after}{moved}"
+        return f"{self.change}: not converged{moved}"
 
 
 def convergences(rounds: Sequence[Round]) -> list[Convergence]:
@@ -188,6 +190,7 @@ def convergences(rounds: Sequence[Round]) -> list[Convergence]:
     out: list[Convergence] = []
     previous: tuple[tuple[str, int], ...] | None = None
     before: dict[str, int] = {}
+    moved = dict(stateful_moves(rounds))
     for i, round_ in enumerate(rounds):
         membership = round_.membership()
         if membership == previous:
@@ -201,14 +204,16 @@ def convergences(rounds: Sequence[Round]) -> list[Convergence]:
             parts += [f"{n} threads {before[n]}->{now[n]}" for n in sorted(now) if n in before and before[n] != now[n]]
             change = ", ".join(parts)
         rebalances = superseded = None
+        moves = 0
         for j in range(i, len(rounds)):
             if rounds[j].membership() != membership:
                 superseded = j - i
                 break
+            moves += moved.get(rounds[j].number, 0)
             if not rounds[j].followup:
                 rebalances = j - i + 1
                 break
-        out.append(Convergence(round_.number, change, rebalances, superseded))
+        out.append(Convergence(round_.number, change, rebalances, superseded, moves))
         previous, before = membership, now
     return out
 
@@ -236,6 +241,25 @@ def max_skew(rounds: Sequence[Round]) -> tuple[int, str, int, float] | None:
         share = len(round_.stateful) * (top.capacity or 1) / capacity
         if best is None or most > best[0]:
             best = (most, name, round_.number, share)
+    return best
+
+
+def max_excess(rounds: Sequence[Round]) -> tuple[float, str, int] | None:
+    """(most stateful actives above a client's even share, that client, the round) over all rounds.
+
+    The share is by thread count, as both assignors aim for; unlike the raw maximum it is not dominated by
+    the start-up rounds, where one client briefly holds everything because the others have not joined yet.
+    """
+    best: tuple[float, str, int] | None = None
+    for round_ in rounds:
+        capacity = sum(c.capacity for c in round_.clients)
+        if not capacity or not round_.stateful:
+            continue
+        counts = round_.stateful_counts()
+        for client in round_.clients:
+            excess = counts[client.name] - len(round_.stateful) * client.capacity / capacity
+            if best is None or excess > best[0] + 1e-9:
+                best = (excess, client.name, round_.number)
     return best
 
 
@@ -286,6 +310,7 @@ def _metrics(summary: RunSummary) -> dict[str, str]:
     conv = convergences(summary.rounds)
     moves = stateful_moves(summary.rounds)
     skew = max_skew(summary.rounds)
+    excess = max_excess(summary.rounds)
     final = summary.rounds[-1].stateful_counts() if summary.rounds else {}
     return {
         "scenario": str(record.get("scenario", "?")) if isinstance(record, Mapping) else "?",
@@ -299,6 +324,9 @@ def _metrics(summary: RunSummary) -> dict[str, str]:
         "max stateful actives on one client": "-"
         if skew is None
         else f"{skew[0]} ({skew[1]}, round {skew[2]}; even share {skew[3]:.1f})",
+        "max stateful actives above even share": "-"
+        if excess is None
+        else f"{excess[0]:+.1f} ({excess[1]}, round {excess[2]})",
         "final stateful split": " ".join(f"{n}={c}" for n, c in sorted(final.items())) or "-",
         "problems": str(len(summary.problems)),
     }

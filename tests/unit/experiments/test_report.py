@@ -9,6 +9,7 @@ from typing import Any
 from streamlet.experiments.cli import read_run_dir
 from streamlet.experiments.report import (
     convergences,
+    max_excess,
     max_skew,
     render_report,
     stateful_moves,
@@ -86,15 +87,17 @@ def test_seed_rounds_convergence_moves_and_skew() -> None:
     assert stateful_moves(summary.rounds) == [(2, 0), (3, 2), (4, 2)]
     # the seed's pitfall: B holds 4 stateful actives in round 3 while the even share is 2
     assert max_skew(summary.rounds) == (4, "B", 3, 2.0)
+    assert max_excess(summary.rounds) == (2.0, "B", 3)
 
 
 def test_the_markdown_has_seed_000s_round_table() -> None:
     text = render_report([summarize("hata", RECORD, SEED)])
     assert "| 2 | 2 | join | C | 2 | 0_0 0_1 0_2 0_3 | - | 1_0 | 0 | yes |" in text
     assert "|  |  |  | B | 2 | 1_1 1_2 1_3 1_5 | - | - | 4 |  |" in text
-    assert "| rebalances to converge | start: A, B: 1; +C: 3 |" in text
+    assert "| rebalances to converge | start: A, B: 1; +C: 3, 4 stateful moves |" in text
     assert "| max stateful actives on one client | 4 (B, round 3; even share 2.0) |" in text
     assert "| final stateful split | A=2 B=2 C=2 |" in text
+    assert "| max stateful actives above even share | +2.0 (B, round 3) |" in text
     assert "| output | exact |" in text
 
 
@@ -114,7 +117,7 @@ def test_a_change_that_comes_before_convergence_supersedes_the_previous_one() ->
     assert [c.describe() for c in convergences(summary.rounds)] == [
         "start: A, B: 1",
         "+C: superseded after 1",
-        "+D: 1",
+        "+D: 1, 2 stateful moves",
     ]
 
 
@@ -124,7 +127,10 @@ def test_several_runs_side_by_side() -> None:
     assert text.startswith("# Runs side by side")
     assert "|  | hata | balanced |" in text
     assert "| assignor | high_availability | balanced |" in text
-    assert "| rebalances to converge | start: A, B: 1; +C: 3 | start: A, B: 1; +C: not converged |" in text
+    assert (
+        "| rebalances to converge | start: A, B: 1; +C: 3, 4 stateful moves | start: A, B: 1; +C: not converged |"
+        in text
+    )
 
 
 def test_partial_events_are_named_and_the_rest_is_reported() -> None:
