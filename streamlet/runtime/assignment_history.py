@@ -68,10 +68,11 @@ class AssignmentHistoryWriter:
             finally:
                 self._queue.task_done()
 
-    async def close(self, timeout: float = 10.0) -> None:
-        """Send what is queued (bounded by `timeout`), then stop."""
+    async def close(self, timeout: float = 5.0) -> None:
+        """Send what is queued, then stop; each phase bounded by `timeout`, so a broker outage cannot hold
+        up the client's shutdown (the history is best effort; the rebalances themselves are not affected)."""
         if self._sender is not None:
-            with contextlib.suppress(asyncio.TimeoutError):
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._queue.join(), timeout)
             self._sender.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -79,7 +80,9 @@ class AssignmentHistoryWriter:
             self._sender = None
         if self._producer is not None:
             try:
-                await self._producer.stop()
+                await asyncio.wait_for(self._producer.stop(), timeout)
+            except TimeoutError:
+                log.warning("the assignment history producer did not stop within %.0fs", timeout)
             except Exception:
                 log.exception("stopping the assignment history producer failed")
             self._producer = None
