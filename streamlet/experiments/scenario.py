@@ -154,7 +154,19 @@ class Scenario:
         return names
 
 
-# action -> (required keys, optional keys), besides "action"
+# action -> (required keys, optional keys), besides "action":
+#   start           clients = ["A", "B"] or a count (c1..cN); threads (default 2) - new clients, each with its
+#                   own state dir and a process id from [process_ids] (else a random one)
+#   add             client, threads - one more client
+#   stop            client, signal = "SIGTERM" (clean: commit, flush, leave) | "SIGKILL" (kill -9)
+#   replace         client, by, threads, signal - stop `client`, start `by` (new state dir, new process id)
+#   pause / resume  client, seconds - SIGSTOP (for `seconds`, else until `resume`) / SIGCONT
+#   wait_stable     timeout, settle - the last assignment event has exactly the running clients and threads,
+#                   and no new event for `settle` seconds
+#   wait_converged  timeout, settle - stable, no follow-up (probing) rebalance scheduled, and every stateful
+#                   active task RUNNING (it ran there already, or the worker logged it restored since)
+#   rate            rate - input lines per second from now on (0 pauses the input)
+#   sleep           seconds
 _STEP_KEYS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "start": (frozenset({"clients"}), frozenset({"threads"})),
     "add": (frozenset({"client"}), frozenset({"threads"})),
