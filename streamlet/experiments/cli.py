@@ -101,7 +101,9 @@ def run_command(args: argparse.Namespace) -> int:
     except asyncio.CancelledError:
         print(f"terminated; every process was stopped; partial run in {run_dir}", file=sys.stderr)
         return 143 if terminated else 130
-    print(render_report([read_run_dir(run_dir)]), end="")
+    report = render_report([read_run_dir(run_dir)])
+    (run_dir / "report.md").write_text(report)
+    print(report, end="")
     print(f"\nrun {record.status} in {(record.ended_at or time.time()) - record.started_at:.0f}s: {run_dir}")
     if record.error:
         print(f"error: {record.error}", file=sys.stderr)

@@ -10,6 +10,7 @@ Run directory:
     scenario.toml          the scenario as given
     run.json               names, topics, the steps with their times and outcomes, the verification, status
     assignments.jsonl      one assignment-history event per line, in order
+    report.md              `streamlet experiment report` of this run (written by `experiment run`)
     clients/<name>/        worker.log, pid, state/ (the client's state dir)
     broker/                the broker this run started, if any
 """

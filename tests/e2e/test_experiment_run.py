@@ -102,6 +102,7 @@ def test_seed_000_scenario_runs_and_reports(bootstrap_servers: str, tmp_path: Pa
     assert "| final stateful split | A=2 B=2 C=2 |" in report.stdout
     assert "| output | exact |" in report.stdout
     assert "| round | gen | trigger | client |" in report.stdout
+    assert (run_dir / "report.md").read_text() == report.stdout
     assert elapsed < 120, f"the e2e scenario took {elapsed:.0f}s"
 
 
