@@ -53,6 +53,16 @@ def build() -> str:
             "start -> last restore end) from the restore listener; start -> processing = until a probe "
             "line is counted on top of the restored counts.\n\n" + rs["table"]
         )
+    lt = load("latency")
+    if lt:
+        st = lt["settings"]
+        parts.append(
+            f"### End-to-end latency at {st['rate']:,.0f} words/s{_when(lt)}\n\n`bench/latency.py`: update "
+            "received by a consumer of the output (read_committed under exactly-once) minus its input record's "
+            f"timestamp, over {st['seconds']:.0f} s after a {st['warmup']:.0f} s warm-up; commit interval "
+            f"{st['commit_interval_ms']} ms, cache off, producer linger 5 ms for every peer; medians over the "
+            "interleaved rounds.\n\n" + lt["table"]
+        )
     if rb:
         parts.append(
             f"### Rebalance pause (streamlet, 2 -> 3 clients){_when(rb)}\n\n`{rb['command']}`: "

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
+from aiokafka import errors as aiokafka_errors
 from aiokafka.structs import OffsetAndMetadata, RecordMetadata, TopicPartition
 
 from streamlet.errors import StreamletError
@@ -30,6 +31,21 @@ MAX_RECORD_BYTES = 1_048_576 - 1_024
 
 class ProductionError(StreamletError):
     """A record could not be written to Kafka; the task stops rather than lose it."""
+
+
+class TransactionFencedError(ProductionError):
+    """Exactly-once: the producer's transaction is gone (it timed out, a newer producer with the same
+    transactional id fenced this one, or the producer failed). Nothing of it will commit: the tasks must be
+    treated as migrated, as Kafka Streams turns ProducerFencedException into TaskMigratedException."""
+
+
+#: Send errors that mean the transaction was aborted under the producer (Kafka Streams' list).
+_FENCED = (
+    aiokafka_errors.ProducerFenced,
+    aiokafka_errors.InvalidProducerEpoch,
+    aiokafka_errors.InvalidProducerIdMapping,
+    aiokafka_errors.OutOfOrderSequenceNumber,
+)
 
 
 class RecordTooLargeError(StreamletError):
@@ -99,7 +115,9 @@ class RecordCollector:
         exc = None if future.cancelled() else future.exception()
         if self._failure is None and exc is not None:
             where = topic if partition < 0 else f"{topic}-{partition}"
-            self._failure = ProductionError(f"writing {count} record(s) to {where} failed: {exc!r}")
+            fenced = self._transactional and isinstance(exc, _FENCED)
+            error = TransactionFencedError if fenced else ProductionError
+            self._failure = error(f"writing {count} record(s) to {where} failed: {exc!r}")
             self._failure.__cause__ = exc
 
     async def drain(self) -> None:
@@ -107,8 +125,19 @@ class RecordCollector:
 
         One `BatchBuilder` per partition instead of one `send()` per record: aiokafka otherwise creates a
         future, a callback and a metadata lookup for every record, the largest costs of the hot path.
-        Order within a partition is preserved (aiokafka keeps batches of a partition in order).
+        Order within a partition is preserved (aiokafka keeps batches of a partition in order). Under
+        exactly-once, a producer that refuses the records (its transaction was fenced or failed) raises
+        `TransactionFencedError`: the records' transaction cannot commit any more.
         """
+        if not self._transactional:
+            await self._drain()
+            return
+        try:
+            await self._drain()
+        except aiokafka_errors.KafkaError as exc:
+            raise TransactionFencedError(f"the producer refused this transaction's records: {exc!r}") from exc
+
+    async def _drain(self) -> None:
         if self._transactional and (self._queue or self._dead_letters):
             await self._begin_transaction()
         if self._dead_letters:

@@ -236,7 +236,8 @@ class StreamThread:
                 tasks.process(batch)
                 if await tasks.drop_if_frozen():  # frozen while processing: its output must not be sent
                     return
-                await self.resources.collector.drain()
+                if not await tasks.drain():
+                    return
             if (time.monotonic() - tasks.last_commit) * 1000 >= self.config.commit_interval_ms:
                 await tasks.commit_or_migrate()
         await asyncio.sleep(0)  # every iteration yields, even when all awaits above completed at once

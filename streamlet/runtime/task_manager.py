@@ -31,7 +31,7 @@ from streamlet.assignment.protocol import AssignmentInfo, AssignorErrorCode
 from streamlet.errors import StateStoreCorruptedError, StateStoreError, StreamletError
 from streamlet.runtime.changelog_reader import ChangelogReader
 from streamlet.runtime.clients import MainConsumer
-from streamlet.runtime.record_collector import RecordCollector
+from streamlet.runtime.record_collector import RecordCollector, TransactionFencedError
 from streamlet.runtime.stall_watch import StallWatch
 from streamlet.runtime.standby_task import StandbyTask
 from streamlet.runtime.stream_task import StreamTask
@@ -304,6 +304,16 @@ class TaskManager:
             log.info("stream-thread [%s] task %s restored, now RUNNING", self.name, task.task_id)
         return result.applied
 
+    async def drain(self) -> bool:
+        """Hand the processed records to the producer; False if that showed the transaction is gone (the
+        tasks were closed dirty, as migrated)."""
+        try:
+            await self._collector.drain()
+            return True
+        except TransactionFencedError as exc:
+            await self.handle_migrated(TaskMigratedError(f"stream-thread [{self.name}] {exc}"))
+            return False
+
     # ---- commit -------------------------------------------------------------------------------------------
 
     async def drop_if_frozen(self, *, rejoin: bool = True) -> bool:
@@ -378,7 +388,7 @@ class TaskManager:
     ) -> dict[TopicPartition, int]:
         try:
             return await self._collector.commit_transaction(offsets, self._group_id, self._consumer.group_metadata())
-        except (CommitFailedError, IllegalStateError, KafkaError) as exc:
+        except (CommitFailedError, IllegalStateError, KafkaError, TransactionFencedError) as exc:
             raise TaskMigratedError(f"stream-thread [{self.name}] could not commit its transaction: {exc!r}") from exc
 
     # ---- shutdown -----------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from tests.support.wordcount import (
     real_text_lines,
     wait_for_counts,
 )
-from tests.support.workers import produce_steadily
+from tests.support.workers import produce_steadily, pyspark_verify_wordcount
 
 pytestmark = pytest.mark.chaos
 EOS = {"processing_guarantee": "exactly_once_v2", "statestore_cache_max_bytes": "0"}
@@ -66,6 +66,8 @@ async def test_kill_9s_under_exactly_once_give_exact_counts(kafka: KafkaTestClus
 
     broken = broken_count_sequences(await kafka.drain(sink, 6, read_committed=True), truth)
     assert not broken, f"seed {seed}: {len(broken)} words' counts are not 1..N: {list(broken.items())[:3]}"
+    verify = pyspark_verify_wordcount(kafka.bootstrap_servers, source, sink)  # PySpark's ground truth agrees
+    assert verify.returncode == 0, f"seed {seed}: " + verify.stdout[-3000:] + verify.stderr[-3000:]
     wiped = sum(wipe for _, wipe, _ in schedule)
     moved = sum(after_session for _, _, after_session in schedule)
     report(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,7 +9,7 @@ import pytest
 
 from tests.support.kafka import KafkaTestCluster, unique_name
 from tests.support.wordcount import SEED_LINE, expected_counts, real_text_lines, wait_for_counts
-from tests.support.workers import ROOT, Workers
+from tests.support.workers import Workers, pyspark_verify_wordcount
 
 pytestmark = pytest.mark.e2e
 
@@ -44,25 +42,7 @@ async def test_two_worker_processes_count_a_real_text(kafka: KafkaTestCluster, w
     assert "stopped (clean=True)" in workers.log(0)
 
     # the batch side agrees on the same run: PySpark's ground truth vs the output topic
-    verify = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "streamlet.cli",
-            "verify",
-            "wordcount",
-            "--bootstrap-servers",
-            kafka.bootstrap_servers,
-            "--input-topic",
-            source,
-            "--output-topic",
-            sink,
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    verify = pyspark_verify_wordcount(kafka.bootstrap_servers, source, sink)
     assert verify.returncode == 0, verify.stdout[-3000:] + verify.stderr[-3000:]
 
 

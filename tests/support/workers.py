@@ -128,3 +128,19 @@ async def produce_steadily(
         chunk = lines[start : start + batch]
         await kafka.produce(topic, [(None, line.encode()) for line in chunk])
         await asyncio.sleep(len(chunk) / per_second)
+
+
+def pyspark_verify_wordcount(bootstrap: str, source: str, sink: str) -> subprocess.CompletedProcess[str]:
+    """`streamlet verify wordcount`: PySpark's batch count of `source` against the latest counts in `sink`
+    (read_committed); exit code 0 when every word agrees."""
+    return subprocess.run(
+        [
+            sys.executable,
+            *("-m", "streamlet.cli", "verify", "wordcount", "--bootstrap-servers", bootstrap),
+            *("--input-topic", source, "--output-topic", sink),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )

@@ -171,6 +171,7 @@ class FakeProducer:
         self._pending: list[tuple[TopicPartition, bytes | None, bytes | None, int]] | None = None
         self._pending_offsets: dict[TopicPartition, int] = {}
         self.commit_error: Exception | None = None
+        self.send_error: Exception | None = None  # raised by send_batch, as aiokafka does once fenced
 
     async def begin_transaction(self) -> None:
         assert self.transactional_id is not None and self._pending is None, "transaction already open"
@@ -215,6 +216,8 @@ class FakeProducer:
         return _FakeBatch()
 
     async def send_batch(self, batch: _FakeBatch, topic: str, *, partition: int) -> asyncio.Future[RecordMetadata]:
+        if self.send_error is not None:
+            raise self.send_error
         tp = TopicPartition(topic, partition)
         base = -1
         for key, value, timestamp in batch.records:

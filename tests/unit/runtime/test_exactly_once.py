@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from aiokafka.errors import ProducerFenced
 
 from streamlet.runtime.task_state import TaskState
 from streamlet.state.checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
@@ -99,6 +100,24 @@ async def test_a_failed_transaction_commit_takes_the_migrated_path(harness: Harn
     assert await harness.tasks.commit_or_migrate() is False
 
     assert harness.tasks.active == {} and kafka.committed == {} and latest(kafka, OUTPUT) == {}
+
+
+async def test_a_producer_fenced_while_sending_takes_the_migrated_path(kafka: FakeKafka, tmp_path: Path) -> None:
+    """The transaction timed out under the producer (or a newer one fenced it): its records cannot be sent, and
+    the thread must not die of it."""
+    h = Harness(kafka, tmp_path, guarantee=EOS, cache_bytes=0)  # no cache: the count is sent at once
+    try:
+        await running(h)
+        words(kafka, "a")
+        h.tasks.process(await h.consumer.getmany(max_records=10))
+        h.producer.send_error = ProducerFenced()
+
+        assert await h.tasks.drain() is False
+
+        assert h.tasks.active == {} and h.consumer.rejoin_requested
+        assert kafka.events == ["begin", "abort txn"] and kafka.committed == {} and latest(kafka, OUTPUT) == {}
+    finally:
+        h.close()
 
 
 async def test_a_clean_close_checkpoints_and_the_next_open_deletes_the_file(kafka: FakeKafka, tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicLong;
 
 import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KafkaStreams;
@@ -18,7 +19,9 @@ import org.apache.kafka.streams.processor.StateRestoreListener;
 
 /**
  * Kafka Streams' WordCountDemo, node for node, with its settings taken from the command line:
- * BOOTSTRAP APP_ID INPUT OUTPUT STATE_DIR THREADS COMMIT_INTERVAL_MS CACHE_MAX_BYTES.
+ * BOOTSTRAP APP_ID INPUT OUTPUT STATE_DIR THREADS COMMIT_INTERVAL_MS CACHE_MAX_BYTES [GUARANTEE [LINGER_MS]].
+ * LINGER_MS sets the producer's linger.ms (Kafka Streams' own default is 100; the latency benchmark gives
+ * every peer the same).
  * Prints "RUNNING <epoch ms>" when the client reaches RUNNING and, for the restoration benchmark,
  * "RESTORE_START/RESTORE_END <epoch ms> <records>" from a restore listener. Stops on SIGTERM.
  */
@@ -33,6 +36,9 @@ public final class WordCount {
         props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, Long.parseLong(args[7]));
         if (args.length > 8) {
             props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, args[8]);  // e.g. exactly_once_v2
+        }
+        if (args.length > 9) {
+            props.put(StreamsConfig.producerPrefix(ProducerConfig.LINGER_MS_CONFIG), Integer.parseInt(args[9]));
         }
         props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
