@@ -100,15 +100,16 @@ class KafkaStreams:
             )
             await self._offsets_consumer.start()
             self.end_offsets.start(self._offsets_consumer, changelog_partitions)
-            self.assignment_history = AssignmentHistoryWriter(
-                assignment_history_topic(config.application_id),
-                config.application_id,
-                config.task_assignor,
-                lambda: self.client_supplier.producer(
-                    config, f"{config.application_id}-{self.process_id}-assignment-history"
-                ),
-            )
-            await self.assignment_history.start()
+            if config.assignment_history:
+                self.assignment_history = AssignmentHistoryWriter(
+                    assignment_history_topic(config.application_id),
+                    config.application_id,
+                    config.task_assignor,
+                    lambda: self.client_supplier.producer(
+                        config, f"{config.application_id}-{self.process_id}-assignment-history"
+                    ),
+                )
+                await self.assignment_history.start()
             creator = TaskCreator(self.topology_metadata, self.state_directory, config)
             self.threads = [
                 StreamThread(
@@ -149,8 +150,10 @@ class KafkaStreams:
             counts = await manager.require_source_topics(self.topology.external_source_topics())
             internal = self.topology_metadata.names.internal_topics(counts)
             await manager.ensure(TopicSpec(t.name, t.partitions or 1, t.config) for t in internal)
-            # one partition keeps the history in order; time retention, never compaction (one key)
-            await manager.ensure([TopicSpec(assignment_history_topic(self.config.application_id), 1, _HISTORY_CONFIG)])
+            if self.config.assignment_history:
+                # one partition keeps the history in order; time retention, never compaction (one key)
+                history = TopicSpec(assignment_history_topic(self.config.application_id), 1, _HISTORY_CONFIG)
+                await manager.ensure([history])
         finally:
             await manager.close()
         counts.update({t.name: t.partitions or 1 for t in internal if t.kind == "repartition"})

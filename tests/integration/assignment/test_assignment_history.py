@@ -112,3 +112,33 @@ async def test_two_clients_produce_events_matching_the_threads_assignments(kafka
         logger.removeHandler(handler)
         for client in clients:
             await client.close()
+
+
+async def test_assignment_history_off_creates_no_topic(kafka: KafkaTestCluster, tmp_path) -> None:
+    source = await kafka.create_topic("streams-plaintext-input", partitions=2)
+    sink = await kafka.create_topic("streams-wordcount-output", partitions=2)
+    app_id = unique_name("no-history")
+    for suffix in ("counts-store-repartition", "counts-store-changelog"):
+        kafka.track(f"{app_id}-{suffix}")
+    config = StreamsConfig(
+        application_id=app_id,
+        bootstrap_servers=kafka.bootstrap_servers,
+        state_dir=str(tmp_path),
+        assignment_history=False,
+    )
+    client = KafkaStreams(build_topology(source, sink), config)
+    handler = ThreadLog()
+    logger = logging.getLogger("streamlet.thread")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        await client.start()
+        deadline = asyncio.get_running_loop().time() + 60
+        while not handler.latest and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.2)
+        assert handler.latest, "the client got no assignment"
+        assert client.assignment_history is None
+        assert assignment_history_topic(app_id) not in set(await kafka.admin.list_topics())
+    finally:
+        logger.removeHandler(handler)
+        await client.close()

@@ -142,3 +142,16 @@ def test_missing_file_and_bad_toml_are_scenario_errors(tmp_path: Path) -> None:
     bad.write_text("[experiment\nname=")
     with pytest.raises(ScenarioError, match="not valid TOML"):
         load_scenario(bad)
+
+
+def test_boolean_settings_are_booleans_on_the_command_line_too() -> None:
+    """A scenario's `leave_group_on_close = false` reaches the worker as `--config ...=false`, which must not
+    become the (truthy) string "false"."""
+    from streamlet.config import ConfigError, parse_setting
+
+    raw = _with(app={"target": "m:a", "config": {"leave_group_on_close": False, "assignment_history": True}})
+    assert parse_scenario(raw).app.config == {"leave_group_on_close": False, "assignment_history": True}
+    assert parse_setting("leave_group_on_close", "false") is False
+    assert parse_setting("assignment.history", "TRUE") is True
+    with pytest.raises(ConfigError, match="must be true or false"):
+        parse_setting("leave_group_on_close", "maybe")
