@@ -114,13 +114,14 @@ def _wait_for(predicate, timeout: float, what: str) -> None:
         time.sleep(0.2)
 
 
-def test_ctrl_c_stops_every_process_the_run_started(bootstrap_servers: str, tmp_path: Path) -> None:
+def test_ctrl_c_stops_every_process_the_run_started_even_a_paused_one(bootstrap_servers: str, tmp_path: Path) -> None:
     scenario = tmp_path / "long.toml"
     scenario.write_text(
         '[experiment]\nname = "interrupted"\n'
         + SHORT_APP
         + '\n[[step]]\naction = "start"\nclients = ["A", "B"]\nthreads = 1\n'
         + '\n[[step]]\naction = "wait_stable"\ntimeout = 60\n'
+        + '\n[[step]]\naction = "pause"\nclient = "A"\n'
         + '\n[[step]]\naction = "sleep"\nseconds = 300\n'
     )
     run_dir = tmp_path / "run"
@@ -136,7 +137,7 @@ def test_ctrl_c_stops_every_process_the_run_started(bootstrap_servers: str, tmp_
 
         def sleeping() -> bool:
             path = run_dir / "run.json"
-            return path.exists() and len(json.loads(path.read_text() or "{}").get("steps", [])) == 3
+            return path.exists() and len(json.loads(path.read_text() or "{}").get("steps", [])) == 4
 
         _wait_for(sleeping, 90, "the run never reached its sleep step (after the group was stable)")
         pids = _worker_pids(run_dir)
@@ -151,7 +152,8 @@ def test_ctrl_c_stops_every_process_the_run_started(bootstrap_servers: str, tmp_
     assert not any(_alive(p) for p in pids.values()), pids
     record = json.loads((run_dir / "run.json").read_text())
     assert record["status"] == "interrupted"
-    assert [c["exit_code"] for c in record["clients"].values()] == [0, 0]  # stopped cleanly (SIGTERM)
+    # stopped cleanly (SIGTERM), the paused A too (SIGCONT first)
+    assert [c["exit_code"] for c in record["clients"].values()] == [0, 0]
     assert "every process was stopped" in output
 
 
