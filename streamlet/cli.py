@@ -1,4 +1,4 @@
-"""The `streamlet` command: broker, worker, cleanup, topology, topics, produce/consume, assign, verify."""
+"""The `streamlet` command: broker, worker, cleanup, topology, topics, produce/consume, assign, verify, experiment."""
 
 from __future__ import annotations
 
@@ -424,6 +424,10 @@ def build_parser() -> argparse.ArgumentParser:
         pass
     else:
         add_verify_parser(verify_sub)
+
+    from streamlet.experiments.cli import add_experiment_parser
+
+    add_experiment_parser(sub)
     return parser
 
 

@@ -75,6 +75,9 @@ class StreamsConfig:
     # A static member keeps its place in the group when it stops (so a restart moves nothing); this makes it
     # leave instead, so its tasks move at once (Kafka Streams' CloseOptions.leaveGroup; `streamlet worker --leave`)
     leave_group_on_close: bool = False
+    # The group leader appends one JSON event per rebalance to `<application_id>-assignments` (who got which
+    # tasks, lags, warmups, follow-ups); `streamlet experiment` reads it. Off: no topic, no extra producer.
+    assignment_history: bool = True
     deserialization_exception_handler: str = "fail"
     processing_exception_handler: str = "fail"
     production_exception_handler: str = "fail"
@@ -172,6 +175,13 @@ def parse_setting(key: str, raw: str) -> Any:
             return int(raw)
         except ValueError:
             raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
+    if _FIELD_TYPES.get(name) == "bool":  # "false" must not reach the config as a (truthy) string
+        lowered = raw.strip().lower()
+        if lowered in ("true", "1", "yes", "on"):
+            return True
+        if lowered in ("false", "0", "no", "off"):
+            return False
+        raise ConfigError(f"{name} must be true or false, got {raw!r}")
     return raw
 
 

@@ -15,7 +15,7 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment, ConsumerProtocolMemberMetadata
@@ -25,12 +25,14 @@ from streamlet.assignment.api import (
     ApplicationState,
     AssignmentConfigs,
     AssignmentError,
+    KafkaStreamsAssignment,
     TaskAssignor,
     TaskInfo,
     notify_assignment_computed,
     validate_task_assignment,
 )
 from streamlet.assignment.client_state import LONG_MAX, ClientState
+from streamlet.assignment.history import ThreadTasks, build_assignment_event
 from streamlet.assignment.java_collections import java_hash_set_order
 from streamlet.assignment.process_id import java_uuid_key
 from streamlet.assignment.protocol import NO_FOLLOWUP, AssignmentInfo, AssignorErrorCode, SubscriptionInfo
@@ -70,6 +72,19 @@ class AssignorHost(Protocol):
     def on_assignment_info(self, info: AssignmentInfo, partitions: list[TopicPartition]) -> None: ...
 
 
+class AssignmentRecorder(Protocol):
+    """Where the leader records each rebalance's assignment-history event (`streamlet.assignment.history`)."""
+
+    application_id: str
+    assignor_name: str
+
+    def previous_event(self) -> Mapping[str, Any] | None: ...
+
+    def generation(self) -> int | None: ...
+
+    def record(self, event: dict[str, Any]) -> None: ...
+
+
 class StreamsPartitionAssignor(AbstractPartitionAssignor):
     """One instance per stream thread; aiokafka calls `metadata`, `assign` (leader) and `on_assignment`."""
 
@@ -77,12 +92,18 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
     version = 0
 
     def __init__(
-        self, host: AssignorHost, topology: TaskTopology, task_assignor: TaskAssignor, configs: AssignmentConfigs
+        self,
+        host: AssignorHost,
+        topology: TaskTopology,
+        task_assignor: TaskAssignor,
+        configs: AssignmentConfigs,
+        history: AssignmentRecorder | None = None,
     ) -> None:
         self._host = host
         self._topology = topology
         self._task_assignor = task_assignor
         self._configs = configs
+        self._history = history
 
     def metadata(self, topics: object) -> ConsumerProtocolMemberMetadata:
         user_data = self._host.subscription_info().encode()
@@ -159,6 +180,7 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
 
         result: dict[str, ConsumerProtocolMemberAssignment] = {}
         followups: list[tuple[str, int]] = []
+        threads: dict[uuid.UUID, list[ThreadTasks]] = {}
         for pid in sorted(clients, key=java_uuid_key):
             client_assignment = by_pid.get(pid)
             active = client_assignment.active_tasks() if client_assignment else []
@@ -168,6 +190,7 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
             deadline = client_assignment.followup_rebalance_deadline if client_assignment else None
             # EAGER: every partition was given up before the join, so no consumer has tasks pending revocation
             times = followup_rebalance_times(members, {}, deadline)
+            threads[pid] = [ThreadTasks(m, per_thread[m].active, per_thread[m].standby) for m in members]
             for member in members:
                 tasks = per_thread[member]
                 next_ms = NO_FOLLOWUP if times[member] == LONG_MAX else times[member]
@@ -182,8 +205,44 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
                     self.version, sorted((t, sorted(p)) for t, p in by_topic.items()), info.encode()
                 )
         self._log(task_partitions, stateful, by_pid, clients, followups)
+        self._record(state.now_ms, clients, host_infos, sorted(task_partitions), stateful, by_pid, threads)
         notify_assignment_computed(self._task_assignor, result, subscriptions, AssignmentError.NONE)
         return result
+
+    def _record(
+        self,
+        now_ms: int,
+        clients: Mapping[uuid.UUID, ClientState],
+        host_infos: Mapping[uuid.UUID, str],
+        all_tasks: list[TaskId],
+        stateful: list[TaskId],
+        by_pid: Mapping[uuid.UUID, KafkaStreamsAssignment],
+        threads: Mapping[uuid.UUID, list[ThreadTasks]],
+    ) -> None:
+        """Append this rebalance's assignment-history event; a failure here never fails the rebalance."""
+        history = self._history
+        if history is None:
+            return
+        try:
+            event = build_assignment_event(
+                application_id=history.application_id,
+                generation=history.generation(),
+                timestamp_ms=now_ms,
+                assignor=history.assignor_name,
+                leader_process_id=self._host.process_id,
+                leader_thread=self._host.name,
+                configs=self._configs,
+                all_tasks=all_tasks,
+                stateful_tasks=stateful,
+                clients=clients,
+                host_infos=host_infos,
+                assignment=by_pid,
+                threads=threads,
+                previous=history.previous_event(),
+            )
+            history.record(event)
+        except Exception:
+            log.exception("stream-thread [%s-consumer] could not record the assignment history", self._host.name)
 
     def _log(
         self,

@@ -17,10 +17,12 @@ import uuid
 from aiokafka.structs import TopicPartition
 
 from streamlet.assignment.api import AssignmentConfigs
+from streamlet.assignment.history import assignment_history_topic
 from streamlet.assignment.registry import resolve_task_assignor
 from streamlet.config import StreamsConfig
 from streamlet.errors import StreamletError
 from streamlet.kafka.topics import InternalTopicManager, TopicSpec
+from streamlet.runtime.assignment_history import AssignmentHistoryWriter
 from streamlet.runtime.changelog_end_offsets import ChangelogEndOffsets
 from streamlet.runtime.clients import AioKafkaClientSupplier, KafkaClientSupplier, RestoreConsumer
 from streamlet.runtime.restore_listener import CompositeRestoreListener, LoggingRestoreListener, StateRestoreListener
@@ -31,6 +33,8 @@ from streamlet.state.state_directory import StateDirectory
 from streamlet.topology import Topology
 
 log = logging.getLogger("streamlet.client")
+
+_HISTORY_CONFIG = {"cleanup.policy": "delete"}
 
 
 class State(enum.Enum):
@@ -68,6 +72,7 @@ class KafkaStreams:
         self.end_offsets = ChangelogEndOffsets(self.topology_metadata)
         self._offsets_consumer: RestoreConsumer | None = None
         self._cleaner: asyncio.Task[None] | None = None
+        self.assignment_history: AssignmentHistoryWriter | None = None
 
     # ---- lifecycle ----------------------------------------------------------------------------------------
 
@@ -95,6 +100,16 @@ class KafkaStreams:
             )
             await self._offsets_consumer.start()
             self.end_offsets.start(self._offsets_consumer, changelog_partitions)
+            if config.assignment_history:
+                self.assignment_history = AssignmentHistoryWriter(
+                    assignment_history_topic(config.application_id),
+                    config.application_id,
+                    config.task_assignor,
+                    lambda: self.client_supplier.producer(
+                        config, f"{config.application_id}-{self.process_id}-assignment-history"
+                    ),
+                )
+                await self.assignment_history.start()
             creator = TaskCreator(self.topology_metadata, self.state_directory, config)
             self.threads = [
                 StreamThread(
@@ -109,6 +124,7 @@ class KafkaStreams:
                     assignment_configs=self.assignment_configs,
                     restore_listener=self.restore_listener,
                     clients=self.client_supplier,
+                    assignment_history=self.assignment_history,
                 )
                 for i in range(config.num_stream_threads)
             ]
@@ -134,6 +150,10 @@ class KafkaStreams:
             counts = await manager.require_source_topics(self.topology.external_source_topics())
             internal = self.topology_metadata.names.internal_topics(counts)
             await manager.ensure(TopicSpec(t.name, t.partitions or 1, t.config) for t in internal)
+            if self.config.assignment_history:
+                # one partition keeps the history in order; time retention, never compaction (one key)
+                history = TopicSpec(assignment_history_topic(self.config.application_id), 1, _HISTORY_CONFIG)
+                await manager.ensure([history])
         finally:
             await manager.close()
         counts.update({t.name: t.partitions or 1 for t in internal if t.kind == "repartition"})
@@ -162,6 +182,8 @@ class KafkaStreams:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._cleaner
         await asyncio.gather(*(t.stop() for t in self.threads), return_exceptions=True)
+        if self.assignment_history is not None:
+            await self.assignment_history.close()
         if self._offsets_consumer is not None:
             await self._offsets_consumer.stop()
         if self._state_directory is not None:

@@ -17,7 +17,8 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from aiokafka import AIOKafkaProducer, ConsumerRebalanceListener
 from aiokafka.structs import TopicPartition
@@ -26,6 +27,7 @@ from streamlet.assignment.api import AssignmentConfigs, TaskAssignor
 from streamlet.assignment.partition_assignor import StreamsPartitionAssignor
 from streamlet.assignment.protocol import NO_FOLLOWUP, AssignmentInfo, SubscriptionInfo
 from streamlet.config import StreamsConfig
+from streamlet.runtime.assignment_history import AssignmentHistoryWriter
 from streamlet.runtime.changelog_end_offsets import ChangelogEndOffsets
 from streamlet.runtime.changelog_reader import ChangelogReader
 from streamlet.runtime.clients import KafkaClientSupplier
@@ -54,6 +56,28 @@ class _Listener(ConsumerRebalanceListener):
         await self._thread.on_partitions_assigned()
 
 
+class _HistoryRecorder:
+    """The assignor's view of the client's history writer, plus this thread's group generation."""
+
+    def __init__(self, thread: StreamThread, writer: AssignmentHistoryWriter) -> None:
+        self._thread = thread
+        self._writer = writer
+        self.application_id = writer.application_id
+        self.assignor_name = writer.assignor_name
+
+    def previous_event(self) -> Mapping[str, Any] | None:
+        return self._writer.previous_event()
+
+    def generation(self) -> int | None:
+        # aiokafka sets the join response's generation before it runs the leader's assignment
+        coordinator = getattr(self._thread.consumer, "_coordinator", None)
+        generation = getattr(coordinator, "generation", None)
+        return generation if isinstance(generation, int) and generation >= 0 else None
+
+    def record(self, event: dict[str, Any]) -> None:
+        self._writer.record(event)
+
+
 class StreamThread:
     """One stream thread of a client (an asyncio task, not an OS thread)."""
 
@@ -71,6 +95,7 @@ class StreamThread:
         assignment_configs: AssignmentConfigs,
         restore_listener: StateRestoreListener,
         clients: KafkaClientSupplier,
+        assignment_history: AssignmentHistoryWriter | None = None,
     ) -> None:
         self.config = config
         self.process_id = process_id
@@ -90,7 +115,8 @@ class StreamThread:
         # task). Never held across the main consumer's getmany(): aiokafka's docs warn that deadlocks.
         self._lock = asyncio.Lock()
 
-        self.assignor = StreamsPartitionAssignor(self, metadata, task_assignor, assignment_configs)
+        recorder = None if assignment_history is None else _HistoryRecorder(self, assignment_history)
+        self.assignor = StreamsPartitionAssignor(self, metadata, task_assignor, assignment_configs, recorder)
         instance_id = f"{config.group_instance_id}-{index}" if config.group_instance_id else None
         self.consumer = clients.main_consumer(config, f"{self.name}-consumer", self.assignor, instance_id)
         self.restore_consumer = clients.restore_consumer(config, f"{self.name}-restore-consumer")

@@ -1,0 +1,197 @@
+"""`streamlet experiment run` end to end on the real broker: seed 000's 2 -> 3 scenario, Ctrl-C, a failing step.
+
+The runner is run as users run it (the CLI, in its own process) against the session's broker; every test
+checks that no worker process it started is left alive, whatever the outcome.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support.workers import ROOT
+
+pytestmark = pytest.mark.e2e
+
+SEED_SCENARIO = ROOT / "examples" / "experiments" / "seed000_2_to_3.toml"
+A = "4b61083e-57d0-457d-951f-d06556c148ca"
+B = "7156cef1-307e-49c0-a5bb-0f11d26a4933"
+C = "bbb83e43-b1af-4b2d-a60a-94a7091684d0"
+STATEFUL = {f"1_{p}" for p in range(6)}
+
+SHORT_APP = """
+[app]
+target = "examples.wordcount.app:app"
+env = { WORDCOUNT_INPUT_TOPIC = "{input_topic}", WORDCOUNT_OUTPUT_TOPIC = "{output_topic}", \
+WORDCOUNT_APPLICATION_ID = "{application_id}" }
+
+[app.config]
+commit_interval_ms = 500
+
+[input]
+generator = "words"
+lines = 100
+rate = 50
+"""
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "streamlet.cli", "experiment", *args]
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie waiting for its parent to reap it counts as stopped)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _worker_pids(run_dir: Path) -> dict[str, int]:
+    return {p.parent.name: int(p.read_text()) for p in (run_dir / "clients").glob("*/pid")}
+
+
+def _events(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "assignments.jsonl").read_text().splitlines() if line.strip()]
+
+
+def _stateful(tasks: list[str]) -> set[str]:
+    return set(tasks) & STATEFUL
+
+
+def test_seed_000_scenario_runs_and_reports(bootstrap_servers: str, tmp_path: Path) -> None:
+    run_dir = tmp_path / "hata"
+    began = time.monotonic()
+    run = subprocess.run(
+        _cli("run", str(SEED_SCENARIO), "--run-dir", str(run_dir), "--bootstrap-servers", bootstrap_servers),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    elapsed = time.monotonic() - began
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["status"] == "passed" and record["verification"]["ok"], record
+    assert record["produced"] == 1500 and record["assignor"] == "high_availability"
+    pids = _worker_pids(run_dir)
+    assert set(pids) == {"A", "B", "C"} and not any(_alive(p) for p in pids.values())
+    assert all(info["exit_code"] == 0 for info in record["clients"].values()), record["clients"]
+
+    events = _events(run_dir)[: record["timeline_events"]]
+    assert all(e["version"] == 1 and e["application_id"] == record["application_id"] for e in events)
+    last = {c["process_id"]: c for c in events[-1]["clients"]}
+    assert set(last) == {A, B, C} and events[-1]["followup_scheduled"] is False
+    assert sorted(len(_stateful(c["active"])) for c in last.values()) == [2, 2, 2]
+    # seed 000's mechanism: C joins with warmups and no stateful active, tasks move in probing rebalances
+    joined = next(e for e in events if C in {c["process_id"] for c in e["clients"]})
+    c_first = next(c for c in joined["clients"] if c["process_id"] == C)
+    assert not _stateful(c_first["active"]) and 0 < len(c_first["warmup"]) <= 2, joined
+    assert joined["followup_scheduled"] is True and joined["trigger"] == "join"
+    assert any(e["trigger"] == "probing" for e in events[events.index(joined) + 1 :])
+
+    report = subprocess.run(_cli("report", str(run_dir)), cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert report.returncode == 0, report.stderr
+    assert "| final stateful split | A=2 B=2 C=2 |" in report.stdout
+    assert "| output | exact |" in report.stdout
+    assert "| round | gen | trigger | client |" in report.stdout
+    assert (run_dir / "report.md").read_text() == report.stdout
+    assert elapsed < 120, f"the e2e scenario took {elapsed:.0f}s"
+
+
+def _wait_for(predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(what)
+        time.sleep(0.2)
+
+
+def test_ctrl_c_stops_every_process_the_run_started_even_a_paused_one(bootstrap_servers: str, tmp_path: Path) -> None:
+    scenario = tmp_path / "long.toml"
+    scenario.write_text(
+        '[experiment]\nname = "interrupted"\n'
+        + SHORT_APP
+        + '\n[[step]]\naction = "start"\nclients = ["A", "B"]\nthreads = 1\n'
+        + '\n[[step]]\naction = "wait_stable"\ntimeout = 60\n'
+        + '\n[[step]]\naction = "pause"\nclient = "A"\n'
+        + '\n[[step]]\naction = "sleep"\nseconds = 300\n'
+    )
+    run_dir = tmp_path / "run"
+    out_path = tmp_path / "runner.out"
+    with out_path.open("wb") as out:
+        proc = subprocess.Popen(
+            _cli("run", str(scenario), "--run-dir", str(run_dir), "--bootstrap-servers", bootstrap_servers),
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+
+        def sleeping() -> bool:
+            path = run_dir / "run.json"
+            return path.exists() and len(json.loads(path.read_text() or "{}").get("steps", [])) == 4
+
+        _wait_for(sleeping, 90, "the run never reached its sleep step (after the group was stable)")
+        pids = _worker_pids(run_dir)
+        assert len(pids) == 2 and all(_alive(p) for p in pids.values())
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    output = out_path.read_text(errors="replace")
+    assert code == 130, output[-3000:]
+    assert not any(_alive(p) for p in pids.values()), pids
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["status"] == "interrupted"
+    # stopped cleanly (SIGTERM), the paused A too (SIGCONT first)
+    assert [c["exit_code"] for c in record["clients"].values()] == [0, 0]
+    assert "every process was stopped" in output
+
+
+def test_a_failing_step_stops_every_process_and_says_why(bootstrap_servers: str, tmp_path: Path) -> None:
+    scenario = tmp_path / "fails.toml"
+    scenario.write_text(
+        '[experiment]\nname = "fails"\n'
+        + SHORT_APP
+        + '\n[[step]]\naction = "start"\nclients = ["A", "B"]\nthreads = 1\n'
+        + '\n[[step]]\naction = "stop"\nclient = "B"\nsignal = "SIGKILL"\n'
+        + '\n[[step]]\naction = "wait_converged"\ntimeout = 1\n'
+    )
+    run_dir = tmp_path / "run"
+    run = subprocess.run(
+        _cli("run", str(scenario), "--run-dir", str(run_dir), "--bootstrap-servers", bootstrap_servers),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 1, run.stdout[-2000:] + run.stderr[-2000:]
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["status"] == "failed" and "did not converge within 1s" in record["error"]
+    assert record["clients"]["B"]["stop"] == "SIGKILL" and record["clients"]["B"]["exit_code"] == -9
+    assert not any(_alive(p) for p in _worker_pids(run_dir).values())
+    assert "did not converge" in run.stderr
+
+
+def test_a_bad_scenario_starts_nothing(tmp_path: Path) -> None:
+    scenario = tmp_path / "bad.toml"
+    scenario.write_text(
+        '[experiment]\nname = "bad"\n'
+        + SHORT_APP
+        + '\n[[step]]\naction = "start"\nclients = ["A"]\n\n[[step]]\naction = "stop"\nclient = "X"\n'
+    )
+    run_dir = tmp_path / "run"
+    run = subprocess.run(
+        _cli("run", str(scenario), "--run-dir", str(run_dir)), cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert run.returncode == 2 and "no running client 'X'" in run.stderr, run.stderr
+    assert not run_dir.exists()
