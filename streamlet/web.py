@@ -106,8 +106,8 @@ class WebServer:
         self._app = web.Application(middlewares=[self._errors])
         self._app.router.add_get("/metadata", self._all_metadata)
         self._app.router.add_get("/metadata/{store}", self._store_metadata)
-        self._app.router.add_get("/metadata/{store}/{key}", self._key_metadata)
-        self._app.router.add_get("/stores/{store}/{key}", self._get_key)
+        self._app.router.add_get("/metadata/{store}/{key:.*}", self._key_metadata)
+        self._app.router.add_get("/stores/{store}/{key:.*}", self._get_key)  # the empty word is a key too
         for page in pages:
             self._app.router.add_route(page.method, page.path, self._page_handler(page))
         self._runner: web.AppRunner | None = None
