@@ -4,6 +4,7 @@ Endpoints (JSON):
 
 * `GET /stores/<store>/<key>`: the key's value, read here if this client's active task owns the key's
   partition, else forwarded once to the owner's `application_server` (the owner answers for itself);
+  `?max_standby_lag=N` lets a local standby at most N changelog records behind answer (KIP-535);
 * `GET /metadata`, `GET /metadata/<store>`, `GET /metadata/<store>/<key>`: which host runs which tasks,
   which hosts have a store, which host owns a key (Kafka Streams' `metadataForAllStreamsClients`,
   `streamsMetadataForStore`, `queryMetadataForKey`);
@@ -21,12 +22,13 @@ import base64
 import dataclasses
 import json
 import logging
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import aiohttp
 from aiohttp import web
+from aiokafka.structs import TopicPartition
 
 from streamlet.agent_context import AgentError, task_context
 from streamlet.errors import StreamletError
@@ -68,6 +70,8 @@ class QueryClient(Protocol):
     metadata_state: StreamsMetadataState
 
     def store(self, name: str, *, max_standby_lag: int | None = None) -> ReadOnlyKeyValueStore: ...
+
+    async def refresh_standby_lags(self) -> Mapping[TopicPartition, int]: ...
 
 
 class Web:
@@ -143,6 +147,8 @@ class WebServer:
     async def _get_key(self, request: web.Request) -> web.StreamResponse:
         name, raw_key = request.match_info["store"], request.match_info["key"]
         lag = request.query.get("max_standby_lag")
+        if lag is not None:  # KIP-535: a local standby at most this many records behind may answer
+            await self._client.refresh_standby_lags()
         store = self._client.store(name, max_standby_lag=None if lag is None else int(lag))
         key = parse_key(store_key_serde(self._client.metadata_state, name), raw_key)
         raw = store.serialize_key(key)

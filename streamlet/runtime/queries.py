@@ -9,7 +9,8 @@ store's input topic places it. So any client can answer "which host owns this ke
 stale while looking fresh: while a stream thread of this client is rebalancing, while the task restores, or
 while the client is not running, a read raises `QueryUnavailableError` (retriable; HTTP 503 with the
 reason). A key on another client raises `KeyNotLocalError` naming the owner (the web server forwards there).
-Standbys answer only when asked for (`max_standby_lag`, KIP-535) and within that lag.
+Standbys answer only when asked for (`max_standby_lag`, KIP-535) and within that lag; a standby further
+behind defers to the active task's host.
 """
 
 from __future__ import annotations
@@ -318,10 +319,16 @@ class ReadOnlyKeyValueStore:
                 self._check_task(task_id, task)
                 return task.stores[self.name]
             standby = standby or manager.standby.get(task_id)
+        lagging = None
         if standby is not None and self._max_standby_lag is not None:
-            return self._standby_store(task_id, standby)
+            try:
+                return self._standby_store(task_id, standby)
+            except QueryUnavailableError as exc:  # too far behind: the active task answers, if there is one
+                lagging = exc
         owner = self._state.key_query_metadata(self.name, key).active_host
         if owner is None:
+            if lagging is not None:
+                raise lagging
             raise QueryUnavailableError(NO_OWNER, f"store {self.name!r}: no client owns partition {partition} yet")
         if owner == self._state.local_host:
             # assigned here but not open yet (another thread still holds its directory, or it is being created)

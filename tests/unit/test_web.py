@@ -9,6 +9,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from aiokafka.structs import TopicPartition
 
 from examples.wordcount.dsl import build_topology
 from streamlet.assignment.protocol import HostTasks
@@ -57,8 +58,22 @@ class _Client:
                     store.put(word.encode(), struct.pack(">q", count))
             self.manager.active[TaskId(SUB, p)] = _Active(TaskState.RUNNING, {STORE: store})
 
+        self.end_offsets: dict[TopicPartition, int] = {}
+        self.refreshed = 0
+
     def store(self, name: str, *, max_standby_lag: int | None = None) -> ReadOnlyKeyValueStore:
-        return ReadOnlyKeyValueStore(name, self.metadata_state, lambda: self.running, lambda: [self.manager])
+        return ReadOnlyKeyValueStore(
+            name,
+            self.metadata_state,
+            lambda: self.running,
+            lambda: [self.manager],
+            max_standby_lag=max_standby_lag,
+            standby_end_offset=self.end_offsets.get,
+        )
+
+    async def refresh_standby_lags(self) -> dict[TopicPartition, int]:
+        self.refreshed += 1
+        return {}
 
 
 COUNTS = {_word_on(p): 10 + p for p in range(6)}
@@ -205,3 +220,47 @@ async def test_pages_read_tables_and_forward_to_the_keys_owner(cluster: _Cluster
 async def test_tables_are_read_only_in_pages(cluster: _Cluster) -> None:
     status, _, body = await cluster.get(cluster.server_a, f"/write/{_word_on(0)}")
     assert status == 400 and "read-only" in body["message"]
+
+
+class _StandbyStateManager:
+    def __init__(self, store: InMemoryKeyValueStore, tp: TopicPartition) -> None:
+        self._store, self._tp = store, tp
+
+    def changelog_partitions(self) -> dict[str, TopicPartition]:
+        return {STORE: self._tp}
+
+    def changelog_offsets(self) -> dict[TopicPartition, int]:
+        return {self._tp: 50}
+
+    def stores(self) -> dict[str, Any]:
+        return {STORE: self._store}
+
+
+@dataclass
+class _Standby:
+    state_manager: _StandbyStateManager
+
+
+async def test_a_standby_answers_only_with_max_standby_lag(cluster: _Cluster) -> None:
+    word = _word_on(4)  # active on b; a gets a standby of it holding an older count
+    store = InMemoryKeyValueStore(STORE)
+    store.put(word.encode(), struct.pack(">q", 3))
+    tp = TopicPartition("app-counts-store-changelog", 4)
+    cluster.a.manager.standby[TaskId(SUB, 4)] = _Standby(_StandbyStateManager(store, tp))
+    cluster.a.end_offsets[tp] = 55
+    status, headers, body = await cluster.get(cluster.server_a, f"/stores/{STORE}/{word}")
+    assert (status, body["value"], headers[SERVED_BY_HEADER]) == (
+        200,
+        COUNTS[word],
+        cluster.b.metadata_state.local_host,
+    )
+    status, headers, body = await cluster.get(cluster.server_a, f"/stores/{STORE}/{word}?max_standby_lag=5")
+    assert (status, body["value"], headers[SERVED_BY_HEADER]) == (200, 3, cluster.a.metadata_state.local_host)
+    assert cluster.a.refreshed == 1
+    # too far behind: the active task's host answers instead
+    status, headers, body = await cluster.get(cluster.server_a, f"/stores/{STORE}/{word}?max_standby_lag=4")
+    assert (status, body["value"], headers[SERVED_BY_HEADER]) == (
+        200,
+        COUNTS[word],
+        cluster.b.metadata_state.local_host,
+    )
