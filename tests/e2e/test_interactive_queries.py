@@ -36,14 +36,27 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture
-async def wordcount(kafka: KafkaTestCluster, tmp_path: Path) -> AsyncIterator[tuple[str, str, Workers]]:
+async def _workers(kafka: KafkaTestCluster, tmp_path: Path, target: str) -> tuple[str, str, Workers]:
     source = await kafka.create_topic("streams-plaintext-input", partitions=6)
     sink = await kafka.create_topic("streams-wordcount-output", partitions=6)
     app_id = unique_name("streams-wordcount-iq")
     for suffix in ("counts-store-repartition", "counts-store-changelog"):
         kafka.track(f"{app_id}-{suffix}")
-    workers = Workers(kafka.bootstrap_servers, source, sink, app_id, tmp_path)
+    return source, sink, Workers(kafka.bootstrap_servers, source, sink, app_id, tmp_path, target=target)
+
+
+@pytest.fixture
+async def wordcount(kafka: KafkaTestCluster, tmp_path: Path) -> AsyncIterator[tuple[str, str, Workers]]:
+    source, sink, workers = await _workers(kafka, tmp_path, "examples.wordcount.app:app")
+    try:
+        yield source, sink, workers
+    finally:
+        workers.stop_all()
+
+
+@pytest.fixture
+async def agents_wordcount(kafka: KafkaTestCluster, tmp_path: Path) -> AsyncIterator[tuple[str, str, Workers]]:
+    source, sink, workers = await _workers(kafka, tmp_path, "examples.wordcount.agents:app")
     try:
         yield source, sink, workers
     finally:
@@ -168,3 +181,46 @@ async def test_every_word_through_either_worker_matches_the_ground_truth(kafka: 
         f"503 reasons seen {sorted(reasons)}, "
         f"{time.monotonic() - began:.1f}s"
     )
+
+
+async def test_a_faust_style_page_reads_the_table_from_either_worker(kafka: KafkaTestCluster, agents_wordcount) -> None:
+    """The agents WordCount's `@app.page("/count/{word}")` reads its table; either worker answers every word."""
+    source, sink, workers = agents_wordcount
+    ports = [_free_port(), _free_port()]
+    async with aiohttp.ClientSession() as http:
+        for index, port in enumerate(ports):
+            workers.start(index, web_port=str(port))
+        for port in ports:
+            await _wait_serving(http, port)
+        lines = real_text_lines() + [SEED_LINE]
+        truth = expected_counts(lines)
+        await kafka.produce(source, [(None, line.encode()) for line in lines])
+        assert await wait_for_counts(kafka, sink, truth, timeout=120) == truth
+
+        limit = asyncio.Semaphore(16)
+
+        async def count(port: int, word: str) -> int | None:
+            async with limit, http.get(f"http://127.0.0.1:{port}/count/{urllib.parse.quote(word, safe='')}") as r:
+                body = await r.json()
+                if r.status == 503:
+                    assert body["reason"] in RETRIABLE, body
+                    return None
+                assert r.status == 200 and body["word"] == word, (r.status, body)
+                return int(body["count"])
+
+        for port in ports:
+            deadline = time.monotonic() + 60
+            # the empty word (from lines with a leading separator) cannot be a `{word}` path segment
+            pending = {w: c for w, c in truth.items() if w}
+            while pending and time.monotonic() < deadline:
+                words = sorted(pending)
+                answers = await asyncio.gather(*(count(port, w) for w in words))
+                for word, got in zip(words, answers, strict=True):
+                    if got is not None:
+                        assert got == truth[word], (port, word, got, truth[word])
+                        del pending[word]
+                if pending:
+                    await asyncio.sleep(0.5)
+            assert not pending, f"port {port}: {len(pending)} words unanswered"
+    codes = workers.stop_all()
+    assert codes == {0: 0, 1: 0}, (workers.log(0)[-3000:], workers.log(1)[-3000:])

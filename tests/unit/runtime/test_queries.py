@@ -12,6 +12,8 @@ from aiokafka.structs import TopicPartition
 
 from examples.wordcount.dsl import build_topology
 from streamlet.assignment.protocol import HostTasks
+from streamlet.config import StreamsConfig
+from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.runtime.partitioner import CachingDefaultPartitioner
 from streamlet.runtime.queries import (
     KeyNotLocalError,
@@ -285,3 +287,24 @@ def test_standbys_answer_only_when_asked_and_within_the_lag_bound() -> None:
     ends.clear()
     with pytest.raises(QueryUnavailableError, match="unknown records behind"):
         view.get(word)
+
+
+def test_kafka_streams_query_api_before_and_after_an_assignment() -> None:
+    """`KafkaStreams.query_metadata_for_key` serializes with the store's key serde; `store()` of a client that has
+    not started is a retriable error."""
+    streams = KafkaStreams(build_topology(), StreamsConfig(application_id="app", application_server=LOCAL))
+    streams.topology_metadata.task_partitions(
+        {"streams-plaintext-input": 6, "app-counts-store-repartition": 6}
+    )  # what start() does once it knows the partition counts
+    word = _word_on(2)
+    assert streams.query_metadata_for_key(STORE, word).active_host is None
+    streams.metadata_state.assignment_applied("t1", {REMOTE: HostTasks(frozenset({TaskId(SUB, 2)}))})
+    meta = streams.query_metadata_for_key(STORE, word)
+    assert (meta.active_host, meta.partition) == (REMOTE, 2)
+    assert [m.host for m in streams.metadata_for_store(STORE)] == [REMOTE]
+    assert [m.host for m in streams.all_metadata()] == [REMOTE]
+    with pytest.raises(QueryUnavailableError) as err:
+        streams.store(STORE).get(word)
+    assert err.value.reason == "not_running"
+    with pytest.raises(UnknownStoreError):
+        streams.store("nope")
