@@ -12,6 +12,7 @@ import pytest
 from aiokafka.structs import TopicPartition
 
 from examples.wordcount.dsl import build_topology
+from streamlet.app import App
 from streamlet.assignment.protocol import HostTasks
 from streamlet.runtime.queries import ReadOnlyKeyValueStore, StreamsMetadataState, partition_for_key
 from streamlet.runtime.task_state import TaskState
@@ -264,3 +265,14 @@ async def test_a_standby_answers_only_with_max_standby_lag(cluster: _Cluster) ->
         COUNTS[word],
         cluster.b.metadata_state.local_host,
     )
+
+
+def test_app_page_registers_a_faust_style_handler() -> None:
+    app = App("pages-test")
+
+    @app.page("/hello/{name}", method="post")
+    async def hello(web, request, name):
+        return web.text(f"hello {name}")
+
+    assert app._pages == [Page("/hello/{name}", hello, "POST")]
+    assert hello.__name__ == "hello"  # the decorator returns the function itself
