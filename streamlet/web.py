@@ -249,8 +249,7 @@ class _ReadOnlyRaw:
         return self._view.get_raw(key)
 
     def all(self) -> Iterator[tuple[bytes, bytes]]:
-        for store in self._view.local_stores():
-            yield from store.all()
+        return self._view.raw_all()
 
     def _read_only(self, *args: Any) -> Any:
         raise AgentError(f"store {self._view.name} is read-only outside agents (a web page reads, agents write)")

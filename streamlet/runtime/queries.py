@@ -248,13 +248,13 @@ class ReadOnlyKeyValueStore:
         """`(key, value)` of the local partitions with `from_key <= key <= to_key` (None = unbounded)."""
         lo = None if from_key is None else self.serialize_key(from_key)
         hi = None if to_key is None else self.serialize_key(to_key)
-        return self._typed(store.range(lo, hi) for store in self.local_stores())
+        return self._typed(store.range(lo, hi) for store in self._local_stores())
 
     def all(self) -> Iterator[tuple[Any, Any]]:
-        return self._typed(store.all() for store in self.local_stores())
+        return self._typed(store.all() for store in self._local_stores())
 
     def approximate_num_entries(self) -> int:
-        return sum(store.approximate_num_entries() for store in self.local_stores())
+        return sum(store.approximate_num_entries() for store in self._local_stores())
 
     async def scan(
         self, from_key: Any = None, to_key: Any = None, *, chunk: int = 1000
@@ -285,8 +285,16 @@ class ReadOnlyKeyValueStore:
         result: bytes | None = store.get(key)
         return result
 
-    def local_stores(self) -> list[Any]:
-        """The store of every local RUNNING active task (in partition order); raises while any is not ready."""
+    def raw_all(self) -> Iterator[tuple[bytes, bytes]]:
+        """Every local `(key, value)` as bytes, partition after partition (what a table's items() reads in a page)."""
+        for store in self._local_stores():
+            yield from store.all()
+
+    def _local_stores(self) -> list[Any]:
+        """The store of every local RUNNING active task (in partition order); raises while any is not ready.
+
+        Private: these are the tasks' own (writable) stores; the view only ever reads them.
+        """
         self._check_available()
         found: dict[TaskId, Any] = {}
         for manager in self._tasks():

@@ -90,7 +90,11 @@ async def _write_page(web, request, word):
     return web.json({})
 
 
-PAGES = [Page("/count/{word}", _count_page), Page("/write/{word}", _write_page)]
+async def _local_page(web, request):
+    return dict(table.items())  # a JSON-able value is answered as JSON
+
+
+PAGES = [Page("/count/{word}", _count_page), Page("/write/{word}", _write_page), Page("/local", _local_page)]
 
 
 @dataclass
@@ -216,6 +220,14 @@ async def test_pages_read_tables_and_forward_to_the_keys_owner(cluster: _Cluster
     cluster.a.metadata_state.rebalance_started("t1")
     status, _, body = await cluster.get(cluster.server_b, f"/count/{_word_on(0)}")
     assert (status, body["reason"]) == (503, "rebalancing")
+
+
+async def test_table_items_in_a_page_are_this_workers_partitions(cluster: _Cluster) -> None:
+    status, _, body = await cluster.get(cluster.server_a, "/local")
+    assert (status, body) == (200, {w: c for w, c in COUNTS.items() if partition_for_key(w.encode(), 6) < 3})
+    cluster.a.manager.active[TaskId(SUB, 2)].state = TaskState.RESTORING  # a partial listing is not an answer
+    status, _, body = await cluster.get(cluster.server_a, "/local")
+    assert (status, body["reason"]) == (503, "restoring")
 
 
 async def test_tables_are_read_only_in_pages(cluster: _Cluster) -> None:
