@@ -172,6 +172,11 @@ class StreamsMetadataState:
         standbys = frozenset(h for h, t in self._tasks_by_host.items() if task in t.standby)
         return KeyQueryMetadata(active[0] if active else None, standbys, partition)
 
+    def local_active_tasks(self, subtopology: int) -> frozenset[TaskId]:
+        """The sub-topology's tasks the latest assignment gave this client (by its application_server)."""
+        tasks = self._tasks_by_host.get(self.local_host)
+        return frozenset() if tasks is None else frozenset(t for t in tasks.active if t.subtopology == subtopology)
+
     def _client_metadata(self, host: str, tasks: HostTasks) -> StreamsMetadata:
         def stores(of: Iterable[TaskId]) -> frozenset[str]:
             subs = {t.subtopology for t in of}
@@ -303,6 +308,11 @@ class ReadOnlyKeyValueStore:
                     continue
                 self._check_task(task_id, task)
                 found[task_id] = task.stores[self.name]
+        missing = sorted(t for t in self._state.local_active_tasks(self._sub) if t not in found)
+        if missing:  # assigned here but not open yet: a listing without them would look complete
+            raise QueryUnavailableError(
+                RESTORING, f"store {self.name!r}: tasks {', '.join(map(str, missing))} are being opened here"
+            )
         return [found[t] for t in sorted(found)]
 
     def _check_available(self) -> None:

@@ -257,6 +257,9 @@ def test_assigned_here_but_not_open_yet_is_restoring_and_unowned_is_no_owner() -
     with pytest.raises(QueryUnavailableError) as err:
         view.get(_word_on(1))
     assert err.value.reason == "no_owner"
+    with pytest.raises(QueryUnavailableError, match="tasks 1_0 are being opened") as err:
+        list(view.all())  # without partition 0 the listing would look complete
+    assert err.value.reason == "restoring"
 
 
 def test_standbys_answer_only_when_asked_and_within_the_lag_bound() -> None:
