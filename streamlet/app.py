@@ -22,6 +22,7 @@ from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.runtime.restore_listener import StateRestoreListener
 from streamlet.serdes import Serde
 from streamlet.topology import KStream, StreamsBuilder, Topology
+from streamlet.web import Page, WebServer
 
 log = logging.getLogger("streamlet.app")
 
@@ -41,6 +42,7 @@ class App:
         self._agents: list[agents.Agent] = []
         self._channels = 0
         self._tables: dict[str, agents.Table] = {}
+        self._pages: list[Page] = []
         self._topology: Topology | None = None
 
     @classmethod
@@ -152,6 +154,21 @@ class App:
 
         return register
 
+    def page(self, path: str, *, method: str = "GET") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Decorate `async def handler(web, request, **match_info)`: a page of the worker's web server (Faust's).
+
+        Served when the worker runs with a web port (`--web-port`, or `web_port=`). `path` uses aiohttp's
+        syntax (`/count/{word}`); the handler returns `web.json(...)`/`web.text(...)`, an aiohttp response, or
+        a JSON-able value. Tables are readable in it: a key owned by another worker forwards the request
+        there; during a rebalance or restoration the request answers 503 (retriable).
+        """
+
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            self._pages.append(Page(path, fn, method.upper()))
+            return fn
+
+        return register
+
     # ---- building and running ----------------------------------------------------------------------------
 
     def topology(self) -> Topology:
@@ -177,13 +194,18 @@ class App:
     async def run_worker(self, **overrides: Any) -> None:
         """Run until SIGINT/SIGTERM (clean shutdown: commit, flush, checkpoint) or a thread fails."""
         streams = self.streams(**overrides)
+        config = streams.config
+        web_server = None
+        if config.web_port:  # up before the client starts: it answers 503 until the first assignment
+            web_server = WebServer(streams, host=config.web_host, port=config.web_port, pages=self._pages)
+            await web_server.start()
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, stop.set)
-        await streams.start()
         try:
+            await streams.start()
             stopper = asyncio.create_task(stop.wait())
             failure = asyncio.create_task(streams.wait())
             done, _ = await asyncio.wait({stopper, failure}, return_when=asyncio.FIRST_COMPLETED)
@@ -196,6 +218,8 @@ class App:
                 failure.result()  # re-raise a thread failure
         finally:
             await streams.close()
+            if web_server is not None:
+                await web_server.stop()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 with contextlib.suppress(NotImplementedError, RuntimeError):
                     loop.remove_signal_handler(sig)

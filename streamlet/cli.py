@@ -112,6 +112,8 @@ WORKER_FLAGS: Mapping[str, str] = {
     "--threads": "num_stream_threads",
     "--bootstrap-servers": "bootstrap_servers",
     "--leave": "leave_group_on_close",
+    "--web-port": "web_port",
+    "--web-host": "web_host",
 }
 
 
@@ -189,6 +191,8 @@ def _worker(args: argparse.Namespace) -> int:
         "--threads": args.threads,
         "--bootstrap-servers": args.bootstrap_servers,
         "--leave": args.leave,
+        "--web-port": args.web_port,
+        "--web-host": args.web_host,
     }
     settings = resolve_worker_config(flags, args.config, _app_config(app), os.environ)
     asyncio.run(app.run_worker(**settings))
@@ -349,6 +353,16 @@ def _add_app_commands(sub: Any, bootstrap: dict[str, Any], *, bound: bool) -> No
         const=True,
         default=None,
         help="with group_instance_id: leave the group on shutdown, so this worker's tasks move at once",
+    )
+    worker.add_argument(
+        "--web-port",
+        type=int,
+        default=None,
+        help="serve interactive queries (GET /stores/STORE/KEY) and @app.page handlers on this port (web_port); "
+        "application_server defaults to WEB_HOST:WEB_PORT",
+    )
+    worker.add_argument(
+        "--web-host", default=None, help="the web server's bind address (web_host; default 127.0.0.1, local only)"
     )
     worker.add_argument("-l", "--log-level", "--loglevel", dest="log_level", default="info", help="as in Faust")
     worker.set_defaults(handler=_worker)

@@ -70,6 +70,10 @@ class StreamsConfig:
     state_cleanup_delay_ms: int = 600_000
     replication_factor: int = -1
     application_server: str = ""
+    # The worker's web server (interactive queries, @app.page): 0 = none. Not a Kafka Streams setting (Faust's
+    # web_port/web_bind). With a port and no application_server, application_server is web_host:web_port.
+    web_port: int = 0
+    web_host: str = "127.0.0.1"
     # Kafka's group.instance.id (static membership, KIP-345): thread n joins as "<group_instance_id>-<n>"
     group_instance_id: str = ""
     # A static member keeps its place in the group when it stops (so a restart moves nothing); this makes it
@@ -128,6 +132,11 @@ class StreamsConfig:
                 f"group_instance_id={self.group_instance_id!r}: use at most 240 of [a-zA-Z0-9._-] (Kafka's rule for "
                 "ids, less room for the thread suffix)"
             )
+        _require_int("web_port", self.web_port, minimum=0)
+        if self.web_port > 65535:
+            raise ConfigError(f"web_port must be <= 65535, got {self.web_port}")
+        if self.web_port and not self.application_server:
+            object.__setattr__(self, "application_server", f"{self.web_host}:{self.web_port}")
         if self.application_server and ":" not in self.application_server:
             raise ConfigError(f"application_server={self.application_server!r}: expected 'host:port'")
 

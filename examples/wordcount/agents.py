@@ -4,7 +4,8 @@
 is a RocksDB store with the changelog `<application_id>-counts-store-changelog`, and the loop body runs
 inside the task that owns the word's partition.
 
-    streamlet worker examples.wordcount.agents:app --threads 2
+    streamlet worker examples.wordcount.agents:app --threads 2 --web-port 6066
+    curl http://127.0.0.1:6066/count/the     # the page below, from any worker
 """
 
 from __future__ import annotations
@@ -26,3 +27,9 @@ async def wordcount(stream):
     async for word in stream.flat_map_values(split_words).group_by(lambda word: word, name="counts-store"):
         counts[word] += 1
         await counts_topic.send(key=word, value=counts[word])
+
+
+@app.page("/count/{word}")
+async def get_count(web, request, word):
+    """Faust-style page: the word's count from whichever worker owns it (the request is forwarded there)."""
+    return web.json({"word": word, "count": counts[word]})

@@ -35,7 +35,13 @@ from streamlet.assignment.client_state import LONG_MAX, ClientState
 from streamlet.assignment.history import ThreadTasks, build_assignment_event
 from streamlet.assignment.java_collections import java_hash_set_order
 from streamlet.assignment.process_id import java_uuid_key
-from streamlet.assignment.protocol import NO_FOLLOWUP, AssignmentInfo, AssignorErrorCode, SubscriptionInfo
+from streamlet.assignment.protocol import (
+    NO_FOLLOWUP,
+    AssignmentInfo,
+    AssignorErrorCode,
+    HostTasks,
+    SubscriptionInfo,
+)
 from streamlet.assignment.thread_assignment import (
     distribute_tasks_to_threads,
     followup_rebalance_times,
@@ -177,6 +183,7 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
                 f"task assignor {type(self._task_assignor).__name__} returned an invalid assignment: {error.name}"
             )
         by_pid = assignment.by_process_id()
+        tasks_by_host = _tasks_by_host(by_pid, host_infos)
 
         result: dict[str, ConsumerProtocolMemberAssignment] = {}
         followups: list[tuple[str, int]] = []
@@ -200,7 +207,9 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
                 for task in tasks.active:
                     for tp in task_partitions[task]:
                         by_topic[tp.topic].append(tp.partition)
-                info = AssignmentInfo(tuple(sorted(tasks.active)), tuple(sorted(tasks.standby)), next_ms)
+                info = AssignmentInfo(
+                    tuple(sorted(tasks.active)), tuple(sorted(tasks.standby)), next_ms, tasks_by_host=tasks_by_host
+                )
                 result[member] = ConsumerProtocolMemberAssignment(
                     self.version, sorted((t, sorted(p)) for t, p in by_topic.items()), info.encode()
                 )
@@ -278,6 +287,20 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
                 "stream-thread [%s-consumer] Finished stable assignment of tasks, no followup rebalances required.",
                 self._host.name,
             )
+
+
+def _tasks_by_host(by_pid: Mapping[uuid.UUID, object], host_infos: Mapping[uuid.UUID, str]) -> dict[str, HostTasks]:
+    """Every client that set `application_server`: its host and the tasks it runs (Kafka Streams' partitionsByHost).
+
+    Sent to every member, so each client can route an interactive query to the host that owns a key.
+    """
+    out: dict[str, HostTasks] = {}
+    for pid, host in host_infos.items():
+        ka = by_pid.get(pid)
+        active = ka.active_tasks() if ka else []  # type: ignore[attr-defined]
+        standby = ka.standby_tasks() if ka else []  # type: ignore[attr-defined]
+        out[host] = HostTasks(frozenset(active), frozenset(standby))
+    return out
 
 
 def _fmt(tasks: list[TaskId]) -> str:

@@ -1,9 +1,13 @@
 """Binary user data of the Streams rebalance protocol: what each member sends and what the leader returns.
 
 Kafka Streams' SubscriptionInfo/AssignmentInfo carry the same facts (process id, task offset sums,
-previous tasks; active and standby tasks, follow-up deadline). streamlet's encoding is its own, compact
-and versioned: the first byte is the version, and a version this build does not know is a clear error
-instead of a misread assignment.
+previous tasks; active and standby tasks, follow-up deadline, and every client's host with the tasks it
+runs, for interactive queries). streamlet's encoding is its own, compact and versioned: the first byte is
+the version, and a version this build does not know is a clear error instead of a misread assignment.
+
+Assignment versions: 1 = tasks, error code, follow-up deadline; 2 adds `tasks_by_host` (Kafka Streams'
+`partitionsByHost`/`standbyPartitionByHost`, as tasks: a store partition is its task's partition). This
+build writes version 2 and reads 1 and 2 (a version 1 assignment has no host map).
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from streamlet.errors import TaskAssignmentError
 from streamlet.task_id import TaskId
 
 SUBSCRIPTION_VERSION = 1
-ASSIGNMENT_VERSION = 1
+ASSIGNMENT_VERSION = 2
+SUPPORTED_ASSIGNMENT_VERSIONS = (1, 2)
 NO_FOLLOWUP = -1  # next_rebalance_ms: no follow-up rebalance requested
 
 _TASK = struct.Struct(">ii")
@@ -82,36 +87,58 @@ class SubscriptionInfo:
 
 
 @dataclass(frozen=True)
+class HostTasks:
+    """The tasks one client (one `application_server` host) runs: what interactive queries route by."""
+
+    active: frozenset[TaskId] = frozenset()
+    standby: frozenset[TaskId] = frozenset()
+
+
+@dataclass(frozen=True)
 class AssignmentInfo:
-    """What one stream thread is told to run."""
+    """What one stream thread is told to run, and (version 2) which host runs which tasks."""
 
     active_tasks: tuple[TaskId, ...] = ()
     standby_tasks: tuple[TaskId, ...] = ()
     next_rebalance_ms: int = NO_FOLLOWUP  # epoch ms of a requested probing rebalance; 0 = at once
     error_code: int = AssignorErrorCode.NONE
+    # application_server "host:port" -> the tasks its client runs; only clients that set application_server
+    tasks_by_host: Mapping[str, HostTasks] = field(default_factory=dict)
 
     def encode(self) -> bytes:
-        return b"".join(
-            (
-                bytes((ASSIGNMENT_VERSION, ASSIGNMENT_VERSION)),
-                _INT.pack(self.error_code),
-                _encode_tasks(self.active_tasks),
-                _encode_tasks(self.standby_tasks),
-                _LONG.pack(self.next_rebalance_ms),
-            )
-        )
+        parts = [
+            bytes((ASSIGNMENT_VERSION, ASSIGNMENT_VERSION)),
+            _INT.pack(self.error_code),
+            _encode_tasks(self.active_tasks),
+            _encode_tasks(self.standby_tasks),
+            _LONG.pack(self.next_rebalance_ms),
+            _INT.pack(len(self.tasks_by_host)),
+        ]
+        for host in sorted(self.tasks_by_host):
+            raw = host.encode()
+            tasks = self.tasks_by_host[host]
+            parts += [struct.pack(">h", len(raw)), raw, _encode_tasks(tasks.active), _encode_tasks(tasks.standby)]
+        return b"".join(parts)
 
     @classmethod
     def decode(cls, data: bytes) -> AssignmentInfo:
         reader = _Reader(data, "assignment")
-        reader.version(ASSIGNMENT_VERSION)
+        version = reader.version(*SUPPORTED_ASSIGNMENT_VERSIONS)
         reader.skip(1)
         (error_code,) = reader.unpack(">i")
         active = tuple(reader.tasks())
         standby = tuple(reader.tasks())
         (next_rebalance_ms,) = reader.unpack(">q")
+        by_host: dict[str, HostTasks] = {}
+        if version >= 2:
+            (hosts,) = reader.unpack(">i")
+            if hosts < 0:
+                raise TaskAssignmentError("corrupt assignment user data: negative host count")
+            for _ in range(hosts):
+                host = reader.take(reader.unpack(">h")[0]).decode()
+                by_host[host] = HostTasks(frozenset(reader.tasks()), frozenset(reader.tasks()))
         reader.done()
-        return cls(active, standby, next_rebalance_ms, error_code)
+        return cls(active, standby, next_rebalance_ms, error_code, by_host)
 
 
 def _to_int8(value: int) -> int:
@@ -131,11 +158,12 @@ class _Reader:
         self._pos = 0
         self._what = what
 
-    def version(self, supported: int) -> int:
+    def version(self, *supported: int) -> int:
         version = self._data[0]
-        if version != supported:
+        if version not in supported:
+            listing = " and ".join(map(str, supported))
             raise TaskAssignmentError(
-                f"{self._what} user data has version {version}, this streamlet supports version {supported}; "
+                f"{self._what} user data has version {version}, this streamlet supports version {listing}; "
                 "run the same streamlet version on every client of the application"
             )
         self._pos = 1

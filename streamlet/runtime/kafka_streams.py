@@ -13,6 +13,7 @@ import enum
 import logging
 import time
 import uuid
+from typing import Any
 
 from aiokafka.structs import TopicPartition
 
@@ -25,6 +26,7 @@ from streamlet.kafka.topics import InternalTopicManager, TopicSpec
 from streamlet.runtime.assignment_history import AssignmentHistoryWriter
 from streamlet.runtime.changelog_end_offsets import ChangelogEndOffsets
 from streamlet.runtime.clients import AioKafkaClientSupplier, KafkaClientSupplier, RestoreConsumer
+from streamlet.runtime.queries import KeyQueryMetadata, ReadOnlyKeyValueStore, StreamsMetadata, StreamsMetadataState
 from streamlet.runtime.restore_listener import CompositeRestoreListener, LoggingRestoreListener, StateRestoreListener
 from streamlet.runtime.stream_thread import StreamThread
 from streamlet.runtime.task_creator import TaskCreator
@@ -73,6 +75,8 @@ class KafkaStreams:
         self._offsets_consumer: RestoreConsumer | None = None
         self._cleaner: asyncio.Task[None] | None = None
         self.assignment_history: AssignmentHistoryWriter | None = None
+        self.metadata_state = StreamsMetadataState(self.topology_metadata, config.application_server)
+        self._standby_end_offsets: dict[TopicPartition, int] = {}
 
     # ---- lifecycle ----------------------------------------------------------------------------------------
 
@@ -125,6 +129,7 @@ class KafkaStreams:
                     restore_listener=self.restore_listener,
                     clients=self.client_supplier,
                     assignment_history=self.assignment_history,
+                    metadata_state=self.metadata_state,
                 )
                 for i in range(config.num_stream_threads)
             ]
@@ -200,6 +205,56 @@ class KafkaStreams:
             directory.cleanup()
         finally:
             directory.close()
+
+    # ---- interactive queries (Kafka Streams IQ v1) -----------------------------------------------------------
+
+    def store(self, name: str, *, max_standby_lag: int | None = None) -> ReadOnlyKeyValueStore:
+        """A read-only view of store `name` over this client's active tasks (`KafkaStreams#store`).
+
+        With `max_standby_lag` (KIP-535's stale stores), a key whose partition has a standby here, but no
+        active task, is read from the standby if it is at most that many changelog records behind the end
+        offsets last fetched by `refresh_standby_lags()` (never fetched: the standby does not answer).
+        """
+        return ReadOnlyKeyValueStore(
+            name,
+            self.metadata_state,
+            lambda: self.state is State.RUNNING,
+            lambda: [t.tasks for t in self.threads],
+            max_standby_lag=max_standby_lag,
+            standby_end_offset=self._standby_end_offsets.get,
+        )
+
+    async def refresh_standby_lags(self) -> dict[TopicPartition, int]:
+        """Fetch the end offsets of the local standbys' changelog partitions; returns each one's lag."""
+        positions: dict[TopicPartition, int] = {}
+        for thread in self.threads:
+            for standby in thread.tasks.standby.values():
+                positions.update(standby.state_manager.changelog_offsets())
+        if not positions:
+            return {}
+        ends = await self.end_offsets.log_end_offsets(sorted(positions))
+        self._standby_end_offsets.update(ends)
+        return {tp: max(0, ends.get(tp, 0) - position) for tp, position in positions.items()}
+
+    def all_metadata(self) -> list[StreamsMetadata]:
+        """Every client with an `application_server`, its stores and tasks (`metadataForAllStreamsClients`)."""
+        return self.metadata_state.all_metadata()
+
+    def metadata_for_store(self, name: str) -> list[StreamsMetadata]:
+        """The clients running a task (active or standby) of store `name` (`streamsMetadataForStore`)."""
+        return self.metadata_state.metadata_for_store(name)
+
+    def query_metadata_for_key(self, store: str, key: Any) -> KeyQueryMetadata:
+        """The host whose active task owns `key` in `store`, its standbys' hosts, and the partition.
+
+        The key is serialized with the store's key serde and placed with Kafka's default partitioner (murmur2),
+        as the producer of the store's input placed it (`queryMetadataForKey`).
+        """
+        key_serde, _ = self.metadata_state.store_serdes(store)
+        raw = key_serde.serialize(store, key)
+        if raw is None:
+            raise KeyError(f"store {store}: None is not a valid key")
+        return self.metadata_state.key_query_metadata(store, raw)
 
     async def _state_cleaner(self) -> None:
         delay = self.config.state_cleanup_delay_ms

@@ -32,6 +32,7 @@ from streamlet.runtime.changelog_end_offsets import ChangelogEndOffsets
 from streamlet.runtime.changelog_reader import ChangelogReader
 from streamlet.runtime.clients import KafkaClientSupplier
 from streamlet.runtime.handlers import ThreadHandlers
+from streamlet.runtime.queries import StreamsMetadataState
 from streamlet.runtime.record_collector import RecordCollector
 from streamlet.runtime.restore_listener import StateRestoreListener
 from streamlet.runtime.stall_watch import StallWatch
@@ -96,10 +97,15 @@ class StreamThread:
         restore_listener: StateRestoreListener,
         clients: KafkaClientSupplier,
         assignment_history: AssignmentHistoryWriter | None = None,
+        metadata_state: StreamsMetadataState | None = None,
     ) -> None:
         self.config = config
         self.process_id = process_id
         self.name = f"{config.application_id}-{process_id}-StreamThread-{index}"
+        # interactive queries: told when a rebalance starts and which host runs which tasks once it ends
+        self._metadata_state = metadata_state
+        if metadata_state is not None:
+            metadata_state.register_thread(self.name)
         self._metadata = metadata
         self._end_offsets = end_offsets
         self._pending_info: AssignmentInfo | None = None
@@ -254,6 +260,8 @@ class StreamThread:
     # ---- rebalance callbacks and the assignor's host interface ----------------------------------------------
 
     async def on_partitions_revoked(self) -> None:
+        if self._metadata_state is not None:  # before waiting for the lock: queries stop answering at once
+            self._metadata_state.rebalance_started(self.name)
         async with self._lock:
             if self._closing:
                 return
@@ -279,6 +287,8 @@ class StreamThread:
                 log.exception("stream-thread [%s] failed to apply its assignment", self.name)
                 self._failure = exc
                 return
+            if self._metadata_state is not None:
+                self._metadata_state.assignment_applied(self.name, info.tasks_by_host)
             self._probing_deadline_ms = None if info.next_rebalance_ms == NO_FOLLOWUP else info.next_rebalance_ms
             followup = (
                 "" if self._probing_deadline_ms is None else f", followup rebalance at {self._probing_deadline_ms}"

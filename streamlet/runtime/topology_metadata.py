@@ -47,6 +47,10 @@ class TopologyMetadata:
     def partitions_of(self, task_id: TaskId) -> frozenset[TopicPartition]:
         return self._groups.get(task_id, frozenset())
 
+    def num_tasks(self, subtopology: int) -> int:
+        """How many tasks (= partitions) the sub-topology has; 0 before partition counts are known."""
+        return sum(1 for task in self._groups if task.subtopology == subtopology)
+
     def is_stateful(self, task: TaskId) -> bool:
         return task.subtopology in self._stateful
 

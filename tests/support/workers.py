@@ -21,9 +21,16 @@ class Workers:
     """Worker processes of one application; every process is stopped when the test ends."""
 
     def __init__(
-        self, bootstrap: str, source: str, sink: str, app_id: str, root: Path, config: dict[str, str] | None = None
+        self,
+        bootstrap: str,
+        source: str,
+        sink: str,
+        app_id: str,
+        root: Path,
+        config: dict[str, str] | None = None,
+        target: str = "examples.wordcount.app:app",
     ) -> None:
-        self.bootstrap, self.root = bootstrap, root
+        self.bootstrap, self.root, self.target = bootstrap, root, target
         self.config = {"commit_interval_ms": "500", **(config or {})}
         self.env = {
             **os.environ,
@@ -46,7 +53,7 @@ class Workers:
             "-m",
             "streamlet.cli",
             "worker",
-            "examples.wordcount.app:app",
+            self.target,
             "--threads",
             str(threads),
             "--state-dir",

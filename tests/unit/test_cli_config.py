@@ -162,3 +162,24 @@ def test_cleanup_command_wipes_the_state_dir_the_worker_would_use(
 def test_leave_flag_sets_leave_group_on_close() -> None:
     assert resolve_worker_config({**NO_FLAGS, "--leave": True}, [], {}, {})["leave_group_on_close"] is True
     assert "leave_group_on_close" not in resolve_worker_config(NO_FLAGS, [], {}, {})
+
+
+def test_web_port_flag_sets_the_web_server_and_the_default_application_server() -> None:
+    settings = resolve_worker_config({**NO_FLAGS, "--web-port": 6066}, [], {}, {})
+    assert settings["web_port"] == 6066
+    config = StreamsConfig.from_mapping({"application_id": "a", **settings})
+    assert (config.web_host, config.application_server) == ("127.0.0.1", "127.0.0.1:6066")
+    # an explicit application_server (e.g. a name other hosts can reach) is kept
+    settings = resolve_worker_config(
+        {**NO_FLAGS, "--web-port": 6066, "--web-host": "0.0.0.0"}, ["application_server=w1.example:6066"], {}, {}
+    )
+    config = StreamsConfig.from_mapping({"application_id": "a", **settings})
+    assert (config.web_host, config.application_server) == ("0.0.0.0", "w1.example:6066")
+    assert StreamsConfig(application_id="a").application_server == ""  # no web port: no application_server
+
+
+def test_web_port_is_checked() -> None:
+    with pytest.raises(ConfigError, match="web_port must be <= 65535"):
+        StreamsConfig(application_id="a", web_port=70000)
+    with pytest.raises(ConfigError, match="web_port must be >= 0"):
+        StreamsConfig(application_id="a", web_port=-1)

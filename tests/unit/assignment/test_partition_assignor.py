@@ -20,7 +20,7 @@ from streamlet.assignment.api import (
     TaskType,
 )
 from streamlet.assignment.partition_assignor import StreamsPartitionAssignor
-from streamlet.assignment.protocol import NO_FOLLOWUP, AssignmentInfo, SubscriptionInfo
+from streamlet.assignment.protocol import NO_FOLLOWUP, AssignmentInfo, HostTasks, SubscriptionInfo
 from streamlet.errors import TaskAssignmentError
 from streamlet.task_id import TaskId
 
@@ -105,3 +105,43 @@ def test_invalid_assignment_is_reported_then_fails_the_rebalance() -> None:
     with pytest.raises(TaskAssignmentError, match="MISSING_PROCESS_ID"):
         _assign(task_assignor)
     assert [(a, e) for a, _, e in task_assignor.computed] == [({}, AssignmentError.MISSING_PROCESS_ID)]
+
+
+def test_every_member_learns_every_hosts_tasks() -> None:
+    """Kafka Streams' partitionsByHost: each member's assignment names the host of every client and its tasks."""
+    other = uuid.UUID(int=2)
+    plan = [
+        KafkaStreamsAssignment(
+            PID, [AssignedTask(TASKS[0], TaskType.ACTIVE), AssignedTask(TASKS[1], TaskType.STANDBY)]
+        ),
+        KafkaStreamsAssignment(other, [AssignedTask(TASKS[1], TaskType.ACTIVE)]),
+    ]
+
+    class _Plan(_ListeningAssignor):
+        def assign(self, application_state: ApplicationState) -> TaskAssignment:
+            return TaskAssignment(plan)
+
+    members = {
+        "a1": ConsumerProtocolMemberMetadata(0, ["in"], SubscriptionInfo(PID, host_info="a:1").encode()),
+        "b1": ConsumerProtocolMemberMetadata(0, ["in"], SubscriptionInfo(other, host_info="b:2").encode()),
+    }
+
+    class _Stateful(_Topology):
+        def is_stateful(self, task: TaskId) -> bool:
+            return True
+
+        def store_names(self, task: TaskId) -> frozenset[str]:
+            return frozenset({"counts"})
+
+    class _StatefulHost(_Host):
+        def changelog_end_offset_sums(self, stateful_tasks: list[TaskId]) -> dict[TaskId, int]:
+            return dict.fromkeys(stateful_tasks, 0)
+
+    assignor = StreamsPartitionAssignor(_StatefulHost(), _Stateful(), _Plan(plan[0]), AssignmentConfigs())
+    result = assignor.assign(_Cluster(), members)
+    expected = {
+        "a:1": HostTasks(frozenset({TASKS[0]}), frozenset({TASKS[1]})),
+        "b:2": HostTasks(frozenset({TASKS[1]}), frozenset()),
+    }
+    for member in ("a1", "b1"):
+        assert dict(AssignmentInfo.decode(result[member].user_data).tasks_by_host) == expected

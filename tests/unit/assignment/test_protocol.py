@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import struct
 import uuid
 
 import pytest
 
-from streamlet.assignment.protocol import AssignmentInfo, SubscriptionInfo
+from streamlet.assignment.protocol import (
+    ASSIGNMENT_VERSION,
+    NO_FOLLOWUP,
+    AssignmentInfo,
+    HostTasks,
+    SubscriptionInfo,
+)
 from streamlet.errors import TaskAssignmentError
 from streamlet.task_id import TaskId
 
@@ -58,3 +65,43 @@ def test_empty_and_truncated_data_are_errors(decode) -> None:
 def test_trailing_bytes_are_an_error() -> None:
     with pytest.raises(TaskAssignmentError, match="trailing"):
         AssignmentInfo.decode(AssignmentInfo().encode() + b"\x00")
+
+
+def test_assignment_version_2_carries_every_hosts_tasks() -> None:
+    by_host = {
+        "10.0.0.1:8080": HostTasks(frozenset({TaskId(1, 0), TaskId(1, 2)}), frozenset({TaskId(1, 1)})),
+        "10.0.0.2:8080": HostTasks(frozenset({TaskId(1, 1)}), frozenset()),
+        "h\u00e9te:1": HostTasks(),  # non-ASCII host names survive as UTF-8
+    }
+    info = AssignmentInfo((TaskId(1, 0),), (TaskId(1, 1),), tasks_by_host=by_host)
+    data = info.encode()
+    assert data[:2] == bytes((ASSIGNMENT_VERSION, ASSIGNMENT_VERSION)) == b"\x02\x02"
+    decoded = AssignmentInfo.decode(data)
+    assert decoded == info
+    assert dict(decoded.tasks_by_host) == by_host
+
+
+def test_assignment_version_2_layout_appends_the_host_map_to_version_1() -> None:
+    """Version 2 is version 1's fields followed by the host map: one int count, then host, active, standby."""
+    info = AssignmentInfo((TaskId(0, 1),), (), tasks_by_host={"a:1": HostTasks(frozenset({TaskId(0, 1)}))})
+    data = info.encode()
+    v1_body = AssignmentInfo((TaskId(0, 1),)).encode()[2:-4]  # without the version bytes and the empty map
+    assert data[2 : 2 + len(v1_body)] == v1_body
+    tail = data[2 + len(v1_body) :]
+    assert tail == (
+        struct.pack(">i", 1) + struct.pack(">h", 3) + b"a:1" + struct.pack(">iii", 1, 0, 1) + struct.pack(">i", 0)
+    )
+
+
+def test_assignment_version_1_still_decodes_without_a_host_map() -> None:
+    v1 = b"\x01\x01" + struct.pack(">i", 0) + struct.pack(">iii", 1, 1, 3) + struct.pack(">i", 0)
+    v1 += struct.pack(">q", NO_FOLLOWUP)
+    decoded = AssignmentInfo.decode(v1)
+    assert decoded == AssignmentInfo(active_tasks=(TaskId(1, 3),))
+    assert dict(decoded.tasks_by_host) == {}
+
+
+def test_assignment_with_a_negative_host_count_is_corrupt() -> None:
+    data = AssignmentInfo().encode()[:-4] + struct.pack(">i", -1)
+    with pytest.raises(TaskAssignmentError, match="negative host count"):
+        AssignmentInfo.decode(data)
