@@ -27,7 +27,9 @@ from streamlet.errors import SerializationError, StreamletError, StreamsFailure,
 from streamlet.runtime.record_collector import RecordTooLargeError
 from streamlet.runtime.record_context import RecordContext
 from streamlet.runtime.topic_names import TopicNames
+from streamlet.state import timestamped
 from streamlet.task_id import TaskId
+from streamlet.timestamps import UNKNOWN, ConsumedRecord, InvalidTimestampError, TimestampExtractor
 from streamlet.topology import nodes as n
 from streamlet.topology.nodes import ProcessorSpec, SinkSpec, SourceSpec
 
@@ -211,11 +213,16 @@ def _fanout(children: list[Forward]) -> Forward:
 
 
 def build_task_graph(
-    names: TopicNames, task_id: TaskId, context: TaskContext, record: RecordContext | None = None
+    names: TopicNames,
+    task_id: TaskId,
+    context: TaskContext,
+    record: RecordContext | None = None,
+    timestamp_extractor: TimestampExtractor | None = None,
 ) -> TaskProcessorGraph:
     """Compile the sub-topology of `task_id` into a `TaskProcessorGraph` bound to `context`.
 
     `record` is the task's record context (a fresh one when the graph runs on its own, as in tests).
+    `timestamp_extractor` replaces each source record's timestamp (see `streamlet.timestamps`).
     """
     topology = names.topology
     sub = topology.subtopology(task_id.subtopology)
@@ -233,7 +240,7 @@ def build_task_graph(
         if isinstance(spec, SourceSpec):
             for raw in spec.topics:
                 topic = names.topic(raw)
-                sources[topic] = _source(spec, topic, forward, graph)
+                sources[topic] = _source(spec, topic, forward, graph, timestamp_extractor)
         elif isinstance(spec, SinkSpec):
             compiled[spec.name] = _sink(spec, names.topic(spec.topic), context, graph)
         else:
@@ -249,11 +256,12 @@ def build_task_graph(
 
 
 def _source(
-    spec: SourceSpec, topic: str, forward: Forward, graph: TaskProcessorGraph
+    spec: SourceSpec, topic: str, forward: Forward, graph: TaskProcessorGraph, extractor: TimestampExtractor | None
 ) -> Callable[[bytes | None, bytes | None], None]:
     key_de = spec.key_serde.deserialize
     value_de = spec.value_serde.deserialize
     record = graph.record
+    partition_times: dict[int, int] = {}  # per partition of this topic: the largest extracted timestamp
 
     def source(key: bytes | None, value: bytes | None, _node: str = spec.name) -> None:
         try:
@@ -266,6 +274,22 @@ def _source(
                 record.partition,
                 record.offset,
             ) from exc
+        if extractor is None:
+            if record.timestamp < 0:
+                raise InvalidTimestampError(
+                    f"record {record.where()} has invalid (negative) timestamp {record.timestamp}; the producer "
+                    "gave it none: set a timestamp_extractor (Kafka's FailOnInvalidTimestamp)"
+                )
+        else:
+            partition = record.partition
+            partition_time = partition_times.get(partition, UNKNOWN)
+            consumed = ConsumedRecord(topic, partition, record.offset, record.timestamp, k, v)
+            timestamp = extractor(consumed, partition_time)
+            if timestamp < 0:
+                graph.dropped_records += 1  # Kafka's RecordQueue skips it, with a warning and a metric
+                return
+            partition_times[partition] = max(partition_time, timestamp)
+            record.timestamp = timestamp
         forward(k, v)
 
     return source
@@ -377,6 +401,11 @@ _INT64 = struct.Struct(">q")
 def _aggregation(
     spec: ProcessorSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
 ) -> Forward:
+    """count/reduce/aggregate on a timestamped store (`KStreamAggregate`, `KStreamReduce` in Kafka 4.x).
+
+    The aggregate's timestamp is the record's for a new key, else the larger of the record's and the stored
+    aggregate's; downstream updates carry it (the store's flush listener reads it back from the value).
+    """
     (store_name,) = spec.stores
     store_spec = names.topology.stores[store_name]
     store = context.get_state_store(store_name)
@@ -388,6 +417,13 @@ def _aggregation(
     value_de = store_spec.value_serde.deserialize
     get = store.get
     put = store.put
+    record = graph.record
+    value_of = timestamped.value_of
+    timestamp_of = timestamped.timestamp_of
+
+    def encode(timestamp: int, serialized: bytes | None) -> bytes | None:
+        # a null aggregate is a delete, as `ValueAndTimestamp.make(null, ts)` is null
+        return None if serialized is None else timestamped.encode(timestamp, serialized)
 
     if forward is not _noop:
 
@@ -395,15 +431,13 @@ def _aggregation(
             key: bytes, new_value: bytes | None, old_value: bytes | None = None, timestamp: int | None = None
         ) -> None:
             k = key_de(topic, key)
-            v = None if new_value is None else value_de(topic, new_value)
-            if timestamp is None:
-                forward(k, v)
+            if new_value is None:
+                forward(k, None)
                 return
-            record = graph.record
             current = record.timestamp
-            record.timestamp = timestamp
+            record.timestamp = timestamp_of(new_value)
             try:
-                forward(k, v)
+                forward(k, value_de(topic, value_of(new_value)))
             finally:
                 record.timestamp = current
 
@@ -421,15 +455,16 @@ def _aggregation(
             store_key = key_ser(topic, key)
             old = get(store_key)
             if old is None:
-                put(store_key, pack(1))
+                put(store_key, encode(record.timestamp, pack(1)))
                 return
             try:
-                put(store_key, pack(unpack(old)[0] + 1))
+                total = unpack(value_of(old))[0] + 1
             except struct.error as exc:
                 raise SerializationError(
-                    f"store {store_name} holds a {len(old)}-byte count for a key; "
+                    f"store {store_name} holds a {len(old) - timestamped.TIMESTAMP_SIZE}-byte count for a key; "
                     "Size of data received by LongDeserializer is not 8"
                 ) from exc
+            put(store_key, encode(max(record.timestamp, timestamp_of(old)), pack(total)))
 
         return count
 
@@ -442,8 +477,11 @@ def _aggregation(
                 return
             store_key = key_ser(topic, key)
             old = get(store_key)
-            new = value if old is None else fn(value_de(topic, old), value)
-            put(store_key, value_ser(topic, new))
+            if old is None:
+                put(store_key, encode(record.timestamp, value_ser(topic, value)))
+                return
+            new = fn(value_de(topic, value_of(old)), value)
+            put(store_key, encode(max(record.timestamp, timestamp_of(old)), value_ser(topic, new)))
 
         return reduce
 
@@ -455,7 +493,10 @@ def _aggregation(
             return
         store_key = key_ser(topic, key)
         old = get(store_key)
-        current = initializer() if old is None else value_de(topic, old)
-        put(store_key, value_ser(topic, fn(key, value, current)))
+        if old is None:
+            current, timestamp = initializer(), record.timestamp
+        else:
+            current, timestamp = value_de(topic, value_of(old)), max(record.timestamp, timestamp_of(old))
+        put(store_key, encode(timestamp, value_ser(topic, fn(key, value, current))))
 
     return aggregate

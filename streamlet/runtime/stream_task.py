@@ -19,6 +19,7 @@ from streamlet.runtime.task_state import TaskState
 from streamlet.runtime.topic_names import TopicNames
 from streamlet.state.state_manager import ProcessorStateManager
 from streamlet.task_id import TaskId
+from streamlet.timestamps import TimestampExtractor
 
 
 class StreamTask:
@@ -33,6 +34,7 @@ class StreamTask:
         collector: RecordCollector,
         handlers: ThreadHandlers,
         record_context: RecordContext | None = None,
+        timestamp_extractor: TimestampExtractor | None = None,
     ) -> None:
         self.task_id = task_id
         self.partitions = partitions
@@ -45,7 +47,7 @@ class StreamTask:
         # shared with the changelog sinks of the task's stores, which stamp records with its timestamp
         self.record_context = record_context if record_context is not None else RecordContext()
         self.state = TaskState.RESTORING if state_manager is not None else TaskState.RUNNING
-        self.graph = build_task_graph(names, task_id, self, self.record_context)
+        self.graph = build_task_graph(names, task_id, self, self.record_context, timestamp_extractor)
 
     # ---- processor context -------------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from streamlet.runtime.record_context import RecordContext
 from streamlet.runtime.standby_task import StandbyTask
 from streamlet.runtime.stream_task import StreamTask
 from streamlet.runtime.topology_metadata import TopologyMetadata
+from streamlet.state import timestamped
 from streamlet.state.checkpoint import CHECKPOINT_FILE_NAME
 from streamlet.state.record_cache import RecordCache
 from streamlet.state.rocksdb_store import DB_FILE_DIR
@@ -58,8 +59,9 @@ class TaskCreator:
             state_manager = self._state_manager(task_id)
             with _closed_on_error(state_manager):
                 for store, tp in metadata.changelog_partitions(task_id).items():
-                    sink = _changelog_sink(resources.collector.send, tp, record_context)
-                    state_manager.register_store(store, cache=resources.cache, changelog_sink=sink)
+                    stamped = metadata.names.topology.stores[store].timestamped
+                    sink = _changelog_sink(resources.collector.send, tp, record_context, stamped)
+                    state_manager.register_store(store, cache=resources.cache, changelog_sink=sink, timestamped=stamped)
                 if self._config.exactly_once:
                     state_manager.delete_checkpoint_file()
         return StreamTask(
@@ -70,6 +72,7 @@ class TaskCreator:
             resources.collector,
             resources.handlers,
             record_context,
+            self._config.extractor,
         )
 
     def create_standby(self, task_id: TaskId) -> StandbyTask:
@@ -77,7 +80,7 @@ class TaskCreator:
         state_manager = self._state_manager(task_id)
         with _closed_on_error(state_manager):
             for store in self._metadata.changelog_partitions(task_id):
-                state_manager.register_store(store)
+                state_manager.register_store(store, timestamped=self._metadata.names.topology.stores[store].timestamped)
         return StandbyTask(task_id, state_manager)
 
     def wipe_local_state(self, task_id: TaskId) -> None:
@@ -106,10 +109,23 @@ def _closed_on_error(state_manager: ProcessorStateManager):  # noqa: ANN202
 
 
 def _changelog_sink(
-    send: Callable[..., None], tp: TopicPartition, record_context: RecordContext
+    send: Callable[..., None], tp: TopicPartition, record_context: RecordContext, stamped: bool = False
 ) -> Callable[[bytes, bytes | None], None]:
-    """Changelog records carry the timestamp of the record being processed when the store writes."""
+    """Changelog records carry the timestamp of the record being processed when the store writes.
+
+    A timestamped store's record carries the plain value with the stored timestamp instead (Kafka's
+    `ChangeLoggingTimestampedKeyValueBytesStore`), so the changelog says when each aggregate was last updated.
+    """
     topic, partition = tp.topic, tp.partition
+    if stamped:
+
+        def stamped_sink(key: bytes, value: bytes | None) -> None:
+            if value is None:
+                send(topic, key, None, record_context.timestamp, partition)
+            else:
+                send(topic, key, timestamped.value_of(value), timestamped.timestamp_of(value), partition)
+
+        return stamped_sink
 
     def sink(key: bytes, value: bytes | None) -> None:
         send(topic, key, value, record_context.timestamp, partition)

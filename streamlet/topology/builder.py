@@ -590,7 +590,7 @@ class KGroupedStream:
             parent = self._repartition(self._repartition_name or store)
         builder.claim(processor)
         builder.claim_store(store)
-        store_spec = StoreSpec(store, _or_default(self._key_serde), store_value_serde)
+        store_spec = StoreSpec(store, _or_default(self._key_serde), store_value_serde, timestamped=True)
 
         def write(parents: tuple[str, ...], topology: _Topology) -> None:
             topology.add(ProcessorSpec(processor, parents, op, stores=(store,), fn=fn, initializer=initializer))

@@ -85,9 +85,16 @@ class ProcessorSpec(NodeSpec):
 
 @dataclass(frozen=True, eq=False)
 class StoreSpec:
-    """A key-value store: its serdes say how keys and aggregates are stored (and changelogged)."""
+    """A key-value store: its serdes say how keys and aggregates are stored (and changelogged).
+
+    `timestamped` stores (what the DSL's aggregations materialize, Kafka's `TimestampedKeyValueStore`) keep
+    each value as an 8-byte big-endian timestamp followed by the serialized value, as Kafka's
+    `ValueAndTimestampSerializer` does; their changelog records carry the plain value with that timestamp as
+    the record timestamp (see `streamlet.state.timestamped`).
+    """
 
     name: str
     key_serde: Serde
     value_serde: Serde
     logged: bool = True
+    timestamped: bool = False
