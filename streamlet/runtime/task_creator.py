@@ -60,7 +60,7 @@ class TaskCreator:
             with _closed_on_error(state_manager):
                 for store, tp in metadata.changelog_partitions(task_id).items():
                     stamped = metadata.names.topology.stores[store].timestamped
-                    sink = _changelog_sink(resources.collector.send, tp, record_context, stamped)
+                    sink = changelog_sink(resources.collector.send, tp, record_context, stamped)
                     state_manager.register_store(store, cache=resources.cache, changelog_sink=sink, timestamped=stamped)
                 if self._config.exactly_once:
                     state_manager.delete_checkpoint_file()
@@ -108,7 +108,7 @@ def _closed_on_error(state_manager: ProcessorStateManager):  # noqa: ANN202
         raise
 
 
-def _changelog_sink(
+def changelog_sink(
     send: Callable[..., None], tp: TopicPartition, record_context: RecordContext, stamped: bool = False
 ) -> Callable[[bytes, bytes | None], None]:
     """Changelog records carry the timestamp of the record being processed when the store writes.

@@ -8,7 +8,7 @@ from pathlib import Path
 from aiokafka.structs import TopicPartition
 
 from streamlet.runtime.record_context import RecordContext
-from streamlet.runtime.task_creator import _changelog_sink
+from streamlet.runtime.task_creator import changelog_sink
 from streamlet.state import timestamped
 from streamlet.state.state_manager import ProcessorStateManager
 from streamlet.task_id import TaskId
@@ -35,7 +35,7 @@ def test_restore_rebuilds_values_from_record_value_and_timestamp(tmp_path: Path)
     psm.close(clean=False)
 
 
-def test_changelog_sink_strips_the_timestamp_into_the_record() -> None:
+def testchangelog_sink_strips_the_timestamp_into_the_record() -> None:
     sent: list[tuple[object, ...]] = []
     context = RecordContext()
     context.timestamp = 99
@@ -43,10 +43,10 @@ def test_changelog_sink_strips_the_timestamp_into_the_record() -> None:
     def send(*args: object) -> None:
         sent.append(args)
 
-    sink = _changelog_sink(send, TP, context, stamped=True)
+    sink = changelog_sink(send, TP, context, stamped=True)
     sink(b"k", timestamped.encode(42, b"v"))
     sink(b"k", None)
-    plain = _changelog_sink(send, TP, context)
+    plain = changelog_sink(send, TP, context)
     plain(b"k", b"raw")
     assert sent == [
         (TP.topic, b"k", b"v", 42, 0),

@@ -1,0 +1,52 @@
+"""Read-only, deserializing views of a test driver's stores (Kafka's `getKeyValueStore` facades).
+
+A timestamped store (what DSL aggregations use) shows plain values through `KeyValueStoreView`, and
+`(value, timestamp)` pairs through `TimestampedKeyValueStoreView`, as Kafka's facades do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from streamlet.state import timestamped
+from streamlet.state.store import KeyValueStore
+from streamlet.topology.nodes import StoreSpec
+
+
+class KeyValueStoreView:
+    """`get`, `all` and `approximate_num_entries` on objects, reading through the store's cache."""
+
+    def __init__(self, store: KeyValueStore, spec: StoreSpec, serde_topic: str) -> None:
+        self._store = store
+        self._spec = spec
+        self._topic = serde_topic
+
+    @property
+    def name(self) -> str:
+        return self._spec.name
+
+    def _value(self, raw: bytes) -> Any:
+        if self._spec.timestamped:
+            raw = timestamped.value_of(raw)
+        return self._spec.value_serde.deserialize(self._topic, raw)
+
+    def get(self, key: Any) -> Any:
+        raw = self._store.get(self._spec.key_serde.serialize(self._topic, key) or b"")
+        return None if raw is None else self._value(raw)
+
+    def all(self) -> Iterator[tuple[Any, Any]]:
+        """Every entry, in the store's key order (unsigned bytes, as RocksDB's)."""
+        for key, raw in self._store.all():
+            yield self._spec.key_serde.deserialize(self._topic, key), self._value(raw)
+
+    def approximate_num_entries(self) -> int:
+        return self._store.approximate_num_entries()
+
+
+class TimestampedKeyValueStoreView(KeyValueStoreView):
+    """Values as `(value, timestamp)`, the timestamp of the aggregate (Kafka's `ValueAndTimestamp`)."""
+
+    def _value(self, raw: bytes) -> Any:
+        value = self._spec.value_serde.deserialize(self._topic, timestamped.value_of(raw))
+        return value, timestamped.timestamp_of(raw)
