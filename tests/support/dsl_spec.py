@@ -1,0 +1,133 @@
+"""A small language of DSL programs that both streamlet and Kafka Streams can build (the oracle's input).
+
+A program is a JSON list of ops, each reading the variable `in` and defining the variable `id`:
+
+    {"op": "stream", "id": "s0", "topics": ["in1"], "name": null}
+    {"op": "filter" | "filterNot", "in": "s0", "id": "s1", "fn": "short" | "has_a" | "even"}
+    {"op": "mapValues", "fn": "upper" | "first" | "dup" | "length" | "str" | "inc"}
+    {"op": "flatMapValues", "fn": "words"}     {"op": "selectKey", "fn": "value" | "first" | "const"}
+    {"op": "map", "fn": "swap"}               {"op": "flatMap", "fn": "words_as_keys"}    {"op": "peek"}
+    {"op": "to", "topic": "out1", "vtype": "string" | "long"}
+    {"op": "groupBy", "fn": <key selector>, "vtype": ...}   {"op": "groupByKey", "vtype": ...}
+    {"op": "count", "store": null | "name"}
+    {"op": "reduce", "fn": "concat" | "max" | "sum", "vtype": ...}
+    {"op": "aggregate", "fn": "append" | "len_sum" | "sum", "vtype": <the aggregate's type>}
+    {"op": "toStream"}
+
+Any op may have a processor `name` (Kafka's `Named`/`Grouped`/`Consumed`/`Produced` names). Keys are
+strings (or null); values are strings or longs, and every serde is explicit on both sides, so output bytes
+are comparable. `oracle/semantics/.../Programs.java` is the Java twin of `build()`; each named function is
+defined the same way in both (`FUNCTIONS` here).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from streamlet.topology import KGroupedStream, KStream, KTable, StreamsBuilder
+
+
+def words(value: str) -> list[str]:
+    """Java's `v.split(" ")` without the empty strings."""
+    return [w for w in value.split(" ") if w]
+
+
+def _first(value: str) -> str:
+    return value[:1]
+
+
+def _java_str(obj: Any) -> str:
+    return "null" if obj is None else str(obj)
+
+
+PREDICATES: dict[str, Callable[[Any, Any], bool]] = {
+    "short": lambda k, v: len(v) <= 3,
+    "has_a": lambda k, v: "a" in v,
+    "even": lambda k, v: v % 2 == 0,
+}
+VALUE_MAPPERS: dict[str, Callable[[Any], Any]] = {
+    "upper": str.upper,
+    "first": _first,
+    "dup": lambda v: v + v,
+    "length": len,
+    "str": str,
+    "inc": lambda v: v + 1,
+}
+KEY_SELECTORS: dict[str, Callable[[Any, Any], Any]] = {
+    "value": lambda k, v: v,
+    "first": lambda k, v: _first(v),
+    "const": lambda k, v: "k",
+}
+REDUCERS: dict[str, Callable[[Any, Any], Any]] = {
+    "concat": lambda agg, v: agg + v,
+    "max": lambda agg, v: agg if agg >= v else v,
+    "sum": lambda agg, v: agg + v,
+}
+INITIALIZERS: dict[str, Callable[[], Any]] = {"append": lambda: "", "len_sum": lambda: 0, "sum": lambda: 0}
+AGGREGATORS: dict[str, Callable[[Any, Any, Any], Any]] = {
+    "append": lambda k, v, agg: agg + v,
+    "len_sum": lambda k, v, agg: agg + len(v),
+    "sum": lambda k, v, agg: agg + v,
+}
+
+#: value types of the functions that change them (others keep their input's type)
+STRING_TO_STRING = ("upper", "first", "dup")
+RESULT_TYPE = {"length": "long", "str": "string", "inc": "long", "append": "string", "len_sum": "long"}
+
+
+def serde(vtype: str) -> str:
+    return "int64" if vtype == "long" else "str"
+
+
+def build(program: list[dict[str, Any]]) -> StreamsBuilder:
+    """The streamlet StreamsBuilder of a program (see the module docstring)."""
+    builder = StreamsBuilder()
+    env: dict[str, Any] = {}
+    for op in program:
+        kind = op["op"]
+        source: Any = env.get(op.get("in", ""))
+        name = op.get("name")
+        fn = op.get("fn")
+        vtype = op.get("vtype", "string")
+        kw: dict[str, Any] = {} if name is None else {"name": name}
+        result: KStream | KGroupedStream | KTable | None = None
+        if kind == "stream":
+            result = builder.stream(op["topics"], key_serde="str", value_serde="str", **kw)
+        elif kind == "filter":
+            result = source.filter(PREDICATES[fn], **kw)
+        elif kind == "filterNot":
+            result = source.filter_not(PREDICATES[fn], **kw)
+        elif kind == "mapValues":
+            result = source.map_values(VALUE_MAPPERS[fn], **kw)
+        elif kind == "flatMapValues":
+            result = source.flat_map_values(words, **kw)
+        elif kind == "selectKey":
+            result = source.select_key(KEY_SELECTORS[fn], **kw)
+        elif kind == "map":
+            result = source.map(lambda k, v: (v, _java_str(k)), **kw)
+        elif kind == "flatMap":
+            result = source.flat_map(lambda k, v: [(w, v) for w in words(v)], **kw)
+        elif kind == "peek":
+            result = source.peek(lambda k, v: None, **kw)
+        elif kind == "to":
+            source.to(op["topic"], key_serde="str", value_serde=serde(vtype), **kw)
+        elif kind == "groupBy":
+            result = source.group_by(KEY_SELECTORS[fn], key_serde="str", value_serde=serde(vtype), **kw)
+        elif kind == "groupByKey":
+            result = source.group_by_key(key_serde="str", value_serde=serde(vtype), **kw)
+        elif kind == "count":
+            result = source.count(op.get("store"), **kw)
+        elif kind == "reduce":
+            result = source.reduce(REDUCERS[fn], op.get("store"), **kw)
+        elif kind == "aggregate":
+            result = source.aggregate(
+                INITIALIZERS[fn], AGGREGATORS[fn], op.get("store"), value_serde=serde(vtype), **kw
+            )
+        elif kind == "toStream":
+            result = source.to_stream(**kw)
+        else:
+            raise ValueError(f"unknown op {kind!r}")
+        if "id" in op:
+            env[op["id"]] = result
+    return builder
