@@ -5,6 +5,18 @@ from streamlet.config import StreamsConfig
 from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.task_id import TaskId
 from streamlet.topology import StreamsBuilder, Topology
+from streamlet.windows import TimeWindow, TimeWindowedSerde, TimeWindows, Windowed
 
-__all__ = ["App", "KafkaStreams", "StreamsBuilder", "StreamsConfig", "TaskId", "Topology"]
+__all__ = [
+    "App",
+    "KafkaStreams",
+    "StreamsBuilder",
+    "StreamsConfig",
+    "TaskId",
+    "TimeWindow",
+    "TimeWindowedSerde",
+    "TimeWindows",
+    "Topology",
+    "Windowed",
+]
 __version__ = "0.1.0"

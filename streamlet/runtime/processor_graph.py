@@ -27,11 +27,12 @@ from streamlet.errors import SerializationError, StreamletError, StreamsFailure,
 from streamlet.runtime.record_collector import RecordTooLargeError
 from streamlet.runtime.record_context import RecordContext
 from streamlet.runtime.topic_names import TopicNames
-from streamlet.state import timestamped
+from streamlet.state import timestamped, window_key_schema
 from streamlet.task_id import TaskId
 from streamlet.timestamps import UNKNOWN, ConsumedRecord, InvalidTimestampError, TimestampExtractor
 from streamlet.topology import nodes as n
 from streamlet.topology.nodes import ProcessorSpec, SinkSpec, SourceSpec
+from streamlet.windows import TimeWindow, Windowed
 
 __all__ = [
     "FlushListener",
@@ -391,6 +392,8 @@ def _processor(
     if op == n.TO_STREAM:
         return forward  # pass-through: the table's listener already forwards (key, new value)
     if op in n.AGGREGATING_OPS:
+        if spec.windows is not None:
+            return _window_aggregation(spec, forward, names, context, graph)
         return _aggregation(spec, forward, names, context, graph)
     raise TopologyError(f"unknown processor operation {op!r} in node {spec.name}")
 
@@ -500,3 +503,105 @@ def _aggregation(
         put(store_key, encode(timestamp, value_ser(topic, fn(key, value, current))))
 
     return aggregate
+
+
+def _window_aggregation(
+    spec: ProcessorSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
+) -> Forward:
+    """count/reduce/aggregate per key and time window (`KStreamWindowAggregate`, emitting on every update).
+
+    Stream time here is the largest timestamp this processor has seen; a window closes once stream time
+    reaches its end plus the grace period, and a record for a closed window is dropped (counted in
+    `graph.dropped_records`, as Kafka's dropped-records sensor). Only null keys are skipped: a null value
+    still counts, as in Kafka. Each window's aggregate sits in the window store under the WindowKeySchema key,
+    with its timestamp (the record's for a new window, else the larger of the record's and the stored one).
+    """
+    windows = spec.windows
+    assert windows is not None
+    (store_name,) = spec.stores
+    store_spec = names.topology.stores[store_name]
+    store = context.get_state_store(store_name)
+    topic = names.changelog_topic(store_name)
+    key_ser = cast(Callable[[str, Any], bytes], store_spec.key_serde.serialize)
+    key_de = store_spec.key_serde.deserialize
+    value_ser = store_spec.value_serde.serialize
+    value_de = store_spec.value_serde.deserialize
+    get = store.get
+    put = store.put
+    record = graph.record
+    value_of = timestamped.value_of
+    timestamp_of = timestamped.timestamp_of
+    size, grace = windows.size_ms, windows.grace_ms
+    observed = [-1]  # this processor's stream time (Kafka's observedStreamTime), in a cell for the closure
+
+    if forward is not _noop:
+
+        def on_flush(
+            key: bytes, new_value: bytes | None, old_value: bytes | None = None, timestamp: int | None = None
+        ) -> None:
+            start = window_key_schema.window_start_of(key)
+            k = Windowed(key_de(topic, window_key_schema.key_of(key)), TimeWindow(start, start + size))
+            if new_value is None:
+                forward(k, None)
+                return
+            current = record.timestamp
+            record.timestamp = timestamp_of(new_value)
+            try:
+                forward(k, value_de(topic, value_of(new_value)))
+            finally:
+                record.timestamp = current
+
+        store.set_flush_listener(on_flush)
+
+    op = spec.op
+    fn: Any = spec.fn
+    initializer: Any = spec.initializer
+    if op == n.COUNT:
+        pack, unpack = _INT64.pack, _INT64.unpack
+
+        def initial() -> Any:
+            return 0
+
+        def update(key: Any, value: Any, aggregate: Any) -> Any:
+            return aggregate + 1
+
+        encode_value: Callable[[Any], bytes | None] = pack
+        decode_value: Callable[[bytes], Any] = lambda raw: unpack(raw)[0]  # noqa: E731
+    else:
+        if op == n.REDUCE:
+
+            def initial() -> Any:
+                return None
+
+            def update(key: Any, value: Any, aggregate: Any) -> Any:
+                return value if aggregate is None else fn(aggregate, value)
+
+        else:
+            initial = initializer
+            update = fn
+        encode_value = lambda obj: value_ser(topic, obj)  # noqa: E731
+        decode_value = lambda raw: value_de(topic, raw)  # noqa: E731
+
+    def window_aggregate(key: Any, value: Any, _node: str = spec.name) -> None:
+        if key is None:
+            graph.dropped_records += 1
+            return
+        timestamp = record.timestamp
+        if timestamp > observed[0]:
+            observed[0] = timestamp
+        close_time = observed[0] - grace
+        key_bytes = key_ser(topic, key)
+        for window in windows.windows_for(timestamp):
+            if window.end <= close_time:
+                graph.dropped_records += 1  # late: the window closed (Kafka logs "Skipping record for expired window")
+                continue
+            store_key = window_key_schema.to_store_key(key_bytes, window.start)
+            old = get(store_key)
+            if old is None:
+                aggregate, new_timestamp = initial(), timestamp
+            else:
+                aggregate, new_timestamp = decode_value(value_of(old)), max(timestamp, timestamp_of(old))
+            new = encode_value(update(key, value, aggregate))
+            put(store_key, None if new is None else timestamped.encode(new_timestamp, new))
+
+    return window_aggregate

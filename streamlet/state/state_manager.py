@@ -40,6 +40,7 @@ from streamlet.state.logging_store import ChangeLoggingKeyValueStore, ChangelogS
 from streamlet.state.record_cache import RecordCache
 from streamlet.state.rocksdb_store import DB_FILE_DIR, RocksDBStore
 from streamlet.state.store import InMemoryKeyValueStore, KeyValueStore
+from streamlet.state.window_store import RocksDBWindowStore
 from streamlet.task_id import TaskId
 
 log = logging.getLogger(__name__)
@@ -136,6 +137,7 @@ class ProcessorStateManager:
         changelog_sink: ChangelogSink | None = None,
         store: KeyValueStore | None = None,
         timestamped: bool = False,
+        window_retention_ms: int | None = None,
     ) -> KeyValueStore:
         """Open (or take) the store `name`, wrap it, and return what processors should use.
 
@@ -146,6 +148,8 @@ class ProcessorStateManager:
           `"<task>-<store>"`); call `set_flush_listener` on the returned store to forward flushed updates.
         * `timestamped`: the store holds `streamlet.state.timestamped` values; restoration rebuilds them from
           each changelog record's value and timestamp (the changelog sink must strip them likewise).
+        * `window_retention_ms`: a persistent store is a `RocksDBWindowStore` (WindowKeySchema keys, segmented
+          by time) keeping windows that long behind stream time.
 
         A logged persistent store whose directory holds data while the checkpoint has no entry for its
         changelog is wiped first: after an unclean shutdown it may hold writes the changelog never got (or
@@ -171,7 +175,11 @@ class ProcessorStateManager:
                         changelog.partition,
                     )
                     shutil.rmtree(path)
-                inner: KeyValueStore = RocksDBStore(name, path)
+                inner: KeyValueStore = (
+                    RocksDBStore(name, path)
+                    if window_retention_ms is None
+                    else RocksDBWindowStore(name, path, retention_ms=window_retention_ms)
+                )
             else:
                 inner = InMemoryKeyValueStore(name)
         else:

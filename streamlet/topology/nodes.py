@@ -13,6 +13,7 @@ from typing import Any
 
 from streamlet.errors import TopologyError
 from streamlet.serdes import Serde
+from streamlet.windows import TimeWindows
 
 MAX_NAME_LENGTH = 249
 _LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -81,6 +82,7 @@ class ProcessorSpec(NodeSpec):
     stores: tuple[str, ...] = ()
     fn: Callable[..., Any] | None = None
     initializer: Callable[[], Any] | None = None  # aggregate only
+    windows: TimeWindows | None = None  # a windowed count/reduce/aggregate
 
 
 @dataclass(frozen=True, eq=False)
@@ -98,3 +100,4 @@ class StoreSpec:
     value_serde: Serde
     logged: bool = True
     timestamped: bool = False
+    windows: TimeWindows | None = None  # a window store: keys are WindowKeySchema store keys
