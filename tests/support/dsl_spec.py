@@ -13,6 +13,8 @@ A program is a JSON list of ops, each reading the variable `in` and defining the
     {"op": "reduce", "fn": "concat" | "max" | "sum", "vtype": ...}
     {"op": "aggregate", "fn": "append" | "len_sum" | "sum", "vtype": <the aggregate's type>}
     {"op": "toStream"}
+    {"op": "windowedBy", "in": <grouped>, "size": ms, "grace": null | ms, "advance": null | ms}
+    (then count/reduce/aggregate on it give a windowed table; `to` a windowed stream with "wsize": size)
 
 Any op may have a processor `name` (Kafka's `Named`/`Grouped`/`Consumed`/`Produced` names). Keys are
 strings (or null); values are strings or longs, and every serde is explicit on both sides, so output bytes
@@ -25,7 +27,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from streamlet.topology import KGroupedStream, KStream, KTable, StreamsBuilder
+from streamlet.serdes import StringSerde
+from streamlet.topology import KGroupedStream, KStream, KTable, StreamsBuilder, TimeWindowedKStream
+from streamlet.windows import TimeWindowedSerde, TimeWindows
 
 
 def words(value: str) -> list[str]:
@@ -91,7 +95,7 @@ def build(program: list[dict[str, Any]]) -> StreamsBuilder:
         fn = op.get("fn")
         vtype = op.get("vtype", "string")
         kw: dict[str, Any] = {} if name is None else {"name": name}
-        result: KStream | KGroupedStream | KTable | None = None
+        result: KStream | KGroupedStream | TimeWindowedKStream | KTable | None = None
         if kind == "stream":
             result = builder.stream(op["topics"], key_serde="str", value_serde="str", **kw)
         elif kind == "filter":
@@ -111,7 +115,16 @@ def build(program: list[dict[str, Any]]) -> StreamsBuilder:
         elif kind == "peek":
             result = source.peek(lambda k, v: None, **kw)
         elif kind == "to":
-            source.to(op["topic"], key_serde="str", value_serde=serde(vtype), **kw)
+            key_serde: Any = "str" if op.get("wsize") is None else TimeWindowedSerde(StringSerde(), op["wsize"])
+            source.to(op["topic"], key_serde=key_serde, value_serde=serde(vtype), **kw)
+        elif kind == "windowedBy":
+            if op.get("grace") is None:
+                windows = TimeWindows.of_size_with_no_grace(op["size"])
+            else:
+                windows = TimeWindows.of_size_and_grace(op["size"], op["grace"])
+            if op.get("advance") is not None:
+                windows = windows.advance_by(op["advance"])
+            result = source.windowed_by(windows)
         elif kind == "groupBy":
             result = source.group_by(KEY_SELECTORS[fn], key_serde="str", value_serde=serde(vtype), **kw)
         elif kind == "groupByKey":

@@ -52,9 +52,9 @@ def run_streamlet(case: dict[str, Any]) -> dict[str, Any]:
 def programs(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str]]:
     """A random program and its input topics. Types are tracked so every function gets the values it takes."""
     program: list[dict[str, Any]] = []
-    streams: list[tuple[str, str]] = []  # (variable, value type)
-    grouped: list[tuple[str, str]] = []
-    tables: list[tuple[str, str]] = []
+    streams: list[tuple[str, str, int | None]] = []  # (variable, value type, window size of Windowed keys)
+    grouped: list[tuple[str, str, int | None]] = []  # (variable, value type, window size if windowed_by)
+    tables: list[tuple[str, str, int | None]] = []
     inputs: list[str] = []
     counter = {"var": 0, "out": 0, "name": 0, "store": 0}
 
@@ -73,15 +73,25 @@ def programs(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str]]:
         inputs.extend(topics)
         v = var("s")
         program.append({"op": "stream", "id": v, "topics": topics, "name": maybe_name("src")})
-        streams.append((v, "string"))
+        streams.append((v, "string", None))
 
     new_stream()
     for _ in range(draw(st.integers(1, 10))):
         roll = draw(st.integers(0, 99))
         if roll < 6 and len(inputs) < 5:
             new_stream()
-        elif grouped and roll < 30:
-            g, gtype = draw(st.sampled_from(grouped))
+        elif grouped and roll < 36:
+            g, gtype, size = draw(st.sampled_from(grouped))
+            if size is None and draw(st.booleans()):  # window it, then aggregate the windowed stream
+                w = var("w")
+                size = draw(st.sampled_from([5, 10, 30, 60]))
+                grace = draw(st.sampled_from([None, 0, 5, 20]))
+                advance = draw(st.sampled_from([None, None, 1, 5, size]))
+                if advance is not None and advance > size:
+                    advance = None
+                program.append({"op": "windowedBy", "in": g, "id": w, "size": size, "grace": grace, "advance": advance})
+                grouped.append((w, gtype, size))
+                g = w
             kind = draw(st.sampled_from(["count", "reduce", "aggregate"]))
             store = None
             if draw(st.booleans()):
@@ -98,50 +108,53 @@ def programs(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str]]:
                 op["fn"] = draw(st.sampled_from(["append", "len_sum"])) if gtype == "string" else "sum"
                 ttype = op["vtype"] = dsl_spec.RESULT_TYPE.get(op["fn"], "long")
             program.append(op)
-            tables.append((t, ttype))
-        elif tables and roll < 42:
-            t, ttype = draw(st.sampled_from(tables))
+            tables.append((t, ttype, size))
+        elif tables and roll < 46:
+            t, ttype, size = draw(st.sampled_from(tables))
             v = var("s")
             program.append({"op": "toStream", "in": t, "id": v, "name": maybe_name("ts")})
-            streams.append((v, ttype))
+            streams.append((v, ttype, size))
         else:
-            s, stype = draw(st.sampled_from(streams))
-            choices = ["filter", "filterNot", "mapValues", "peek", "to", "to", "groupByKey"]
-            if stype == "string":
-                choices += ["flatMapValues", "selectKey", "map", "flatMap", "groupBy", "groupBy"]
+            s, stype, size = draw(st.sampled_from(streams))
+            choices = ["filter", "filterNot", "mapValues", "peek", "to", "to"]
+            if size is None:  # Windowed keys are only written out
+                choices.append("groupByKey")
+                if stype == "string":
+                    choices += ["flatMapValues", "selectKey", "map", "flatMap", "groupBy", "groupBy"]
             kind = draw(st.sampled_from(choices))
             name = maybe_name(kind[:3])
             if kind in ("filter", "filterNot"):
                 fn = "even" if stype == "long" else draw(st.sampled_from(["short", "has_a"]))
                 v = var("s")
                 program.append({"op": kind, "in": s, "id": v, "fn": fn, "name": name})
-                streams.append((v, stype))
+                streams.append((v, stype, size))
             elif kind == "mapValues":
                 fns = ["str", "inc"] if stype == "long" else [*dsl_spec.STRING_TO_STRING, "length"]
                 fn = draw(st.sampled_from(fns))
                 v = var("s")
                 program.append({"op": kind, "in": s, "id": v, "fn": fn, "name": name})
-                streams.append((v, dsl_spec.RESULT_TYPE.get(fn, stype)))
+                streams.append((v, dsl_spec.RESULT_TYPE.get(fn, stype), size))
             elif kind in ("peek", "flatMapValues", "map", "flatMap"):
                 v = var("s")
                 fn = {"flatMapValues": "words", "map": "swap", "flatMap": "words_as_keys"}.get(kind)
                 program.append({"op": kind, "in": s, "id": v, "fn": fn, "name": name})
-                streams.append((v, stype))
+                streams.append((v, stype, size if kind == "peek" else None))
             elif kind == "selectKey":
                 v = var("s")
                 fn = draw(st.sampled_from(["value", "first", "const"]))
                 program.append({"op": kind, "in": s, "id": v, "fn": fn, "name": name})
-                streams.append((v, stype))
+                streams.append((v, stype, None))
             elif kind == "to":
                 counter["out"] += 1
-                program.append({"op": "to", "in": s, "topic": f"out{counter['out']}", "vtype": stype, "name": name})
+                topic = f"out{counter['out']}"
+                program.append({"op": "to", "in": s, "topic": topic, "vtype": stype, "wsize": size, "name": name})
             else:
                 g = var("g")
                 op = {"op": kind, "in": s, "id": g, "vtype": stype, "name": name}
                 if kind == "groupBy":
                     op["fn"] = draw(st.sampled_from(["value", "first", "const"]))
                 program.append(op)
-                grouped.append((g, stype))
+                grouped.append((g, stype, None))
     return program, inputs
 
 

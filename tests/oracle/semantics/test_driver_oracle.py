@@ -90,6 +90,42 @@ HAND_WRITTEN = {
         ),
         [*_records(("k", "a b a", 50), ("k", "b c", 20)), {"advance": 100}, *_records(("j", "c", 80))],
     ),
+    # tumbling windows of 10 with grace 5: out-of-order records within grace update their window, later ones
+    # (window end <= stream time - grace) are dropped; a null key is skipped
+    "tumbling_count_with_grace": (
+        _stream(
+            {"op": "groupByKey", "in": "s", "id": "g", "vtype": "string"},
+            {"op": "windowedBy", "in": "g", "id": "w", "size": 10, "grace": 5},
+            {"op": "count", "in": "w", "id": "c", "store": "per-10ms"},
+            {"op": "toStream", "in": "c", "id": "o"},
+            {"op": "to", "in": "o", "topic": "out", "vtype": "long", "wsize": 10},
+        ),
+        _records(
+            ("k", "x", 1), ("k", "x", 12), ("k", "x", 8), ("j", "x", 15), ("k", "x", 9), (None, "x", 30), ("k", "x", 3)
+        ),
+    ),
+    # hopping windows (size 10, advance 5, no grace) after a repartition: each record lands in two windows
+    "hopping_reduce_after_group_by": (
+        _stream(
+            {"op": "groupBy", "in": "s", "id": "g", "fn": "first", "vtype": "string", "name": "by-first"},
+            {"op": "windowedBy", "in": "g", "id": "w", "size": 10, "grace": None, "advance": 5},
+            {"op": "reduce", "in": "w", "id": "r", "fn": "concat", "vtype": "string"},
+            {"op": "toStream", "in": "r", "id": "o"},
+            {"op": "to", "in": "o", "topic": "out", "vtype": "string", "wsize": 10},
+        ),
+        _records((None, "ab", 3), (None, "a", 7), (None, "b", 11), (None, "abc", 4), (None, "ba", 25), (None, "a", 9)),
+    ),
+    # a windowed aggregate whose windows expire from the segmented store while others are written
+    "windowed_aggregate_long_run": (
+        _stream(
+            {"op": "groupByKey", "in": "s", "id": "g", "vtype": "string"},
+            {"op": "windowedBy", "in": "g", "id": "w", "size": 30, "grace": 20, "advance": 10},
+            {"op": "aggregate", "in": "w", "id": "a", "fn": "len_sum", "vtype": "long", "name": "lens"},
+            {"op": "toStream", "in": "a", "id": "o"},
+            {"op": "to", "in": "o", "topic": "out", "vtype": "long", "wsize": 30},
+        ),
+        _records(*((f"k{i % 3}", "ab" * (i % 4), 37 * i % 500 + 25_000 * (i // 20)) for i in range(60))),
+    ),
 }
 
 

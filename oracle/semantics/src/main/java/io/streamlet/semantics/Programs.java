@@ -1,6 +1,7 @@
 package io.streamlet.semantics;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -19,6 +20,9 @@ import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.TimeWindowedKStream;
+import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.WindowedSerdes;
 import org.apache.kafka.streams.state.KeyValueStore;
 
 /**
@@ -106,7 +110,7 @@ final class Programs {
         return op.hasNonNull("name") ? Named.as(op.get("name").asText()) : null;
     }
 
-    static Materialized<Object, Object, KeyValueStore<Bytes, byte[]>> materialized(final JsonNode op, final String vtype) {
+    static Materialized materialized(final JsonNode op, final String vtype) {
         final Materialized m = op.hasNonNull("store")
             ? Materialized.as(op.get("store").asText())
             : Materialized.with(null, null);
@@ -186,7 +190,10 @@ final class Programs {
                     break;
                 }
                 case "to": {
-                    Produced produced = Produced.with(Serdes.String(), serde(vtype));
+                    final Serde keySerde = op.hasNonNull("wsize")
+                        ? new WindowedSerdes.TimeWindowedSerde<>(Serdes.String(), op.get("wsize").asLong())
+                        : Serdes.String();
+                    Produced produced = Produced.with(keySerde, serde(vtype));
                     if (op.hasNonNull("name")) {
                         produced = produced.withName(op.get("name").asText());
                     }
@@ -209,7 +216,28 @@ final class Programs {
                     result = ((KStream) in).groupByKey(grouped);
                     break;
                 }
+                case "windowedBy": {
+                    final Duration size = Duration.ofMillis(op.get("size").asLong());
+                    TimeWindows windows = op.hasNonNull("grace")
+                        ? TimeWindows.ofSizeAndGrace(size, Duration.ofMillis(op.get("grace").asLong()))
+                        : TimeWindows.ofSizeWithNoGrace(size);
+                    if (op.hasNonNull("advance")) {
+                        windows = windows.advanceBy(Duration.ofMillis(op.get("advance").asLong()));
+                    }
+                    result = ((KGroupedStream) in).windowedBy(windows);
+                    break;
+                }
                 case "count": {
+                    if (in instanceof TimeWindowedKStream) {
+                        final TimeWindowedKStream w = (TimeWindowedKStream) in;
+                        if (!op.hasNonNull("store")) {
+                            result = named == null ? w.count() : w.count(named);
+                        } else {
+                            final Materialized m = materialized(op, "long");
+                            result = named == null ? w.count(m) : w.count(named, m);
+                        }
+                        break;
+                    }
                     final KGroupedStream g = (KGroupedStream) in;
                     if (!op.hasNonNull("store")) {
                         // count(Materialized) without a store name burns a name (Kafka keeps it for
@@ -222,6 +250,13 @@ final class Programs {
                     break;
                 }
                 case "reduce": {
+                    if (in instanceof TimeWindowedKStream) {
+                        final TimeWindowedKStream w = (TimeWindowedKStream) in;
+                        final Materialized m = materialized(op, vtype);
+                        result = named == null ? w.reduce((a, v) -> reduce(fn, a, v), m)
+                            : w.reduce((a, v) -> reduce(fn, a, v), named, m);
+                        break;
+                    }
                     final KGroupedStream g = (KGroupedStream) in;
                     final Materialized m = materialized(op, vtype);
                     result = named == null ? g.reduce((a, v) -> reduce(fn, a, v), m)
@@ -229,6 +264,13 @@ final class Programs {
                     break;
                 }
                 case "aggregate": {
+                    if (in instanceof TimeWindowedKStream) {
+                        final TimeWindowedKStream w = (TimeWindowedKStream) in;
+                        final Materialized m = materialized(op, vtype);
+                        result = named == null ? w.aggregate(() -> init(fn), (k, v, a) -> aggregate(fn, k, v, a), m)
+                            : w.aggregate(() -> init(fn), (k, v, a) -> aggregate(fn, k, v, a), named, m);
+                        break;
+                    }
                     final KGroupedStream g = (KGroupedStream) in;
                     final Materialized m = materialized(op, vtype);
                     result = named == null ? g.aggregate(() -> init(fn), (k, v, a) -> aggregate(fn, k, v, a), m)
@@ -236,7 +278,7 @@ final class Programs {
                     break;
                 }
                 case "toStream": {
-                    final KTable t = (KTable) in;
+                    final KTable t = (KTable) in;  // a windowed table's keys are Windowed
                     result = named == null ? t.toStream() : t.toStream(named);
                     break;
                 }
