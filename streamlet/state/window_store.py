@@ -74,11 +74,20 @@ class RocksDBWindowStore:
         return self._db.get(self._local(key))
 
     def range(self, from_key: bytes | None, to_key: bytes | None) -> Iterator[KeyValue]:
-        """Entries whose store key is in `[from_key, to_key]`, segment by segment (Kafka's `all()` order)."""
+        """Live entries whose store key is in `[from_key, to_key]`, in store-key order.
+
+        Kafka's segmented store iterates segment by segment; the caching layer above merges by key order, so
+        this sorts across segments (window stores are scanned rarely: queries and tests, not processing).
+        """
+        first_live = self.observed_stream_time - self.retention_ms + 1
+        entries = []
         for local, value in self._db.all():
             key = local[_SEGMENT.size :]
             if (from_key is None or key >= from_key) and (to_key is None or key <= to_key):
-                yield key, value
+                if schema.window_start_of(key) >= first_live:
+                    entries.append((key, value))
+        entries.sort(key=lambda entry: entry[0])
+        return iter(entries)
 
     def all(self) -> Iterator[KeyValue]:
         return self.range(None, None)

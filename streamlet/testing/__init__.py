@@ -1,7 +1,7 @@
 """Test a topology without Kafka: `TopologyTestDriver`, as Kafka Streams' test-utils provide it."""
 
 from streamlet.testing.driver import TopologyTestDriver
-from streamlet.testing.stores import KeyValueStoreView, TimestampedKeyValueStoreView
+from streamlet.testing.stores import KeyValueStoreView, TimestampedKeyValueStoreView, WindowStoreView
 from streamlet.testing.topics import TestInputTopic, TestOutputTopic, TestRecord
 
 __all__ = [
@@ -11,4 +11,5 @@ __all__ = [
     "TestRecord",
     "TimestampedKeyValueStoreView",
     "TopologyTestDriver",
+    "WindowStoreView",
 ]

@@ -39,7 +39,7 @@ from streamlet.state.state_manager import ProcessorStateManager
 from streamlet.state.store import KeyValueStore
 from streamlet.task_id import TaskId
 from streamlet.testing.partition_group import PartitionGroup
-from streamlet.testing.stores import KeyValueStoreView, TimestampedKeyValueStoreView
+from streamlet.testing.stores import KeyValueStoreView, TimestampedKeyValueStoreView, WindowStoreView
 from streamlet.testing.topics import TestInputTopic, TestOutputTopic
 from streamlet.topology import StreamsBuilder, Topology
 
@@ -196,7 +196,23 @@ class TopologyTestDriver:
 
     def get_key_value_store(self, name: str) -> KeyValueStoreView:
         """A store by name, values deserialized (plain values, also for timestamped stores)."""
+        spec = self.topology.stores.get(name)
+        if spec is not None and spec.windows is not None:
+            raise TypeError(f"store {name!r} is a window store: use get_window_store()")
         return KeyValueStoreView(self._store(name), self.topology.stores[name], self.names.changelog_topic(name))
+
+    def get_window_store(self, name: str) -> WindowStoreView:
+        """A windowed aggregation's store by name: values per key and window start."""
+        spec = self.topology.stores.get(name)
+        if spec is not None and spec.windows is None:
+            raise TypeError(f"store {name!r} is not a window store")
+        return WindowStoreView(self._store(name), self.topology.stores[name], self.names.changelog_topic(name))
+
+    @property
+    def dropped_records(self) -> int:
+        """Records the processors skipped (null keys or values, late records for closed windows, negative
+        extracted timestamps): Kafka's task-level dropped-records metric."""
+        return sum(graph.dropped_records for graph in set(self._graphs.values()))
 
     def get_timestamped_key_value_store(self, name: str) -> TimestampedKeyValueStoreView:
         """A timestamped store by name, values as `(value, timestamp)`."""

@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from streamlet.state import timestamped
+from streamlet.state import timestamped, window_key_schema
 from streamlet.state.store import KeyValueStore
 from streamlet.topology.nodes import StoreSpec
+from streamlet.windows import TimeWindow, Windowed
 
 
 class KeyValueStoreView:
@@ -50,3 +51,32 @@ class TimestampedKeyValueStoreView(KeyValueStoreView):
     def _value(self, raw: bytes) -> Any:
         value = self._spec.value_serde.deserialize(self._topic, timestamped.value_of(raw))
         return value, timestamped.timestamp_of(raw)
+
+
+class WindowStoreView:
+    """A window store by window: `fetch(key, window_start)` and `all()` as `(Windowed, value)` pairs."""
+
+    def __init__(self, store: KeyValueStore, spec: StoreSpec, serde_topic: str) -> None:
+        assert spec.windows is not None
+        self._store = store
+        self._spec = spec
+        self._topic = serde_topic
+        self._size = spec.windows.size_ms
+
+    @property
+    def name(self) -> str:
+        return self._spec.name
+
+    def fetch(self, key: Any, window_start: int) -> Any:
+        """The aggregate of `key` in the window starting at `window_start`, or None."""
+        key_bytes = self._spec.key_serde.serialize(self._topic, key) or b""
+        raw = self._store.get(window_key_schema.to_store_key(key_bytes, window_start))
+        return None if raw is None else self._spec.value_serde.deserialize(self._topic, timestamped.value_of(raw))
+
+    def all(self) -> Iterator[tuple[Windowed, Any]]:
+        """Every live window's aggregate, in store-key order (key bytes, then window start)."""
+        for store_key, raw in self._store.all():
+            start = window_key_schema.window_start_of(store_key)
+            key = self._spec.key_serde.deserialize(self._topic, window_key_schema.key_of(store_key))
+            value = self._spec.value_serde.deserialize(self._topic, timestamped.value_of(raw))
+            yield Windowed(key, TimeWindow(start, start + self._size)), value

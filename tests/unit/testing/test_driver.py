@@ -11,6 +11,7 @@ import pytest
 from streamlet.app import App
 from streamlet.testing import TestRecord, TopologyTestDriver
 from streamlet.topology import StreamsBuilder
+from streamlet.windows import TimeWindow, TimeWindows, Windowed
 
 
 def _wordcount(builder: StreamsBuilder) -> None:
@@ -103,3 +104,24 @@ def test_records_written_to_a_source_topic_are_processed_again() -> None:
     with TopologyTestDriver(builder) as driver:
         driver.create_input_topic("in", "str", "str").pipe_input("k", "v", 7)
         assert driver.create_output_topic("out", "str", "str").read_records_to_list() == [TestRecord("k", "V", 7)]
+
+
+def test_window_store_view_and_dropped_late_records() -> None:
+    builder = StreamsBuilder()
+    (
+        builder.stream("in", key_serde="str", value_serde="str")
+        .group_by_key()
+        .windowed_by(TimeWindows.of_size_with_no_grace(10))
+        .count("w")
+    )
+    with TopologyTestDriver(builder) as driver:
+        records = driver.create_input_topic("in", "str", "str")
+        for timestamp in (3, 14, 7, 4):  # stream time 14 closes [0, 10): 7 and 4 are late
+            records.pipe_input("k", "v", timestamp)
+        store = driver.get_window_store("w")
+        assert store.fetch("k", 0) == 1
+        assert store.fetch("k", 10) == 1
+        assert list(store.all()) == [(Windowed("k", TimeWindow(0, 10)), 1), (Windowed("k", TimeWindow(10, 20)), 1)]
+        assert driver.dropped_records == 2
+        with pytest.raises(TypeError, match="window store"):
+            driver.get_key_value_store("w")
