@@ -6,6 +6,8 @@ stored with the record (`FailOnInvalidTimestamp`: a negative one stops the task,
 sent none). A `timestamp_extractor` config replaces that with `extractor(record, partition_time)`, where
 `record` is the deserialized source record and `partition_time` the largest timestamp extracted so far on
 its partition (-1 before the first); a negative result drops the record, as Kafka's `RecordQueue` does.
+Records of repartition topics always keep the timestamp they were written with: Kafka gives repartition
+sources `FailOnInvalidTimestamp`, whatever the configured extractor.
 """
 
 from __future__ import annotations

@@ -223,7 +223,8 @@ def build_task_graph(
     """Compile the sub-topology of `task_id` into a `TaskProcessorGraph` bound to `context`.
 
     `record` is the task's record context (a fresh one when the graph runs on its own, as in tests).
-    `timestamp_extractor` replaces each source record's timestamp (see `streamlet.timestamps`).
+    `timestamp_extractor` replaces the timestamp of each record read from a user topic (see
+    `streamlet.timestamps`); records of repartition topics keep theirs.
     """
     topology = names.topology
     sub = topology.subtopology(task_id.subtopology)
@@ -241,7 +242,10 @@ def build_task_graph(
         if isinstance(spec, SourceSpec):
             for raw in spec.topics:
                 topic = names.topic(raw)
-                sources[topic] = _source(spec, topic, forward, graph, timestamp_extractor)
+                # repartition topics keep the timestamps written into them (Kafka's repartition sources
+                # use FailOnInvalidTimestamp whatever the configured extractor)
+                extractor = None if topology.is_internal_topic(raw) else timestamp_extractor
+                sources[topic] = _source(spec, topic, forward, graph, extractor)
         elif isinstance(spec, SinkSpec):
             compiled[spec.name] = _sink(spec, names.topic(spec.topic), context, graph)
         else:

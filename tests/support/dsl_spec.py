@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from streamlet.serdes import StringSerde
+from streamlet.timestamps import ConsumedRecord
 from streamlet.topology import KGroupedStream, KStream, KTable, StreamsBuilder, TimeWindowedKStream
 from streamlet.windows import TimeWindowedSerde, TimeWindows
 
@@ -78,6 +79,24 @@ AGGREGATORS: dict[str, Callable[[Any, Any, Any], Any]] = {
 #: value types of the functions that change them (others keep their input's type)
 STRING_TO_STRING = ("upper", "first", "dup")
 RESULT_TYPE = {"length": "long", "str": "string", "inc": "long", "append": "string", "len_sum": "long"}
+
+
+def payload_timestamp(record: ConsumedRecord, partition_time: int) -> int:
+    """The case language's "payload" timestamp extractor (Java twin: PayloadTimestampExtractor): a value
+    "@<digits>" is its own timestamp, "drop" gives -1 (the record is skipped), "now" the partition time."""
+    value = record.value
+    if isinstance(value, str):
+        if len(value) > 1 and value[0] == "@" and value[1:].isascii() and value[1:].isdigit():
+            return int(value[1:])
+        if value == "drop":
+            return -1
+        if value == "now":
+            return partition_time
+    return record.timestamp
+
+
+#: extractors a case's config may name
+EXTRACTORS = {"payload": payload_timestamp}
 
 
 def serde(vtype: str) -> str:

@@ -20,11 +20,14 @@ from streamlet.testing import TopologyTestDriver
 from tests.support import dsl_spec
 
 _WORDS = ["a", "b", "ab", "ba", "c", "abc"]
+_TIMESTAMP_WORDS = ["@7", "@150", "drop", "now"]  # what the "payload" extractor reads
 
 
 def run_streamlet(case: dict[str, Any]) -> dict[str, Any]:
     """The oracle's output format, computed by streamlet's TopologyTestDriver."""
     config = {"application_id": case.get("application_id", "app"), **case.get("config", {})}
+    if "timestamp_extractor" in config:
+        config["timestamp_extractor"] = dsl_spec.EXTRACTORS[config["timestamp_extractor"]]
     with TopologyTestDriver(dsl_spec.build(case["program"]), config) as driver:
         for step in case["inputs"]:
             if "advance" in step:
@@ -56,6 +59,7 @@ def programs(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str]]:
     grouped: list[tuple[str, str, int | None]] = []  # (variable, value type, window size if windowed_by)
     tables: list[tuple[str, str, int | None]] = []
     inputs: list[str] = []
+    outputs: dict[str, tuple[str, int | None]] = {}  # topic -> (value type, window size) of what it holds
     counter = {"var": 0, "out": 0, "name": 0, "store": 0}
 
     def var(prefix: str) -> str:
@@ -145,8 +149,15 @@ def programs(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str]]:
                 program.append({"op": kind, "in": s, "id": v, "fn": fn, "name": name})
                 streams.append((v, stype, None))
             elif kind == "to":
-                counter["out"] += 1
-                topic = f"out{counter['out']}"
+                # now and then into a topic another sink writes: the order records of different
+                # sub-topologies come out in becomes visible
+                shared = [t for t, kind_of_topic in outputs.items() if kind_of_topic == (stype, size)]
+                if shared and draw(st.booleans()):
+                    topic = draw(st.sampled_from(shared))
+                else:
+                    counter["out"] += 1
+                    topic = f"out{counter['out']}"
+                    outputs[topic] = (stype, size)
                 program.append({"op": "to", "in": s, "topic": topic, "vtype": stype, "wsize": size, "name": name})
             else:
                 g = var("g")
@@ -166,7 +177,10 @@ def semantic_cases(draw: st.DrawFn) -> dict[str, Any]:
         if draw(st.integers(0, 9)) == 0:
             steps.append({"advance": draw(st.integers(0, 1000))})
             continue
-        value = " ".join(draw(st.lists(st.sampled_from(_WORDS), max_size=4)))
+        if draw(st.integers(0, 5)) == 0:
+            value = draw(st.sampled_from(_TIMESTAMP_WORDS))  # a whole value the extractor reads
+        else:
+            value = " ".join(draw(st.lists(st.sampled_from(_WORDS + _TIMESTAMP_WORDS[:2]), max_size=4)))
         steps.append(
             {
                 "topic": draw(st.sampled_from(topics)),
@@ -175,10 +189,7 @@ def semantic_cases(draw: st.DrawFn) -> dict[str, Any]:
                 "timestamp": draw(st.integers(0, 200)),
             }
         )
-    cache = draw(st.sampled_from([0, 10 * 1024 * 1024]))
-    return {
-        "application_id": "app",
-        "config": {"statestore_cache_max_bytes": cache},
-        "program": program,
-        "inputs": steps,
-    }
+    config: dict[str, Any] = {"statestore_cache_max_bytes": draw(st.sampled_from([0, 10 * 1024 * 1024]))}
+    if draw(st.integers(0, 3)) == 0:
+        config["timestamp_extractor"] = "payload"
+    return {"application_id": "app", "config": config, "program": program, "inputs": steps}

@@ -73,6 +73,9 @@ public final class SemanticsOracle {
         if (config.has("statestore_cache_max_bytes")) {
             props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, config.get("statestore_cache_max_bytes").asLong());
         }
+        if ("payload".equals(config.path("timestamp_extractor").asText(null))) {
+            props.put(StreamsConfig.DEFAULT_TIMESTAMP_EXTRACTOR_CLASS_CONFIG, PayloadTimestampExtractor.class);
+        }
         final ObjectNode result = JSON.createObjectNode();
         result.put("describe", topology.describe().toString());
         try (TopologyTestDriver driver = new TopologyTestDriver(topology, props)) {
