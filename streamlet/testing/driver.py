@@ -71,8 +71,9 @@ class _TaskContext:
 class TopologyTestDriver:
     """Drive a `Topology` (or `StreamsBuilder`, or `App`) record by record; see the module docstring.
 
-    `config` holds StreamsConfig settings (`application_id` defaults to `topology-test-driver`); only
-    `application_id`, `statestore_cache_max_bytes` and `timestamp_extractor` matter here.
+    `config` holds StreamsConfig settings, over an App's own (`application_id` defaults to the App's, else
+    `topology-test-driver`); only `application_id`, `statestore_cache_max_bytes` and `timestamp_extractor`
+    matter here.
     """
 
     def __init__(
@@ -84,8 +85,8 @@ class TopologyTestDriver:
     ) -> None:
         if isinstance(topology_or_app, App):
             topology = topology_or_app.topology()
-            if config is None:
-                config = topology_or_app.config()
+            if not isinstance(config, StreamsConfig):  # the App's settings, then the ones given here
+                config = topology_or_app.config(**(config or {}))
         elif isinstance(topology_or_app, StreamsBuilder):
             topology = topology_or_app.build()
         else:

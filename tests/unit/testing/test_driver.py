@@ -74,7 +74,8 @@ def test_caching_dedups_updates_of_one_record_per_key() -> None:
 def test_an_app_runs_with_its_own_config_and_auto_advancing_timestamps() -> None:
     app = App("wc")
     _wordcount(app.builder)
-    with TopologyTestDriver(app) as driver:
+    with TopologyTestDriver(app, {"statestore_cache_max_bytes": 0}) as driver:
+        assert driver.config.application_id == "wc"
         lines = driver.create_input_topic("in", "str", "str", start_timestamp_ms=1000, auto_advance_ms=10)
         lines.pipe_key_value_list([(None, "a"), (None, "a")])
         driver.advance_wall_clock_time(5_000)
