@@ -432,23 +432,25 @@ def _aggregation(
         # a null aggregate is a delete, as `ValueAndTimestamp.make(null, ts)` is null
         return None if serialized is None else timestamped.encode(timestamp, serialized)
 
-    if forward is not _noop:
+    # Always listen, even without downstream nodes: as in Kafka (whose aggregations always install a flush
+    # listener), a flushed delete of a key the store never had is then neither written nor logged.
+    def on_flush(
+        key: bytes, new_value: bytes | None, old_value: bytes | None = None, timestamp: int | None = None
+    ) -> None:
+        if forward is _noop:
+            return
+        k = key_de(topic, key)
+        if new_value is None:
+            forward(k, None)
+            return
+        current = record.timestamp
+        record.timestamp = timestamp_of(new_value)
+        try:
+            forward(k, value_de(topic, value_of(new_value)))
+        finally:
+            record.timestamp = current
 
-        def on_flush(
-            key: bytes, new_value: bytes | None, old_value: bytes | None = None, timestamp: int | None = None
-        ) -> None:
-            k = key_de(topic, key)
-            if new_value is None:
-                forward(k, None)
-                return
-            current = record.timestamp
-            record.timestamp = timestamp_of(new_value)
-            try:
-                forward(k, value_de(topic, value_of(new_value)))
-            finally:
-                record.timestamp = current
-
-        store.set_flush_listener(on_flush)
+    store.set_flush_listener(on_flush)
 
     op = spec.op
     if op == n.COUNT:
@@ -538,24 +540,27 @@ def _window_aggregation(
     size, grace = windows.size_ms, windows.grace_ms
     observed = [-1]  # this processor's stream time (Kafka's observedStreamTime), in a cell for the closure
 
-    if forward is not _noop:
+    # Always listen, even without downstream nodes: as in Kafka (whose aggregations always install a flush
+    # listener), a flushed delete of a key the store never had is then neither written nor logged.
 
-        def on_flush(
-            key: bytes, new_value: bytes | None, old_value: bytes | None = None, timestamp: int | None = None
-        ) -> None:
-            start = window_key_schema.window_start_of(key)
-            k = Windowed(key_de(topic, window_key_schema.key_of(key)), TimeWindow(start, start + size))
-            if new_value is None:
-                forward(k, None)
-                return
-            current = record.timestamp
-            record.timestamp = timestamp_of(new_value)
-            try:
-                forward(k, value_de(topic, value_of(new_value)))
-            finally:
-                record.timestamp = current
+    def on_flush(
+        key: bytes, new_value: bytes | None, old_value: bytes | None = None, timestamp: int | None = None
+    ) -> None:
+        if forward is _noop:  # listening anyway: see _aggregation
+            return
+        start = window_key_schema.window_start_of(key)
+        k = Windowed(key_de(topic, window_key_schema.key_of(key)), TimeWindow(start, start + size))
+        if new_value is None:
+            forward(k, None)
+            return
+        current = record.timestamp
+        record.timestamp = timestamp_of(new_value)
+        try:
+            forward(k, value_de(topic, value_of(new_value)))
+        finally:
+            record.timestamp = current
 
-        store.set_flush_listener(on_flush)
+    store.set_flush_listener(on_flush)
 
     op = spec.op
     fn: Any = spec.fn

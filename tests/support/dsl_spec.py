@@ -33,31 +33,38 @@ from streamlet.topology import KGroupedStream, KStream, KTable, StreamsBuilder, 
 from streamlet.windows import TimeWindowedSerde, TimeWindows
 
 
-def words(value: str) -> list[str]:
-    """Java's `v.split(" ")` without the empty strings."""
-    return [w for w in value.split(" ") if w]
+def words(value: str | None) -> list[str]:
+    """Java's `v.split(" ")` without the empty strings (none for a null value)."""
+    return [] if value is None else [w for w in value.split(" ") if w]
 
 
-def _first(value: str) -> str:
-    return value[:1]
+def _first(value: str | None) -> str | None:
+    return None if value is None else value[:1]
 
 
 def _java_str(obj: Any) -> str:
     return "null" if obj is None else str(obj)
 
 
+def _on_values(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """A value mapper that passes null values through (Programs.mapValue)."""
+    return lambda v: None if v is None else fn(v)
+
+
+# Every function takes null values (false, null, or the aggregate unchanged); string concatenation appends
+# "null", as Java's does.
 PREDICATES: dict[str, Callable[[Any, Any], bool]] = {
-    "short": lambda k, v: len(v) <= 3,
-    "has_a": lambda k, v: "a" in v,
-    "even": lambda k, v: v % 2 == 0,
+    "short": lambda k, v: v is not None and len(v) <= 3,
+    "has_a": lambda k, v: v is not None and "a" in v,
+    "even": lambda k, v: v is not None and v % 2 == 0,
 }
 VALUE_MAPPERS: dict[str, Callable[[Any], Any]] = {
-    "upper": str.upper,
+    "upper": _on_values(str.upper),
     "first": _first,
-    "dup": lambda v: v + v,
-    "length": len,
-    "str": str,
-    "inc": lambda v: v + 1,
+    "dup": _on_values(lambda v: v + v),
+    "length": _on_values(len),
+    "str": _on_values(str),
+    "inc": _on_values(lambda v: v + 1),
 }
 KEY_SELECTORS: dict[str, Callable[[Any, Any], Any]] = {
     "value": lambda k, v: v,
@@ -65,15 +72,15 @@ KEY_SELECTORS: dict[str, Callable[[Any, Any], Any]] = {
     "const": lambda k, v: "k",
 }
 REDUCERS: dict[str, Callable[[Any, Any], Any]] = {
-    "concat": lambda agg, v: agg + v,
-    "max": lambda agg, v: agg if agg >= v else v,
-    "sum": lambda agg, v: agg + v,
+    "concat": lambda agg, v: agg + _java_str(v),
+    "max": lambda agg, v: agg if v is None or agg >= v else v,
+    "sum": lambda agg, v: agg if v is None else agg + v,
 }
 INITIALIZERS: dict[str, Callable[[], Any]] = {"append": lambda: "", "len_sum": lambda: 0, "sum": lambda: 0}
 AGGREGATORS: dict[str, Callable[[Any, Any, Any], Any]] = {
-    "append": lambda k, v, agg: agg + v,
-    "len_sum": lambda k, v, agg: agg + len(v),
-    "sum": lambda k, v, agg: agg + v,
+    "append": lambda k, v, agg: agg + _java_str(v),
+    "len_sum": lambda k, v, agg: agg if v is None else agg + len(v),
+    "sum": lambda k, v, agg: agg if v is None else agg + v,
 }
 
 #: value types of the functions that change them (others keep their input's type)

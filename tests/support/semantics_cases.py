@@ -177,7 +177,10 @@ def semantic_cases(draw: st.DrawFn) -> dict[str, Any]:
         if draw(st.integers(0, 9)) == 0:
             steps.append({"advance": draw(st.integers(0, 1000))})
             continue
-        if draw(st.integers(0, 5)) == 0:
+        value: str | None
+        if draw(st.integers(0, 9)) == 0:
+            value = None  # KV aggregations skip null values; windowed ones count them
+        elif draw(st.integers(0, 5)) == 0:
             value = draw(st.sampled_from(_TIMESTAMP_WORDS))  # a whole value the extractor reads
         else:
             value = " ".join(draw(st.lists(st.sampled_from(_WORDS + _TIMESTAMP_WORDS[:2]), max_size=4)))

@@ -44,7 +44,7 @@ def _stream(*ops: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"op": "stream", "id": "s", "topics": ["in1"]}, *ops]
 
 
-def _records(*steps: tuple[str | None, str, int]) -> list[dict[str, Any]]:
+def _records(*steps: tuple[str | None, str | None, int]) -> list[dict[str, Any]]:
     return [{"topic": "in1", "key": k, "value": v, "timestamp": ts} for k, v, ts in steps]
 
 
@@ -135,6 +135,18 @@ HAND_WRITTEN = {
             {"op": "count", "in": "g", "id": "t"},
         ),
         _records(("k", "a @7", 0), ("k", "@9", 0), ("k", "now", 3), ("k", "drop", 50)),
+    ),
+    # a null value: the key-value count skips it, the windowed count counts it (Kafka's KStreamWindowAggregate
+    # skips null keys only), and the windowed reduce's first null aggregate deletes nothing and emits nothing
+    "null_values_in_plain_and_windowed_aggregations": (
+        _stream(
+            {"op": "groupByKey", "in": "s", "id": "g", "vtype": "string"},
+            {"op": "count", "in": "g", "id": "c", "store": "plain"},
+            {"op": "windowedBy", "in": "g", "id": "w", "size": 10, "grace": 0},
+            {"op": "count", "in": "w", "id": "wc", "store": "windowed"},
+            {"op": "reduce", "in": "w", "id": "wr", "fn": "concat", "vtype": "string"},
+        ),
+        _records(("k", None, 1), ("k", "a", 2), ("k", None, 3), ("j", None, 12), ("j", "b", 13)),
     ),
 }
 

@@ -41,6 +41,9 @@ final class Programs {
 
     static List<String> words(final Object v) {
         final List<String> out = new ArrayList<>();
+        if (v == null) {
+            return out;
+        }
         for (final String w : ((String) v).split(" ")) {
             if (!w.isEmpty()) {
                 out.add(w);
@@ -51,10 +54,18 @@ final class Programs {
 
     static String first(final Object v) {
         final String s = (String) v;
+        if (s == null) {
+            return null;
+        }
         return s.isEmpty() ? "" : s.substring(0, 1);
     }
 
+    // Every function takes null values (false, null, or the aggregate unchanged); string concatenation
+    // appends "null", as Java's does.
     static boolean predicate(final String fn, final Object k, final Object v) {
+        if (v == null) {
+            return false;
+        }
         switch (fn) {
             case "short": return ((String) v).length() <= 3;
             case "has_a": return ((String) v).contains("a");
@@ -64,6 +75,9 @@ final class Programs {
     }
 
     static Object mapValue(final String fn, final Object v) {
+        if (v == null) {
+            return null;
+        }
         switch (fn) {
             case "upper": return ((String) v).toUpperCase();
             case "first": return first(v);
@@ -87,8 +101,8 @@ final class Programs {
     static Object reduce(final String fn, final Object agg, final Object v) {
         switch (fn) {
             case "concat": return (String) agg + v;
-            case "max": return ((String) agg).compareTo((String) v) >= 0 ? agg : v;
-            case "sum": return (Long) agg + (Long) v;
+            case "max": return v == null || ((String) agg).compareTo((String) v) >= 0 ? agg : v;
+            case "sum": return v == null ? agg : (Object) ((Long) agg + (Long) v);
             default: throw new IllegalArgumentException("unknown reducer " + fn);
         }
     }
@@ -100,8 +114,8 @@ final class Programs {
     static Object aggregate(final String fn, final Object k, final Object v, final Object agg) {
         switch (fn) {
             case "append": return (String) agg + v;
-            case "len_sum": return (Long) agg + ((String) v).length();
-            case "sum": return (Long) agg + (Long) v;
+            case "len_sum": return v == null ? agg : (Object) ((Long) agg + ((String) v).length());
+            case "sum": return v == null ? agg : (Object) ((Long) agg + (Long) v);
             default: throw new IllegalArgumentException("unknown aggregator " + fn);
         }
     }
