@@ -150,8 +150,12 @@ HAND_WRITTEN = {
     ),
 }
 
+# without a cache Kafka has no caching layer: the windowed reduce's null aggregate is logged and emitted
+HAND_WRITTEN["null_values_without_cache"] = HAND_WRITTEN["null_values_in_plain_and_windowed_aggregations"]
+
 CONFIGS: dict[str, dict[str, Any]] = {
     "wordcount_without_cache": {"statestore_cache_max_bytes": 0},
+    "null_values_without_cache": {"statestore_cache_max_bytes": 0},
     "extractor_applies_to_user_topics_only": {"timestamp_extractor": "payload"},
 }
 
