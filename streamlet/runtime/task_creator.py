@@ -11,6 +11,7 @@ import contextlib
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from aiokafka.structs import TopicPartition
 
@@ -28,6 +29,7 @@ from streamlet.state.rocksdb_store import DB_FILE_DIR
 from streamlet.state.state_directory import StateDirectory
 from streamlet.state.state_manager import ProcessorStateManager
 from streamlet.task_id import TaskId
+from streamlet.topology.nodes import StoreSpec
 
 
 @dataclass(frozen=True)
@@ -59,9 +61,9 @@ class TaskCreator:
             state_manager = self._state_manager(task_id)
             with _closed_on_error(state_manager):
                 for store, tp in metadata.changelog_partitions(task_id).items():
-                    stamped = metadata.names.topology.stores[store].timestamped
-                    sink = changelog_sink(resources.collector.send, tp, record_context, stamped)
-                    state_manager.register_store(store, cache=resources.cache, changelog_sink=sink, timestamped=stamped)
+                    spec = metadata.names.topology.stores[store]
+                    sink = changelog_sink(resources.collector.send, tp, record_context, spec.timestamped)
+                    state_manager.register_store(store, cache=resources.cache, changelog_sink=sink, **store_kind(spec))
                 if self._config.exactly_once:
                     state_manager.delete_checkpoint_file()
         return StreamTask(
@@ -80,7 +82,7 @@ class TaskCreator:
         state_manager = self._state_manager(task_id)
         with _closed_on_error(state_manager):
             for store in self._metadata.changelog_partitions(task_id):
-                state_manager.register_store(store, timestamped=self._metadata.names.topology.stores[store].timestamped)
+                state_manager.register_store(store, **store_kind(self._metadata.names.topology.stores[store]))
         return StandbyTask(task_id, state_manager)
 
     def wipe_local_state(self, task_id: TaskId) -> None:
@@ -96,6 +98,14 @@ class TaskCreator:
             self._metadata.changelog_partitions(task_id),
             restore_chunk_records=self._config.restore_chunk_records,
         )
+
+
+def store_kind(spec: StoreSpec) -> dict[str, Any]:
+    """`register_store` arguments for the kind of store a spec asks for (timestamped values, windows)."""
+    return {
+        "timestamped": spec.timestamped,
+        "window_retention_ms": None if spec.windows is None else spec.windows.retention_ms,
+    }
 
 
 @contextlib.contextmanager

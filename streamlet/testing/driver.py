@@ -30,7 +30,7 @@ from streamlet.app import App
 from streamlet.config import StreamsConfig
 from streamlet.runtime.processor_graph import TaskProcessorGraph, build_task_graph
 from streamlet.runtime.record_context import RecordContext
-from streamlet.runtime.task_creator import changelog_sink
+from streamlet.runtime.task_creator import changelog_sink, store_kind
 from streamlet.runtime.topic_names import TopicNames
 from streamlet.serdes import SerdeLike
 from streamlet.state.caching_store import CachingKeyValueStore
@@ -128,7 +128,7 @@ class TopologyTestDriver:
             if store in changelogs:
                 sink = changelog_sink(self._send, changelogs[store], self._record, specs[store].timestamped)
             stores[store] = state.register_store(
-                store, cache=self._cache, changelog_sink=sink, timestamped=specs[store].timestamped
+                store, cache=self._cache, changelog_sink=sink, **store_kind(specs[store])
             )
         self._stores.update(stores)
         context = _TaskContext(task_id, stores, self._produced)
@@ -251,7 +251,8 @@ class TopologyTestDriver:
                 store.flush_cache()
 
     def _capture_outputs(self) -> None:
-        produced, self._produced[:] = list(self._produced), []
+        produced = list(self._produced)
+        self._produced.clear()  # the task context appends to this very list
         for topic, key, value, timestamp in produced:
             self._outputs.setdefault(topic, deque()).append((key, value, timestamp))
             if topic in self._queues:

@@ -7,6 +7,7 @@ import struct
 from pathlib import Path
 
 from streamlet.runtime.task_state import TaskState
+from streamlet.state.window_store import RocksDBWindowStore
 from streamlet.topology import StreamsBuilder, Topology
 from streamlet.windows import TimeWindows
 from tests.unit.runtime._fakes import FakeKafka
@@ -41,6 +42,8 @@ async def test_windowed_counts_are_logged_in_kafkas_format_and_restored(tmp_path
             kafka.append(IN0, b"k", b"v", timestamp)
         await first.poll_and_process()
         await first.tasks.commit()
+        state = first.tasks.active[T0].state_manager
+        assert state is not None and isinstance(state._stores["counts"].inner, RocksDBWindowStore)
         assert kafka.logs[CHANGELOG0] == [
             (window_key(b"k", 0), struct.pack(">q", 2), 7),  # the cache kept one update per window
             (window_key(b"k", 10), struct.pack(">q", 2), 16),
