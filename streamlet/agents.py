@@ -62,6 +62,7 @@ class TopicRef:
         ctx = _context(f"send() to topic {self.name}")
         key_bytes = self._key_serde.serialize(self.name, key)  # type: ignore[union-attr]
         value_bytes = self._value_serde.serialize(self.name, value)  # type: ignore[union-attr]
+        # the record's timestamp, as a sink would write it (contexts without one, e.g. test fakes, give 0)
         ctx.send(self.name, key_bytes, value_bytes, getattr(ctx, "timestamp", 0), partition)
 
     def __repr__(self) -> str:

@@ -67,6 +67,11 @@ class StreamTask:
     ) -> None:
         self._collector.send(topic, key, value, timestamp, partition)
 
+    @property
+    def timestamp(self) -> int:
+        """The timestamp of the record being processed (what agents' sends carry, as sinks do)."""
+        return self.record_context.timestamp
+
     # ---- processing -----------------------------------------------------------------------------------------
 
     def process(self, tp: TopicPartition, records: Sequence[ConsumerRecord[Any, Any]]) -> None:

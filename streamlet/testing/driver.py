@@ -54,10 +54,18 @@ Produced = tuple[str, bytes | None, bytes | None, int]
 class _TaskContext:
     """What the processor graphs of the driver's task see: its stores, and a producer that only records."""
 
-    def __init__(self, task_id: TaskId, stores: Mapping[str, KeyValueStore], produced: list[Produced]) -> None:
+    def __init__(
+        self, task_id: TaskId, stores: Mapping[str, KeyValueStore], produced: list[Produced], record: RecordContext
+    ) -> None:
         self.task_id = task_id
         self._stores = stores
         self._produced = produced
+        self._record = record
+
+    @property
+    def timestamp(self) -> int:
+        """The timestamp of the record being processed (agents' sends carry it)."""
+        return self._record.timestamp
 
     def get_state_store(self, name: str) -> Any:
         return self._stores[name]
@@ -131,7 +139,7 @@ class TopologyTestDriver:
                 store, cache=self._cache, changelog_sink=sink, **store_kind(specs[store])
             )
         self._stores.update(stores)
-        context = _TaskContext(task_id, stores, self._produced)
+        context = _TaskContext(task_id, stores, self._produced, self._record)
         graph = build_task_graph(names, task_id, context, self._record, self.config.extractor)
         for topic in graph.source_topics:
             self._graphs[topic] = graph

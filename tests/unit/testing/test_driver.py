@@ -133,3 +133,21 @@ def test_window_store_view_and_dropped_late_records() -> None:
         records.pipe_input("k", "v", 200_000)  # window 10 expires in turn (its 60 s segment is dropped)
         assert store.fetch("k", 10) is None
         assert list(store.all()) == [(Windowed("k", TimeWindow(200_000, 200_010)), 1)]
+
+
+def test_agents_sends_carry_the_record_timestamp() -> None:
+    app = App("agents")
+    lines = app.topic("lines", key_serde="str", value_serde="str")
+    out = app.topic("out", key_serde="str", value_serde="int64")
+    counts = app.Table("counts", key_serde="str", value_serde="int64", default=int)
+
+    @app.agent(lines, tables=[counts])
+    async def count(stream):  # type: ignore[no-untyped-def]
+        async for word in stream.flat_map_values(str.split).group_by(lambda w: w, name="counts"):
+            counts[word] += 1
+            await out.send(key=word, value=counts[word])
+
+    with TopologyTestDriver(app) as driver:
+        driver.create_input_topic("lines", "str", "str").pipe_input(None, "a b a", 42)
+        records = driver.create_output_topic("out", "str", "int64").read_records_to_list()
+        assert records == [TestRecord("a", 1, 42), TestRecord("b", 1, 42), TestRecord("a", 2, 42)]
