@@ -6,6 +6,19 @@ from streamlet.models import Record
 from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.task_id import TaskId
 from streamlet.topology import StreamsBuilder, Topology
+from streamlet.windows import TimeWindow, TimeWindowedSerde, TimeWindows, Windowed
 
-__all__ = ["App", "KafkaStreams", "Record", "StreamsBuilder", "StreamsConfig", "TaskId", "Topology"]
+__all__ = [
+    "App",
+    "KafkaStreams",
+    "Record",
+    "StreamsBuilder",
+    "StreamsConfig",
+    "TaskId",
+    "TimeWindow",
+    "TimeWindowedSerde",
+    "TimeWindows",
+    "Topology",
+    "Windowed",
+]
 __version__ = "0.1.0"

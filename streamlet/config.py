@@ -13,9 +13,10 @@ import re
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from streamlet.errors import ConfigError
+from streamlet.timestamps import TimestampExtractor, resolve_extractor
 
 AT_LEAST_ONCE = "at_least_once"
 EXACTLY_ONCE_V2 = "exactly_once_v2"
@@ -92,8 +93,11 @@ class StreamsConfig:
     heartbeat_interval_ms: int = 3_000
     rebalance_timeout_ms: int = 60_000
     max_poll_interval_ms: int = 300_000
+    # None: each record's own timestamp; else `fn(record, partition_time) -> int` (see streamlet.timestamps)
+    timestamp_extractor: TimestampExtractor | str | None = None
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "timestamp_extractor", resolve_extractor(self.timestamp_extractor))
         if self.processing_guarantee not in PROCESSING_GUARANTEES:
             hint = difflib.get_close_matches(str(self.processing_guarantee), PROCESSING_GUARANTEES, n=1)
             raise ConfigError(
@@ -139,6 +143,11 @@ class StreamsConfig:
             object.__setattr__(self, "application_server", f"{self.web_host}:{self.web_port}")
         if self.application_server and ":" not in self.application_server:
             raise ConfigError(f"application_server={self.application_server!r}: expected 'host:port'")
+
+    @property
+    def extractor(self) -> TimestampExtractor | None:
+        """The resolved `timestamp_extractor` (a string was imported when the config was built)."""
+        return cast("TimestampExtractor | None", self.timestamp_extractor)
 
     @property
     def exactly_once(self) -> bool:

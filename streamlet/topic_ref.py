@@ -87,6 +87,7 @@ def record_timestamp(ctx: TaskContext) -> int:
     The wall clock only when the context does not say; never 0, which the broker's time-based retention
     would take for 1970 and delete.
     """
-    record = getattr(ctx, "record_context", None)
-    timestamp = getattr(record, "timestamp", -1)
+    timestamp = getattr(ctx, "timestamp", None)  # a StreamTask's, or the TopologyTestDriver's task's
+    if timestamp is None:
+        timestamp = getattr(getattr(ctx, "record_context", None), "timestamp", -1)
     return timestamp if isinstance(timestamp, int) and timestamp >= 0 else int(time.time() * 1000)

@@ -27,9 +27,12 @@ from streamlet.errors import SerializationError, StreamletError, StreamsFailure,
 from streamlet.runtime.record_collector import RecordTooLargeError
 from streamlet.runtime.record_context import RecordContext
 from streamlet.runtime.topic_names import TopicNames
+from streamlet.state import timestamped, window_key_schema
 from streamlet.task_id import TaskId
+from streamlet.timestamps import UNKNOWN, ConsumedRecord, InvalidTimestampError, TimestampExtractor
 from streamlet.topology import nodes as n
 from streamlet.topology.nodes import ProcessorSpec, SinkSpec, SourceSpec
+from streamlet.windows import TimeWindow, Windowed
 
 __all__ = [
     "FlushListener",
@@ -211,11 +214,17 @@ def _fanout(children: list[Forward]) -> Forward:
 
 
 def build_task_graph(
-    names: TopicNames, task_id: TaskId, context: TaskContext, record: RecordContext | None = None
+    names: TopicNames,
+    task_id: TaskId,
+    context: TaskContext,
+    record: RecordContext | None = None,
+    timestamp_extractor: TimestampExtractor | None = None,
 ) -> TaskProcessorGraph:
     """Compile the sub-topology of `task_id` into a `TaskProcessorGraph` bound to `context`.
 
     `record` is the task's record context (a fresh one when the graph runs on its own, as in tests).
+    `timestamp_extractor` replaces the timestamp of each record read from a user topic (see
+    `streamlet.timestamps`); records of repartition topics keep theirs.
     """
     topology = names.topology
     sub = topology.subtopology(task_id.subtopology)
@@ -233,7 +242,10 @@ def build_task_graph(
         if isinstance(spec, SourceSpec):
             for raw in spec.topics:
                 topic = names.topic(raw)
-                sources[topic] = _source(spec, topic, forward, graph)
+                # repartition topics keep the timestamps written into them (Kafka's repartition sources
+                # use FailOnInvalidTimestamp whatever the configured extractor)
+                extractor = None if topology.is_internal_topic(raw) else timestamp_extractor
+                sources[topic] = _source(spec, topic, forward, graph, extractor)
         elif isinstance(spec, SinkSpec):
             compiled[spec.name] = _sink(spec, names.topic(spec.topic), context, graph)
         else:
@@ -249,11 +261,12 @@ def build_task_graph(
 
 
 def _source(
-    spec: SourceSpec, topic: str, forward: Forward, graph: TaskProcessorGraph
+    spec: SourceSpec, topic: str, forward: Forward, graph: TaskProcessorGraph, extractor: TimestampExtractor | None
 ) -> Callable[[bytes | None, bytes | None], None]:
     key_de = spec.key_serde.deserialize
     value_de = spec.value_serde.deserialize
     record = graph.record
+    partition_times: dict[int, int] = {}  # per partition of this topic: the largest extracted timestamp
 
     def source(key: bytes | None, value: bytes | None, _node: str = spec.name) -> None:
         try:
@@ -266,6 +279,22 @@ def _source(
                 record.partition,
                 record.offset,
             ) from exc
+        if extractor is None:
+            if record.timestamp < 0:
+                raise InvalidTimestampError(
+                    f"record {record.where()} has invalid (negative) timestamp {record.timestamp}; the producer "
+                    "gave it none: set a timestamp_extractor (Kafka's FailOnInvalidTimestamp)"
+                )
+        else:
+            partition = record.partition
+            partition_time = partition_times.get(partition, UNKNOWN)
+            consumed = ConsumedRecord(topic, partition, record.offset, record.timestamp, k, v)
+            timestamp = extractor(consumed, partition_time)
+            if timestamp < 0:
+                graph.dropped_records += 1  # Kafka's RecordQueue skips it, with a warning and a metric
+                return
+            partition_times[partition] = max(partition_time, timestamp)
+            record.timestamp = timestamp
         forward(k, v)
 
     return source
@@ -367,6 +396,8 @@ def _processor(
     if op == n.TO_STREAM:
         return forward  # pass-through: the table's listener already forwards (key, new value)
     if op in n.AGGREGATING_OPS:
+        if spec.windows is not None:
+            return _window_aggregation(spec, forward, names, context, graph)
         return _aggregation(spec, forward, names, context, graph)
     raise TopologyError(f"unknown processor operation {op!r} in node {spec.name}")
 
@@ -377,6 +408,11 @@ _INT64 = struct.Struct(">q")
 def _aggregation(
     spec: ProcessorSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
 ) -> Forward:
+    """count/reduce/aggregate on a timestamped store (`KStreamAggregate`, `KStreamReduce` in Kafka 4.x).
+
+    The aggregate's timestamp is the record's for a new key, else the larger of the record's and the stored
+    aggregate's; downstream updates carry it (the store's flush listener reads it back from the value).
+    """
     (store_name,) = spec.stores
     store_spec = names.topology.stores[store_name]
     store = context.get_state_store(store_name)
@@ -388,26 +424,33 @@ def _aggregation(
     value_de = store_spec.value_serde.deserialize
     get = store.get
     put = store.put
+    record = graph.record
+    value_of = timestamped.value_of
+    timestamp_of = timestamped.timestamp_of
 
-    if forward is not _noop:
+    def encode(timestamp: int, serialized: bytes | None) -> bytes | None:
+        # a null aggregate is a delete, as `ValueAndTimestamp.make(null, ts)` is null
+        return None if serialized is None else timestamped.encode(timestamp, serialized)
 
-        def on_flush(
-            key: bytes, new_value: bytes | None, old_value: bytes | None = None, timestamp: int | None = None
-        ) -> None:
-            k = key_de(topic, key)
-            v = None if new_value is None else value_de(topic, new_value)
-            if timestamp is None:
-                forward(k, v)
-                return
-            record = graph.record
-            current = record.timestamp
-            record.timestamp = timestamp
-            try:
-                forward(k, v)
-            finally:
-                record.timestamp = current
+    # Always listen, even without downstream nodes: as in Kafka (whose aggregations always install a flush
+    # listener), a flushed delete of a key the store never had is then neither written nor logged.
+    def on_flush(
+        key: bytes, new_value: bytes | None, old_value: bytes | None = None, timestamp: int | None = None
+    ) -> None:
+        if forward is _noop:
+            return
+        k = key_de(topic, key)
+        if new_value is None:
+            forward(k, None)
+            return
+        current = record.timestamp
+        record.timestamp = timestamp_of(new_value)
+        try:
+            forward(k, value_de(topic, value_of(new_value)))
+        finally:
+            record.timestamp = current
 
-        store.set_flush_listener(on_flush)
+    store.set_flush_listener(on_flush)
 
     op = spec.op
     if op == n.COUNT:
@@ -421,15 +464,16 @@ def _aggregation(
             store_key = key_ser(topic, key)
             old = get(store_key)
             if old is None:
-                put(store_key, pack(1))
+                put(store_key, encode(record.timestamp, pack(1)))
                 return
             try:
-                put(store_key, pack(unpack(old)[0] + 1))
+                total = unpack(value_of(old))[0] + 1
             except struct.error as exc:
                 raise SerializationError(
-                    f"store {store_name} holds a {len(old)}-byte count for a key; "
+                    f"store {store_name} holds a {len(old) - timestamped.TIMESTAMP_SIZE}-byte count for a key; "
                     "Size of data received by LongDeserializer is not 8"
                 ) from exc
+            put(store_key, encode(max(record.timestamp, timestamp_of(old)), pack(total)))
 
         return count
 
@@ -442,8 +486,11 @@ def _aggregation(
                 return
             store_key = key_ser(topic, key)
             old = get(store_key)
-            new = value if old is None else fn(value_de(topic, old), value)
-            put(store_key, value_ser(topic, new))
+            if old is None:
+                put(store_key, encode(record.timestamp, value_ser(topic, value)))
+                return
+            new = fn(value_de(topic, value_of(old)), value)
+            put(store_key, encode(max(record.timestamp, timestamp_of(old)), value_ser(topic, new)))
 
         return reduce
 
@@ -455,7 +502,115 @@ def _aggregation(
             return
         store_key = key_ser(topic, key)
         old = get(store_key)
-        current = initializer() if old is None else value_de(topic, old)
-        put(store_key, value_ser(topic, fn(key, value, current)))
+        if old is None:
+            current, timestamp = initializer(), record.timestamp
+        else:
+            current, timestamp = value_de(topic, value_of(old)), max(record.timestamp, timestamp_of(old))
+        put(store_key, encode(timestamp, value_ser(topic, fn(key, value, current))))
 
     return aggregate
+
+
+def _window_aggregation(
+    spec: ProcessorSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
+) -> Forward:
+    """count/reduce/aggregate per key and time window (`KStreamWindowAggregate`, emitting on every update).
+
+    Stream time here is the largest timestamp this processor has seen; a window closes once stream time
+    reaches its end plus the grace period, and a record for a closed window is dropped (counted in
+    `graph.dropped_records`, as Kafka's dropped-records sensor). Only null keys are skipped: a null value
+    still counts, as in Kafka. Each window's aggregate sits in the window store under the WindowKeySchema key,
+    with its timestamp (the record's for a new window, else the larger of the record's and the stored one).
+    """
+    windows = spec.windows
+    assert windows is not None
+    (store_name,) = spec.stores
+    store_spec = names.topology.stores[store_name]
+    store = context.get_state_store(store_name)
+    topic = names.changelog_topic(store_name)
+    key_ser = cast(Callable[[str, Any], bytes], store_spec.key_serde.serialize)
+    key_de = store_spec.key_serde.deserialize
+    value_ser = store_spec.value_serde.serialize
+    value_de = store_spec.value_serde.deserialize
+    get = store.get
+    put = store.put
+    record = graph.record
+    value_of = timestamped.value_of
+    timestamp_of = timestamped.timestamp_of
+    size, grace = windows.size_ms, windows.grace_ms
+    observed = [-1]  # this processor's stream time (Kafka's observedStreamTime), in a cell for the closure
+
+    # Always listen, even without downstream nodes: as in Kafka (whose aggregations always install a flush
+    # listener), a flushed delete of a key the store never had is then neither written nor logged.
+
+    def on_flush(
+        key: bytes, new_value: bytes | None, old_value: bytes | None = None, timestamp: int | None = None
+    ) -> None:
+        if forward is _noop:  # listening anyway: see _aggregation
+            return
+        start = window_key_schema.window_start_of(key)
+        k = Windowed(key_de(topic, window_key_schema.key_of(key)), TimeWindow(start, start + size))
+        if new_value is None:
+            forward(k, None)
+            return
+        current = record.timestamp
+        record.timestamp = timestamp_of(new_value)
+        try:
+            forward(k, value_de(topic, value_of(new_value)))
+        finally:
+            record.timestamp = current
+
+    store.set_flush_listener(on_flush)
+
+    op = spec.op
+    fn: Any = spec.fn
+    initializer: Any = spec.initializer
+    if op == n.COUNT:
+        pack, unpack = _INT64.pack, _INT64.unpack
+
+        def initial() -> Any:
+            return 0
+
+        def update(key: Any, value: Any, aggregate: Any) -> Any:
+            return aggregate + 1
+
+        encode_value: Callable[[Any], bytes | None] = pack
+        decode_value: Callable[[bytes], Any] = lambda raw: unpack(raw)[0]  # noqa: E731
+    else:
+        if op == n.REDUCE:
+
+            def initial() -> Any:
+                return None
+
+            def update(key: Any, value: Any, aggregate: Any) -> Any:
+                return value if aggregate is None else fn(aggregate, value)
+
+        else:
+            initial = initializer
+            update = fn
+        encode_value = lambda obj: value_ser(topic, obj)  # noqa: E731
+        decode_value = lambda raw: value_de(topic, raw)  # noqa: E731
+
+    def window_aggregate(key: Any, value: Any, _node: str = spec.name) -> None:
+        if key is None:
+            graph.dropped_records += 1
+            return
+        timestamp = record.timestamp
+        if timestamp > observed[0]:
+            observed[0] = timestamp
+        close_time = observed[0] - grace
+        key_bytes = key_ser(topic, key)
+        for window in windows.windows_for(timestamp):
+            if window.end <= close_time:
+                graph.dropped_records += 1  # late: the window closed (Kafka logs "Skipping record for expired window")
+                continue
+            store_key = window_key_schema.to_store_key(key_bytes, window.start)
+            old = get(store_key)
+            if old is None:
+                aggregate, new_timestamp = initial(), timestamp
+            else:
+                aggregate, new_timestamp = decode_value(value_of(old)), max(timestamp, timestamp_of(old))
+            new = encode_value(update(key, value, aggregate))
+            put(store_key, None if new is None else timestamped.encode(new_timestamp, new))
+
+    return window_aggregate

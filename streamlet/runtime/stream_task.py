@@ -20,6 +20,7 @@ from streamlet.runtime.task_state import TaskState
 from streamlet.runtime.topic_names import TopicNames
 from streamlet.state.state_manager import ProcessorStateManager
 from streamlet.task_id import TaskId
+from streamlet.timestamps import TimestampExtractor
 
 
 class StreamTask:
@@ -35,6 +36,7 @@ class StreamTask:
         handlers: ThreadHandlers,
         record_context: RecordContext | None = None,
         local_tasks: LocalTasks | None = None,
+        timestamp_extractor: TimestampExtractor | None = None,
     ) -> None:
         self.task_id = task_id
         self.partitions = partitions
@@ -50,7 +52,7 @@ class StreamTask:
         self._local_tasks = local_tasks
         if local_tasks is not None:
             local_tasks.add(self)
-        self.graph = build_task_graph(names, task_id, self, self.record_context)
+        self.graph = build_task_graph(names, task_id, self, self.record_context, timestamp_extractor)
 
     # ---- processor context -------------------------------------------------------------------------------
 
@@ -79,6 +81,11 @@ class StreamTask:
         partition: int | None = None,
     ) -> None:
         self._collector.send(topic, key, value, timestamp, partition)
+
+    @property
+    def timestamp(self) -> int:
+        """The timestamp of the record being processed (what agents' sends carry, as sinks do)."""
+        return self.record_context.timestamp
 
     # ---- processing -----------------------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ import contextlib
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from aiokafka.structs import TopicPartition
 
@@ -22,12 +23,14 @@ from streamlet.runtime.record_context import RecordContext
 from streamlet.runtime.standby_task import StandbyTask
 from streamlet.runtime.stream_task import StreamTask
 from streamlet.runtime.topology_metadata import TopologyMetadata
+from streamlet.state import timestamped
 from streamlet.state.checkpoint import CHECKPOINT_FILE_NAME
 from streamlet.state.record_cache import RecordCache
 from streamlet.state.rocksdb_store import DB_FILE_DIR
 from streamlet.state.state_directory import StateDirectory
 from streamlet.state.state_manager import ProcessorStateManager
 from streamlet.task_id import TaskId
+from streamlet.topology.nodes import StoreSpec
 
 
 @dataclass(frozen=True)
@@ -60,8 +63,9 @@ class TaskCreator:
             state_manager = self._state_manager(task_id)
             with _closed_on_error(state_manager):
                 for store, tp in metadata.changelog_partitions(task_id).items():
-                    sink = _changelog_sink(resources.collector.send, tp, record_context)
-                    state_manager.register_store(store, cache=resources.cache, changelog_sink=sink)
+                    spec = metadata.names.topology.stores[store]
+                    sink = changelog_sink(resources.collector.send, tp, record_context, spec.timestamped)
+                    state_manager.register_store(store, cache=resources.cache, changelog_sink=sink, **store_kind(spec))
                 if self._config.exactly_once:
                     state_manager.delete_checkpoint_file()
         return StreamTask(
@@ -72,7 +76,8 @@ class TaskCreator:
             resources.collector,
             resources.handlers,
             record_context,
-            self.local_tasks,
+            local_tasks=self.local_tasks,
+            timestamp_extractor=self._config.extractor,
         )
 
     def create_standby(self, task_id: TaskId) -> StandbyTask:
@@ -80,7 +85,7 @@ class TaskCreator:
         state_manager = self._state_manager(task_id)
         with _closed_on_error(state_manager):
             for store in self._metadata.changelog_partitions(task_id):
-                state_manager.register_store(store)
+                state_manager.register_store(store, **store_kind(self._metadata.names.topology.stores[store]))
         return StandbyTask(task_id, state_manager)
 
     def wipe_local_state(self, task_id: TaskId) -> None:
@@ -98,6 +103,14 @@ class TaskCreator:
         )
 
 
+def store_kind(spec: StoreSpec) -> dict[str, Any]:
+    """`register_store` arguments for the kind of store a spec asks for (timestamped values, windows)."""
+    return {
+        "timestamped": spec.timestamped,
+        "window_retention_ms": None if spec.windows is None else spec.windows.retention_ms,
+    }
+
+
 @contextlib.contextmanager
 def _closed_on_error(state_manager: ProcessorStateManager):  # noqa: ANN202
     try:
@@ -108,11 +121,24 @@ def _closed_on_error(state_manager: ProcessorStateManager):  # noqa: ANN202
         raise
 
 
-def _changelog_sink(
-    send: Callable[..., None], tp: TopicPartition, record_context: RecordContext
+def changelog_sink(
+    send: Callable[..., None], tp: TopicPartition, record_context: RecordContext, stamped: bool = False
 ) -> Callable[[bytes, bytes | None], None]:
-    """Changelog records carry the timestamp of the record being processed when the store writes."""
+    """Changelog records carry the timestamp of the record being processed when the store writes.
+
+    A timestamped store's record carries the plain value with the stored timestamp instead (Kafka's
+    `ChangeLoggingTimestampedKeyValueBytesStore`), so the changelog says when each aggregate was last updated.
+    """
     topic, partition = tp.topic, tp.partition
+    if stamped:
+
+        def stamped_sink(key: bytes, value: bytes | None) -> None:
+            if value is None:
+                send(topic, key, None, record_context.timestamp, partition)
+            else:
+                send(topic, key, timestamped.value_of(value), timestamped.timestamp_of(value), partition)
+
+        return stamped_sink
 
     def sink(key: bytes, value: bytes | None) -> None:
         send(topic, key, value, record_context.timestamp, partition)

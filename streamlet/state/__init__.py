@@ -18,6 +18,7 @@ from streamlet.state.rocksdb_store import RocksDBStore
 from streamlet.state.state_directory import StateDirectory
 from streamlet.state.state_manager import ChangelogRecord, ProcessorStateManager
 from streamlet.state.store import InMemoryKeyValueStore, KeyValueStore
+from streamlet.state.window_store import RocksDBWindowStore
 
 __all__ = [
     "CHECKPOINT_FILE_NAME",
@@ -34,6 +35,7 @@ __all__ = [
     "ProcessorStateManager",
     "RecordCache",
     "RocksDBStore",
+    "RocksDBWindowStore",
     "StateDirectory",
     "lock_non_empty_task_dirs",
     "sum_of_changelog_offsets",

@@ -12,8 +12,9 @@ key, to the flush listener `listener(key, new_value, old_value)`: that is how co
 downstream update per key per commit instead of one per input record. `old_value` is what the store below
 held before the flush (read before writing), for processors that forward old values.
 
-With a 0-byte cache the layer is a pass-through: every write goes straight down and the listener fires on
-every write.
+With a 0-byte cache the layer is a pass-through, as Kafka Streams drops caching layers when
+`statestore.cache.max.bytes` is 0: every write goes straight down (deletes of absent keys too) and the
+listener fires on every write.
 """
 
 from __future__ import annotations
@@ -114,10 +115,17 @@ class CachingKeyValueStore:
             inner.put_all(entries)
             return
         olds = [inner.get(key) for key, _ in entries]
-        # A delete of a key the store never had is neither written nor emitted (Kafka's optimisation).
-        changed = [
-            (entry, old) for entry, old in zip(entries, olds, strict=True) if entry[1] is not None or old is not None
-        ]
+        if self._passthrough:
+            # No cache means no caching layer in Kafka (a 0-byte cache strips it): every write, a delete of a
+            # key the store never had included, goes down, is logged and is emitted.
+            changed = list(zip(entries, olds, strict=True))
+        else:
+            # A flushed delete of a key the store never had is neither written nor emitted (Kafka's optimisation).
+            changed = [
+                (entry, old)
+                for entry, old in zip(entries, olds, strict=True)
+                if entry[1] is not None or old is not None
+            ]
         if not changed:
             return
         inner.put_all([entry for entry, _ in changed])

@@ -192,6 +192,10 @@ class RocksDBStore:
 
     write_batch = put_all
 
+    def delete_range(self, from_key: bytes, to_key: bytes) -> None:
+        """Delete every key in `[from_key, to_key)` (one RocksDB range tombstone, whatever the count)."""
+        self._handle().delete_range(check_key(from_key), check_key(to_key), self._write_opts)
+
     def apply_changelog_records(self, records: Iterable[Any]) -> None:
         """One WriteBatch from consumed changelog records (`.key`, `.value`; value None = delete).
 

@@ -33,12 +33,14 @@ from typing import Protocol
 from aiokafka.structs import TopicPartition
 
 from streamlet.errors import CheckpointError, StateStoreError
+from streamlet.state import timestamped
 from streamlet.state.caching_store import CachingKeyValueStore
 from streamlet.state.checkpoint import CHECKPOINT_FILE_NAME, OFFSET_UNKNOWN, OffsetCheckpoint
 from streamlet.state.logging_store import ChangeLoggingKeyValueStore, ChangelogSink
 from streamlet.state.record_cache import RecordCache
 from streamlet.state.rocksdb_store import DB_FILE_DIR, RocksDBStore
 from streamlet.state.store import InMemoryKeyValueStore, KeyValueStore
+from streamlet.state.window_store import RocksDBWindowStore
 from streamlet.task_id import TaskId
 
 log = logging.getLogger(__name__)
@@ -51,6 +53,7 @@ class ChangelogRecord(Protocol):
     offset: int
     key: bytes | None
     value: bytes | None
+    timestamp: int
 
 
 DEFAULT_RESTORE_CHUNK_RECORDS = 10_000
@@ -63,6 +66,7 @@ class _Store:
     outer: KeyValueStore  # what processors use
     caching: CachingKeyValueStore | None
     changelog: TopicPartition | None
+    timestamped: bool = False  # values are timestamp + value; changelog records hold the plain value
 
 
 class ProcessorStateManager:
@@ -132,6 +136,8 @@ class ProcessorStateManager:
         cache: RecordCache | None = None,
         changelog_sink: ChangelogSink | None = None,
         store: KeyValueStore | None = None,
+        timestamped: bool = False,
+        window_retention_ms: int | None = None,
     ) -> KeyValueStore:
         """Open (or take) the store `name`, wrap it, and return what processors should use.
 
@@ -140,6 +146,10 @@ class ProcessorStateManager:
           changelog partition). Standbys pass None: they only write through `restore_records`.
         * `cache`: wrap in a CachingKeyValueStore using the thread's RecordCache (namespace
           `"<task>-<store>"`); call `set_flush_listener` on the returned store to forward flushed updates.
+        * `timestamped`: the store holds `streamlet.state.timestamped` values; restoration rebuilds them from
+          each changelog record's value and timestamp (the changelog sink must strip them likewise).
+        * `window_retention_ms`: a persistent store is a `RocksDBWindowStore` (WindowKeySchema keys, segmented
+          by time) keeping windows that long behind stream time.
 
         A logged persistent store whose directory holds data while the checkpoint has no entry for its
         changelog is wiped first: after an unclean shutdown it may hold writes the changelog never got (or
@@ -165,7 +175,11 @@ class ProcessorStateManager:
                         changelog.partition,
                     )
                     shutil.rmtree(path)
-                inner: KeyValueStore = RocksDBStore(name, path)
+                inner: KeyValueStore = (
+                    RocksDBStore(name, path)
+                    if window_retention_ms is None
+                    else RocksDBWindowStore(name, path, retention_ms=window_retention_ms)
+                )
             else:
                 inner = InMemoryKeyValueStore(name)
         else:
@@ -182,7 +196,7 @@ class ProcessorStateManager:
         if changelog is not None and not inner.persistent:
             # An in-memory store starts empty whatever a checkpoint says: restore it from the beginning.
             self._offsets[changelog] = None
-        self._stores[name] = _Store(name, inner, outer, caching, changelog)
+        self._stores[name] = _Store(name, inner, outer, caching, changelog, timestamped)
         return outer
 
     def store(self, name: str) -> KeyValueStore:
@@ -245,7 +259,11 @@ class ProcessorStateManager:
         applied = 0
         for start in range(0, len(records), step):
             chunk = records[start : start + step]
-            if direct is not None:
+            if meta.timestamped:
+                inner.put_all(
+                    [(r.key, timestamped.from_changelog(r.value, r.timestamp)) for r in chunk if r.key is not None]
+                )
+            elif direct is not None:
                 direct(chunk)
             else:
                 inner.put_all([(r.key, r.value) for r in chunk if r.key is not None])

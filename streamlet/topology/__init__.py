@@ -4,7 +4,7 @@ Pure description, no Kafka I/O. The runtime (`streamlet.runtime`) groups partiti
 compiles each task's processor graph from it.
 """
 
-from streamlet.topology.builder import KGroupedStream, KStream, KTable, StreamsBuilder
+from streamlet.topology.builder import KGroupedStream, KStream, KTable, StreamsBuilder, TimeWindowedKStream
 from streamlet.topology.description import TopologyDescription
 from streamlet.topology.topology import InternalTopic, Subtopology, Topology
 
@@ -15,6 +15,7 @@ __all__ = [
     "KTable",
     "StreamsBuilder",
     "Subtopology",
+    "TimeWindowedKStream",
     "Topology",
     "TopologyDescription",
 ]

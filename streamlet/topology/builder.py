@@ -38,6 +38,7 @@ from streamlet.topology import nodes as n
 from streamlet.topology.nodes import NodeSpec, ProcessorSpec, SinkSpec, SourceSpec, StoreSpec, validate_name
 from streamlet.topology.topology import Topology
 from streamlet.typed_serdes import check_serde_fits, element_type, result_type, serde_for_type
+from streamlet.windows import TimeWindowedSerde, TimeWindows
 
 SOURCE_NAME = "KSTREAM-SOURCE-"
 REPARTITION_NAME = "KSTREAM-REPARTITION-"
@@ -587,6 +588,12 @@ class KGroupedStream:
             processor, n.AGGREGATE, store, _or_default(agg_serde), fn=aggregator, initializer=initializer
         )
 
+    def windowed_by(self, windows: TimeWindows) -> TimeWindowedKStream:
+        """Aggregate per key and time window (Kafka's `windowedBy(TimeWindows)`): see `streamlet.windows`."""
+        if not isinstance(windows, TimeWindows):
+            raise TopologyError(f"windowed_by() takes TimeWindows, got {windows!r}")
+        return TimeWindowedKStream(self, windows)
+
     def _store_name(self, store_name: str | None, prefix: str) -> str:
         if store_name is not None:
             return validate_name(store_name, "Store name")
@@ -601,23 +608,29 @@ class KGroupedStream:
         *,
         fn: Callable[..., Any] | None,
         initializer: Callable[[], Any] | None,
+        windows: TimeWindows | None = None,
     ) -> KTable:
-        """`GroupedStreamAggregateBuilder#build`."""
+        """`GroupedStreamAggregateBuilder#build` (and `#buildWindowed`, with `windows`)."""
         builder = self._builder
         parent = self._node
         if self._repartition_required:
             parent = self._repartition(self._repartition_name or store)
         builder.claim(processor)
         builder.claim_store(store)
-        store_spec = StoreSpec(store, _or_default(self._key_serde), store_value_serde)
+        key_serde = _or_default(self._key_serde)
+        store_spec = StoreSpec(store, key_serde, store_value_serde, timestamped=True, windows=windows)
 
         def write(parents: tuple[str, ...], topology: _Topology) -> None:
-            topology.add(ProcessorSpec(processor, parents, op, stores=(store,), fn=fn, initializer=initializer))
+            topology.add(
+                ProcessorSpec(processor, parents, op, stores=(store,), fn=fn, initializer=initializer, windows=windows)
+            )
             topology.add_store(store_spec, processor)
 
         node = _GraphNode(processor, write)
         builder.add_graph_node(parent, node)
-        return KTable(builder, node, self._key_serde, store_value_serde, store)
+        # a windowed table's keys are Windowed (Kafka's FullTimeWindowedSerde over the grouping key serde)
+        table_key_serde = self._key_serde if windows is None else TimeWindowedSerde(key_serde, windows.size_ms)
+        return KTable(builder, node, table_key_serde, store_value_serde, store)
 
     def _repartition(self, prefix: str) -> _GraphNode:
         """Kafka's `createRepartitionedSource`, plus the node reuse of GroupedStreamAggregateBuilder."""
@@ -653,6 +666,67 @@ class KGroupedStream:
 
     def __repr__(self) -> str:
         return f"KGroupedStream({self._node.name})"
+
+
+class TimeWindowedKStream:
+    """A grouped stream cut into time windows: `count`, `reduce`, `aggregate` give a KTable keyed by `Windowed`.
+
+    It shares its grouped stream's repartition (as Kafka's shares the aggregate builder), and names nodes and
+    stores exactly as the unwindowed aggregations do.
+    """
+
+    __slots__ = ("_grouped", "_windows")
+
+    def __init__(self, grouped: KGroupedStream, windows: TimeWindows) -> None:
+        self._grouped = grouped
+        self._windows = windows
+
+    @property
+    def windows(self) -> TimeWindows:
+        return self._windows
+
+    def count(self, store_name: str | None = None, *, name: str | None = None) -> KTable:
+        """Records per key and window, in a window store with int64 values."""
+        grouped = self._grouped
+        store = grouped._store_name(store_name, AGGREGATE_NAME)
+        processor = grouped._builder.name_or_generate(name, AGGREGATE_NAME)
+        return grouped._build(processor, n.COUNT, store, LongSerde(), fn=None, initializer=None, windows=self._windows)
+
+    def reduce(
+        self, reducer: Callable[[Any, Any], Any], store_name: str | None = None, *, name: str | None = None
+    ) -> KTable:
+        """`reducer(aggregate, value)` per key and window; a window's first value is its initial aggregate."""
+        _require_callable(reducer, "reducer")
+        grouped = self._grouped
+        store = grouped._store_name(store_name, REDUCE_NAME)
+        processor = grouped._builder.name_or_generate(name, REDUCE_NAME)
+        value_serde = _or_default(grouped._value_serde)
+        return grouped._build(
+            processor, n.REDUCE, store, value_serde, fn=reducer, initializer=None, windows=self._windows
+        )
+
+    def aggregate(
+        self,
+        initializer: Callable[[], Any],
+        aggregator: Callable[[Any, Any, Any], Any],
+        store_name: str | None = None,
+        value_serde: SerdeLike = None,
+        *,
+        name: str | None = None,
+    ) -> KTable:
+        """`aggregator(key, value, aggregate)` per key and window, each window starting from `initializer()`."""
+        _require_callable(initializer, "initializer")
+        _require_callable(aggregator, "aggregator")
+        agg_serde = _or_default(_serde(value_serde, "value_serde"))
+        grouped = self._grouped
+        store = grouped._store_name(store_name, AGGREGATE_NAME)
+        processor = grouped._builder.name_or_generate(name, AGGREGATE_NAME)
+        return grouped._build(
+            processor, n.AGGREGATE, store, agg_serde, fn=aggregator, initializer=initializer, windows=self._windows
+        )
+
+    def __repr__(self) -> str:
+        return f"TimeWindowedKStream({self._grouped!r}, {self._windows})"
 
 
 class KTable:

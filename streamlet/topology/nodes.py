@@ -13,6 +13,7 @@ from typing import Any
 
 from streamlet.errors import TopologyError
 from streamlet.serdes import Serde
+from streamlet.windows import TimeWindows
 
 MAX_NAME_LENGTH = 249
 _LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -81,13 +82,22 @@ class ProcessorSpec(NodeSpec):
     stores: tuple[str, ...] = ()
     fn: Callable[..., Any] | None = None
     initializer: Callable[[], Any] | None = None  # aggregate only
+    windows: TimeWindows | None = None  # a windowed count/reduce/aggregate
 
 
 @dataclass(frozen=True, eq=False)
 class StoreSpec:
-    """A key-value store: its serdes say how keys and aggregates are stored (and changelogged)."""
+    """A key-value store: its serdes say how keys and aggregates are stored (and changelogged).
+
+    `timestamped` stores (what the DSL's aggregations materialize, Kafka's `TimestampedKeyValueStore`) keep
+    each value as an 8-byte big-endian timestamp followed by the serialized value, as Kafka's
+    `ValueAndTimestampSerializer` does; their changelog records carry the plain value with that timestamp as
+    the record timestamp (see `streamlet.state.timestamped`).
+    """
 
     name: str
     key_serde: Serde
     value_serde: Serde
     logged: bool = True
+    timestamped: bool = False
+    windows: TimeWindows | None = None  # a window store: keys are WindowKeySchema store keys

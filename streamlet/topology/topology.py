@@ -78,6 +78,22 @@ class Subtopology:
         return {store: changelog_topic(store) for store in self.store_names}
 
 
+#: Kafka's `windowstore.changelog.additional.retention.ms` default: a window changelog keeps a day more.
+WINDOW_CHANGELOG_ADDITIONAL_RETENTION_MS = 86_400_000
+
+
+def windowed_changelog_config(retention_ms: int) -> Mapping[str, str]:
+    """A window store's changelog: compacted and deleted after the store's retention plus a day
+    (Kafka's `WindowedChangelogTopicConfig`), so expired windows leave the topic too."""
+    return MappingProxyType(
+        {
+            "cleanup.policy": "compact,delete",
+            "retention.ms": str(retention_ms + WINDOW_CHANGELOG_ADDITIONAL_RETENTION_MS),
+            "message.timestamp.type": "CreateTime",
+        }
+    )
+
+
 class _UnionFind:
     def __init__(self) -> None:
         self._parent: dict[str, str] = {}
@@ -241,8 +257,10 @@ class Topology:
             result.append(InternalTopic(raw, partitions, REPARTITION, REPARTITION_TOPIC_CONFIG))
         for sub in self._subtopologies:
             partitions = None if resolver is None or not sub.store_names else resolver.subtopology(sub.id)
-            for topic in sub.changelog_topics().values():
-                result.append(InternalTopic(topic, partitions, CHANGELOG, CHANGELOG_TOPIC_CONFIG))
+            for store, topic in sub.changelog_topics().items():
+                windows = self._stores[store].windows
+                config = CHANGELOG_TOPIC_CONFIG if windows is None else windowed_changelog_config(windows.retention_ms)
+                result.append(InternalTopic(topic, partitions, CHANGELOG, config))
         return result
 
     def __repr__(self) -> str:

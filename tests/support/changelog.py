@@ -15,6 +15,7 @@ class Record:
     offset: int
     key: bytes | None
     value: bytes | None
+    timestamp: int = 0
 
 
 def restore(psm: ProcessorStateManager, tp: TopicPartition, records: Iterable[tuple[int, bytes, bytes | None]]) -> int:

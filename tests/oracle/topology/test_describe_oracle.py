@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from streamlet.topology import StreamsBuilder
+from streamlet.windows import TimeWindows
 
 pytestmark = pytest.mark.oracle
 
@@ -75,6 +76,24 @@ def _program(rng: random.Random) -> tuple[list[str], list[str]]:
             new_stream()
         elif grouped and roll < 0.25:
             g, var = rng.choice(grouped), f"k{len(tables)}"
+            if rng.random() < 0.5:  # a windowed aggregation: windowedBy names nothing, the aggregation as usual
+                w = f"w{len(tables)}"
+                size = rng.choice([1, 10, 60_000])
+                jwin, pwin = (
+                    f"TimeWindows.ofSizeWithNoGrace(Duration.ofMillis({size}))",
+                    f"TimeWindows.of_size_with_no_grace({size})",
+                )
+                if rng.random() < 0.5:
+                    grace = rng.choice([0, 5, 1000])
+                    jwin = f"TimeWindows.ofSizeAndGrace(Duration.ofMillis({size}), Duration.ofMillis({grace}))"
+                    pwin = f"TimeWindows.of_size_and_grace({size}, {grace})"
+                if rng.random() < 0.4:
+                    advance = rng.randint(1, size)
+                    jwin += f".advanceBy(Duration.ofMillis({advance}))"
+                    pwin += f".advance_by({advance})"
+                java.append(f"TimeWindowedKStream {w} = {g}.windowedBy({jwin});")
+                py.append(f"{w} = {g}.windowed_by({pwin})")
+                g = w
             name = maybe_name("agg")
             store = None
             if rng.random() < 0.4:
@@ -168,7 +187,7 @@ def _program(rng: random.Random) -> tuple[list[str], list[str]]:
 
 
 def _python_describe(statements: list[str]) -> str:
-    namespace: dict[str, object] = {"b": StreamsBuilder()}
+    namespace: dict[str, object] = {"b": StreamsBuilder(), "TimeWindows": TimeWindows}
     with contextlib.redirect_stdout(io.StringIO()):
         for statement in statements:
             exec(statement, namespace)  # noqa: S102 - generated test code
@@ -180,9 +199,10 @@ def test_random_topologies_describe_exactly_like_kafka_streams(tmp_path: Path) -
     classpath = _classpath()
     assert classpath is not None, "oracle/target/lib has no kafka-streams jar after the oracle build"
     rng = random.Random(20240601)
-    programs = [_program(rng) for _ in range(80)]
+    programs = [_program(rng) for _ in range(150)]
     java_lines = [
         "import java.util.*;",
+        "import java.time.Duration;",
         "import org.apache.kafka.streams.*;",
         "import org.apache.kafka.streams.kstream.*;",
         '@SuppressWarnings({"unchecked", "rawtypes"})',

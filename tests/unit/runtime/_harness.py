@@ -57,8 +57,8 @@ def new_kafka() -> FakeKafka:
     return FakeKafka({INPUT: PARTITIONS, OUTPUT: PARTITIONS, CHANGELOG: PARTITIONS})
 
 
-def metadata() -> TopologyMetadata:
-    meta = TopologyMetadata(counting_topology(), APP)
+def metadata(topology: Topology | None = None) -> TopologyMetadata:
+    meta = TopologyMetadata(counting_topology() if topology is None else topology, APP)
     meta.task_partitions({INPUT: PARTITIONS})
     return meta
 
@@ -75,10 +75,11 @@ class Harness:
         cache_bytes: int = 1 << 20,
         chunk: int = 1000,
         guarantee: str = "at_least_once",
+        topology: Topology | None = None,
     ) -> None:
         self.kafka = kafka
         self.config = config(state_dir, restore_chunk_records=chunk, processing_guarantee=guarantee)
-        self.metadata = metadata()
+        self.metadata = metadata(topology)
         self.state_directory = StateDirectory(state_dir, APP)
         self.consumer = FakeConsumer(kafka, f"{name}-consumer")
         self.restore_consumer = FakeConsumer(kafka, f"{name}-restore-consumer")

@@ -44,6 +44,11 @@ def int64(value: int) -> bytes:
     return struct.pack(">q", value)
 
 
+def stamped(timestamp: int, value: bytes) -> bytes:
+    """A timestamped store's value: 8-byte big-endian timestamp, then the value (Kafka's ValueAndTimestamp)."""
+    return struct.pack(">q", timestamp) + value
+
+
 def test_fakes_satisfy_the_protocols() -> None:
     assert isinstance(FakeContext(TaskId(0, 0)), TaskContext)
     assert isinstance(DictStore("s"), StateStore)
@@ -72,8 +77,9 @@ def test_wordcount_end_to_end() -> None:
         task1.process(record.topic, 0, offset, record.timestamp, record.key, record.value)
 
     counts = Counter(w for line in TEXT for w in words_of(line))
+    last_seen = {w: 1000 + offset for offset, line in enumerate(TEXT) for w in words_of(line)}
     store = ctx1.stores["counts-store"]
-    assert store.data == {w.encode(): int64(n) for w, n in counts.items()}
+    assert store.data == {w.encode(): stamped(last_seen[w], int64(n)) for w, n in counts.items()}
 
     running: Counter[str] = Counter()
     expected_output = []
@@ -91,7 +97,6 @@ def test_wordcount_with_a_caching_store_forwards_on_flush_only() -> None:
     task = graph_of(topology, TaskId(1, 0), ctx)
     store = ctx.stores["counts-store"]
     for offset, word in enumerate(["a", "b", "a", "a"]):
-        store.timestamp = 500 + offset  # the cache entry remembers the record's timestamp
         task.process(REPARTITION, 0, offset, 500 + offset, word.encode(), word.encode())
     assert ctx.sent == []  # Kafka Streams' caching: no forward per update
     store.flush()
@@ -99,7 +104,8 @@ def test_wordcount_with_a_caching_store_forwards_on_flush_only() -> None:
         Sent(OUTPUT, b"a", int64(3), 503, None),
         Sent(OUTPUT, b"b", int64(1), 501, None),
     ]
-    assert task.record.timestamp == 503  # restored after forwarding with the entries' timestamps
+    # each update carries its aggregate's timestamp, read from the stored value (the fake passes 0)
+    assert task.record.timestamp == 503  # restored after forwarding
 
 
 def test_repartition_filter_drops_null_keys() -> None:
@@ -124,7 +130,7 @@ def test_aggregations_skip_null_keys_and_values() -> None:
     task.process("in", 0, 0, 1, None, b"v")
     task.process("in", 0, 1, 2, b"k", None)
     task.process("in", 0, 2, 3, b"k", b"v")
-    assert ctx.stores["c"].data == {b"k": int64(1)}
+    assert ctx.stores["c"].data == {b"k": stamped(3, int64(1))}
     assert task.dropped_records == 2
     assert ctx.sent == [Sent("out", b"k", int64(1), 3, None)]
 
@@ -138,8 +144,8 @@ def test_reduce_and_aggregate() -> None:
     task = graph_of(builder.build(), TaskId(0, 0), ctx)
     for offset, (key, value) in enumerate([("a", 1), ("b", 10), ("a", 2)]):
         task.process("in", 0, offset, offset, key.encode(), int64(value))
-    assert ctx.stores["sum"].data == {b"a": int64(3), b"b": int64(10)}
-    assert ctx.stores["lists"].data == {b"a": b"[1,2]", b"b": b"[10]"}
+    assert ctx.stores["sum"].data == {b"a": stamped(2, int64(3)), b"b": stamped(1, int64(10))}
+    assert ctx.stores["lists"].data == {b"a": stamped(2, b"[1,2]"), b"b": stamped(1, b"[10]")}
     # Children are forwarded to depth-first in topology order: the reduce table's updates come first.
     assert [(s.topic, s.key, s.value) for s in ctx.sent] == [
         ("sums", b"a", int64(1)),

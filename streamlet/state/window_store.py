@@ -1,0 +1,143 @@
+"""RocksDBWindowStore: a window store on RocksDB, segmented by time like Kafka Streams' segmented stores.
+
+Keys are `WindowKeySchema` store keys (record key + 8-byte window start + 4-byte seqnum), so the store speaks
+the `KeyValueStore` protocol and the usual caching and change-logging layers wrap it unchanged: the changelog
+gets Kafka's windowed key format and restoration writes it back through `put_all`.
+
+Why segments: windows expire. Kafka Streams keeps one RocksDB per segment (`segment_interval_ms` of window
+starts) and drops whole segments once they fall behind stream time by more than the retention. Here the
+segments share one RocksDB: each key is stored under an 8-byte big-endian segment-id prefix, so dropping the
+expired segments is one range delete, and within a segment keys sort as in Kafka's segments. The rules are
+Kafka's (`AbstractRocksDBSegmentedBytesStore`, `AbstractSegments`):
+
+* stream time is the largest window start ever written (restores included);
+* a write to a segment older than `segment_id(stream_time - retention)` is dropped (counted in
+  `expired_writes`), and every write drops the segments before that one;
+* a read of a window starting before `stream_time - retention + 1` finds nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterable, Iterator
+
+from streamlet.state import window_key_schema as schema
+from streamlet.state.rocksdb_store import RocksDBStore
+from streamlet.state.store import Entry, KeyValue, check_key, check_value
+
+_SEGMENT = struct.Struct(">q")
+NO_TIMESTAMP = -1
+#: Kafka's default segment interval for DSL window stores is max(retention / 2, 60 s).
+MIN_SEGMENT_INTERVAL_MS = 60_000
+
+
+def default_segment_interval(retention_ms: int) -> int:
+    return max(retention_ms // 2, MIN_SEGMENT_INTERVAL_MS)
+
+
+class RocksDBWindowStore:
+    """A persistent window store keyed by `WindowKeySchema` store keys (see the module docstring)."""
+
+    def __init__(
+        self, name: str, path: str | os.PathLike[str], *, retention_ms: int, segment_interval_ms: int | None = None
+    ) -> None:
+        self._db = RocksDBStore(name, path)
+        self.retention_ms = retention_ms
+        self.segment_interval_ms = segment_interval_ms or default_segment_interval(retention_ms)
+        self.observed_stream_time = NO_TIMESTAMP
+        self.expired_writes = 0
+        self._min_segment = 0  # every segment before this one has been dropped
+
+    @property
+    def name(self) -> str:
+        return self._db.name
+
+    @property
+    def persistent(self) -> bool:
+        return True
+
+    def segment_id(self, timestamp: int) -> int:
+        """`timestamp / segment_interval` with Java's division (towards zero, also for negative times)."""
+        quotient = abs(timestamp) // self.segment_interval_ms
+        return quotient if timestamp >= 0 else -quotient
+
+    def _local(self, store_key: bytes) -> bytes:
+        return _SEGMENT.pack(self.segment_id(schema.window_start_of(store_key))) + store_key
+
+    # ------------------------------------------------------------------ reads
+
+    def get(self, key: bytes) -> bytes | None:
+        check_key(key)
+        if schema.window_start_of(key) < self.observed_stream_time - self.retention_ms + 1:
+            return None  # expired, even if its segment is not dropped yet
+        return self._db.get(self._local(key))
+
+    def range(self, from_key: bytes | None, to_key: bytes | None) -> Iterator[KeyValue]:
+        """Live entries whose store key is in `[from_key, to_key]`, in store-key order.
+
+        Kafka's segmented store iterates segment by segment; the caching layer above merges by key order, so
+        this sorts across segments (window stores are scanned rarely: queries and tests, not processing).
+        """
+        first_live = self.observed_stream_time - self.retention_ms + 1
+        entries = []
+        for local, value in self._db.all():
+            key = local[_SEGMENT.size :]
+            if (from_key is None or key >= from_key) and (to_key is None or key <= to_key):
+                if schema.window_start_of(key) >= first_live:
+                    entries.append((key, value))
+        entries.sort(key=lambda entry: entry[0])
+        return iter(entries)
+
+    def all(self) -> Iterator[KeyValue]:
+        return self.range(None, None)
+
+    def approximate_num_entries(self) -> int:
+        return self._db.approximate_num_entries()
+
+    # ------------------------------------------------------------------ writes
+
+    def put(self, key: bytes, value: bytes | None) -> None:
+        self.put_all([(key, value)])
+
+    def put_all(self, entries: Iterable[Entry]) -> None:
+        """One write batch of the live entries; each entry advances stream time first, as in Kafka."""
+        batch: list[Entry] = []
+        for key, value in entries:
+            check_key(key)
+            check_value(value)
+            start = schema.window_start_of(key)
+            self.observed_stream_time = max(self.observed_stream_time, start)
+            if self.segment_id(start) < self._min_live_segment():
+                self.expired_writes += 1
+                continue
+            batch.append((self._local(key), value))
+        self._db.put_all(batch)
+        self._drop_expired_segments()
+
+    def delete(self, key: bytes) -> bytes | None:
+        old = self.get(key)
+        self.put(key, None)
+        return old
+
+    def _min_live_segment(self) -> int:
+        return self.segment_id(self.observed_stream_time - self.retention_ms)
+
+    def _drop_expired_segments(self) -> None:
+        live = self._min_live_segment()
+        if live > self._min_segment:
+            self._db.delete_range(_SEGMENT.pack(self._min_segment), _SEGMENT.pack(live))
+            self._min_segment = live
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def flush(self) -> None:
+        self._db.flush()
+
+    def close(self) -> None:
+        self._db.close()
+
+    def wipe(self) -> None:
+        self._db.wipe()
+        self.observed_stream_time = NO_TIMESTAMP
+        self._min_segment = 0

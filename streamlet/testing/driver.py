@@ -1,0 +1,290 @@
+"""TopologyTestDriver: runs a topology in-process, without Kafka, the way Kafka Streams' driver does.
+
+Why mirror Kafka's driver rather than just call the processors: its observable behaviour (which records come
+out, in which order, with which timestamps) is what Kafka Streams users test against, and it is the oracle
+streamlet's semantics are checked with. So it keeps Kafka's driver's shape:
+
+* the whole topology is one task (here: one processor graph per sub-topology, all on partition 0, sharing one
+  record context and one record cache), with real RocksDB stores in a temporary directory, cached and
+  change-logged as in a running application;
+* every piped record is queued on its source topic, then the task runs until its queues are empty: take the
+  next record (`PartitionGroup`: smallest head timestamp first), process it, **commit** (flush every store's
+  cache, in topology order, so aggregates are emitted after each record), then capture what was produced:
+  every record is kept as output of its topic, and a record to a topic the topology reads (a repartition
+  topic, or a source topic written with `to()`) is queued again for processing;
+* `advance_wall_clock_time` commits and processes what is queued (there are no punctuations yet).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections import deque
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from aiokafka.structs import TopicPartition
+
+from streamlet.app import App
+from streamlet.config import StreamsConfig
+from streamlet.runtime.processor_graph import TaskProcessorGraph, build_task_graph
+from streamlet.runtime.record_context import RecordContext
+from streamlet.runtime.task_creator import changelog_sink, store_kind
+from streamlet.runtime.topic_names import TopicNames
+from streamlet.serdes import SerdeLike
+from streamlet.state.caching_store import CachingKeyValueStore
+from streamlet.state.record_cache import RecordCache
+from streamlet.state.state_manager import ProcessorStateManager
+from streamlet.state.store import KeyValueStore
+from streamlet.task_id import TaskId
+from streamlet.testing.partition_group import PartitionGroup
+from streamlet.testing.stores import KeyValueStoreView, TimestampedKeyValueStoreView, WindowStoreView
+from streamlet.testing.topics import TestInputTopic, TestOutputTopic
+from streamlet.topology import StreamsBuilder, Topology
+
+#: The application id when the config gives none (Kafka's driver makes up a random one).
+DEFAULT_APPLICATION_ID = "topology-test-driver"
+_PARTITION = 0
+
+#: A produced record: (topic, key, value, timestamp).
+Produced = tuple[str, bytes | None, bytes | None, int]
+
+
+class _TaskContext:
+    """What the processor graphs of the driver's task see: its stores, and a producer that only records."""
+
+    def __init__(
+        self, task_id: TaskId, stores: Mapping[str, KeyValueStore], produced: list[Produced], record: RecordContext
+    ) -> None:
+        self.task_id = task_id
+        self._stores = stores
+        self._produced = produced
+        self._record = record
+
+    @property
+    def timestamp(self) -> int:
+        """The timestamp of the record being processed (agents' sends carry it)."""
+        return self._record.timestamp
+
+    def get_state_store(self, name: str) -> Any:
+        return self._stores[name]
+
+    def send(
+        self, topic: str, key: bytes | None, value: bytes | None, timestamp: int, partition: int | None = None
+    ) -> None:
+        self._produced.append((topic, key, value, timestamp))
+
+
+class TopologyTestDriver:
+    """Drive a `Topology` (or `StreamsBuilder`, or `App`) record by record; see the module docstring.
+
+    `config` holds StreamsConfig settings, over an App's own (`application_id` defaults to the App's, else
+    `topology-test-driver`); only `application_id`, `statestore_cache_max_bytes` and `timestamp_extractor`
+    matter here.
+    """
+
+    def __init__(
+        self,
+        topology_or_app: Topology | StreamsBuilder | App,
+        config: StreamsConfig | Mapping[str, Any] | None = None,
+        *,
+        initial_wall_clock_time_ms: int = 0,
+    ) -> None:
+        if isinstance(topology_or_app, App):
+            topology = topology_or_app.topology()
+            if not isinstance(config, StreamsConfig):  # the App's settings, then the ones given here
+                config = topology_or_app.config(**(config or {}))
+        elif isinstance(topology_or_app, StreamsBuilder):
+            topology = topology_or_app.build()
+        else:
+            topology = topology_or_app
+        if not isinstance(config, StreamsConfig):
+            config = StreamsConfig.from_mapping({"application_id": DEFAULT_APPLICATION_ID, **(config or {})})
+        self.config = config
+        self.topology = topology
+        self.names = TopicNames(topology, config.application_id)
+        self.wall_clock_time_ms = initial_wall_clock_time_ms
+        self._state_dir = Path(tempfile.mkdtemp(prefix="streamlet-ttd-"))
+        self._cache = RecordCache(config.statestore_cache_max_bytes)
+        self._record = RecordContext()
+        self._produced: list[Produced] = []
+        self._outputs: dict[str, deque[tuple[bytes | None, bytes | None, int]]] = {}
+        self._graphs: dict[str, TaskProcessorGraph] = {}  # source topic -> the graph that reads it
+        self._state_managers: list[ProcessorStateManager] = []
+        self._stores: dict[str, KeyValueStore] = {}
+        self._closed = False
+        try:
+            for sub in topology.subtopologies:
+                self._open_subtopology(TaskId(sub.id, _PARTITION))
+        except BaseException:
+            self.close()
+            raise
+        self._queues = PartitionGroup(list(self._graphs))
+
+    def _open_subtopology(self, task_id: TaskId) -> None:
+        names = self.names
+        sub = self.topology.subtopology(task_id.subtopology)
+        specs = self.topology.stores
+        logged = [store for store in sub.store_names if specs[store].logged]
+        changelogs = {store: TopicPartition(names.changelog_topic(store), _PARTITION) for store in logged}
+        state = ProcessorStateManager(task_id, self._state_dir / self.config.application_id / str(task_id), changelogs)
+        self._state_managers.append(state)
+        stores: dict[str, KeyValueStore] = {}
+        for store in sub.store_names:
+            sink = None
+            if store in changelogs:
+                sink = changelog_sink(self._send, changelogs[store], self._record, specs[store].timestamped)
+            stores[store] = state.register_store(
+                store, cache=self._cache, changelog_sink=sink, **store_kind(specs[store])
+            )
+        self._stores.update(stores)
+        context = _TaskContext(task_id, stores, self._produced, self._record)
+        graph = build_task_graph(names, task_id, context, self._record, self.config.extractor)
+        for topic in graph.source_topics:
+            self._graphs[topic] = graph
+
+    def _send(
+        self, topic: str, key: bytes | None, value: bytes | None, timestamp: int, partition: int | None = None
+    ) -> None:
+        self._produced.append((topic, key, value, timestamp))
+
+    # ---- topics ------------------------------------------------------------------------------------------
+
+    def create_input_topic(
+        self,
+        topic: str,
+        key_serde: SerdeLike = None,
+        value_serde: SerdeLike = None,
+        *,
+        start_timestamp_ms: int = 0,
+        auto_advance_ms: int = 0,
+    ) -> TestInputTopic:
+        """A topic to pipe records into; it must be a source topic of the topology."""
+        if topic not in self._graphs:
+            raise ValueError(f"Unknown topic: {topic} (the topology reads {sorted(self._graphs)})")
+        return TestInputTopic(self, topic, key_serde, value_serde, start_timestamp_ms, auto_advance_ms)
+
+    def create_output_topic(
+        self, topic: str, key_serde: SerdeLike = None, value_serde: SerdeLike = None
+    ) -> TestOutputTopic:
+        """A topic to read what the topology wrote (any topic: sinks, repartition and changelog topics)."""
+        return TestOutputTopic(self, topic, key_serde, value_serde)
+
+    def pipe_raw(self, topic: str, key: bytes | None, value: bytes | None, timestamp: int) -> None:
+        """Queue one serialized record on a source topic and process all the work it causes."""
+        self._check_open()
+        if topic not in self._queues:
+            raise ValueError(f"Unknown topic: {topic}")
+        self._queues.add(topic, timestamp, key, value)
+        self._complete_all_processable_work()
+
+    def read_raw(self, topic: str) -> tuple[bytes | None, bytes | None, int]:
+        queue = self._outputs.get(topic)
+        if not queue:
+            raise LookupError(f"Empty topic: {topic}")
+        return queue.popleft()
+
+    def queue_size(self, topic: str) -> int:
+        return len(self._outputs.get(topic, ()))
+
+    def produced_topics(self) -> list[str]:
+        """Topics something was written to, in the order of their first record."""
+        return list(self._outputs)
+
+    # ---- time and stores -----------------------------------------------------------------------------------
+
+    def advance_wall_clock_time(self, ms: int) -> None:
+        """Move the mocked wall clock, commit, and process what is queued."""
+        self._check_open()
+        if ms < 0:
+            raise ValueError(f"advance must be >= 0, got {ms}")
+        self.wall_clock_time_ms += ms
+        self._commit()
+        self._complete_all_processable_work()
+
+    def get_key_value_store(self, name: str) -> KeyValueStoreView:
+        """A store by name, values deserialized (plain values, also for timestamped stores)."""
+        spec = self.topology.stores.get(name)
+        if spec is not None and spec.windows is not None:
+            raise TypeError(f"store {name!r} is a window store: use get_window_store()")
+        return KeyValueStoreView(self._store(name), self.topology.stores[name], self.names.changelog_topic(name))
+
+    def get_window_store(self, name: str) -> WindowStoreView:
+        """A windowed aggregation's store by name: values per key and window start."""
+        spec = self.topology.stores.get(name)
+        if spec is not None and spec.windows is None:
+            raise TypeError(f"store {name!r} is not a window store")
+        return WindowStoreView(self._store(name), self.topology.stores[name], self.names.changelog_topic(name))
+
+    @property
+    def dropped_records(self) -> int:
+        """Records the processors skipped (null keys or values, late records for closed windows, negative
+        extracted timestamps): Kafka's task-level dropped-records metric."""
+        return sum(graph.dropped_records for graph in set(self._graphs.values()))
+
+    def get_timestamped_key_value_store(self, name: str) -> TimestampedKeyValueStoreView:
+        """A timestamped store by name, values as `(value, timestamp)`."""
+        if not self.topology.stores[name].timestamped:
+            raise TypeError(f"store {name!r} is not a timestamped store")
+        return TimestampedKeyValueStoreView(
+            self._store(name), self.topology.stores[name], self.names.changelog_topic(name)
+        )
+
+    def _store(self, name: str) -> KeyValueStore:
+        try:
+            return self._stores[name]
+        except KeyError:
+            raise KeyError(f"no store {name!r}; stores: {sorted(self._stores)}") from None
+
+    # ---- the loop (Kafka's completeAllProcessableWork) -----------------------------------------------------
+
+    def _complete_all_processable_work(self) -> None:
+        self._capture_outputs()
+        queues = self._queues
+        while queues.has_records():
+            record = queues.next_record()
+            assert record is not None
+            self._graphs[record.topic].process(
+                record.topic, _PARTITION, record.offset, record.timestamp, record.key, record.value
+            )
+            self._commit()
+            self._capture_outputs()
+
+    def _commit(self) -> None:
+        """Flush every store's cache, in the order the topology declares them (Kafka's flushCache)."""
+        for name in self.topology.stores:
+            store = self._stores.get(name)
+            if isinstance(store, CachingKeyValueStore):
+                store.flush_cache()
+
+    def _capture_outputs(self) -> None:
+        produced = list(self._produced)
+        self._produced.clear()  # the task context appends to this very list
+        for topic, key, value, timestamp in produced:
+            self._outputs.setdefault(topic, deque()).append((key, value, timestamp))
+            if topic in self._queues:
+                self._queues.add(topic, timestamp, key, value)
+
+    # ---- lifecycle -------------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the stores and delete the state directory."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            for state in self._state_managers:
+                state.close(clean=False)
+        finally:
+            shutil.rmtree(self._state_dir, ignore_errors=True)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("the TopologyTestDriver is closed")
+
+    def __enter__(self) -> TopologyTestDriver:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

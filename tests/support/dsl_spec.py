@@ -1,0 +1,172 @@
+"""A small language of DSL programs that both streamlet and Kafka Streams can build (the oracle's input).
+
+A program is a JSON list of ops, each reading the variable `in` and defining the variable `id`:
+
+    {"op": "stream", "id": "s0", "topics": ["in1"], "name": null}
+    {"op": "filter" | "filterNot", "in": "s0", "id": "s1", "fn": "short" | "has_a" | "even"}
+    {"op": "mapValues", "fn": "upper" | "first" | "dup" | "length" | "str" | "inc"}
+    {"op": "flatMapValues", "fn": "words"}     {"op": "selectKey", "fn": "value" | "first" | "const"}
+    {"op": "map", "fn": "swap"}               {"op": "flatMap", "fn": "words_as_keys"}    {"op": "peek"}
+    {"op": "to", "topic": "out1", "vtype": "string" | "long"}
+    {"op": "groupBy", "fn": <key selector>, "vtype": ...}   {"op": "groupByKey", "vtype": ...}
+    {"op": "count", "store": null | "name"}
+    {"op": "reduce", "fn": "concat" | "max" | "sum", "vtype": ...}
+    {"op": "aggregate", "fn": "append" | "len_sum" | "sum", "vtype": <the aggregate's type>}
+    {"op": "toStream"}
+    {"op": "windowedBy", "in": <grouped>, "size": ms, "grace": null | ms, "advance": null | ms}
+    (then count/reduce/aggregate on it give a windowed table; `to` a windowed stream with "wsize": size)
+
+Any op may have a processor `name` (Kafka's `Named`/`Grouped`/`Consumed`/`Produced` names). Keys are
+strings (or null); values are strings or longs, and every serde is explicit on both sides, so output bytes
+are comparable. `oracle/semantics/.../Programs.java` is the Java twin of `build()`; each named function is
+defined the same way in both (`FUNCTIONS` here).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from streamlet.serdes import StringSerde
+from streamlet.timestamps import ConsumedRecord
+from streamlet.topology import KGroupedStream, KStream, KTable, StreamsBuilder, TimeWindowedKStream
+from streamlet.windows import TimeWindowedSerde, TimeWindows
+
+
+def words(value: str | None) -> list[str]:
+    """Java's `v.split(" ")` without the empty strings (none for a null value)."""
+    return [] if value is None else [w for w in value.split(" ") if w]
+
+
+def _first(value: str | None) -> str | None:
+    return None if value is None else value[:1]
+
+
+def _java_str(obj: Any) -> str:
+    return "null" if obj is None else str(obj)
+
+
+def _on_values(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """A value mapper that passes null values through (Programs.mapValue)."""
+    return lambda v: None if v is None else fn(v)
+
+
+# Every function takes null values (false, null, or the aggregate unchanged); string concatenation appends
+# "null", as Java's does.
+PREDICATES: dict[str, Callable[[Any, Any], bool]] = {
+    "short": lambda k, v: v is not None and len(v) <= 3,
+    "has_a": lambda k, v: v is not None and "a" in v,
+    "even": lambda k, v: v is not None and v % 2 == 0,
+}
+VALUE_MAPPERS: dict[str, Callable[[Any], Any]] = {
+    "upper": _on_values(str.upper),
+    "first": _first,
+    "dup": _on_values(lambda v: v + v),
+    "length": _on_values(len),
+    "str": _on_values(str),
+    "inc": _on_values(lambda v: v + 1),
+}
+KEY_SELECTORS: dict[str, Callable[[Any, Any], Any]] = {
+    "value": lambda k, v: v,
+    "first": lambda k, v: _first(v),
+    "const": lambda k, v: "k",
+}
+REDUCERS: dict[str, Callable[[Any, Any], Any]] = {
+    "concat": lambda agg, v: agg + _java_str(v),
+    "max": lambda agg, v: agg if v is None or agg >= v else v,
+    "sum": lambda agg, v: agg if v is None else agg + v,
+}
+INITIALIZERS: dict[str, Callable[[], Any]] = {"append": lambda: "", "len_sum": lambda: 0, "sum": lambda: 0}
+AGGREGATORS: dict[str, Callable[[Any, Any, Any], Any]] = {
+    "append": lambda k, v, agg: agg + _java_str(v),
+    "len_sum": lambda k, v, agg: agg if v is None else agg + len(v),
+    "sum": lambda k, v, agg: agg if v is None else agg + v,
+}
+
+#: value types of the functions that change them (others keep their input's type)
+STRING_TO_STRING = ("upper", "first", "dup")
+RESULT_TYPE = {"length": "long", "str": "string", "inc": "long", "append": "string", "len_sum": "long"}
+
+
+def payload_timestamp(record: ConsumedRecord, partition_time: int) -> int:
+    """The case language's "payload" timestamp extractor (Java twin: PayloadTimestampExtractor): a value
+    "@<digits>" is its own timestamp, "drop" gives -1 (the record is skipped), "now" the partition time."""
+    value = record.value
+    if isinstance(value, str):
+        if len(value) > 1 and value[0] == "@" and value[1:].isascii() and value[1:].isdigit():
+            return int(value[1:])
+        if value == "drop":
+            return -1
+        if value == "now":
+            return partition_time
+    return record.timestamp
+
+
+#: extractors a case's config may name
+EXTRACTORS = {"payload": payload_timestamp}
+
+
+def serde(vtype: str) -> str:
+    return "int64" if vtype == "long" else "str"
+
+
+def build(program: list[dict[str, Any]]) -> StreamsBuilder:
+    """The streamlet StreamsBuilder of a program (see the module docstring)."""
+    builder = StreamsBuilder()
+    env: dict[str, Any] = {}
+    for op in program:
+        kind = op["op"]
+        source: Any = env.get(op.get("in", ""))
+        name = op.get("name")
+        fn = op.get("fn")
+        vtype = op.get("vtype", "string")
+        kw: dict[str, Any] = {} if name is None else {"name": name}
+        result: KStream | KGroupedStream | TimeWindowedKStream | KTable | None = None
+        if kind == "stream":
+            result = builder.stream(op["topics"], key_serde="str", value_serde="str", **kw)
+        elif kind == "filter":
+            result = source.filter(PREDICATES[fn], **kw)
+        elif kind == "filterNot":
+            result = source.filter_not(PREDICATES[fn], **kw)
+        elif kind == "mapValues":
+            result = source.map_values(VALUE_MAPPERS[fn], **kw)
+        elif kind == "flatMapValues":
+            result = source.flat_map_values(words, **kw)
+        elif kind == "selectKey":
+            result = source.select_key(KEY_SELECTORS[fn], **kw)
+        elif kind == "map":
+            result = source.map(lambda k, v: (v, _java_str(k)), **kw)
+        elif kind == "flatMap":
+            result = source.flat_map(lambda k, v: [(w, v) for w in words(v)], **kw)
+        elif kind == "peek":
+            result = source.peek(lambda k, v: None, **kw)
+        elif kind == "to":
+            key_serde: Any = "str" if op.get("wsize") is None else TimeWindowedSerde(StringSerde(), op["wsize"])
+            source.to(op["topic"], key_serde=key_serde, value_serde=serde(vtype), **kw)
+        elif kind == "windowedBy":
+            if op.get("grace") is None:
+                windows = TimeWindows.of_size_with_no_grace(op["size"])
+            else:
+                windows = TimeWindows.of_size_and_grace(op["size"], op["grace"])
+            if op.get("advance") is not None:
+                windows = windows.advance_by(op["advance"])
+            result = source.windowed_by(windows)
+        elif kind == "groupBy":
+            result = source.group_by(KEY_SELECTORS[fn], key_serde="str", value_serde=serde(vtype), **kw)
+        elif kind == "groupByKey":
+            result = source.group_by_key(key_serde="str", value_serde=serde(vtype), **kw)
+        elif kind == "count":
+            result = source.count(op.get("store"), **kw)
+        elif kind == "reduce":
+            result = source.reduce(REDUCERS[fn], op.get("store"), **kw)
+        elif kind == "aggregate":
+            result = source.aggregate(
+                INITIALIZERS[fn], AGGREGATORS[fn], op.get("store"), value_serde=serde(vtype), **kw
+            )
+        elif kind == "toStream":
+            result = source.to_stream(**kw)
+        else:
+            raise ValueError(f"unknown op {kind!r}")
+        if "id" in op:
+            env[op["id"]] = result
+    return builder
