@@ -1,6 +1,7 @@
 """Page views per user, written as a Faust user would: typed records, an agent, a table, `app.main()`.
 
-    python examples/pageviews/app.py worker -l info
+    python examples/pageviews/app.py worker -l info --web-port 6066
+    curl localhost:6066/views/ann
     python examples/pageviews/app.py topology describe
 
 Values are JSON `PageView` records. `group_by(PageView.user)` re-keys them through the repartition topic
@@ -41,6 +42,12 @@ async def count_views(views):
     async for view in views.group_by(PageView.user, name="by-user"):
         counts[view.user] += 1
         await views_per_user.send(key=view.user, value=counts[view.user])
+
+
+@app.page("/views/{user}")
+async def get_views(web, request, user):
+    """A user's count, answered by whichever worker owns the user (the request is forwarded there)."""
+    return web.json({"user": user, "views": counts[user]})
 
 
 if __name__ == "__main__":

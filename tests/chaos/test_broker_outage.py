@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from streamlet.kafka.broker import LocalBroker, _free_port
+from streamlet.kafka.broker import LocalBroker
 from tests.chaos._report import report
+from tests.support.broker import own_broker as broker_of_its_own
 from tests.support.kafka import KafkaTestCluster, unique_name
 from tests.support.wordcount import (
     SEED_LINE,
@@ -29,12 +30,8 @@ OUTAGE_S = 20
 
 @pytest.fixture
 def own_broker(tmp_path: Path) -> Iterator[LocalBroker]:
-    broker = LocalBroker(tmp_path / "broker", port=_free_port("127.0.0.1"), die_with_parent=True)
-    broker.start()
-    try:
+    with broker_of_its_own(tmp_path / "broker") as broker:
         yield broker
-    finally:
-        broker.stop()
 
 
 @pytest.fixture
@@ -42,6 +39,20 @@ async def own_kafka(own_broker: LocalBroker) -> AsyncIterator[KafkaTestCluster]:
     cluster = KafkaTestCluster(own_broker.bootstrap_servers)
     await cluster.start()
     yield cluster
+
+
+async def outage(broker: LocalBroker, kafka: KafkaTestCluster) -> tuple[KafkaTestCluster, float]:
+    """Stop the broker for OUTAGE_S and start it again on its data; a new test cluster client, and the outage's
+    length. The test's own clients close first: they would log the outage too."""
+    await kafka.admin.close()
+    broker.stop()
+    down = time.monotonic()
+    await asyncio.sleep(OUTAGE_S)
+    broker.start()
+    recovered = time.monotonic() - down
+    after = KafkaTestCluster(broker.bootstrap_servers)
+    await after.start()
+    return after, recovered
 
 
 async def test_workers_survive_a_broker_outage_and_count_exactly(
@@ -62,17 +73,8 @@ async def test_workers_survive_a_broker_outage_and_count_exactly(
         await produce_steadily(own_kafka, source, first, per_second=1000)
         assert await wait_for_counts(own_kafka, sink, expected_counts(first), timeout=120) == expected_counts(first)
         await asyncio.sleep(2)  # past the commit interval: the outage starts with everything committed
-        await own_kafka.admin.close()  # the test's own clients would log the outage too
-
-        own_broker.stop()
-        down = time.monotonic()
-        await asyncio.sleep(OUTAGE_S)
-        own_broker.start()
-        recovered = time.monotonic() - down
+        after, recovered = await outage(own_broker, own_kafka)
         assert workers.alive(0) and workers.alive(1)
-
-        after = KafkaTestCluster(own_broker.bootstrap_servers)
-        await after.start()
         await produce_steadily(after, source, second, per_second=1000)
         input_done = time.monotonic()
         truth = expected_counts(lines)
@@ -111,16 +113,8 @@ async def test_a_broker_restart_mid_transaction_under_exactly_once_counts_exactl
         await workers.wait_assigned(0, more_than=0)
         await workers.wait_assigned(1, more_than=0)
         await produce_steadily(own_kafka, source, first, per_second=2000)
-        await own_kafka.admin.close()
-        own_broker.stop()  # right after the last input: the workers are still counting it
-        down = time.monotonic()
-        await asyncio.sleep(OUTAGE_S)
-        own_broker.start()
-        recovered = time.monotonic() - down
+        after, recovered = await outage(own_broker, own_kafka)  # right after the last input: still counting it
         assert workers.alive(0) and workers.alive(1)
-
-        after = KafkaTestCluster(own_broker.bootstrap_servers)
-        await after.start()
         await produce_steadily(after, source, second, per_second=1000)
         input_done = time.monotonic()
         truth = expected_counts(lines)

@@ -13,8 +13,9 @@ import pytest
 from examples.wordcount.dsl import build_topology
 from streamlet.config import StreamsConfig
 from streamlet.errors import StreamletError
-from streamlet.kafka.broker import LocalBroker, _free_port
+from streamlet.kafka.broker import LocalBroker
 from streamlet.runtime.kafka_streams import KafkaStreams
+from tests.support.broker import own_broker
 from tests.support.kafka import KafkaTestCluster, unique_name
 
 pytestmark = pytest.mark.integration
@@ -22,17 +23,8 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 def broker_without_transactions(tmp_path: Path) -> Iterator[LocalBroker]:
-    broker = LocalBroker(
-        tmp_path / "broker",
-        port=_free_port("127.0.0.1"),
-        die_with_parent=True,
-        overrides={"transaction.state.log.replication.factor": "3"},
-    )
-    broker.start()
-    try:
+    with own_broker(tmp_path / "broker", **{"transaction.state.log.replication.factor": "3"}) as broker:
         yield broker
-    finally:
-        broker.stop()
 
 
 @pytest.fixture

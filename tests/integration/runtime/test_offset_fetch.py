@@ -5,6 +5,8 @@ once with the offset from before the transaction."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 
 import pytest
 from aiokafka import AIOKafkaProducer
@@ -30,7 +32,9 @@ async def committed(kafka: KafkaTestCluster, group: str, tp: TopicPartition, *, 
         await consumer.stop()
 
 
-async def test_a_pending_transactional_offset_is_waited_for(kafka: KafkaTestCluster) -> None:
+@contextlib.asynccontextmanager
+async def pending_offset(kafka: KafkaTestCluster) -> AsyncIterator[tuple[AIOKafkaProducer, TopicPartition, str]]:
+    """An open transaction holding offset 7 of a fresh partition for a fresh group: (producer, partition, group)."""
     topic = await kafka.create_topic("stable-offsets", partitions=1)
     tp, group = TopicPartition(topic, 0), unique_name("stable-group")
     producer = AIOKafkaProducer(bootstrap_servers=kafka.bootstrap_servers, transactional_id=unique_name("txn"))
@@ -38,7 +42,13 @@ async def test_a_pending_transactional_offset_is_waited_for(kafka: KafkaTestClus
     try:
         await producer.begin_transaction()
         await producer.send_offsets_to_transaction({tp: OffsetAndMetadata(7, "")}, group)
+        yield producer, tp, group
+    finally:
+        await producer.stop()
 
+
+async def test_a_pending_transactional_offset_is_waited_for(kafka: KafkaTestCluster) -> None:
+    async with pending_offset(kafka) as (producer, tp, group):
         assert await committed(kafka, group, tp, stable=False) is None  # aiokafka: the pending offset is not seen
         waiting = asyncio.create_task(committed(kafka, group, tp, stable=True))
         await asyncio.sleep(2)
@@ -46,21 +56,11 @@ async def test_a_pending_transactional_offset_is_waited_for(kafka: KafkaTestClus
 
         await producer.commit_transaction()
         assert await asyncio.wait_for(waiting, 30) == 7
-    finally:
-        await producer.stop()
 
 
 async def test_an_aborted_transactions_offset_is_never_seen(kafka: KafkaTestCluster) -> None:
-    topic = await kafka.create_topic("stable-offsets", partitions=1)
-    tp, group = TopicPartition(topic, 0), unique_name("stable-group")
-    producer = AIOKafkaProducer(bootstrap_servers=kafka.bootstrap_servers, transactional_id=unique_name("txn"))
-    await producer.start()
-    try:
-        await producer.begin_transaction()
-        await producer.send_offsets_to_transaction({tp: OffsetAndMetadata(7, "")}, group)
+    async with pending_offset(kafka) as (producer, tp, group):
         waiting = asyncio.create_task(committed(kafka, group, tp, stable=True))
         await asyncio.sleep(1)
         await producer.abort_transaction()
         assert await asyncio.wait_for(waiting, 30) is None
-    finally:
-        await producer.stop()

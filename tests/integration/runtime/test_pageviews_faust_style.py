@@ -17,11 +17,14 @@ import signal
 import struct
 import subprocess
 import sys
+import urllib.parse
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from streamlet import App, Record
+from streamlet.kafka.broker import _free_port
 from tests.support.kafka import KafkaTestCluster, unique_name
 
 pytestmark = pytest.mark.integration
@@ -86,6 +89,8 @@ async def test_pageview_app_counts_typed_records_and_dead_letters_bad_ones(kafka
     for setting in ("commit_interval_ms=300", "deserialization_exception_handler=dead_letter"):
         cmd += ["--config", setting]
     cmd += ["--config", f"dead_letter_topic={dead}"]
+    web_port = _free_port("127.0.0.1")
+    cmd += ["--web-port", str(web_port)]
     log_path = tmp_path / "worker.log"
     with open(log_path, "wb") as log:
         worker = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -98,6 +103,11 @@ async def test_pageview_app_counts_typed_records_and_dead_letters_bad_ones(kafka
             await asyncio.sleep(1)
             latest = await _latest_counts(kafka, sink)
         assert latest == dict(expected)
+        async with aiohttp.ClientSession() as session:  # the example's web view answers the same counts
+            for user, views_of_user in expected.items():
+                async with session.get(f"http://127.0.0.1:{web_port}/views/{urllib.parse.quote(user)}") as response:
+                    assert response.status == 200, await response.text()
+                    assert await response.json() == {"user": user, "views": views_of_user}
     finally:
         if worker.poll() is None:
             worker.send_signal(signal.SIGTERM)
