@@ -28,6 +28,7 @@ from streamlet.errors import StreamletError
 from streamlet.runtime.task_state import TaskState
 from streamlet.runtime.topology_metadata import TopologyMetadata
 from streamlet.serdes import Serde
+from streamlet.state import timestamped
 from streamlet.task_id import TaskId
 
 __all__ = [
@@ -145,6 +146,10 @@ class StreamsMetadataState:
         spec = self._metadata.topology.stores[store]
         return spec.key_serde, spec.value_serde
 
+    def is_timestamped(self, store: str) -> bool:
+        """A DSL aggregation's store keeps timestamp + value (Kafka's TimestampedKeyValueStore); queries read values."""
+        return bool(self._metadata.topology.stores[store].timestamped)
+
     def num_partitions(self, store: str) -> int:
         sub = self.subtopology_of(store)
         count = self._metadata.num_tasks(sub)
@@ -230,6 +235,7 @@ class ReadOnlyKeyValueStore:
         self._tasks = tasks
         self._sub = state.subtopology_of(name)
         self._key_serde, self._value_serde = state.store_serdes(name)
+        self._timestamped = state.is_timestamped(name)
         self._max_standby_lag = max_standby_lag
         self._standby_end_offset = standby_end_offset
 
@@ -278,8 +284,14 @@ class ReadOnlyKeyValueStore:
     def _typed(self, iterators: Iterable[Iterator[tuple[bytes, bytes]]]) -> Iterator[tuple[Any, Any]]:
         kd, vd, name = self._key_serde.deserialize, self._value_serde.deserialize, self.name
         for iterator in iterators:
-            for key, value in iterator:
+            for key, value in self._plain(iterator):
                 yield kd(name, key), vd(name, value)
+
+    def _plain(self, entries: Iterator[tuple[bytes, bytes]]) -> Iterator[tuple[bytes, bytes]]:
+        """The stored entries with the values a query returns (a timestamped store's without their timestamp)."""
+        if not self._timestamped:
+            return entries
+        return ((key, timestamped.value_of(value)) for key, value in entries)
 
     # ---- raw (bytes) API, also what tables read through outside agents -------------------------------------------
 
@@ -288,12 +300,14 @@ class ReadOnlyKeyValueStore:
         partition = self._state.partition_for(self.name, key)
         store = self._local_store(TaskId(self._sub, partition), partition, key)
         result: bytes | None = store.get(key)
+        if result is not None and self._timestamped:
+            return timestamped.value_of(result)
         return result
 
     def raw_all(self) -> Iterator[tuple[bytes, bytes]]:
         """Every local `(key, value)` as bytes, partition after partition (what a table's items() reads in a page)."""
         for store in self._local_stores():
-            yield from store.all()
+            yield from self._plain(store.all())
 
     def _local_stores(self) -> list[Any]:
         """The store of every local RUNNING active task (in partition order); raises while any is not ready.

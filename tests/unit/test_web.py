@@ -17,6 +17,7 @@ from streamlet.assignment.protocol import HostTasks
 from streamlet.runtime.queries import ReadOnlyKeyValueStore, StreamsMetadataState, partition_for_key
 from streamlet.runtime.task_state import TaskState
 from streamlet.runtime.topology_metadata import TopologyMetadata
+from streamlet.state import timestamped
 from streamlet.state.store import InMemoryKeyValueStore
 from streamlet.tables import Table
 from streamlet.task_id import TaskId
@@ -56,7 +57,7 @@ class _Client:
             store = InMemoryKeyValueStore(STORE)
             for word, count in counts.items():
                 if partition_for_key(word.encode(), 6) == p:
-                    store.put(word.encode(), struct.pack(">q", count))
+                    store.put(word.encode(), timestamped.encode(0, struct.pack(">q", count)))  # a DSL count store
             self.manager.active[TaskId(SUB, p)] = _Active(TaskState.RUNNING, {STORE: store})
 
         self.end_offsets: dict[TopicPartition, int] = {}
@@ -257,7 +258,7 @@ class _Standby:
 async def test_a_standby_answers_only_with_max_standby_lag(cluster: _Cluster) -> None:
     word = _word_on(4)  # active on b; a gets a standby of it holding an older count
     store = InMemoryKeyValueStore(STORE)
-    store.put(word.encode(), struct.pack(">q", 3))
+    store.put(word.encode(), timestamped.encode(0, struct.pack(">q", 3)))
     tp = TopicPartition("app-counts-store-changelog", 4)
     cluster.a.manager.standby[TaskId(SUB, 4)] = _Standby(_StandbyStateManager(store, tp))
     cluster.a.end_offsets[tp] = 55

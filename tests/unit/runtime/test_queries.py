@@ -25,6 +25,7 @@ from streamlet.runtime.queries import (
 )
 from streamlet.runtime.task_state import TaskState
 from streamlet.runtime.topology_metadata import TopologyMetadata
+from streamlet.state import timestamped
 from streamlet.state.store import InMemoryKeyValueStore
 from streamlet.task_id import TaskId
 
@@ -83,7 +84,7 @@ class _Standby:
 def _store_with(**counts: int) -> InMemoryKeyValueStore:
     store = InMemoryKeyValueStore(STORE)
     for word, count in counts.items():
-        store.put(_key(word), struct.pack(">q", count))
+        store.put(_key(word), timestamped.encode(0, struct.pack(">q", count)))  # a DSL count store
     return store
 
 
