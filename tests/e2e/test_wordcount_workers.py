@@ -61,8 +61,11 @@ async def test_kill_9_loses_no_update(kafka: KafkaTestCluster, wordcount) -> Non
     got = await wait_for_counts(kafka, sink, so_far, timeout=120, at_least=True)
     assert got.keys() == so_far.keys() and all(got[w] >= c for w, c in so_far.items())
 
+    before = workers.assignments(0)
     workers.start(0)  # restarts on its old state dir: stores restored from the changelog (or wiped)
     await kafka.produce(source, [(None, line.encode()) for line in parts[2]])
+    # it takes part: a SIGTERM while it is still starting (importing) would kill it before its handler exists
+    await workers.wait_assigned(0, more_than=before)
     truth = expected_counts(text)
     final = await wait_for_counts(kafka, sink, truth, timeout=120, at_least=True)
     # at-least-once: a crash may replay uncommitted input (counts above the truth), but never loses any
