@@ -129,6 +129,21 @@ def _noop(key: Any, value: Any) -> None:
     return None
 
 
+def _forward_stored(
+    forward: Forward, record: Any, key: Any, stored: bytes | None, value_de: Callable[[str, bytes], Any], topic: str
+) -> None:
+    """Forward a flushed timestamped-store entry with the timestamp it was stored with (None = a delete)."""
+    if stored is None:
+        forward(key, None)
+        return
+    current = record.timestamp
+    record.timestamp = timestamped.timestamp_of(stored)
+    try:
+        forward(key, value_de(topic, timestamped.value_of(stored)))
+    finally:
+        record.timestamp = current
+
+
 class TaskProcessorGraph:
     """One task's processors. Call `process()` once per input record, in offset order per partition."""
 
@@ -440,15 +455,7 @@ def _aggregation(
         if forward is _noop:
             return
         k = key_de(topic, key)
-        if new_value is None:
-            forward(k, None)
-            return
-        current = record.timestamp
-        record.timestamp = timestamp_of(new_value)
-        try:
-            forward(k, value_de(topic, value_of(new_value)))
-        finally:
-            record.timestamp = current
+        _forward_stored(forward, record, k, new_value, value_de, topic)
 
     store.set_flush_listener(on_flush)
 
@@ -550,15 +557,7 @@ def _window_aggregation(
             return
         start = window_key_schema.window_start_of(key)
         k = Windowed(key_de(topic, window_key_schema.key_of(key)), TimeWindow(start, start + size))
-        if new_value is None:
-            forward(k, None)
-            return
-        current = record.timestamp
-        record.timestamp = timestamp_of(new_value)
-        try:
-            forward(k, value_de(topic, value_of(new_value)))
-        finally:
-            record.timestamp = current
+        _forward_stored(forward, record, k, new_value, value_de, topic)
 
     store.set_flush_listener(on_flush)
 
