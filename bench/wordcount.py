@@ -74,14 +74,18 @@ class Peer:
     requires: Callable[[], str | None] = lambda: None  # returns the reason it cannot run, or None
 
 
-def _streamlet(workers: int, threads: int, *extra: str, root: Path = common.ROOT) -> Callable[[PeerRun], list[Proc]]:
-    """`root` is the source tree the workers import streamlet and the example from (a baseline worktree)."""
+def _streamlet(
+    workers: int, threads: int, *extra: str, root: Path = common.ROOT, pre_aggregate: bool = False
+) -> Callable[[PeerRun], list[Proc]]:
+    """`root` is the source tree the workers import streamlet and the example from (a baseline worktree);
+    `pre_aggregate` turns on the example's `count(pre_aggregate=True)`."""
 
     def launch(r: PeerRun) -> list[Proc]:
         env = {
             "WORDCOUNT_INPUT_TOPIC": INPUT,
             "WORDCOUNT_OUTPUT_TOPIC": r.output,
             "WORDCOUNT_APPLICATION_ID": r.app_id,
+            "WORDCOUNT_PRE_AGGREGATE": "1" if pre_aggregate else "0",
             "PYTHONPATH": str(root),
         }
         return [
@@ -233,6 +237,18 @@ PEERS: list[Peer] = [
         requires=_needs_java,
     ),
     Peer(
+        "streamlet 1 proc x 2 threads, pre-aggregated",
+        "framework",
+        "examples/wordcount/app.py with count(pre_aggregate=True), commit 1 s, 10 MiB cache",
+        _streamlet(1, 2, pre_aggregate=True),
+    ),
+    Peer(
+        "streamlet 2 procs x 2 threads, pre-aggregated",
+        "framework",
+        "examples/wordcount/app.py with count(pre_aggregate=True), commit 1 s, 10 MiB cache",
+        _streamlet(2, 2, pre_aggregate=True),
+    ),
+    Peer(
         "streamlet 2 procs x 2 threads, exactly_once_v2",
         "framework",
         "examples/wordcount/app.py, commit 1 s, 10 MiB cache, one transaction per thread per commit",
@@ -362,6 +378,11 @@ async def run_peer(peer: Peer, bootstrap: str, c: corpus_mod.Corpus, run_id: str
                 seconds=round(secs, 2),
                 words_per_s=round(c.words / secs),
                 wall_words_per_s=round(c.words / (result.done - launched)),
+                repartition_records=sum(
+                    n
+                    for topic, n in (await common.topic_records(bootstrap, r.app_id)).items()
+                    if topic.endswith("-repartition")
+                ),
             )  # type: ignore[operator]
         else:
             secs = end - (ready or launched)
@@ -504,6 +525,32 @@ def baseline_peers(peers: list[Peer], rev: str) -> tuple[list[Peer], Path]:
     return twins, tree
 
 
+REFERENCE = "Kafka Streams 4.1.1 (2 threads)"
+
+
+def render_vs_reference(rounds: list[list[dict[str, Any]]]) -> str:
+    """Per framework peer: its ratio to Kafka Streams in each round (peers interleaved), and the median."""
+    rows = []
+    names = [r["peer"] for r in rounds[0] if r["kind"] == "framework" and r["peer"] != REFERENCE]
+    for name in names:
+        ratios = []
+        for results in rounds:
+            rate = {r["peer"]: r.get("words_per_s") for r in results if r.get("status") == "ok"}
+            if rate.get(name) and rate.get(REFERENCE):
+                ratios.append(rate[name] / rate[REFERENCE])
+        repartition = [r.get("repartition_records") for res in rounds for r in res if r["peer"] == name]
+        shown = next((f"{n:,}" for n in repartition if n), "-")
+        rows.append(
+            [
+                name,
+                " ".join(f"{x:.2f}" for x in ratios) or "-",
+                f"{statistics.median(ratios):.2f}" if ratios else "-",
+                shown,
+            ]
+        )
+    return common.table(["peer", f"x {REFERENCE} per round", "median", "repartition records"], rows)
+
+
 def render_rounds(rounds: list[list[dict[str, Any]]], twins: dict[str, str]) -> str:
     """Per current/baseline pair: words/s of each round, each round's ratio, and the median ratio."""
     rows = []
@@ -574,6 +621,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.baseline:
         subprocess.run(["git", "-C", str(common.ROOT), "worktree", "remove", "--force", str(tree)], check=False)
     text = render(results)
+    if any(r["peer"] == REFERENCE for r in rounds[0]):
+        text += f"\n\nEach peer vs {REFERENCE} in the same round, {args.rounds} interleaved round(s):\n"
+        text += render_vs_reference(rounds)
     if twins:
         text += f"\n\nCurrent vs baseline {args.baseline}, {args.rounds} interleaved rounds:\n" + render_rounds(
             rounds, twins

@@ -34,18 +34,22 @@ def split_words(line: str | None) -> list[str]:
     return words
 
 
-def count_words(lines: KStream, output_topic: str = OUTPUT_TOPIC) -> None:
-    """The WordCount pipeline on a stream of text lines (string values)."""
+def count_words(lines: KStream, output_topic: str = OUTPUT_TOPIC, *, pre_aggregate: bool = False) -> None:
+    """The WordCount pipeline on a stream of text lines (string values); `pre_aggregate` counts words per
+    task before the repartition topic (streamlet's opt-in, see `streamlet.topology.pre_aggregation`)."""
     (
         lines.flat_map_values(split_words)
         .group_by(lambda _key, word: word, key_serde="str", value_serde="str")
-        .count("counts-store")
+        .count("counts-store", pre_aggregate=pre_aggregate)
         .to_stream()
         .to(output_topic, key_serde="str", value_serde="int64")
     )
 
 
-def build_topology(input_topic: str = INPUT_TOPIC, output_topic: str = OUTPUT_TOPIC) -> Topology:
+def build_topology(
+    input_topic: str = INPUT_TOPIC, output_topic: str = OUTPUT_TOPIC, *, pre_aggregate: bool = False
+) -> Topology:
     builder = StreamsBuilder()
-    count_words(builder.stream(input_topic, key_serde="str", value_serde="str"), output_topic)
+    lines = builder.stream(input_topic, key_serde="str", value_serde="str")
+    count_words(lines, output_topic, pre_aggregate=pre_aggregate)
     return builder.build()

@@ -24,6 +24,7 @@ from types import TracebackType
 from typing import Any, Protocol, cast, runtime_checkable
 
 from streamlet.errors import SerializationError, StreamletError, StreamsFailure, TopologyError
+from streamlet.runtime.pre_aggregate import pre_aggregate_node
 from streamlet.runtime.record_collector import RecordTooLargeError
 from streamlet.runtime.record_context import RecordContext
 from streamlet.runtime.topic_names import TopicNames
@@ -158,6 +159,7 @@ class TaskProcessorGraph:
         "dropped_records",
         "_sources",
         "_nodes",
+        "_flushers",
     )
 
     def __init__(self, task_id: TaskId, application_id: str, subtopology: int, record: RecordContext) -> None:
@@ -171,10 +173,20 @@ class TaskProcessorGraph:
         self.dropped_records = 0  # null keys/values skipped by aggregations
         self._sources: dict[str, Callable[[bytes | None, bytes | None], None]] = {}
         self._nodes: tuple[str, ...] = ()
+        self._flushers: list[Callable[[], None]] = []
 
     @property
     def nodes(self) -> tuple[str, ...]:
         return self._nodes
+
+    def add_flusher(self, flush: Callable[[], None]) -> None:
+        """Register a node's buffer flush (a pre-aggregation's partials), run by `flush()`."""
+        self._flushers.append(flush)
+
+    def flush(self) -> None:
+        """Forward what nodes buffer; the task calls it before it commits, ahead of its stores' caches."""
+        for flush in self._flushers:
+            flush()
 
     def process(
         self,
@@ -410,6 +422,8 @@ def _processor(
         return process
     if op == n.TO_STREAM:
         return forward  # pass-through: the table's listener already forwards (key, new value)
+    if op == n.PREAGGREGATE:
+        return pre_aggregate_node(spec, forward, graph)
     if op in n.AGGREGATING_OPS:
         if spec.windows is not None:
             return _window_aggregation(spec, forward, names, context, graph)

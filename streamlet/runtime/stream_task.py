@@ -104,7 +104,8 @@ class StreamTask:
             self._consumed[tp] = records[-1].offset
 
     def flush_caches(self) -> None:
-        """Flush record caches: emits cached aggregates downstream and to the changelog."""
+        """Flush buffering nodes and record caches: emits cached aggregates downstream and to the changelog."""
+        self.graph.flush()
         if self.state_manager is not None:
             self.state_manager.flush_caches()
 

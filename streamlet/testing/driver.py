@@ -252,7 +252,10 @@ class TopologyTestDriver:
             self._capture_outputs()
 
     def _commit(self) -> None:
-        """Flush every store's cache, in the order the topology declares them (Kafka's flushCache)."""
+        """Flush buffering nodes (a pre-aggregation's partials), then every store's cache, in the order the
+        topology declares them (Kafka's flushCache)."""
+        for graph in dict.fromkeys(self._graphs.values()):
+            graph.flush()
         for name in self.topology.stores:
             store = self._stores.get(name)
             if isinstance(store, CachingKeyValueStore):

@@ -36,6 +36,7 @@ from streamlet.errors import TopologyError
 from streamlet.serdes import BytesSerde, LongSerde, Serde, SerdeLike, resolve_serde
 from streamlet.topology import nodes as n
 from streamlet.topology.nodes import NodeSpec, ProcessorSpec, SinkSpec, SourceSpec, StoreSpec, validate_name
+from streamlet.topology.pre_aggregation import PreAggregation, for_aggregate, for_count, for_reduce, preaggregate_name
 from streamlet.topology.topology import Topology
 from streamlet.typed_serdes import check_serde_fits, element_type, result_type, serde_for_type
 from streamlet.windows import TimeWindowedSerde, TimeWindows
@@ -532,6 +533,7 @@ class KGroupedStream:
         "_repartition_required",
         "_repartition_name",
         "_repartition_node",
+        "_repartition_pre_aggregated",
     )
 
     def __init__(
@@ -550,21 +552,38 @@ class KGroupedStream:
         self._repartition_required = repartition_required
         self._repartition_name = repartition_name
         self._repartition_node: _GraphNode | None = None  # reused when the repartition topic is user-named
+        self._repartition_pre_aggregated = False
 
-    def count(self, store_name: str | None = None, *, name: str | None = None) -> KTable:
-        """Number of records per key, in a store with int64 values (Kafka's `count()`)."""
+    def count(self, store_name: str | None = None, *, name: str | None = None, pre_aggregate: bool = False) -> KTable:
+        """Number of records per key, in a store with int64 values (Kafka's `count()`).
+
+        `pre_aggregate=True` counts per key upstream of the repartition topic and sends one partial count per
+        key per commit instead of every record (see `streamlet.topology.pre_aggregation`).
+        """
         store = self._store_name(store_name, AGGREGATE_NAME)
         processor = self._builder.name_or_generate(name, AGGREGATE_NAME)
-        return self._build(processor, n.COUNT, store, LongSerde(), fn=None, initializer=None)
+        pre = for_count() if pre_aggregate else None
+        return self._build(processor, n.COUNT, store, LongSerde(), fn=None, initializer=None, pre=pre)
 
     def reduce(
-        self, reducer: Callable[[Any, Any], Any], store_name: str | None = None, *, name: str | None = None
+        self,
+        reducer: Callable[[Any, Any], Any],
+        store_name: str | None = None,
+        *,
+        name: str | None = None,
+        pre_aggregate: bool = False,
     ) -> KTable:
-        """`reducer(aggregate, value)` per key; the first value of a key is its initial aggregate."""
+        """`reducer(aggregate, value)` per key; the first value of a key is its initial aggregate.
+
+        `pre_aggregate=True` reduces per key upstream of the repartition topic too, so `reducer` must be
+        associative (see `streamlet.topology.pre_aggregation`).
+        """
         _require_callable(reducer, "reducer")
         store = self._store_name(store_name, REDUCE_NAME)
         processor = self._builder.name_or_generate(name, REDUCE_NAME)
-        return self._build(processor, n.REDUCE, store, _or_default(self._value_serde), fn=reducer, initializer=None)
+        pre = for_reduce(reducer) if pre_aggregate else None
+        value_serde = _or_default(self._value_serde)
+        return self._build(processor, n.REDUCE, store, value_serde, fn=reducer, initializer=None, pre=pre)
 
     def aggregate(
         self,
@@ -574,18 +593,26 @@ class KGroupedStream:
         value_serde: SerdeLike = None,
         *,
         name: str | None = None,
+        combiner: Callable[[Any, Any], Any] | None = None,
     ) -> KTable:
         """`aggregator(key, value, aggregate)` per key, starting from `initializer()`.
 
         `value_serde` stores the aggregate (default: bytes, so give one unless aggregates are bytes).
+        A `combiner(aggregate, partial)` turns on pre-aggregation: partial aggregates are built upstream of the
+        repartition topic and combined into the stored aggregate, so `initializer()` must be the combiner's
+        identity (see `streamlet.topology.pre_aggregation`).
         """
         _require_callable(initializer, "initializer")
         _require_callable(aggregator, "aggregator")
         agg_serde = _serde(value_serde, "value_serde")
         store = self._store_name(store_name, AGGREGATE_NAME)
         processor = self._builder.name_or_generate(name, AGGREGATE_NAME)
+        pre = None
+        if combiner is not None:
+            _require_callable(combiner, "combiner")
+            pre = for_aggregate(initializer, aggregator, combiner)
         return self._build(
-            processor, n.AGGREGATE, store, _or_default(agg_serde), fn=aggregator, initializer=initializer
+            processor, n.AGGREGATE, store, _or_default(agg_serde), fn=aggregator, initializer=initializer, pre=pre
         )
 
     def windowed_by(self, windows: TimeWindows) -> TimeWindowedKStream:
@@ -609,11 +636,24 @@ class KGroupedStream:
         fn: Callable[..., Any] | None,
         initializer: Callable[[], Any] | None,
         windows: TimeWindows | None = None,
+        pre: PreAggregation | None = None,
     ) -> KTable:
-        """`GroupedStreamAggregateBuilder#build` (and `#buildWindowed`, with `windows`)."""
+        """`GroupedStreamAggregateBuilder#build` (and `#buildWindowed`, with `windows`); with `pre`, a
+        pre-aggregation node before the repartition topic, which then carries partials."""
         builder = self._builder
         parent = self._node
-        if self._repartition_required:
+        if pre is not None:
+            self._check_pre_aggregation(processor)
+            op, fn, initializer = pre.merge_op, pre.merge_fn, pre.initializer
+            upstream = _processor_node(builder, self._node, preaggregate_name(processor), n.PREAGGREGATE, fn=pre.fold)
+            parent = self._repartition(self._repartition_name or store, upstream, store_value_serde)
+            self._repartition_pre_aggregated = True
+        elif self._repartition_required:
+            if self._repartition_pre_aggregated:
+                raise TopologyError(
+                    f"aggregation {processor} would share repartition topic {self._repartition_name} with a "
+                    "pre-aggregated one, whose records are partial aggregates: name the repartitions apart"
+                )
             parent = self._repartition(self._repartition_name or store)
         builder.claim(processor)
         builder.claim_store(store)
@@ -632,8 +672,26 @@ class KGroupedStream:
         table_key_serde = self._key_serde if windows is None else TimeWindowedSerde(key_serde, windows.size_ms)
         return KTable(builder, node, table_key_serde, store_value_serde, store)
 
-    def _repartition(self, prefix: str) -> _GraphNode:
-        """Kafka's `createRepartitionedSource`, plus the node reuse of GroupedStreamAggregateBuilder."""
+    def _check_pre_aggregation(self, processor: str) -> None:
+        if not self._repartition_required:
+            raise TopologyError(
+                f"aggregation {processor}: pre-aggregation folds records before a repartition topic, and this "
+                "grouped stream has none (it was not re-keyed); drop pre_aggregate/combiner"
+            )
+        if self._repartition_node is not None:
+            raise TopologyError(
+                f"aggregation {processor} would pre-aggregate into repartition topic {self._repartition_name}, "
+                "which another aggregation already reads record by record: name the repartitions apart"
+            )
+
+    def _repartition(
+        self, prefix: str, upstream: _GraphNode | None = None, value_serde: Serde | None = None
+    ) -> _GraphNode:
+        """Kafka's `createRepartitionedSource`, plus the node reuse of GroupedStreamAggregateBuilder.
+
+        `upstream` (default: the grouped stream's node) feeds the topic; `value_serde` replaces the stream's
+        value serde for it (a pre-aggregation writes partials).
+        """
         builder = self._builder
         topic = prefix if prefix.endswith(REPARTITION_TOPIC_SUFFIX) else prefix + REPARTITION_TOPIC_SUFFIX
         # Always generate the names, to burn the counter values for compatibility.
@@ -649,19 +707,19 @@ class KGroupedStream:
             builder.claim(filter_, sink, source)
             builder.claim_topics(source, [topic])
             key_serde = _or_default(self._key_serde)
-            value_serde = _or_default(self._value_serde)
+            topic_value_serde = _or_default(self._value_serde if value_serde is None else value_serde)
 
             def write(parents: tuple[str, ...], topology: _Topology) -> None:
                 topology.internal_topics[topic] = None
                 topology.add(ProcessorSpec(filter_, parents, n.REPARTITION_FILTER))
-                topology.add(SinkSpec(sink, (filter_,), topic, key_serde, value_serde))
-                topology.add(SourceSpec(source, (), (topic,), key_serde, value_serde))
+                topology.add(SinkSpec(sink, (filter_,), topic, key_serde, topic_value_serde))
+                topology.add(SourceSpec(source, (), (topic,), key_serde, topic_value_serde))
 
             self._repartition_node = _GraphNode(source, write)
         node = self._repartition_node
         assert node is not None
         # Re-adding a reused node moves its build priority, exactly as in Kafka Streams.
-        builder.add_graph_node(self._node, node)
+        builder.add_graph_node(self._node if upstream is None else upstream, node)
         return node
 
     def __repr__(self) -> str:

@@ -72,6 +72,7 @@ REDUCE = "reduce"
 AGGREGATE = "aggregate"
 TO_STREAM = "to_stream"
 PROCESS = "process"  # a user processor: fn(context) -> (key, value) -> None, per task
+PREAGGREGATE = "preaggregate"  # fn is a PreAggregation.fold (streamlet.topology.pre_aggregation)
 
 AGGREGATING_OPS = frozenset({COUNT, REDUCE, AGGREGATE})
 

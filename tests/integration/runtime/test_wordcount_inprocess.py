@@ -49,3 +49,34 @@ async def test_wordcount_two_clients_two_threads(kafka: KafkaTestCluster, tmp_pa
     finally:
         for client in clients:
             await client.close()
+
+
+async def test_pre_aggregated_wordcount_sends_fewer_repartition_records_and_counts_the_same(
+    kafka: KafkaTestCluster, tmp_path
+) -> None:
+    source = await kafka.create_topic("plaintext", partitions=3)
+    sink = await kafka.create_topic("wordcount-output", partitions=3)
+    app_id = unique_name("wordcount-pre")
+    repartition = f"{app_id}-counts-store-repartition"
+    for topic in (repartition, f"{app_id}-counts-store-changelog"):
+        kafka.track(topic)
+    config = StreamsConfig(
+        application_id=app_id,
+        bootstrap_servers=kafka.bootstrap_servers,
+        state_dir=str(tmp_path / "client"),
+        num_stream_threads=2,
+        commit_interval_ms=500,
+    )
+    client = KafkaStreams(build_topology(source, sink, pre_aggregate=True), config)
+    lines = LINES * 20
+    try:
+        await client.start()
+        await kafka.produce(source, [(None, line.encode()) for line in lines])
+        expected = expected_counts(lines)
+        assert await wait_for_counts(kafka, sink, expected, partitions=3) == expected
+    finally:
+        await client.close()
+    words = sum(expected.values())
+    sent = sum((await kafka.end_offsets(repartition, 3)).values())
+    # at most one partial per word per input task per commit: far fewer than one record per word
+    assert 0 < sent < words / 4, (sent, words)
