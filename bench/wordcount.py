@@ -581,7 +581,7 @@ async def prepare(bootstrap: str, c: corpus_mod.Corpus) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--peers", default="", help="comma-separated substrings of peer names (default: all)")
+    parser.add_argument("--peers", default="", help="comma-separated peer names, or substrings of them (default: all)")
     parser.add_argument("--words", type=int, default=corpus_mod.TARGET_WORDS)
     parser.add_argument("--timeout", type=float, default=240.0, help="per peer, from launch, seconds")
     parser.add_argument("--no-consumer-perf", action="store_true")
@@ -589,7 +589,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=1, help="run the selected peers this many times, interleaved")
     args = parser.parse_args(argv)
     wanted = [s.strip().lower() for s in args.peers.split(",") if s.strip()]
-    peers = [p for p in PEERS if not wanted or any(w in p.name.lower() for w in wanted)]
+    # a spec equal to a peer's whole name selects that peer only; otherwise it selects every name containing it
+    exact = {w for w in wanted if any(w == p.name.lower() for p in PEERS)}
+    peers = [
+        p
+        for p in PEERS
+        if not wanted or p.name.lower() in exact or any(w in p.name.lower() for w in wanted if w not in exact)
+    ]
     twins: dict[str, str] = {}
     if args.baseline:
         extra, tree = baseline_peers(peers, args.baseline)

@@ -18,10 +18,11 @@ from aiokafka.errors import KafkaError
 from aiokafka.protocol.api import Request, RequestStruct, Response
 from aiokafka.protocol.group import JoinGroupRequest
 from aiokafka.protocol.types import Array, Int16, Int32, Schema, String
-from aiokafka.structs import ConsumerRecord, OffsetAndMetadata, TopicPartition
+from aiokafka.structs import OffsetAndMetadata, TopicPartition
 
 from streamlet.config import StreamsConfig
 from streamlet.runtime import txn_offset_commit
+from streamlet.runtime.fetched_records import RAW_RECORDS, FetchedRecord
 from streamlet.runtime.offset_fetch import fetch_stable_offsets
 from streamlet.runtime.txn_offset_commit import GroupMetadata
 
@@ -49,7 +50,7 @@ class RestoreConsumer(Protocol):
 
     async def getmany(
         self, *partitions: TopicPartition, timeout_ms: int = 0, max_records: int | None = None
-    ) -> dict[TopicPartition, list[ConsumerRecord[Any, Any]]]: ...
+    ) -> dict[TopicPartition, list[FetchedRecord]]: ...
 
 
 class MainConsumer(RestoreConsumer, Protocol):
@@ -211,6 +212,7 @@ class AioKafkaClientSupplier:
             metadata_max_age_ms=30_000,
             isolation_level=_isolation(config),
             require_stable_offsets=config.exactly_once,
+            key_deserializer=RAW_RECORDS,  # decoded batch records, no per-record ConsumerRecord
         )
 
     def restore_consumer(self, config: StreamsConfig, client_id: str) -> AIOKafkaConsumer:
@@ -221,6 +223,7 @@ class AioKafkaClientSupplier:
             enable_auto_commit=False,
             auto_offset_reset="earliest",
             isolation_level=_isolation(config),
+            key_deserializer=RAW_RECORDS,
             # aiokafka's default 1 MiB: with 4 MiB, aiokafka 0.14 was seen returning no records for a large
             # freshly written changelog while moving the position to the end (bench/README.md)
         )

@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aiokafka.structs import ConsumerRecord, OffsetAndMetadata, TopicPartition
+from aiokafka.structs import OffsetAndMetadata, TopicPartition
 
+from streamlet.runtime.fetched_records import FetchedRecord, consumer_record
 from streamlet.runtime.handlers import ThreadHandlers
 from streamlet.runtime.local_tasks import LocalTasks
 from streamlet.runtime.processor_graph import RecordDeserializationError, RecordProcessingError, build_task_graph
@@ -89,17 +90,18 @@ class StreamTask:
 
     # ---- processing -----------------------------------------------------------------------------------------
 
-    def process(self, tp: TopicPartition, records: Sequence[ConsumerRecord[Any, Any]]) -> None:
+    def process(self, tp: TopicPartition, records: Sequence[FetchedRecord]) -> None:
         """Process one partition's batch in offset order."""
         process = self.graph.process
+        topic, partition = tp.topic, tp.partition
         for record in records:
             try:
-                process(record.topic, record.partition, record.offset, record.timestamp, record.key, record.value)
+                process(topic, partition, record.offset, record.timestamp, record.key, record.value)
             except RecordDeserializationError as exc:
-                self._handlers.deserialization.handle(self.task_id, record, exc)
+                self._handlers.deserialization.handle(self.task_id, consumer_record(tp, record), exc)
             except RecordProcessingError as exc:
                 handler = self._handlers.production if exc.production else self._handlers.processing
-                handler.handle(self.task_id, record, exc.cause, exc.node)
+                handler.handle(self.task_id, consumer_record(tp, record), exc.cause, exc.node)
         if records:
             self._consumed[tp] = records[-1].offset
 

@@ -22,15 +22,15 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
-from aiokafka.structs import ConsumerRecord, OffsetAndMetadata, TopicPartition
+from aiokafka.structs import OffsetAndMetadata, TopicPartition
 
 from streamlet.assignment.protocol import AssignmentInfo, AssignorErrorCode
 from streamlet.errors import StateStoreCorruptedError, StateStoreError, StreamletError
 from streamlet.runtime.changelog_reader import ChangelogReader
 from streamlet.runtime.clients import MainConsumer
+from streamlet.runtime.fetched_records import FetchedRecord
 from streamlet.runtime.record_collector import RecordCollector, TransactionFencedError
 from streamlet.runtime.stall_watch import StallWatch
 from streamlet.runtime.standby_task import StandbyTask
@@ -281,7 +281,7 @@ class TaskManager:
 
     # ---- processing ---------------------------------------------------------------------------------------
 
-    def process(self, batch: Mapping[TopicPartition, Sequence[ConsumerRecord[Any, Any]]]) -> None:
+    def process(self, batch: Mapping[TopicPartition, Sequence[FetchedRecord]]) -> None:
         """Hand each partition's records to its task; rewind the consumer for a task that is not RUNNING."""
         by_partition = self._by_partition
         assigned = self._consumer.assignment()

@@ -48,12 +48,19 @@ log = logging.getLogger(__name__)
 
 #: One changelog record to restore: (offset, key, value); value None is a delete.
 class ChangelogRecord(Protocol):
-    """A consumed changelog record (aiokafka's ConsumerRecord has these attributes)."""
+    """A consumed changelog record (aiokafka's ConsumerRecord, or its decoded batch record)."""
 
-    offset: int
-    key: bytes | None
-    value: bytes | None
-    timestamp: int
+    @property
+    def offset(self) -> int: ...
+
+    @property
+    def key(self) -> bytes | None: ...
+
+    @property
+    def value(self) -> bytes | None: ...
+
+    @property
+    def timestamp(self) -> int: ...
 
 
 DEFAULT_RESTORE_CHUNK_RECORDS = 10_000
