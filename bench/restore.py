@@ -41,9 +41,19 @@ def value_of(i: int) -> int:
     return i % 1000 + 1
 
 
-async def write_changelog(bootstrap: str, topic: str, keys: int, partitions: int) -> float:
-    from aiokafka import AIOKafkaProducer
+#: the keys the probes count again (streamlet's, then Kafka Streams')
+def probe_indices(keys: int) -> list[int]:
+    return [0, keys - 1, 1, keys - 2]
 
+
+async def write_changelog(bootstrap: str, topic: str, keys: int, partitions: int) -> float:
+    """Keys go round-robin over the partitions (hashing 5M keys with aiokafka's pure-Python murmur2 would take
+    a minute), except the probe keys, which go where the default partitioner puts them: a probe word is
+    routed there, so its task's store must hold it."""
+    from aiokafka import AIOKafkaProducer
+    from aiokafka.partitioner import murmur2
+
+    placed = {i: (murmur2(key_of(i)) & 0x7FFFFFFF) % partitions for i in probe_indices(keys)}
     # default 16 KiB batches, as a Kafka Streams or streamlet producer writes its changelog (with 1 MiB
     # batches aiokafka 0.14's consumer at default fetch sizes returned no record and jumped to the end)
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=20, acks="all")
@@ -53,7 +63,9 @@ async def write_changelog(bootstrap: str, topic: str, keys: int, partitions: int
         futures = []
         for p in range(partitions):
             batch = producer.create_batch()
-            for i in range(p, keys, partitions):
+            mine = [i for i in range(p, keys, partitions) if placed.get(i, p) == p]
+            mine += [i for i, q in placed.items() if q == p and i % partitions != p]
+            for i in mine:
                 k, v = key_of(i), struct.pack(">q", value_of(i))
                 if batch.append(key=k, value=v, timestamp=None) is None:
                     futures.append(await producer.send_batch(batch, topic, partition=p))
@@ -308,7 +320,8 @@ async def bench(bootstrap: str, keys: int, partitions: int, timeout: float, run_
             }
         )
         log(f"{results[-1]['peer']}: {raw['records_per_s']:,} records/s")
-    probe = [key_of(0), key_of(keys - 1)]
+    first, last, first2, last2 = probe_indices(keys)
+    probe = [key_of(first), key_of(last)]
     work = common.WORK / run_id / "restore"
     work.mkdir(parents=True, exist_ok=True)
     log("streamlet restoring ...")
@@ -317,7 +330,7 @@ async def bench(bootstrap: str, keys: int, partitions: int, timeout: float, run_
     )
     log(f"streamlet: {results[-1]}")
     # Kafka Streams restores the same changelog under the same app id; the probe words are counted again
-    probe2 = [key_of(1), key_of(keys - 2)]
+    probe2 = [key_of(first2), key_of(last2)]
     changelog_now = sum((await common.topic_records(bootstrap, changelog)).values())  # + streamlet's probe updates
     log("Kafka Streams restoring ...")
     results.append(

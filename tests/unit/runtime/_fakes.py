@@ -77,8 +77,10 @@ class FakeConsumer:
         self.listener = listener
 
     def assign(self, partitions: Collection[TopicPartition]) -> None:
+        # as aiokafka's: every partition starts afresh, even one assigned before (its committed offset, or the
+        # earliest: the reset policy of every streamlet consumer)
         self._assigned = set(partitions)
-        self._positions = {tp: self._positions.get(tp, self.kafka.committed.get(tp, 0)) for tp in self._assigned}
+        self._positions = {tp: self.kafka.committed.get(tp, 0) for tp in self._assigned}
 
     def assignment(self) -> set[TopicPartition]:
         return set(self._assigned)

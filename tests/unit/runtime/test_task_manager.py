@@ -7,11 +7,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from aiokafka.structs import TopicPartition
 
 from streamlet.runtime.task_state import TaskState
 from streamlet.state.checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
 from streamlet.state.rocksdb_store import RocksDBStore
 from streamlet.state.state_manager import ProcessorStateManager
+from streamlet.task_id import TaskId
 from tests.unit.runtime._fakes import FakeKafka, commit_failed
 from tests.unit.runtime._harness import CHANGELOG, CHANGELOG0, IN0, OUTPUT, T0, Harness, int64, latest, new_kafka
 
@@ -136,6 +138,28 @@ async def test_restoration_completes_in_chunks_then_the_task_runs(kafka: FakeKaf
         await h.poll_and_process()
         await h.tasks.commit()
         assert latest(kafka, OUTPUT) == {"a": 8}  # restored 7, plus one
+    finally:
+        h.close()
+
+
+async def test_a_task_that_finishes_restoring_first_does_not_send_the_others_back_to_the_start(
+    kafka: FakeKafka, tmp_path: Path
+) -> None:
+    """The restore consumer is re-assigned when a task finishes; aiokafka's assign() forgets positions."""
+    t1, changelog1 = TaskId(0, 1), TopicPartition(CHANGELOG, 1)
+    kafka.append(CHANGELOG0, b"a", int64(1))
+    for value in range(1, 8):
+        kafka.append(changelog1, b"b", int64(value))
+    h = Harness(kafka, tmp_path, chunk=3)
+    try:
+        h.assign(T0, t1)
+        applied = 0
+        for _ in range(20):
+            if all(t.state is TaskState.RUNNING for t in h.tasks.active.values()):
+                break
+            applied += await h.tasks.restore(timeout_ms=0)
+        assert all(t.state is TaskState.RUNNING for t in h.tasks.active.values())
+        assert applied == 8  # every changelog record once
     finally:
         h.close()
 
