@@ -104,10 +104,18 @@ class ChangelogReader:
         return result
 
     async def _follow(self, wanted: dict[TopicPartition, tuple[str, Owner]]) -> None:
-        """Assign exactly `wanted`; a partition whose owner changed is re-seeded from its store."""
+        """Assign exactly `wanted`; a partition whose owner changed is re-seeded from its store.
+
+        aiokafka's `assign()` forgets every position, so the partitions that stay keep theirs by a seek (else
+        they would restart from the earliest offset: every other restore and standby re-read its whole
+        changelog each time one task finished restoring).
+        """
         previous = self._changelogs
         changed = [tp for tp, (_, owner) in wanted.items() if tp not in previous or previous[tp].owner is not owner]
+        kept = {tp: await self.consumer.position(tp) for tp in wanted if tp in previous and tp not in changed}
         self.consumer.assign(list(wanted))
+        for tp, position in kept.items():
+            self.consumer.seek(tp, position)
         self._changelogs = {tp: previous[tp] for tp in wanted if tp not in changed}
         restoring_new = [tp for tp in changed if isinstance(wanted[tp][1], StreamTask)]
         ends = await self._log_end_offsets(restoring_new) if restoring_new else {}
