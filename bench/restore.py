@@ -12,7 +12,7 @@
 4. Kafka Streams (Java, same app id after streamlet has left the group, fresh state dir): its restore
    listener's start/end and the same probe.
 
-Usage: .venv/bin/python bench/restore.py [--keys N] [--partitions P] [--timeout S]
+Usage: .venv/bin/python bench/restore.py [--keys N] [--partitions P] [--timeout S] [--rounds R]
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import re
 import shutil
+import statistics
 import struct
 import sys
 import time
@@ -184,6 +185,7 @@ async def run_streamlet(
     work: Path,
     timeout: float,
     probe_words: list[bytes],
+    partitions: int,
 ) -> dict[str, Any]:
     import streamlet
     from examples.wordcount.dsl import build_topology
@@ -206,6 +208,9 @@ async def run_streamlet(
             return listener.last_end is not None and time.monotonic() - listener.last_end > 20
 
         resumed = await _probe(bootstrap, input_topic, output_topic, probe_words, began, timeout, give_up=give_up)
+        # the probe's partitions may be restored before the others: wait for every changelog partition's end
+        while len(listener.ended) < partitions and time.monotonic() - began < timeout:
+            await asyncio.sleep(0.1)
     finally:
         await ks.close()
     res: dict[str, Any] = {"peer": "streamlet (1 thread, in process)", "restored": listener.restored}
@@ -326,7 +331,9 @@ async def bench(bootstrap: str, keys: int, partitions: int, timeout: float, run_
     work.mkdir(parents=True, exist_ok=True)
     log("streamlet restoring ...")
     results.append(
-        await run_streamlet(bootstrap, app_id, input_topic, output_topic, keys, work / "streamlet", timeout, probe)
+        await run_streamlet(
+            bootstrap, app_id, input_topic, output_topic, keys, work / "streamlet", timeout, probe, partitions
+        )
     )
     log(f"streamlet: {results[-1]}")
     # Kafka Streams restores the same changelog under the same app id; the probe words are counted again
@@ -383,19 +390,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keys", type=int, default=1_000_000)
     parser.add_argument("--partitions", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=240.0)
+    parser.add_argument("--rounds", type=int, default=1, help="repeat (raw, streamlet, Kafka Streams), interleaved")
     args = parser.parse_args(argv)
-    run_id = time.strftime("%m%d%H%M%S")
     common.quiet_logs()
+    results: list[dict[str, Any]] = []
+    ratios: list[float] = []
     with common.broker() as bootstrap:
-        results = asyncio.run(bench(bootstrap, args.keys, args.partitions, args.timeout, run_id))
-        asyncio.run(common.delete_topics_with_prefix(bootstrap, f"bench-restore-{run_id}"))
+        for round_no in range(args.rounds):
+            run_id = time.strftime("%m%d%H%M%S") + f"r{round_no}"
+            rows = asyncio.run(bench(bootstrap, args.keys, args.partitions, args.timeout, run_id))
+            asyncio.run(common.delete_topics_with_prefix(bootstrap, f"bench-restore-{run_id}"))
+            rate = {r["peer"].split(" (")[0]: r.get("records_per_s") for r in rows if r.get("status") == "ok"}
+            if rate.get("streamlet") and rate.get("Kafka Streams 4.1.1"):
+                ratios.append(rate["streamlet"] / rate["Kafka Streams 4.1.1"])
+            results.extend({**r, "round": round_no + 1} for r in rows)
     text = render(results)
+    if ratios:
+        text += (
+            f"\n\nstreamlet / Kafka Streams records/s per round: {' '.join(f'{x:.2f}' for x in ratios)}; "
+            f"median {statistics.median(ratios):.2f}"
+        )
     print(f"\nRestoration of {args.keys:,} distinct keys ({args.partitions} changelog partition(s)):\n{text}")
     path = common.write_result(
         "restore",
         {
             "keys": args.keys,
             "partitions": args.partitions,
+            "rounds": args.rounds,
+            "median_ratio_vs_kafka_streams": statistics.median(ratios) if ratios else None,
             "results": results,
             "table": text,
             "command": " ".join(["bench/restore.py", *sys.argv[1:]]),
