@@ -33,6 +33,7 @@ from rocksdict import DbClosedError, Options, Rdict, ReadOptions, WriteBatch, Wr
 
 from streamlet.errors import StateStoreCorruptedError, StateStoreError, StateStoreLockedError
 from streamlet.state.store import Entry, KeyValue, check_key, check_value, empty_range
+from streamlet.state.timestamped import TIMESTAMP_FORMAT
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -196,14 +197,16 @@ class RocksDBStore:
         """Delete every key in `[from_key, to_key)` (one RocksDB range tombstone, whatever the count)."""
         self._handle().delete_range(check_key(from_key), check_key(to_key), self._write_opts)
 
-    def apply_changelog_records(self, records: Iterable[Any]) -> None:
+    def apply_changelog_records(self, records: Iterable[Any], *, timestamped: bool = False) -> None:
         """One WriteBatch from consumed changelog records (`.key`, `.value`; value None = delete).
 
         The restore path: Kafka hands out bytes or None only, so the per-entry type checks of `put_all`
-        are skipped; a record without a key cannot come from a store and is ignored.
+        are skipped; a record without a key cannot come from a store and is ignored. A `timestamped` store
+        keeps each value behind its record's timestamp (`streamlet.state.timestamped`).
         """
         batch = WriteBatch(raw_mode=True)
         put, delete = batch.put, batch.delete
+        pack = TIMESTAMP_FORMAT.pack
         for record in records:
             key = record.key
             if key is None:
@@ -211,6 +214,8 @@ class RocksDBStore:
             value = record.value
             if value is None:
                 delete(key)
+            elif timestamped:
+                put(key, pack(record.timestamp) + value)
             else:
                 put(key, value)
         if len(batch):

@@ -266,12 +266,12 @@ class ProcessorStateManager:
         applied = 0
         for start in range(0, len(records), step):
             chunk = records[start : start + step]
-            if meta.timestamped:
+            if direct is not None:
+                direct(chunk, timestamped=meta.timestamped)
+            elif meta.timestamped:
                 inner.put_all(
                     [(r.key, timestamped.from_changelog(r.value, r.timestamp)) for r in chunk if r.key is not None]
                 )
-            elif direct is not None:
-                direct(chunk)
             else:
                 inner.put_all([(r.key, r.value) for r in chunk if r.key is not None])
             self._invalidate_cached(meta, (r.key for r in chunk if r.key is not None))

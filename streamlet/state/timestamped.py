@@ -14,18 +14,18 @@ from __future__ import annotations
 
 import struct
 
-_TIMESTAMP = struct.Struct(">q")
-TIMESTAMP_SIZE = _TIMESTAMP.size
+TIMESTAMP_FORMAT = struct.Struct(">q")
+TIMESTAMP_SIZE = TIMESTAMP_FORMAT.size
 
 
 def encode(timestamp: int, value: bytes) -> bytes:
     """The stored bytes of `value` with `timestamp`."""
-    return _TIMESTAMP.pack(timestamp) + value
+    return TIMESTAMP_FORMAT.pack(timestamp) + value
 
 
 def timestamp_of(raw: bytes) -> int:
     """The timestamp of stored bytes."""
-    return int(_TIMESTAMP.unpack_from(raw)[0])
+    return int(TIMESTAMP_FORMAT.unpack_from(raw)[0])
 
 
 def value_of(raw: bytes) -> bytes:

@@ -14,7 +14,7 @@ from streamlet.state.rocksdb_store import RocksDBStore
 from streamlet.state.state_manager import ProcessorStateManager
 from streamlet.state.store import Entry
 from streamlet.task_id import TaskId
-from tests.support.changelog import restore
+from tests.support.changelog import Record, restore
 
 TASK = TaskId(1, 3)
 TP = TopicPartition("app-counts-changelog", 3)
@@ -57,10 +57,10 @@ def test_restore_in_bounded_chunks(tmp_path: Path) -> None:
     inner = RocksDBStore("counts", psm.store_dir("counts"))
     original = inner.apply_changelog_records
 
-    def spy(records):  # type: ignore[no-untyped-def]
+    def spy(records, **kwargs):  # type: ignore[no-untyped-def]
         records = list(records)
         batches.append(len(records))
-        original(records)
+        original(records, **kwargs)
 
     inner.apply_changelog_records = spy  # type: ignore[method-assign]
     store = psm.register_store("counts", store=inner, cache=RecordCache(1000), changelog_sink=lambda k, v: None)
@@ -242,4 +242,16 @@ def test_restore_records_applies_consumer_records_and_advances_the_offset(tmp_pa
     assert applied == 5
     assert (store.get(b"a"), store.get(b"b"), store.get(b"c")) == (None, b"2", b"3")
     assert psm.changelog_offsets() == {tp: 5}
+    psm.close(clean=True)
+
+
+def test_a_timestamped_store_restores_each_value_behind_its_record_timestamp(tmp_path: Path) -> None:
+    """Kafka's rawValueToTimestampedValue: the changelog holds the plain value, the record its timestamp."""
+    psm = new_psm(tmp_path)
+    store = psm.register_store("counts", timestamped=True, changelog_sink=lambda k, v: None)
+    records = [Record(5, b"a", b"one", 1_000), Record(6, b"b", b"two", 2_000)]
+    records.append(Record(7, b"a", None, 3_000))  # a tombstone stays a delete
+    assert psm.restore_records(TP, records) == 3
+    assert store.get(b"a") is None
+    assert store.get(b"b") == (2_000).to_bytes(8, "big") + b"two"
     psm.close(clean=True)
