@@ -107,6 +107,10 @@ class ChangelogReader:
         """Assign exactly `wanted`; a partition whose owner changed is re-seeded from its store."""
         previous = self._changelogs
         changed = [tp for tp, (_, owner) in wanted.items() if tp not in previous or previous[tp].owner is not owner]
+        suspended = getattr(self._listener, "on_restore_suspended", None)
+        for tp, changelog in previous.items():
+            if changelog.end_offset is not None and (tp not in wanted or tp in changed) and suspended is not None:
+                suspended(tp, changelog.store, changelog.restored)  # the task left mid-restore
         self.consumer.assign(list(wanted))
         self._changelogs = {tp: previous[tp] for tp in wanted if tp not in changed}
         restoring_new = [tp for tp in changed if isinstance(wanted[tp][1], StreamTask)]

@@ -132,6 +132,11 @@ class FakeConsumer:
     def generation_lost(self) -> bool:
         return self.lost
 
+    def lag(self, partition: TopicPartition) -> int | None:
+        if partition not in self._assigned:
+            return None
+        return max(0, self.kafka.high_watermark(partition) - self._positions[partition])
+
     async def leave_group(self) -> None:
         self.kafka.events.append("leave group")
 
