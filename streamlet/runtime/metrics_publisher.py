@@ -90,8 +90,8 @@ class ClientMetrics:
             log.debug("standby lags unavailable: %r", exc)
             standby = {}
         now = time.monotonic()
-        if since is None:
-            since = now - self.interval_ms / 1000.0
+        if since is None:  # e.g. a scrape of /metrics: the last interval (5 s when no events are published)
+            since = now - (self.interval_ms or 5000) / 1000.0
         return ClientSample(
             application_id=self.application_id,
             process_id=self.process_id,
