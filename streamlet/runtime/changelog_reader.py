@@ -111,7 +111,10 @@ class ChangelogReader:
         for tp, changelog in previous.items():
             if changelog.end_offset is not None and (tp not in wanted or tp in changed) and suspended is not None:
                 suspended(tp, changelog.store, changelog.restored)  # the task left mid-restore
+        kept = {tp: await self.consumer.position(tp) for tp in wanted if tp in previous and tp not in changed}
         self.consumer.assign(list(wanted))
+        for tp, position in kept.items():  # a new assignment forgets every position, the kept ones' too
+            self.consumer.seek(tp, position)
         self._changelogs = {tp: previous[tp] for tp in wanted if tp not in changed}
         restoring_new = [tp for tp in changed if isinstance(wanted[tp][1], StreamTask)]
         ends = await self._log_end_offsets(restoring_new) if restoring_new else {}

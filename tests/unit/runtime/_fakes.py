@@ -77,8 +77,9 @@ class FakeConsumer:
         self.listener = listener
 
     def assign(self, partitions: Collection[TopicPartition]) -> None:
+        # as aiokafka: a new assignment forgets every position, kept partitions too (committed offset, else 0)
         self._assigned = set(partitions)
-        self._positions = {tp: self._positions.get(tp, self.kafka.committed.get(tp, 0)) for tp in self._assigned}
+        self._positions = {tp: self.kafka.committed.get(tp, 0) for tp in self._assigned}
 
     def assignment(self) -> set[TopicPartition]:
         return set(self._assigned)

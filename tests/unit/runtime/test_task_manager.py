@@ -7,11 +7,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from aiokafka.structs import TopicPartition
 
+from streamlet.runtime.restore_listener import RestoreProgressTracker
 from streamlet.runtime.task_state import TaskState
 from streamlet.state.checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
 from streamlet.state.rocksdb_store import RocksDBStore
 from streamlet.state.state_manager import ProcessorStateManager
+from streamlet.task_id import TaskId
 from tests.unit.runtime._fakes import FakeKafka, commit_failed
 from tests.unit.runtime._harness import CHANGELOG, CHANGELOG0, IN0, OUTPUT, T0, Harness, int64, latest, new_kafka
 
@@ -280,3 +283,22 @@ async def test_a_locked_store_is_retried_with_backoff(
     clock[0] += 0.5
     harness.tasks.open_pending()
     assert T0 in harness.tasks.active and not harness.tasks.has_pending()
+
+
+async def test_a_restoration_keeps_its_position_when_another_one_finishes(kafka: FakeKafka, tmp_path: Path) -> None:
+    """Reassigning the restore consumer forgets every position (aiokafka): the partitions kept are sought back."""
+    t1, changelog1 = TaskId(0, 1), TopicPartition(CHANGELOG, 1)
+    kafka.append(CHANGELOG0, b"a", int64(1))
+    for value in range(1, 10):
+        kafka.append(changelog1, b"b", int64(value))
+    tracker = RestoreProgressTracker()
+    finished: list[tuple[TopicPartition, int]] = []
+    tracker.on_restore_end = lambda tp, store, total: finished.append((tp, total))  # type: ignore[method-assign]
+    h = Harness(kafka, tmp_path, chunk=2, listener=tracker)
+    try:
+        h.assign(T0, t1)
+        while any(t.state is TaskState.RESTORING for t in h.tasks.active.values()):
+            await h.tasks.restore(timeout_ms=0)
+        assert sorted(finished) == [(CHANGELOG0, 1), (changelog1, 9)]  # each record restored once
+    finally:
+        h.close()
