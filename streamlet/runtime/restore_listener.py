@@ -17,6 +17,9 @@ from aiokafka.structs import TopicPartition
 
 log = logging.getLogger("streamlet.restore")
 
+#: How often the default listener logs each restoring store's progress.
+PROGRESS_LOG_INTERVAL_S = 5.0
+
 
 class StateRestoreListener(Protocol):
     """Callbacks from the restoring thread; they run on the event loop, so keep them quick.
@@ -124,9 +127,9 @@ class RestoreProgressTracker:
 class LoggingRestoreListener(RestoreProgressTracker):
     """Logs restoration at INFO: start, progress every `interval` seconds, and the final rate."""
 
-    def __init__(self, interval: float = 5.0) -> None:
+    def __init__(self, interval: float | None = None) -> None:
         super().__init__()
-        self._interval = interval
+        self._interval = PROGRESS_LOG_INTERVAL_S if interval is None else interval
 
     def on_restore_start(self, partition: TopicPartition, store_name: str, start_offset: int, end_offset: int) -> None:
         super().on_restore_start(partition, store_name, start_offset, end_offset)
