@@ -150,9 +150,7 @@ class StreamsConsumer(AIOKafkaConsumer):
         # aiokafka keeps both per assigned partition; `position()` would wait for one, this never waits
         subscription = self._subscription.subscription
         assignment = subscription.assignment if subscription is not None else None
-        if assignment is None or partition not in assignment.tps:
-            return None
-        state = assignment.state_value(partition)
+        state = assignment.state_value(partition) if assignment is not None else None
         if state is None or not state.has_valid_position or state.highwater is None:
             return None
         return max(0, int(state.highwater) - int(state.position))
