@@ -17,6 +17,8 @@ from streamlet.runtime.metrics_event import parse_metrics_event
 
 @dataclass
 class ClientTotals:
+    """One client of a run (one process id, over its process runs)."""
+
     name: str
     process_id: str
     events: int = 0
@@ -73,7 +75,7 @@ def client_totals(lines: Sequence[str], names: Mapping[str, str]) -> tuple[list[
 
 
 def render_client_totals(totals: Sequence[ClientTotals]) -> list[str]:
-    """Markdown: records processed and time not RUNNING per client, then the tasks that waited longest."""
+    """Markdown: records processed and time not RUNNING per client, then each task's time over all clients."""
     out = [
         "| client | records processed | time tasks not RUNNING (s) | longest task (s) | rebalances | starts |",
         "|---|---|---|---|---|---|",

@@ -31,6 +31,7 @@ from streamlet.assignment.protocol import AssignmentInfo, AssignorErrorCode
 from streamlet.errors import StateStoreCorruptedError, StateStoreError, StreamletError
 from streamlet.runtime.changelog_reader import ChangelogReader
 from streamlet.runtime.clients import MainConsumer
+from streamlet.runtime.metrics_event import PENDING, STANDBY
 from streamlet.runtime.record_collector import RecordCollector, TransactionFencedError
 from streamlet.runtime.stall_watch import StallWatch
 from streamlet.runtime.standby_task import StandbyTask
@@ -123,8 +124,8 @@ class TaskManager:
 
     def task_states(self) -> dict[TaskId, str]:
         """Every task this thread owns and its state: an active's, PENDING (not opened yet) or STANDBY."""
-        states = {t: "PENDING" if is_active else "STANDBY" for t, is_active in self._pending.items()}
-        states.update((t, "STANDBY") for t in self.standby)
+        states = {t: PENDING if is_active else STANDBY for t, is_active in self._pending.items()}
+        states.update((t, STANDBY) for t in self.standby)
         states.update((t, task.state.value) for t, task in self.active.items())
         return states
 
