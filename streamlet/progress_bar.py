@@ -20,7 +20,7 @@ from typing import TextIO
 
 from streamlet.runtime.restore_listener import RestoreProgress, RestoreProgressTracker, format_eta
 
-_BAR = 20
+_BAR = 16
 
 
 def render_restore_line(progress: Sequence[RestoreProgress], now: float, width: int = 100) -> str:
@@ -37,12 +37,12 @@ def render_restore_line(progress: Sequence[RestoreProgress], now: float, width: 
         etas = [eta for p in items if (eta := p.eta_s(now)) is not None]
         eta = max(etas) if len(etas) == len(items) else None  # the slowest partition, once all moved
         filled = int(round(fraction * _BAR))
-        partitions = f" ({len(items)} partitions)" if len(items) > 1 else ""
+        partitions = f" x{len(items)}" if len(items) > 1 else ""  # partitions of the store
         parts.append(
-            f"restoring {store}{partitions} [{'#' * filled}{'-' * (_BAR - filled)}] {100 * fraction:.0f}% "
-            f"{done}/{total}, {rate:.0f} records/s, ETA {format_eta(eta)}"
+            f"{store}{partitions} [{'#' * filled}{'-' * (_BAR - filled)}] {100 * fraction:.0f}% "
+            f"{done}/{total} {rate:.0f}/s ETA {format_eta(eta)}"
         )
-    line = " | ".join(parts)
+    line = ("restoring " + " | ".join(parts)) if parts else ""
     return line if len(line) <= width else line[: max(0, width - 1)] + "…"
 
 

@@ -102,7 +102,8 @@ def _ago(now_ms: int, then_ms: int) -> str:
 
 def _task_line(kind: str, task: str, metrics: Mapping[str, Any] | None, lag: Any) -> str:
     entry = (metrics or {}).get("tasks", {}).get(task) if metrics else None
-    state = "?" if entry is None else str(entry.get("state") or "NOT ASSIGNED YET")
+    # "?": no metrics for the task; "-": the client does not own it (yet, or any more: e.g. it stopped)
+    state = "?" if entry is None else str(entry.get("state") or "-")
     parts = [f"    {kind:<8}{task:<7}{state:<10}"]
     if entry is not None:
         parts.append(f"processed {entry.get('records_processed', 0):>9}")

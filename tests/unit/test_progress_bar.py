@@ -25,13 +25,13 @@ def progress(
 def test_one_line_per_store_over_its_partitions() -> None:
     line = render_restore_line([progress(0, 0, 1000, 500, 500), progress(1, 0, 1000, 0, 0)], now=10.0)
     # 500 of 2000 offsets; one partition has not moved yet, so no ETA
-    assert line == "restoring counts (2 partitions) [#####---------------] 25% 500/2000, 50 records/s, ETA ?"
+    assert line == "restoring counts x2 [####------------] 25% 500/2000 50/s ETA ?"
     line = render_restore_line(
         [progress(0, 0, 1000, 500, 500), progress(2, 0, 400, 300, 300, store="windows")], now=10.0, width=200
     )
     assert line == (
-        "restoring counts [##########----------] 50% 500/1000, 50 records/s, ETA 10s | "
-        "restoring windows [###############-----] 75% 300/400, 30 records/s, ETA 3s"
+        "restoring counts [########--------] 50% 500/1000 50/s ETA 10s | "
+        "windows [############----] 75% 300/400 30/s ETA 3s"
     )
     assert render_restore_line([], now=1.0) == ""
     assert len(render_restore_line([progress(0, 0, 1000, 500, 500)], now=10.0, width=30)) == 30
