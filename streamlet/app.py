@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 from streamlet import agents, cli
 from streamlet.channels import Channel
 from streamlet.config import StreamsConfig
+from streamlet.progress_bar import terminal_progress_bar
 from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.runtime.restore_listener import StateRestoreListener
 from streamlet.serdes import Serde
@@ -205,17 +206,18 @@ class App:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, stop.set)
         try:
-            await streams.start()
-            stopper = asyncio.create_task(stop.wait())
-            failure = asyncio.create_task(streams.wait())
-            done, _ = await asyncio.wait({stopper, failure}, return_when=asyncio.FIRST_COMPLETED)
-            for task in (stopper, failure):
-                if task not in done:
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await task
-            if failure in done:
-                failure.result()  # re-raise a thread failure
+            async with terminal_progress_bar(streams.restore_progress):  # only on a terminal
+                await streams.start()
+                stopper = asyncio.create_task(stop.wait())
+                failure = asyncio.create_task(streams.wait())
+                done, _ = await asyncio.wait({stopper, failure}, return_when=asyncio.FIRST_COMPLETED)
+                for task in (stopper, failure):
+                    if task not in done:
+                        task.cancel()
+                        with contextlib.suppress(asyncio.CancelledError):
+                            await task
+                if failure in done:
+                    failure.result()  # re-raise a thread failure
         finally:
             await streams.close()
             if web_server is not None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import struct
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import aiohttp
@@ -14,7 +16,9 @@ from aiokafka.structs import TopicPartition
 from examples.wordcount.dsl import build_topology
 from streamlet.app import App
 from streamlet.assignment.protocol import HostTasks
+from streamlet.runtime.metrics_publisher import ClientMetrics
 from streamlet.runtime.queries import ReadOnlyKeyValueStore, StreamsMetadataState, partition_for_key
+from streamlet.runtime.restore_listener import RestoreProgressTracker
 from streamlet.runtime.task_state import TaskState
 from streamlet.runtime.topology_metadata import TopologyMetadata
 from streamlet.state import timestamped
@@ -22,6 +26,7 @@ from streamlet.state.store import InMemoryKeyValueStore
 from streamlet.tables import Table
 from streamlet.task_id import TaskId
 from streamlet.web import FORWARDED_HEADER, SERVED_BY_HEADER, Page, WebServer
+from tests.unit.runtime._harness import IN0, T0, Harness, new_kafka
 
 STORE = "counts-store"
 SUB = 1
@@ -62,6 +67,7 @@ class _Client:
 
         self.end_offsets: dict[TopicPartition, int] = {}
         self.refreshed = 0
+        self.metrics: ClientMetrics | None = None
 
     def store(self, name: str, *, max_standby_lag: int | None = None) -> ReadOnlyKeyValueStore:
         return ReadOnlyKeyValueStore(
@@ -289,3 +295,38 @@ def test_app_page_registers_a_faust_style_handler() -> None:
 
     assert app._pages == [Page("/hello/{name}", hello, "POST")]
     assert hello.__name__ == "hello"  # the decorator returns the function itself
+
+
+async def test_metrics_and_status_serve_the_clients_sample(cluster: _Cluster, tmp_path: Path) -> None:
+    status, _, body = await cluster.get(cluster.server_a, "/status")
+    assert status == 503 and body["reason"] == "not_running"  # the client has not started
+    kafka = new_kafka()
+    harness = Harness(kafka, tmp_path)
+    try:
+        harness.assign(T0)
+        await harness.tasks.restore(timeout_ms=0)
+        for _ in range(3):
+            kafka.append(IN0, b"w", b"line")
+        await harness.poll_and_process()
+        thread = SimpleNamespace(name="app-t1", tasks=harness.tasks, consumer=harness.consumer)
+        cluster.a.metrics = ClientMetrics(
+            "app",
+            "pid-a",
+            "127.0.0.1:1",
+            5000,
+            lambda: [thread],
+            RestoreProgressTracker(),
+            cluster.a.refresh_standby_lags,
+        )
+        async with cluster.http.get(cluster.url(cluster.server_a, "/metrics")) as response:
+            assert response.status == 200
+            assert response.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+            text = await response.text()
+        client = 'application_id="app",process_id="pid-a"'
+        assert f'streamlet_task_records_processed_total{{{client},task="0_0"}} 3.0' in text.splitlines()
+        assert 'streamlet_consumer_lag{application_id="app",partition="0",process_id="pid-a",topic="in"} 0.0' in text
+        status, _, body = await cluster.get(cluster.server_a, "/status")
+        assert status == 200 and body["tasks"]["0_0"]["records_processed"] == 3
+        assert body["tasks"]["0_0"]["state"] == "RUNNING" and body["rebalances"] == 1
+    finally:
+        harness.close()
