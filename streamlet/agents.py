@@ -16,15 +16,16 @@ from __future__ import annotations
 import contextlib
 import inspect
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from streamlet.agent_context import AgentError, task_context
 from streamlet.agent_stream import NEXT, AgentStream, NextRecord
 from streamlet.channels import Channel
+from streamlet.replies import ReplyConsumer, reply_serde, reply_target
 from streamlet.runtime.processor_graph import TaskContext
 from streamlet.tables import Table
-from streamlet.topic_ref import Carried, TopicRef
+from streamlet.topic_ref import Carried, TopicRef, record_timestamp
 from streamlet.topology import KStream, StreamsBuilder
 
 __all__ = ["Agent", "AgentError", "AgentStream", "Sink", "Table", "TopicRef", "compile_agents"]
@@ -58,6 +59,9 @@ class Agent:
         self.name = name
         self.tables = tables
         self.sinks = sinks
+        #: the App's reply consumer, started on first use (set when `@app.agent` registers the agent)
+        self.replies: Callable[[], Awaitable[ReplyConsumer]] | None = None
+        self.rekeys = False  # its stream goes through a repartition topic before its loop (set when compiled)
 
     async def send(self, *, key: Any = None, value: Any = None, partition: int | None = None) -> None:
         """Send a record to this agent's topic or channel, from inside an agent (Faust's `agent.send`)."""
@@ -66,14 +70,48 @@ class Agent:
             return
         await self.topic.send(key=key, value=value, partition=partition)
 
-    async def ask(self, *args: Any, **kwargs: Any) -> Any:
-        """Not supported: a reply would have to be awaited inside the asking agent's task, which cannot wait.
+    async def ask(
+        self,
+        value: Any = None,
+        *,
+        key: Any = None,
+        partition: int | None = None,
+        timeout: float = 30.0,
+        reply_type: Any = None,
+    ) -> Any:
+        """Send `value` to this agent's topic and return the value the agent yields for it (Faust's `ask`).
 
-        Faust's `ask` sends a request and suspends the caller until the other agent replies through a reply
-        topic. A streamlet agent runs inline in its task and may not suspend; send the request with
-        `send(...)` and handle the reply in an agent of its own.
+        The request carries a reply topic and a correlation id (see `streamlet.replies`); the first reply
+        naming it is decoded as JSON (as `reply_type`'s model with a model type). Call it from outside the
+        agents, while the App runs: in a worker (an `@app.page`, an `@app.timer`) or in `async with
+        app.client()`. An agent cannot ask: it runs inline in its task, which cannot wait for a reply.
+        No reply within `timeout` seconds raises `AskTimeoutError`.
         """
-        raise AgentError(f"agent {self.name}: ask() is not supported (agents cannot wait); use send() instead")
+        if task_context.get() is not None:
+            raise AgentError(
+                f"agent {self.name}: ask() cannot be awaited inside an agent, which runs inline in its task and "
+                "cannot wait for a reply; use send() and handle the answer in an agent of its own"
+            )
+        if isinstance(self.topic, Channel):
+            raise AgentError(f"agent {self.name} reads channel {self.topic.name}, in memory: it cannot be asked")
+        if self.replies is None:
+            raise AgentError(f"agent {self.name} is not declared on an App (`@app.agent`), so it cannot be asked")
+        if self.rekeys:
+            raise AgentError(
+                f"agent {self.name} re-keys its stream (group_by) before its loop, and a request's reply-to "
+                "headers do not survive the repartition topic; ask an agent that reads its topic directly"
+            )
+        replies = await self.replies()
+        topic = self.topic
+        raw = await replies.request(
+            topic.name,
+            topic.key_serde.serialize(topic.name, key),
+            topic.value_serde.serialize(topic.name, value),
+            partition,
+            timeout,
+            self.name,
+        )
+        return reply_serde(reply_type).deserialize(replies.topic, raw)
 
     def __repr__(self) -> str:
         return f"Agent({self.name!r}, topic={self.topic.name!r})"
@@ -160,6 +198,7 @@ def compile_agents(builder: StreamsBuilder, agents: Iterable[Agent]) -> None:
             raise AgentError(f"agent {agent.name} must start with `async for ... in stream` before awaiting anything")
         final = recorder[-1]
         assert final._kstream is not None
+        agent.rekeys = final.rekeyed
         for table in agent.tables:
             builder.add_store(table.name, table.key_serde, table.value_serde)
         final._kstream.process(_agent_processor_factory(agent), stores=[t.name for t in agent.tables])
@@ -203,8 +242,12 @@ def _agent_processor_factory(agent: Agent) -> Callable[[TaskContext], Callable[[
             token = task_context.set(ctx)
             try:
                 yielded = run.feed(agent, (key, value) if run.stream.with_keys else value)
-                for item in yielded:
-                    _to_sinks(agent, item)
+                if yielded:
+                    asker = reply_target(getattr(getattr(ctx, "record_context", None), "headers", ()))
+                    for item in yielded:
+                        _to_sinks(agent, item)
+                        if asker is not None:
+                            _reply(ctx, asker, item)
             except Exception:
                 # The exception ended the agent's run. Start a fresh one (its tables keep their state, as when
                 # Faust restarts a crashed agent) so that a handler that skips the record can go on.
@@ -227,6 +270,12 @@ def _to_sinks(agent: Agent, value: Any) -> None:
             _complete(sink.send(value=value))
         else:
             _complete(sink(value))
+
+
+def _reply(ctx: TaskContext, asker: tuple[str, bytes], value: Any) -> None:
+    """Send one yielded value to the asker's reply topic, keyed by the request's correlation id."""
+    topic, correlation_id = asker
+    ctx.send(topic, correlation_id, reply_serde(type(value)).serialize(topic, value), record_timestamp(ctx), 0)
 
 
 def _complete(result: Any) -> None:

@@ -11,13 +11,14 @@ import asyncio
 import contextlib
 import logging
 import signal
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, NoReturn
 
 from streamlet import agents, cli
 from streamlet.channels import Channel
 from streamlet.config import StreamsConfig
+from streamlet.replies import ReplyConsumer
 from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.runtime.restore_listener import StateRestoreListener
 from streamlet.serdes import Serde
@@ -44,6 +45,9 @@ class App:
         self._tables: dict[str, agents.Table] = {}
         self._pages: list[Page] = []
         self._topology: Topology | None = None
+        self._serving: StreamsConfig | None = None  # the config while a worker or `client()` runs
+        self._replies: ReplyConsumer | None = None  # started by the first `ask()`, stopped with the App
+        self._replies_lock = asyncio.Lock()
 
     @classmethod
     def from_topology(cls, application_id: str, topology: Topology, **config: Any) -> App:
@@ -149,6 +153,7 @@ class App:
             if isinstance(source, str):
                 source = agents.TopicRef(source, "str", "json")
             agent = agents.Agent(fn, source, agent_name, tuple(tables), tuple(sink))
+            agent.replies = self._reply_consumer
             self._agents.append(agent)
             return agent
 
@@ -191,10 +196,47 @@ class App:
         """
         self.streams(**overrides).cleanup()
 
+    @contextlib.asynccontextmanager
+    async def client(self, **overrides: Any) -> AsyncIterator[App]:
+        """The App as a client of its workers, running no tasks: `await agent.ask(...)` works inside.
+
+        `async with app.client(bootstrap_servers=...):` — what it started (the reply consumer) is stopped on exit.
+        """
+        self.topology()  # compiled: which agents can be asked
+        self._serving = self.config(**overrides)
+        try:
+            yield self
+        finally:
+            await self._stop_services()
+
+    async def _reply_consumer(self) -> ReplyConsumer:
+        """The App's reply consumer, started on first use (an `ask()`) while a worker or `client()` runs."""
+        config = self._serving
+        if config is None:
+            raise agents.AgentError(
+                "ask() needs a running App: call it in a worker (an @app.page, an @app.timer) or inside "
+                "`async with app.client():`"
+            )
+        async with self._replies_lock:
+            if self._replies is None:
+                replies = ReplyConsumer(config)
+                await replies.start()
+                self._replies = replies
+            return self._replies
+
+    async def _stop_services(self) -> None:
+        """Stop what the App owns besides its KafkaStreams client: the reply consumer."""
+        self._serving = None
+        async with self._replies_lock:
+            if self._replies is not None:
+                await self._replies.close()
+                self._replies = None
+
     async def run_worker(self, **overrides: Any) -> None:
         """Run until SIGINT/SIGTERM (clean shutdown: commit, flush, checkpoint) or a thread fails."""
         streams = self.streams(**overrides)
         config = streams.config
+        self._serving = config
         web_server = None
         if config.web_port:  # up before the client starts: it answers 503 until the first assignment
             web_server = WebServer(streams, host=config.web_host, port=config.web_port, pages=self._pages)
@@ -217,6 +259,7 @@ class App:
             if failure in done:
                 failure.result()  # re-raise a thread failure
         finally:
+            await self._stop_services()
             await streams.close()
             if web_server is not None:
                 await web_server.stop()

@@ -92,7 +92,9 @@ class StreamTask:
     def process(self, tp: TopicPartition, records: Sequence[ConsumerRecord[Any, Any]]) -> None:
         """Process one partition's batch in offset order."""
         process = self.graph.process
+        context = self.record_context
         for record in records:
+            context.headers = record.headers
             try:
                 process(record.topic, record.partition, record.offset, record.timestamp, record.key, record.value)
             except RecordDeserializationError as exc:

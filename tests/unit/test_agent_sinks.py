@@ -1,8 +1,7 @@
-"""Several agents per app and per topic, `agent.send`, sinks fed by `yield`, and what `ask` says."""
+"""Several agents per app and per topic, `agent.send`, and sinks fed by `yield`."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
@@ -111,18 +110,6 @@ def test_agent_send_writes_to_the_agents_topic() -> None:
     ctx = _run(app, "in", [b"a", b"b"])
     assert [(s.topic, s.value) for s in ctx.sent] == [("audit", b"A"), ("audit", b"B")]
     assert repr(audit) == "Agent('audit', topic='audit')"
-
-
-def test_ask_says_why_it_is_not_supported() -> None:
-    app = App("ask")
-
-    @app.agent(app.topic("in"))
-    async def agent(stream):
-        async for _ in stream:
-            pass
-
-    with pytest.raises(AgentError, match="ask.. is not supported .agents cannot wait.; use send"):
-        asyncio.run(agent.ask(value=1))
 
 
 def test_a_generator_agent_that_stops_is_an_error_and_restarts() -> None:
