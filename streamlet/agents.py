@@ -19,7 +19,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from streamlet.agent_context import AgentError, task_context
+from streamlet.agent_context import AgentError, record_value, task_context
 from streamlet.agent_stream import NEXT, AgentStream, NextRecord
 from streamlet.channels import Channel
 from streamlet.replies import ReplyConsumer, reply_serde, reply_target
@@ -27,6 +27,7 @@ from streamlet.runtime.processor_graph import TaskContext
 from streamlet.tables import Table
 from streamlet.topic_ref import Carried, TopicRef, record_timestamp
 from streamlet.topology import KStream, StreamsBuilder
+from streamlet.windowed_tables import WindowWrapper
 
 __all__ = ["Agent", "AgentError", "AgentStream", "Sink", "Table", "TopicRef", "compile_agents"]
 
@@ -44,7 +45,7 @@ class Agent:
         fn: Callable[..., Any],
         topic: TopicRef | Channel,
         name: str,
-        tables: tuple[Table, ...] = (),
+        tables: tuple[Table | WindowWrapper, ...] = (),
         sinks: tuple[Sink, ...] = (),
     ) -> None:
         if not (inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn)):
@@ -57,7 +58,7 @@ class Agent:
         self.fn = fn
         self.topic = topic
         self.name = name
-        self.tables = tables
+        self.tables = tuple(t.table if isinstance(t, WindowWrapper) else t for t in tables)
         self.sinks = sinks
         #: the App's reply consumer, started on first use (set when `@app.agent` registers the agent)
         self.replies: Callable[[], Awaitable[ReplyConsumer]] | None = None
@@ -200,7 +201,7 @@ def compile_agents(builder: StreamsBuilder, agents: Iterable[Agent]) -> None:
         assert final._kstream is not None
         agent.rekeys = final.rekeyed
         for table in agent.tables:
-            builder.add_store(table.name, table.key_serde, table.value_serde)
+            builder.add_store(table.name, table.key_serde, table.value_serde, windows=table.windows)
         final._kstream.process(_agent_processor_factory(agent), stores=[t.name for t in agent.tables])
 
 
@@ -240,6 +241,7 @@ def _agent_processor_factory(agent: Agent) -> Callable[[TaskContext], Callable[[
         def process(key: Any, value: Any) -> None:
             run = current[0]
             token = task_context.set(ctx)
+            value_token = record_value.set(value)
             try:
                 yielded = run.feed(agent, (key, value) if run.stream.with_keys else value)
                 if yielded:
@@ -255,6 +257,7 @@ def _agent_processor_factory(agent: Agent) -> Callable[[TaskContext], Callable[[
                 current[0] = start()
                 raise
             finally:
+                record_value.reset(value_token)
                 task_context.reset(token)
 
         return process

@@ -24,6 +24,7 @@ from streamlet.runtime.restore_listener import StateRestoreListener
 from streamlet.serdes import Serde
 from streamlet.topology import KStream, StreamsBuilder, Topology
 from streamlet.web import Page, WebServer
+from streamlet.windowed_tables import WindowWrapper
 
 log = logging.getLogger("streamlet.app")
 
@@ -132,7 +133,7 @@ class App:
         topic: agents.TopicRef | Channel | str | None = None,
         *,
         name: str | None = None,
-        tables: Iterable[agents.Table] = (),
+        tables: Iterable[agents.Table | WindowWrapper] = (),
         sink: Iterable[agents.Sink] = (),
     ) -> Callable[[Callable[..., Any]], agents.Agent]:
         """Decorate `async def fn(stream)`; `async for value in stream` runs once per record, inside the task.
