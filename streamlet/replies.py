@@ -74,13 +74,13 @@ def reply_target(headers: Sequence[tuple[str, bytes]]) -> tuple[str, bytes] | No
 
 
 class ReplyConsumer:
-    """One process's reply topic: sends requests, and completes each with the first reply naming it."""
+    """One process's reply topic: sends requests (with the App's producer), completes each with its first reply."""
 
-    def __init__(self, config: StreamsConfig) -> None:
+    def __init__(self, config: StreamsConfig, producer: AIOKafkaProducer) -> None:
         self.config = config
         self.topic = f"{config.application_id}-reply-{uuid.uuid4()}"
         self._pending: dict[bytes, asyncio.Future[bytes | None]] = {}
-        self._producer: AIOKafkaProducer | None = None
+        self._producer = producer  # the App's, which sends the requests (not stopped here)
         self._consumer: AIOKafkaConsumer | None = None
         self._task: asyncio.Task[None] | None = None
         self._failure: BaseException | None = None
@@ -96,10 +96,6 @@ class ReplyConsumer:
                 self._created = True
             finally:
                 await manager.close()
-            self._producer = AIOKafkaProducer(
-                bootstrap_servers=config.bootstrap_servers, client_id=f"{self.topic}-producer", acks="all"
-            )
-            await self._producer.start()
             self._consumer = AIOKafkaConsumer(
                 bootstrap_servers=config.bootstrap_servers,
                 client_id=f"{self.topic}-consumer",
@@ -119,7 +115,7 @@ class ReplyConsumer:
         self, topic: str, key: bytes | None, value: bytes | None, partition: int | None, timeout: float, asked: str
     ) -> bytes | None:
         """Send a request record to `topic`; the raw value of its first reply. `asked` names the agent in errors."""
-        if self._producer is None or self._task is None:
+        if self._task is None:
             raise StreamletError("the reply consumer is not started")
         if self._failure is not None:
             raise StreamletError(f"the reply consumer of {self.topic} failed: {self._failure!r}") from self._failure
@@ -172,9 +168,6 @@ class ReplyConsumer:
         if self._consumer is not None:
             await self._consumer.stop()
             self._consumer = None
-        if self._producer is not None:
-            await self._producer.stop()
-            self._producer = None
         if self._created:
             self._created = False
             manager = InternalTopicManager(self.config.bootstrap_servers)

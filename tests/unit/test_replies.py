@@ -78,7 +78,7 @@ def test_an_agent_replies_to_each_request_with_what_it_yields_and_still_feeds_it
 async def test_ask_outside_a_running_app_says_how_to_run_it() -> None:
     app = App("asks")
     double = _doubler(app)
-    with pytest.raises(AgentError, match=r"ask\(\) needs a running App.*app.client\(\)"):
+    with pytest.raises(AgentError, match=r"ask\(\) outside an agent needs a running App.*app.client\(\)"):
         await double.ask(1)
 
 
