@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import sys
 import weakref
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
@@ -138,7 +139,7 @@ class _Run:
         self.stream = stream
         made = agent.fn(stream)
         self.generator: Any = made if inspect.isasyncgen(made) else None
-        self.pending: Any = made.asend(None) if self.generator is not None else made
+        self.pending: Any = _first_step(made) if self.generator is not None else made
 
     def feed(self, agent: Agent, item: Any) -> list[Any]:
         """Resume the agent with `item` until it waits for the next record; the values it yielded meanwhile."""
@@ -165,6 +166,21 @@ class _Run:
     def close(self) -> None:
         with contextlib.suppress(GeneratorExit, StopIteration, StopAsyncIteration, RuntimeError):
             self.pending.throw(GeneratorExit)
+
+
+def _first_step(generator: Any) -> Any:
+    """The generator's first `asend`, made without the event loop's async-generator hooks.
+
+    The loop would track the generator (its `firstiter` hook) and `aclose()` it when it shuts down. The driver
+    here owns it instead, and it is always suspended inside an `asend` the driver holds: the loop's `aclose()`
+    would fail with "asynchronous generator is already running" and log an error at every worker shutdown.
+    """
+    hooks = sys.get_asyncgen_hooks()
+    sys.set_asyncgen_hooks(firstiter=None, finalizer=None)
+    try:
+        return generator.asend(None)
+    finally:
+        sys.set_asyncgen_hooks(*hooks)
 
 
 def compile_agents(builder: StreamsBuilder, agents: Iterable[Agent]) -> None:

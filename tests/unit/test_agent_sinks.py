@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -162,3 +163,23 @@ def test_an_agent_without_a_topic_reads_one_named_after_it_as_in_faust() -> None
     assert greet.topic.name == "auto-greet" and named.topic.name == "named-topic"
     ctx = _run(app, "auto-greet", [b'{"name":"ann"}'])
     assert [json.loads(s.value) for s in ctx.sent] == [{"hello": "ann"}]
+
+
+def test_a_generator_agent_leaves_nothing_for_the_event_loop_to_close() -> None:
+    """The driver owns the agent's generator: the loop's shutdown must not try (and fail) to `aclose()` it."""
+    app = App("gen")
+    seen: list[str] = []
+
+    @app.agent(app.topic("in", value_serde="str"), sink=[seen.append])
+    async def echo(stream):
+        async for value in stream:
+            yield value
+
+    errors: list[str] = []
+
+    async def main() -> None:
+        asyncio.get_running_loop().set_exception_handler(lambda loop, context: errors.append(context["message"]))
+        _run(app, "in", [b"x"])
+
+    asyncio.run(main())
+    assert (seen, errors) == (["x"], [])
