@@ -66,7 +66,8 @@ class Agent:
         self.rekeys = False  # its stream goes through a repartition topic before its loop (set when compiled)
 
     async def send(self, *, key: Any = None, value: Any = None, partition: int | None = None) -> None:
-        """Send a record to this agent's topic or channel, from inside an agent (Faust's `agent.send`)."""
+        """Send a record to this agent's topic or channel (Faust's `agent.send`): from an agent, or, for a topic,
+        from a timer, a page or `app.client()` while the App runs (see `TopicRef.send`)."""
         if isinstance(self.topic, Channel):
             await self.topic.send(key=key, value=value)
             return

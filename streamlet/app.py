@@ -235,9 +235,10 @@ class App:
 
     @contextlib.asynccontextmanager
     async def client(self, **overrides: Any) -> AsyncIterator[App]:
-        """The App as a client of its workers, running no tasks: `await agent.ask(...)` works inside.
+        """The App as a client of its workers, running no tasks: `agent.ask(...)` and `topic.send(...)` work inside.
 
-        `async with app.client(bootstrap_servers=...):` — what it started (the reply consumer) is stopped on exit.
+        `async with app.client(bootstrap_servers=...):` — what it started (a producer, the reply consumer) is
+        stopped on exit.
         """
         self.topology()  # compiled: which agents can be asked
         self._client = AppClient(self.config(**overrides))
