@@ -74,12 +74,12 @@ async def test_leader_timers_tick_only_on_the_owner_and_others_everywhere() -> N
     )
     service.start()
     try:
-        await asyncio.sleep(0.32)
-        assert "leader" not in fired and fired.count("everywhere:the-app") >= 4
+        await asyncio.sleep(0.5)  # 10 ticks; a loaded machine may run fewer
+        assert "leader" not in fired and fired.count("everywhere:the-app") >= 3
         client.own(TaskState.RUNNING)
         fired.clear()
-        await asyncio.sleep(0.32)
-        assert fired.count("leader") >= 4 and fired.count("everywhere:the-app") >= 4
+        await asyncio.sleep(0.5)
+        assert fired.count("leader") >= 3 and fired.count("everywhere:the-app") >= 3
     finally:
         await service.stop()
     fired.clear()
@@ -97,7 +97,7 @@ async def test_a_timer_that_raises_is_logged_and_ticks_again(caplog: pytest.LogC
     service = TimerService([interval_timer(flaky, 0.05, on_leader=False, name="flaky")], None, _Client())  # type: ignore[arg-type]
     with caplog.at_level(logging.ERROR, logger="streamlet.timers"):
         service.start()
-        await asyncio.sleep(0.18)
+        await asyncio.sleep(0.3)
         await service.stop()
     assert len(runs) >= 2
     assert "timer flaky raised; it runs again at its next tick" in caplog.text and "boom" in caplog.text
