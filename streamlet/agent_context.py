@@ -7,13 +7,16 @@ the agent's processor sets this context variable around each step of the agent's
 from __future__ import annotations
 
 import contextvars
+from typing import Any
 
 from streamlet.errors import TopologyError
 from streamlet.runtime.processor_graph import TaskContext
 
-__all__ = ["AgentError", "current_context", "task_context"]
+__all__ = ["AgentError", "current_context", "record_value", "task_context"]
 
 task_context: contextvars.ContextVar[TaskContext | None] = contextvars.ContextVar("streamlet_task", default=None)
+#: the value the agent is processing (what a windowed table's `relative_to_field` reads)
+record_value: contextvars.ContextVar[Any] = contextvars.ContextVar("streamlet_record_value", default=None)
 
 
 class AgentError(TopologyError):

@@ -60,12 +60,14 @@ class AgentStream:
         self._agent = agent
         self._source = source  # the input topic, which names a group_by's topic when none is given
         self.with_keys = False
+        self.rekeyed = False  # a repartition topic lies between the input topic and this stream
 
     def _then(self, make: Callable[[KStream], KStream], key: Carried, value: Carried) -> AgentStream:
         if self._kstream is None:  # running inside a task
             return self
         nxt = AgentStream(make(self._kstream), self._recorder, key, value, self._agent, self._source)
         nxt.with_keys = self.with_keys
+        nxt.rekeyed = self.rekeyed
         return nxt
 
     def filter(self, predicate: Callable[[Any], bool]) -> AgentStream:
@@ -128,11 +130,13 @@ class AgentStream:
         values = declared_serde(value_serde, self._value.type, f"{where} value_serde")
         if values is None:
             values = self._value.serde if self._value.serde is not None else JsonSerde()
-        return self._then(
+        nxt = self._then(
             lambda ks: ks.select_key(lambda _k, v: key_fn(v)).repartition(name, key_serde=keys, value_serde=values),
             Carried(keys, key_type),
             Carried(values, self._value.type),
         )
+        nxt.rekeyed = True
+        return nxt
 
     def items(self) -> AgentStream:
         """Iterate `(key, value)` pairs instead of values."""
@@ -141,6 +145,7 @@ class AgentStream:
             return self
         nxt = AgentStream(self._kstream, self._recorder, self._key, self._value, self._agent, self._source)
         nxt.with_keys = True
+        nxt.rekeyed = self.rekeyed
         return nxt
 
     def __aiter__(self) -> AgentStream:

@@ -15,17 +15,20 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import sys
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from streamlet.agent_context import AgentError, task_context
+from streamlet.agent_context import AgentError, record_value, task_context
 from streamlet.agent_stream import NEXT, AgentStream, NextRecord
 from streamlet.channels import Channel
+from streamlet.replies import ReplyConsumer, reply_serde, reply_target
 from streamlet.runtime.processor_graph import TaskContext
 from streamlet.tables import Table
-from streamlet.topic_ref import Carried, TopicRef
+from streamlet.topic_ref import Carried, TopicRef, record_timestamp
 from streamlet.topology import KStream, StreamsBuilder
+from streamlet.windowed_tables import WindowWrapper
 
 __all__ = ["Agent", "AgentError", "AgentStream", "Sink", "Table", "TopicRef", "compile_agents"]
 
@@ -43,7 +46,7 @@ class Agent:
         fn: Callable[..., Any],
         topic: TopicRef | Channel,
         name: str,
-        tables: tuple[Table, ...] = (),
+        tables: tuple[Table | WindowWrapper, ...] = (),
         sinks: tuple[Sink, ...] = (),
     ) -> None:
         if not (inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn)):
@@ -56,24 +59,62 @@ class Agent:
         self.fn = fn
         self.topic = topic
         self.name = name
-        self.tables = tables
+        self.tables = tuple(t.table if isinstance(t, WindowWrapper) else t for t in tables)
         self.sinks = sinks
+        #: the App's reply consumer, started on first use (set when `@app.agent` registers the agent)
+        self.replies: Callable[[], Awaitable[ReplyConsumer]] | None = None
+        self.rekeys = False  # its stream goes through a repartition topic before its loop (set when compiled)
 
     async def send(self, *, key: Any = None, value: Any = None, partition: int | None = None) -> None:
-        """Send a record to this agent's topic or channel, from inside an agent (Faust's `agent.send`)."""
+        """Send a record to this agent's topic or channel (Faust's `agent.send`): from an agent, or, for a topic,
+        from a timer, a page or `app.client()` while the App runs (see `TopicRef.send`)."""
         if isinstance(self.topic, Channel):
             await self.topic.send(key=key, value=value)
             return
         await self.topic.send(key=key, value=value, partition=partition)
 
-    async def ask(self, *args: Any, **kwargs: Any) -> Any:
-        """Not supported: a reply would have to be awaited inside the asking agent's task, which cannot wait.
+    async def ask(
+        self,
+        value: Any = None,
+        *,
+        key: Any = None,
+        partition: int | None = None,
+        timeout: float = 30.0,
+        reply_type: Any = None,
+    ) -> Any:
+        """Send `value` to this agent's topic and return the value the agent yields for it (Faust's `ask`).
 
-        Faust's `ask` sends a request and suspends the caller until the other agent replies through a reply
-        topic. A streamlet agent runs inline in its task and may not suspend; send the request with
-        `send(...)` and handle the reply in an agent of its own.
+        The request carries a reply topic and a correlation id (see `streamlet.replies`); the first reply
+        naming it is decoded as JSON (as `reply_type`'s model with a model type). Call it from outside the
+        agents, while the App runs: in a worker (an `@app.page`, an `@app.timer`) or in `async with
+        app.client()`. An agent cannot ask: it runs inline in its task, which cannot wait for a reply.
+        No reply within `timeout` seconds raises `AskTimeoutError`.
         """
-        raise AgentError(f"agent {self.name}: ask() is not supported (agents cannot wait); use send() instead")
+        if task_context.get() is not None:
+            raise AgentError(
+                f"agent {self.name}: ask() cannot be awaited inside an agent, which runs inline in its task and "
+                "cannot wait for a reply; use send() and handle the answer in an agent of its own"
+            )
+        if isinstance(self.topic, Channel):
+            raise AgentError(f"agent {self.name} reads channel {self.topic.name}, in memory: it cannot be asked")
+        if self.replies is None:
+            raise AgentError(f"agent {self.name} is not declared on an App (`@app.agent`), so it cannot be asked")
+        if self.rekeys:
+            raise AgentError(
+                f"agent {self.name} re-keys its stream (group_by) before its loop, and a request's reply-to "
+                "headers do not survive the repartition topic; ask an agent that reads its topic directly"
+            )
+        replies = await self.replies()
+        topic = self.topic
+        raw = await replies.request(
+            topic.name,
+            topic.key_serde.serialize(topic.name, key),
+            topic.value_serde.serialize(topic.name, value),
+            partition,
+            timeout,
+            self.name,
+        )
+        return reply_serde(reply_type).deserialize(replies.topic, raw)
 
     def __repr__(self) -> str:
         return f"Agent({self.name!r}, topic={self.topic.name!r})"
@@ -99,7 +140,7 @@ class _Run:
         self.stream = stream
         made = agent.fn(stream)
         self.generator: Any = made if inspect.isasyncgen(made) else None
-        self.pending: Any = made.asend(None) if self.generator is not None else made
+        self.pending: Any = _first_step(made) if self.generator is not None else made
 
     def feed(self, agent: Agent, item: Any) -> list[Any]:
         """Resume the agent with `item` until it waits for the next record; the values it yielded meanwhile."""
@@ -126,6 +167,21 @@ class _Run:
     def close(self) -> None:
         with contextlib.suppress(GeneratorExit, StopIteration, StopAsyncIteration, RuntimeError):
             self.pending.throw(GeneratorExit)
+
+
+def _first_step(generator: Any) -> Any:
+    """The generator's first `asend`, made without the event loop's async-generator hooks.
+
+    The loop would track the generator (its `firstiter` hook) and `aclose()` it when it shuts down. The driver
+    here owns it instead, and it is always suspended inside an `asend` the driver holds: the loop's `aclose()`
+    would fail with "asynchronous generator is already running" and log an error at every worker shutdown.
+    """
+    hooks = sys.get_asyncgen_hooks()
+    sys.set_asyncgen_hooks(firstiter=None, finalizer=None)
+    try:
+        return generator.asend(None)
+    finally:
+        sys.set_asyncgen_hooks(*hooks)
 
 
 def compile_agents(builder: StreamsBuilder, agents: Iterable[Agent]) -> None:
@@ -160,8 +216,9 @@ def compile_agents(builder: StreamsBuilder, agents: Iterable[Agent]) -> None:
             raise AgentError(f"agent {agent.name} must start with `async for ... in stream` before awaiting anything")
         final = recorder[-1]
         assert final._kstream is not None
+        agent.rekeys = final.rekeyed
         for table in agent.tables:
-            builder.add_store(table.name, table.key_serde, table.value_serde)
+            builder.add_store(table.name, table.key_serde, table.value_serde, windows=table.windows)
         final._kstream.process(_agent_processor_factory(agent), stores=[t.name for t in agent.tables])
 
 
@@ -201,10 +258,15 @@ def _agent_processor_factory(agent: Agent) -> Callable[[TaskContext], Callable[[
         def process(key: Any, value: Any) -> None:
             run = current[0]
             token = task_context.set(ctx)
+            value_token = record_value.set(value)
             try:
                 yielded = run.feed(agent, (key, value) if run.stream.with_keys else value)
-                for item in yielded:
-                    _to_sinks(agent, item)
+                if yielded:
+                    asker = reply_target(getattr(getattr(ctx, "record_context", None), "headers", ()))
+                    for item in yielded:
+                        _to_sinks(agent, item)
+                        if asker is not None:
+                            _reply(ctx, asker, item)
             except Exception:
                 # The exception ended the agent's run. Start a fresh one (its tables keep their state, as when
                 # Faust restarts a crashed agent) so that a handler that skips the record can go on.
@@ -212,6 +274,7 @@ def _agent_processor_factory(agent: Agent) -> Callable[[TaskContext], Callable[[
                 current[0] = start()
                 raise
             finally:
+                record_value.reset(value_token)
                 task_context.reset(token)
 
         return process
@@ -227,6 +290,12 @@ def _to_sinks(agent: Agent, value: Any) -> None:
             _complete(sink.send(value=value))
         else:
             _complete(sink(value))
+
+
+def _reply(ctx: TaskContext, asker: tuple[str, bytes], value: Any) -> None:
+    """Send one yielded value to the asker's reply topic, keyed by the request's correlation id."""
+    topic, correlation_id = asker
+    ctx.send(topic, correlation_id, reply_serde(type(value)).serialize(topic, value), record_timestamp(ctx), 0)
 
 
 def _complete(result: Any) -> None:

@@ -11,18 +11,23 @@ import asyncio
 import contextlib
 import logging
 import signal
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from datetime import timedelta, tzinfo
 from types import MappingProxyType
 from typing import Any, NoReturn
 
-from streamlet import agents, cli
+from streamlet import agents, cli, timers
+from streamlet.app_client import AppClient
 from streamlet.channels import Channel
 from streamlet.config import StreamsConfig
+from streamlet.progress_bar import terminal_progress_bar
+from streamlet.replies import ReplyConsumer
 from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.runtime.restore_listener import StateRestoreListener
 from streamlet.serdes import Serde
 from streamlet.topology import KStream, StreamsBuilder, Topology
 from streamlet.web import Page, WebServer
+from streamlet.windowed_tables import WindowWrapper
 
 log = logging.getLogger("streamlet.app")
 
@@ -44,6 +49,10 @@ class App:
         self._tables: dict[str, agents.Table] = {}
         self._pages: list[Page] = []
         self._topology: Topology | None = None
+        self._client: AppClient | None = None  # while a worker or `client()` runs: sends outside tasks, asks
+        self._timers: list[timers.Timer] = []
+        self._timer_service: timers.TimerService | None = None  # while a worker runs
+        self._stop_requested: asyncio.Event | None = None  # set by SIGINT/SIGTERM or stop_worker()
 
     @classmethod
     def from_topology(cls, application_id: str, topology: Topology, **config: Any) -> App:
@@ -93,7 +102,9 @@ class App:
         `value_type=PageView` (a `streamlet.Record` or pydantic model, or str/int/bytes) picks the serde when
         none is given; a serde given with a type must carry it (checked here).
         """
-        return agents.TopicRef(name, key_serde, value_serde, key_type=key_type, value_type=value_type)
+        ref = agents.TopicRef(name, key_serde, value_serde, key_type=key_type, value_type=value_type)
+        ref.outside_tasks = self._send_outside_tasks
+        return ref
 
     def Table(  # noqa: N802
         self,
@@ -128,7 +139,7 @@ class App:
         topic: agents.TopicRef | Channel | str | None = None,
         *,
         name: str | None = None,
-        tables: Iterable[agents.Table] = (),
+        tables: Iterable[agents.Table | WindowWrapper] = (),
         sink: Iterable[agents.Sink] = (),
     ) -> Callable[[Callable[..., Any]], agents.Agent]:
         """Decorate `async def fn(stream)`; `async for value in stream` runs once per record, inside the task.
@@ -149,8 +160,40 @@ class App:
             if isinstance(source, str):
                 source = agents.TopicRef(source, "str", "json")
             agent = agents.Agent(fn, source, agent_name, tuple(tables), tuple(sink))
+            agent.replies = self._reply_consumer
+            if isinstance(source, agents.TopicRef):
+                source.outside_tasks = self._send_outside_tasks
             self._agents.append(agent)
             return agent
+
+        return register
+
+    def timer(
+        self, interval: float | timedelta, *, on_leader: bool = True, name: str | None = None
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Decorate `async def fn()` (or `fn(app)`): run it every `interval` seconds while a worker runs (Faust's).
+
+        With `on_leader=True` (the default) one worker of the application runs it at each tick, the owner of task
+        0_0; with False, every worker does. See `streamlet.timers`.
+        """
+
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            self._timers.append(timers.interval_timer(fn, interval, on_leader=on_leader, name=name or fn.__name__))
+            return fn
+
+        return register
+
+    def crontab(
+        self, cron_format: str, *, timezone: tzinfo | str | None = None, on_leader: bool = True
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Decorate `async def fn()` (or `fn(app)`): run it at the times a 5-field cron expression matches, in
+        `timezone` (default UTC), while a worker runs (Faust's `app.crontab`); `on_leader` as for `timer`."""
+
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            self._timers.append(
+                timers.crontab_timer(fn, cron_format, timezone=timezone, on_leader=on_leader, name=fn.__name__)
+            )
+            return fn
 
         return register
 
@@ -191,38 +234,90 @@ class App:
         """
         self.streams(**overrides).cleanup()
 
+    @contextlib.asynccontextmanager
+    async def client(self, **overrides: Any) -> AsyncIterator[App]:
+        """The App as a client of its workers, running no tasks: `agent.ask(...)` and `topic.send(...)` work inside.
+
+        `async with app.client(bootstrap_servers=...):` — what it started (a producer, the reply consumer) is
+        stopped on exit.
+        """
+        self.topology()  # compiled: which agents can be asked
+        self._client = AppClient(self.config(**overrides))
+        try:
+            yield self
+        finally:
+            await self._stop_services()
+
+    def _running_client(self, what: str) -> AppClient:
+        if self._client is None:
+            raise agents.AgentError(
+                f"{what} outside an agent needs a running App: call it in a worker (an @app.page, an @app.timer) "
+                "or inside `async with app.client():`"
+            )
+        return self._client
+
+    async def _reply_consumer(self) -> ReplyConsumer:
+        """The App's reply consumer, started on first use (an `ask()`) while a worker or `client()` runs."""
+        return await self._running_client("ask()").replies()
+
+    async def _send_outside_tasks(
+        self, topic: str, key: bytes | None, value: bytes | None, partition: int | None
+    ) -> None:
+        """`topic.send()` from a timer, a page or `app.client()`: sent at once (see `streamlet.app_client`)."""
+        await self._running_client(f"send() to topic {topic}").send(topic, key, value, partition)
+
+    async def _stop_services(self) -> None:
+        """Stop what the App owns besides its KafkaStreams client: its timers, then its producer and replies."""
+        if self._timer_service is not None:
+            await self._timer_service.stop()
+            self._timer_service = None
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
+
     async def run_worker(self, **overrides: Any) -> None:
         """Run until SIGINT/SIGTERM (clean shutdown: commit, flush, checkpoint) or a thread fails."""
         streams = self.streams(**overrides)
         config = streams.config
+        self._client = AppClient(config)
         web_server = None
         if config.web_port:  # up before the client starts: it answers 503 until the first assignment
             web_server = WebServer(streams, host=config.web_host, port=config.web_port, pages=self._pages)
             await web_server.start()
-        stop = asyncio.Event()
+        stop = self._stop_requested = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, stop.set)
         try:
-            await streams.start()
-            stopper = asyncio.create_task(stop.wait())
-            failure = asyncio.create_task(streams.wait())
-            done, _ = await asyncio.wait({stopper, failure}, return_when=asyncio.FIRST_COMPLETED)
-            for task in (stopper, failure):
-                if task not in done:
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await task
-            if failure in done:
-                failure.result()  # re-raise a thread failure
+            async with terminal_progress_bar(streams.restore_progress):  # only on a terminal
+                await streams.start()
+                if self._timers:
+                    self._timer_service = timers.TimerService(self._timers, self, streams)
+                    self._timer_service.start()
+                stopper = asyncio.create_task(stop.wait())
+                failure = asyncio.create_task(streams.wait())
+                done, _ = await asyncio.wait({stopper, failure}, return_when=asyncio.FIRST_COMPLETED)
+                for task in (stopper, failure):
+                    if task not in done:
+                        task.cancel()
+                        with contextlib.suppress(asyncio.CancelledError):
+                            await task
+                if failure in done:
+                    failure.result()  # re-raise a thread failure
         finally:
+            await self._stop_services()
             await streams.close()
             if web_server is not None:
                 await web_server.stop()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 with contextlib.suppress(NotImplementedError, RuntimeError):
                     loop.remove_signal_handler(sig)
+
+    def stop_worker(self) -> None:
+        """Ask the worker `run_worker()` runs to stop cleanly, as SIGTERM does (it returns once stopped)."""
+        if self._stop_requested is not None:
+            self._stop_requested.set()
 
     def main(self, argv: Sequence[str] | None = None) -> NoReturn:
         """Run this App's command line and exit: `python myapp.py worker -l info`, as Faust's `app.main()`.

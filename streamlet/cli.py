@@ -1,4 +1,5 @@
-"""The `streamlet` command: broker, worker, cleanup, topology, topics, produce/consume, assign, verify, experiment."""
+"""The `streamlet` command: broker, worker, cleanup, topology, topics, produce/consume, status, assign, verify,
+experiment."""
 
 from __future__ import annotations
 
@@ -309,6 +310,28 @@ def _consume(args: argparse.Namespace) -> int:
     return 0
 
 
+def _status(args: argparse.Namespace) -> int:
+    from streamlet.status import format_status, read_group_events
+
+    application_id = args.application_id or (_app_of(args.target, None).application_id if args.target else None)
+    if not application_id:
+        raise StreamletError("give --application-id (or MODULE:APP)")
+    servers = _bootstrap_servers(args)
+
+    async def show() -> None:
+        while True:
+            text = format_status(await read_group_events(servers, application_id))
+            if args.watch:
+                print("\033[2J\033[H" + time.strftime("%H:%M:%S  ") + f"every {args.interval:g}s (Ctrl-C stops)")
+            print(text, end="", flush=True)
+            if not args.watch:
+                return
+            await asyncio.sleep(args.interval)
+
+    asyncio.run(show())
+    return 0
+
+
 def _assign(args: argparse.Namespace) -> int:
     from streamlet.assignment.simulation import main as simulate_main
 
@@ -424,6 +447,18 @@ def build_parser() -> argparse.ArgumentParser:
     consume.add_argument("--max-records", type=int, default=None)
     consume.add_argument("--bootstrap-servers", **bootstrap)
     consume.set_defaults(handler=_consume)
+
+    status = sub.add_parser(
+        "status",
+        help="print an application's group from its assignments and metrics topics: clients, tasks and their "
+        "states, lags, restorations, a pending probing rebalance",
+    )
+    status.add_argument("target", nargs="?", default=None, help="MODULE:APP (or give --application-id)")
+    status.add_argument("--application-id", default=None)
+    status.add_argument("--bootstrap-servers", **bootstrap)
+    status.add_argument("--watch", action="store_true", help="refresh until Ctrl-C")
+    status.add_argument("--interval", type=float, default=2.0, help="seconds between refreshes with --watch")
+    status.set_defaults(handler=_status)
 
     assign = sub.add_parser("assign", help="simulate a task assignor on a case JSON (stdin or file), print JSON")
     assign.add_argument("case", nargs="?", default=None)

@@ -83,6 +83,9 @@ class StreamsConfig:
     # The group leader appends one JSON event per rebalance to `<application_id>-assignments` (who got which
     # tasks, lags, warmups, follow-ups); `streamlet experiment` reads it. Off: no topic, no extra producer.
     assignment_history: bool = True
+    # Every this many ms each client appends one JSON event of its metrics (records processed, lags, restore
+    # progress, commit latency, rebalances, time not RUNNING) to `<application_id>-metrics`; 0: none.
+    metrics_interval_ms: int = 5_000
     deserialization_exception_handler: str = "fail"
     processing_exception_handler: str = "fail"
     production_exception_handler: str = "fail"
@@ -118,6 +121,7 @@ class StreamsConfig:
             "state_cleanup_delay_ms",
             "transaction_timeout_ms",
             "max_block_ms",
+            "metrics_interval_ms",
         ):
             _require_int(name, getattr(self, name), minimum=0)
         _require_int("probing_rebalance_interval_ms", self.probing_rebalance_interval_ms, minimum=1_000)

@@ -18,7 +18,10 @@ from typing import Any
 from streamlet.agent_context import current_context
 from streamlet.errors import SerializationError, TopologyError
 from streamlet.serdes import Serde, SerdeLike, resolve_serde
+from streamlet.task_id import TaskId
 from streamlet.typed_serdes import check_serde_fits, serde_for_type
+from streamlet.windowed_tables import Seconds, WindowWrapper, window_spec
+from streamlet.windows import TimeWindows
 
 __all__ = ["Table"]
 
@@ -44,6 +47,24 @@ class Table:
         self.key_serde: Serde = _serde(key_serde, key_type, "str", f"table {name} key_serde")
         self.value_serde: Serde = _serde(value_serde, value_type, "json", f"table {name} value_serde")
         self.default = default
+        self.windows: TimeWindows | None = None  # set by tumbling()/hopping(): a window store
+        self.latest_window: dict[TaskId, int] = {}  # newest window start written, per task (a windowed table's now)
+
+    # ---- windowed tables (Faust's) -------------------------------------------------------------------------
+
+    def tumbling(self, size: Seconds, expires: Seconds | None = None) -> WindowWrapper:
+        """This table as windows of `size` seconds (Faust's `tumbling`); see `streamlet.windowed_tables`."""
+        return self._windowed(window_spec(self.name, size, size, expires))
+
+    def hopping(self, size: Seconds, step: Seconds, expires: Seconds | None = None) -> WindowWrapper:
+        """This table as windows of `size` seconds starting every `step` (Faust's `hopping`)."""
+        return self._windowed(window_spec(self.name, size, step, expires))
+
+    def _windowed(self, windows: TimeWindows) -> WindowWrapper:
+        if self.windows is not None and self.windows != windows:
+            raise TopologyError(f"table {self.name} is already windowed as {self.windows}, not {windows}")
+        self.windows = windows
+        return WindowWrapper(self)
 
     def check(self) -> None:
         """At build time: a default whose values the value serde cannot write fails here, not at the first record."""
@@ -63,7 +84,14 @@ class Table:
     # ---- the current record's partition ----------------------------------------------------------------------
 
     def _store(self) -> Any:
+        self._check_plain()
         return current_context(f"table {self.name}").get_state_store(self.name)
+
+    def _check_plain(self) -> None:
+        if self.windows is not None:
+            raise TopologyError(
+                f"table {self.name} is windowed: read and write it through what tumbling()/hopping() returned"
+            )
 
     def _key(self, key: Any) -> bytes:
         data = self.key_serde.serialize(self.name, key)
@@ -114,6 +142,7 @@ class Table:
     # ---- every partition this worker owns ----------------------------------------------------------------------
 
     def _local_stores(self) -> Sequence[Any]:
+        self._check_plain()
         ctx = current_context(f"table {self.name}")
         local = getattr(ctx, "local_stores", None)
         return [ctx.get_state_store(self.name)] if local is None else local(self.name)

@@ -8,10 +8,11 @@ record.
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from streamlet.agent_context import current_context
+from streamlet.agent_context import current_context, task_context
 from streamlet.errors import TopologyError
 from streamlet.runtime.processor_graph import TaskContext
 from streamlet.serdes import BytesSerde, Serde, SerdeLike, resolve_serde
@@ -61,6 +62,8 @@ class TopicRef:
         self.value = Carried(declared_serde(value_serde, value_type, f"topic {name} value_serde"), value_type)
         self._key_serde: Serde = self.key.serde or BytesSerde()
         self._value_serde: Serde = self.value.serde or BytesSerde()
+        #: `send(topic, key, value, partition)` outside agents: the App's (set by `app.topic` / `@app.agent`)
+        self.outside_tasks: Callable[[str, bytes | None, bytes | None, int | None], Awaitable[None]] | None = None
 
     @property
     def key_serde(self) -> Serde:
@@ -71,10 +74,18 @@ class TopicRef:
         return self._value_serde
 
     async def send(self, *, key: Any = None, value: Any = None, partition: int | None = None) -> None:
-        """Queue a record for this topic (completes at once; the producer sends it before the commit)."""
-        ctx = current_context(f"send() to topic {self.name}")
+        """In an agent: queue a record for this topic (completes at once; sent before the task's commit).
+
+        Outside every agent (a timer, a page, `app.client()`) of a topic declared with `app.topic`: sent at once
+        through the App's producer (`streamlet.app_client`).
+        """
+        ctx = task_context.get()
         key_bytes = self._key_serde.serialize(self.name, key)
         value_bytes = self._value_serde.serialize(self.name, value)
+        if ctx is None and self.outside_tasks is not None:
+            await self.outside_tasks(self.name, key_bytes, value_bytes, partition)
+            return
+        ctx = current_context(f"send() to topic {self.name}")
         ctx.send(self.name, key_bytes, value_bytes, record_timestamp(ctx), partition)
 
     def __repr__(self) -> str:

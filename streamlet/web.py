@@ -8,6 +8,8 @@ Endpoints (JSON):
 * `GET /metadata`, `GET /metadata/<store>`, `GET /metadata/<store>/<key>`: which host runs which tasks,
   which hosts have a store, which host owns a key (Kafka Streams' `metadataForAllStreamsClients`,
   `streamsMetadataForStore`, `queryMetadataForKey`);
+* `GET /metrics`: this client's metrics in Prometheus' text format; `GET /status`: the same as the JSON
+  event the client appends to `<application_id>-metrics` (`streamlet.runtime.metrics_event`);
 * every `@app.page(path)`: `async def handler(web, request, **match_info)`, as in Faust. Tables read in a
   handler read the store partition of the key; a key owned by another worker forwards the whole request
   to that worker. Tables are read-only there.
@@ -32,6 +34,9 @@ from aiokafka.structs import TopicPartition
 
 from streamlet.agent_context import AgentError, task_context
 from streamlet.errors import StreamletError
+from streamlet.runtime.metrics_event import build_metrics_event
+from streamlet.runtime.metrics_publisher import ClientMetrics
+from streamlet.runtime.prometheus import CONTENT_TYPE, prometheus_text
 from streamlet.runtime.queries import (
     KeyNotLocalError,
     KeyQueryMetadata,
@@ -68,6 +73,7 @@ class QueryClient(Protocol):
     """What the web server needs of a client (`KafkaStreams`)."""
 
     metadata_state: StreamsMetadataState
+    metrics: ClientMetrics | None  # None until the client started
 
     def store(self, name: str, *, max_standby_lag: int | None = None) -> ReadOnlyKeyValueStore: ...
 
@@ -112,6 +118,8 @@ class WebServer:
         self._app.router.add_get("/metadata/{store}", self._store_metadata)
         self._app.router.add_get("/metadata/{store}/{key:.*}", self._key_metadata)
         self._app.router.add_get("/stores/{store}/{key:.*}", self._get_key)  # the empty word is a key too
+        self._app.router.add_get("/metrics", self._metrics)
+        self._app.router.add_get("/status", self._status)
         for page in pages:
             self._app.router.add_route(page.method, page.path, self._page_handler(page))
         self._runner: web.AppRunner | None = None
@@ -178,6 +186,22 @@ class WebServer:
         if raw is None:
             raise web.HTTPBadRequest(reason="None is not a valid key")
         return self._web.json(_key_metadata_json(state.key_query_metadata(name, raw)))
+
+    async def _metrics_event(self) -> dict[str, Any] | None:
+        metrics = self._client.metrics
+        return None if metrics is None else build_metrics_event(await metrics.sample())
+
+    async def _metrics(self, request: web.Request) -> web.StreamResponse:
+        event = await self._metrics_event()
+        if event is None:
+            return self._unavailable("not_running", "the client has not started")
+        return web.Response(body=prometheus_text(event), headers={"Content-Type": CONTENT_TYPE})
+
+    async def _status(self, request: web.Request) -> web.StreamResponse:
+        event = await self._metrics_event()
+        if event is None:
+            return self._unavailable("not_running", "the client has not started")
+        return self._web.json(event)
 
     def _page_handler(self, page: Page) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
         async def handle(request: web.Request) -> web.StreamResponse:

@@ -44,7 +44,7 @@ def add_experiment_parser(sub: Any) -> None:
 
 
 def read_run_dir(run_dir: Path) -> RunSummary:
-    """run.json and assignments.jsonl of a run dir, each possibly missing or damaged, summarized."""
+    """run.json, assignments.jsonl and metrics.jsonl of a run dir, each possibly missing or damaged, summarized."""
     record: Mapping[str, Any] | None = None
     path = run_dir / "run.json"
     if path.exists():
@@ -54,7 +54,11 @@ def read_run_dir(run_dir: Path) -> RunSummary:
     events = run_dir / "assignments.jsonl"
     lines = events.read_text(errors="replace").splitlines() if events.exists() else None
     label = run_dir.name
-    summary = summarize(label, record, lines)
+    metrics = run_dir / "metrics.jsonl"
+    metrics_lines = metrics.read_text(errors="replace").splitlines() if metrics.exists() else None
+    summary = summarize(label, record, lines, metrics_lines)
+    if metrics_lines is None and run_dir.is_dir():
+        summary.problems.append("metrics.jsonl is missing: no per-client records processed or time not RUNNING")
     if not run_dir.is_dir():
         summary.problems.insert(0, f"{run_dir} is not a directory")
     return summary

@@ -11,7 +11,9 @@ Numbers, per run:
   changes), the rebalances from that change up to the first one that schedules no follow-up;
 * stateful task moves: stateful active tasks whose client changed from one round to the next (each one is
   a restore somewhere, or a warmup paying off);
-* skew: the most stateful active tasks one client held in any round, against the even share.
+* skew: the most stateful active tasks one client held in any round, against the even share;
+* per client, from `metrics.jsonl` (the clients' metrics events) when the run collected it: records
+  processed and the time its tasks spent assigned but not RUNNING (restoring, waiting, rebalancing).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streamlet.assignment.history import EVENT_TYPE, HISTORY_VERSION
+from streamlet.experiments.client_metrics import ClientTotals, client_totals, render_client_totals
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,7 @@ class RunSummary:
     record: Mapping[str, Any] | None = None
     event_assignor: str = ""
     notes: list[str] = field(default_factory=list)
+    clients: list[ClientTotals] | None = None  # from metrics.jsonl; None without it
 
     @property
     def assignor(self) -> str:
@@ -143,8 +147,22 @@ def parse_events(lines: Sequence[str], names: Mapping[str, str]) -> tuple[list[R
     return rounds, problems, assignor
 
 
-def summarize(label: str, record: Mapping[str, Any] | None, lines: Sequence[str] | None) -> RunSummary:
-    """A run's rounds and problems; `record` is run.json (None if missing), `lines` assignments.jsonl's."""
+def summarize(
+    label: str,
+    record: Mapping[str, Any] | None,
+    lines: Sequence[str] | None,
+    metrics_lines: Sequence[str] | None = None,
+) -> RunSummary:
+    """A run's rounds and problems; `record` is run.json (None if missing), `lines` assignments.jsonl's,
+    `metrics_lines` metrics.jsonl's (None: not collected, so no per-client metrics)."""
+    summary = _summarize_rounds(label, record, lines)
+    if metrics_lines is not None:
+        summary.clients, problems = client_totals(metrics_lines, client_names(record))
+        summary.problems += problems
+    return summary
+
+
+def _summarize_rounds(label: str, record: Mapping[str, Any] | None, lines: Sequence[str] | None) -> RunSummary:
     problems: list[str] = []
     if record is None:
         problems.append("run.json is missing or unreadable: client names are process ids, no verification")
@@ -328,6 +346,12 @@ def _metrics(summary: RunSummary) -> dict[str, str]:
         if excess is None
         else f"{excess[0]:+.1f} ({excess[1]}, round {excess[2]})",
         "final stateful split": " ".join(f"{n}={c}" for n, c in sorted(final.items())) or "-",
+        "records processed (all clients)": "-"
+        if summary.clients is None
+        else str(sum(c.records_processed for c in summary.clients)),
+        "time tasks not RUNNING (all clients)": "-"
+        if summary.clients is None
+        else f"{sum(c.total_not_running_s for c in summary.clients):.1f}s",
         "problems": str(len(summary.problems)),
     }
 
@@ -349,6 +373,10 @@ def render_report(summaries: Sequence[RunSummary]) -> str:
             out += ["Problems (the rest is reported):", *[f"- {p}" for p in summary.problems], ""]
         if summary.notes:
             out += [*[f"Note: {n}" for n in summary.notes], ""]
+        if summary.clients:
+            out += ["Per client (metrics.jsonl; counts since each process started):", ""]
+            out += render_client_totals(summary.clients)
+            out.append("")
         if summary.rounds:
             out += render_rounds(summary)
             out.append("")

@@ -1,15 +1,17 @@
 """ExperimentRunner: runs a scenario on real `streamlet worker` processes and records it in a run directory.
 
 It starts a broker when none is given, creates the run's topics, tails `<application_id>-assignments` into
-`assignments.jsonl`, produces the input at the scenario's rate, walks the timeline with bounded waits, and
-finally checks the output (WordCount: exact latest counts). Every process it started is stopped on the way
-out, whether the run succeeded, failed or was interrupted (Ctrl-C cancels the run's task, so the `finally`
-blocks run): an experiment that leaves workers behind poisons the next one's group.
+`assignments.jsonl` and `<application_id>-metrics` into `metrics.jsonl`, produces the input at the scenario's
+rate, walks the timeline with bounded waits, and finally checks the output (WordCount: exact latest counts).
+Every process it started is stopped on the way out, whether the run succeeded, failed or was interrupted
+(Ctrl-C cancels the run's task, so the `finally` blocks run): an experiment that leaves workers behind
+poisons the next one's group.
 
 Run directory:
     scenario.toml          the scenario as given
     run.json               names, topics, the steps with their times and outcomes, the verification, status
     assignments.jsonl      one assignment-history event per line, in order
+    metrics.jsonl          the clients' metrics events (one per client every metrics_interval_ms), in order
     report.md              `streamlet experiment report` of this run (written by `experiment run`)
     clients/<name>/        worker.log, pid, state/ (the client's state dir)
     broker/                the broker this run started, if any
@@ -44,6 +46,7 @@ from streamlet.experiments.inputs import count_differences, decode_count, expect
 from streamlet.experiments.scenario import Scenario, ScenarioError, Step, config_text
 from streamlet.kafka.broker import LocalBroker
 from streamlet.kafka.topics import InternalTopicManager, TopicSpec
+from streamlet.runtime.metrics_event import metrics_topic
 
 log = logging.getLogger("streamlet.experiments")
 
@@ -161,7 +164,8 @@ class InputProducer:
 
 
 class HistoryCollector:
-    """Tails the assignments topic into `assignments.jsonl` and keeps the events for the timeline's waits."""
+    """Tails a one-partition event topic into a JSON-lines file and keeps the events (the assignments are
+    what the timeline's waits look at)."""
 
     def __init__(self, bootstrap: str, topic: str, path: Path) -> None:
         self.bootstrap, self.topic, self.path = bootstrap, topic, path
@@ -261,7 +265,12 @@ class ExperimentRunner:
         )
         self.producer = InputProducer(bootstrap, self.record.input_topic, self.lines, self.scenario.input.rate)
         producing = asyncio.create_task(self.producer.run(), name="input-producer")
-        self._tasks = [asyncio.create_task(self.collector.run(), name="history-collector"), producing]
+        metrics = HistoryCollector(bootstrap, metrics_topic(self.record.application_id), self.run_dir / "metrics.jsonl")
+        self._tasks = [
+            asyncio.create_task(self.collector.run(), name="history-collector"),
+            asyncio.create_task(metrics.run(), name="metrics-collector"),
+            producing,
+        ]
         for step in self.scenario.steps:
             await self._step(step)
         await self._finish_input(producing)
@@ -526,6 +535,7 @@ class ExperimentRunner:
                     TopicSpec(self.record.output_topic, spec.output_partitions or spec.partitions),
                     # created here so the collector can tail it from the start; the workers validate it
                     TopicSpec(assignment_history_topic(self.record.application_id), 1, {"cleanup.policy": "delete"}),
+                    TopicSpec(metrics_topic(self.record.application_id), 1, {"cleanup.policy": "delete"}),
                 ]
             )
         finally:

@@ -100,6 +100,12 @@ class InternalTopicManager:
         # another client may have created a topic concurrently with another partition count
         _validate(specs, await self.partition_counts(s.name for s in specs))
 
+    async def delete(self, topics: Iterable[str]) -> None:
+        """Delete topics this application made for itself (a reply topic when its App stops)."""
+        names = sorted(set(topics))
+        if names:
+            await self._admin.delete_topics(names)
+
     async def _wait_for_leaders(self, specs: list[TopicSpec], timeout: float) -> None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout

@@ -112,9 +112,13 @@ class ChangelogReader:
         """
         previous = self._changelogs
         changed = [tp for tp, (_, owner) in wanted.items() if tp not in previous or previous[tp].owner is not owner]
+        suspended = getattr(self._listener, "on_restore_suspended", None)
+        for tp, changelog in previous.items():
+            if changelog.end_offset is not None and (tp not in wanted or tp in changed) and suspended is not None:
+                suspended(tp, changelog.store, changelog.restored)  # the task left mid-restore
         kept = {tp: await self.consumer.position(tp) for tp in wanted if tp in previous and tp not in changed}
         self.consumer.assign(list(wanted))
-        for tp, position in kept.items():
+        for tp, position in kept.items():  # a new assignment forgets every position, the kept ones' too
             self.consumer.seek(tp, position)
         self._changelogs = {tp: previous[tp] for tp in wanted if tp not in changed}
         restoring_new = [tp for tp in changed if isinstance(wanted[tp][1], StreamTask)]

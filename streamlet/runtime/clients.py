@@ -82,6 +82,10 @@ class MainConsumer(RestoreConsumer, Protocol):
         """Leave the group now, even as a static member (which otherwise keeps its place when it stops)."""
         ...
 
+    def lag(self, partition: TopicPartition) -> int | None:
+        """Records between the position and the high watermark of the last fetch (no request); None if unknown."""
+        ...
+
 
 class KafkaClientSupplier(Protocol):
     """Builds the clients of one stream thread."""
@@ -142,6 +146,15 @@ class StreamsConsumer(AIOKafkaConsumer):
         except KafkaError as exc:
             log.warning("LeaveGroup for %s failed: %r", self._group_instance_id or coordinator.member_id, exc)
         coordinator.reset_generation()
+
+    def lag(self, partition: TopicPartition) -> int | None:
+        # aiokafka keeps both per assigned partition; `position()` would wait for one, this never waits
+        subscription = self._subscription.subscription
+        assignment = subscription.assignment if subscription is not None else None
+        state = assignment.state_value(partition) if assignment is not None else None
+        if state is None or not state.has_valid_position or state.highwater is None:
+            return None
+        return max(0, int(state.highwater) - int(state.position))
 
     def group_metadata(self) -> GroupMetadata:
         coordinator = self._coordinator

@@ -14,6 +14,7 @@ is missing, nothing is patched and the consumer yields ordinary `ConsumerRecord`
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from aiokafka.consumer import fetcher as _fetcher
@@ -34,6 +35,9 @@ class FetchedRecord(Protocol):
 
     @property
     def value(self) -> bytes | None: ...
+
+    @property
+    def headers(self) -> Sequence[tuple[str, bytes]]: ...
 
 
 def _identity(data: bytes | None) -> bytes | None:

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import enum
 import logging
+import socket
 import time
 import uuid
 from typing import Any
@@ -26,6 +27,8 @@ from streamlet.kafka.topics import InternalTopicManager, TopicSpec
 from streamlet.runtime.assignment_history import AssignmentHistoryWriter
 from streamlet.runtime.changelog_end_offsets import ChangelogEndOffsets
 from streamlet.runtime.clients import AioKafkaClientSupplier, KafkaClientSupplier, RestoreConsumer
+from streamlet.runtime.metrics_event import metrics_topic
+from streamlet.runtime.metrics_publisher import ClientMetrics, MetricsPublisher
 from streamlet.runtime.queries import KeyQueryMetadata, ReadOnlyKeyValueStore, StreamsMetadata, StreamsMetadataState
 from streamlet.runtime.restore_listener import CompositeRestoreListener, LoggingRestoreListener, StateRestoreListener
 from streamlet.runtime.stream_thread import StreamThread
@@ -37,6 +40,8 @@ from streamlet.topology import Topology
 log = logging.getLogger("streamlet.client")
 
 _HISTORY_CONFIG = {"cleanup.policy": "delete"}
+# an event per client every few seconds: a day of them is plenty for `streamlet status` and experiments
+_METRICS_CONFIG = {"cleanup.policy": "delete", "retention.ms": str(24 * 3600 * 1000)}
 
 
 class State(enum.Enum):
@@ -63,7 +68,9 @@ class KafkaStreams:
         self.topology_metadata = TopologyMetadata(topology, config.application_id)
         self.task_assignor = resolve_task_assignor(config.task_assignor)  # a bad name fails here, at start-up
         self.assignment_configs = AssignmentConfigs.from_streams_config(config)
-        listeners: list[StateRestoreListener] = [LoggingRestoreListener()]
+        # logs restorations and keeps their progress (the metrics, the worker's progress bar)
+        self.restore_progress = LoggingRestoreListener()
+        listeners: list[StateRestoreListener] = [self.restore_progress]
         if restore_listener is not None:
             listeners.append(restore_listener)
         self.restore_listener = CompositeRestoreListener(*listeners)
@@ -77,6 +84,8 @@ class KafkaStreams:
         self.assignment_history: AssignmentHistoryWriter | None = None
         self.metadata_state = StreamsMetadataState(self.topology_metadata, config.application_server)
         self._standby_end_offsets: dict[TopicPartition, int] = {}
+        self.metrics: ClientMetrics | None = None  # once started (it names the process id)
+        self._metrics_publisher: MetricsPublisher | None = None
 
     # ---- lifecycle ----------------------------------------------------------------------------------------
 
@@ -114,6 +123,15 @@ class KafkaStreams:
                     ),
                 )
                 await self.assignment_history.start()
+            self.metrics = ClientMetrics(
+                config.application_id,
+                str(self.process_id),
+                config.application_server or socket.gethostname(),
+                config.metrics_interval_ms,
+                lambda: self.threads,
+                self.restore_progress,
+                self.refresh_standby_lags,
+            )
             creator = TaskCreator(self.topology_metadata, self.state_directory, config)
             self.threads = [
                 StreamThread(
@@ -135,6 +153,13 @@ class KafkaStreams:
             ]
             for thread in self.threads:
                 await thread.start()
+            if config.metrics_interval_ms:
+                self._metrics_publisher = MetricsPublisher(
+                    self.metrics,
+                    metrics_topic(config.application_id),
+                    lambda: self.client_supplier.producer(config, f"{config.application_id}-{self.process_id}-metrics"),
+                )
+                await self._metrics_publisher.start()
         except BaseException:
             await self.close()
             raise
@@ -159,6 +184,8 @@ class KafkaStreams:
                 # one partition keeps the history in order; time retention, never compaction (one key)
                 history = TopicSpec(assignment_history_topic(self.config.application_id), 1, _HISTORY_CONFIG)
                 await manager.ensure([history])
+            if self.config.metrics_interval_ms:
+                await manager.ensure([TopicSpec(metrics_topic(self.config.application_id), 1, _METRICS_CONFIG)])
         finally:
             await manager.close()
         counts.update({t.name: t.partitions or 1 for t in internal if t.kind == "repartition"})
@@ -187,6 +214,9 @@ class KafkaStreams:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._cleaner
         await asyncio.gather(*(t.stop() for t in self.threads), return_exceptions=True)
+        if self._metrics_publisher is not None:  # after the threads: its last event holds their final counts
+            await self._metrics_publisher.close()
+            self._metrics_publisher = None
         if self.assignment_history is not None:
             await self.assignment_history.close()
         if self._offsets_consumer is not None:

@@ -7,17 +7,20 @@ its topic, partition and offset. Two copies could disagree; one cannot.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 class RecordContext:
     """Mutable on purpose: it is overwritten for every record, on the hot path."""
 
-    __slots__ = ("topic", "partition", "offset", "timestamp")
+    __slots__ = ("topic", "partition", "offset", "timestamp", "headers")
 
     def __init__(self) -> None:
         self.topic: str | None = None
         self.partition = -1
         self.offset = -1
         self.timestamp = -1
+        self.headers: Sequence[tuple[str, bytes]] = ()  # the input record's (an agent's reply-to for `ask`)
 
     def where(self) -> str:
         """`topic-partition@offset`, as error messages name a record."""

@@ -94,7 +94,9 @@ class StreamTask:
         """Process one partition's batch in offset order."""
         process = self.graph.process
         topic, partition = tp.topic, tp.partition
+        context = self.record_context
         for record in records:
+            context.headers = record.headers
             try:
                 process(topic, partition, record.offset, record.timestamp, record.key, record.value)
             except RecordDeserializationError as exc:

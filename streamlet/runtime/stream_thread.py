@@ -248,6 +248,7 @@ class StreamThread:
             if (time.monotonic() - tasks.last_commit) * 1000 >= self.config.commit_interval_ms:
                 await tasks.commit_or_migrate()
         await asyncio.sleep(0)  # every iteration yields, even when all awaits above completed at once
+        tasks.observe_states(time.monotonic())  # metrics: time each task spends not RUNNING
         if self._probing_deadline_ms is not None and time.time() * 1000 >= self._probing_deadline_ms:
             log.info(
                 "stream-thread [%s] Triggering the followup rebalance scheduled for %d ms.",

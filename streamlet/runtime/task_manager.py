@@ -31,12 +31,14 @@ from streamlet.errors import StateStoreCorruptedError, StateStoreError, Streamle
 from streamlet.runtime.changelog_reader import ChangelogReader
 from streamlet.runtime.clients import MainConsumer
 from streamlet.runtime.fetched_records import FetchedRecord
+from streamlet.runtime.metrics_event import PENDING, STANDBY
 from streamlet.runtime.record_collector import RecordCollector, TransactionFencedError
 from streamlet.runtime.stall_watch import StallWatch
 from streamlet.runtime.standby_task import StandbyTask
 from streamlet.runtime.stream_task import StreamTask
 from streamlet.runtime.task_creator import TaskCreator, ThreadResources
 from streamlet.runtime.task_state import TaskState
+from streamlet.runtime.thread_metrics import ThreadMetrics
 from streamlet.state.offset_sums import lock_non_empty_task_dirs, task_offset_sums
 from streamlet.state.state_directory import StateDirectory
 from streamlet.state.state_manager import ProcessorStateManager
@@ -107,6 +109,7 @@ class TaskManager:
         self._was_running: set[TaskId] = set()  # suspended by the last revocation: reported as running
         self._by_partition: dict[TopicPartition, StreamTask] = {}
         self.last_commit = time.monotonic()
+        self.metrics = ThreadMetrics()
 
     # ---- queries ------------------------------------------------------------------------------------------
 
@@ -118,6 +121,13 @@ class TaskManager:
 
     def has_pending(self) -> bool:
         return bool(self._pending)
+
+    def task_states(self) -> dict[TaskId, str]:
+        """Every task this thread owns and its state: an active's, PENDING (not opened yet) or STANDBY."""
+        states = {t: PENDING if is_active else STANDBY for t, is_active in self._pending.items()}
+        states.update((t, STANDBY) for t in self.standby)
+        states.update((t, task.state.value) for t, task in self.active.items())
+        return states
 
     def task_offset_sums(self) -> dict[TaskId, int]:
         """What this thread reports in its subscription (TaskManager#getTaskOffsetSums)."""
@@ -142,6 +152,15 @@ class TaskManager:
     def lock_task_dirs(self) -> None:
         """Before a join: lock the task dirs on disk nobody else holds, so this thread may report them."""
         lock_non_empty_task_dirs(self._state_directory, self.name)
+
+    def observe_states(self, now: float) -> None:
+        """For the metrics, once per loop iteration: which active tasks are not RUNNING (unopened ones too)."""
+        metrics = self.metrics
+        if metrics.due(now):
+            waiting = [t for t, is_active in self._pending.items() if is_active]
+            metrics.observe(
+                [t for t, task in self.active.items() if task.state is not TaskState.RUNNING] + waiting, now
+            )
 
     # ---- assignment ---------------------------------------------------------------------------------------
 
@@ -170,6 +189,7 @@ class TaskManager:
         for task_id in sorted(new_standby - set(self.standby)):
             self._pending[task_id] = False
         self._was_running = set()
+        self.metrics.rebalances += 1
         self.release_unowned_task_dirs(new_active | new_standby)
         self.open_pending()
         self._reindex()
@@ -284,6 +304,7 @@ class TaskManager:
     def process(self, batch: Mapping[TopicPartition, Sequence[FetchedRecord]]) -> None:
         """Hand each partition's records to its task; rewind the consumer for a task that is not RUNNING."""
         by_partition = self._by_partition
+        processed = self.metrics.processed
         assigned = self._consumer.assignment()
         for tp, records in batch.items():
             task = by_partition.get(tp)
@@ -293,6 +314,7 @@ class TaskManager:
                     self._consumer.seek(tp, records[0].offset)
                 continue
             task.process(tp, records)
+            processed[task.task_id] = processed.get(task.task_id, 0) + len(records)
 
     async def restore(self, timeout_ms: int) -> int:
         """One bounded restore step; caught-up tasks go RUNNING and their input partitions resume."""
@@ -353,7 +375,7 @@ class TaskManager:
         checkpoint: see `delete_checkpoint_file`); only a clean close (`force_checkpoint`) writes them. Standbys
         only ever hold committed data and checkpoint as usual.
         """
-        self.last_commit = time.monotonic()
+        started = self.last_commit = time.monotonic()
         running = [t for t in self.active.values() if t.state in (TaskState.RUNNING, TaskState.SUSPENDED)]
         for task in running:
             task.flush_caches()
@@ -374,6 +396,7 @@ class TaskManager:
                 await _maybe_checkpoint(task.state_manager, force_checkpoint)
         for standby in self.standby.values():
             await _maybe_checkpoint(standby.state_manager, force_checkpoint)
+        self.metrics.record_commit(time.monotonic() - started)
 
     async def _commit_offsets(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
         if not offsets:

@@ -206,12 +206,23 @@ class StreamsBuilder:
     def __init__(self) -> None:
         self._internal = _InternalBuilder()
 
-    def add_store(self, name: str, key_serde: SerdeLike = None, value_serde: SerdeLike = None) -> None:
-        """Declare a key-value store for `KStream.process(..., stores=[name])` (Kafka's `addStateStore`)."""
+    def add_store(
+        self,
+        name: str,
+        key_serde: SerdeLike = None,
+        value_serde: SerdeLike = None,
+        *,
+        windows: TimeWindows | None = None,
+    ) -> None:
+        """Declare a store for `KStream.process(..., stores=[name])` (Kafka's `addStateStore`); with `windows`, a
+        window store (WindowKeySchema keys, segmented, keeping windows `windows.retention_ms` long)."""
         validate_name(name, "Store name")
         self._internal.claim_store(name)
         self._internal.state_stores[name] = StoreSpec(
-            name, _or_default(_serde(key_serde, "key_serde")), _or_default(_serde(value_serde, "value_serde"))
+            name,
+            _or_default(_serde(key_serde, "key_serde")),
+            _or_default(_serde(value_serde, "value_serde")),
+            windows=windows,
         )
 
     def stream(

@@ -97,8 +97,21 @@ def test_seed_000_scenario_runs_and_reports(bootstrap_servers: str, tmp_path: Pa
     assert joined["followup_scheduled"] is True and joined["trigger"] == "join"
     assert any(e["trigger"] == "probing" for e in events[events.index(joined) + 1 :])
 
+    # every client's metrics events were collected; its last one holds its final counts (sent on shutdown)
+    metrics = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    last_metrics = {e["process_id"]: e for e in metrics}
+    assert set(last_metrics) == {A, B, C} and all(e["type"] == "streamlet.metrics" for e in metrics)
+    lines_read = sum(
+        t["records_processed"] for e in last_metrics.values() for n, t in e["tasks"].items() if n[0] == "0"
+    )
+    assert lines_read >= record["produced"]  # every input line once (more only if a task reprocessed)
+    # tasks are SUSPENDED from each revocation to the next assignment: several rebalances took some time
+    assert sum(t["not_running_ms"] for e in last_metrics.values() for t in e["tasks"].values()) > 0
+
     report = subprocess.run(_cli("report", str(run_dir)), cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert report.returncode == 0, report.stderr
+    assert "| client | records processed | time tasks not RUNNING (s) |" in report.stdout
+    assert "metrics.jsonl" not in "".join(line for line in report.stdout.splitlines() if "missing" in line)
     assert "| final stateful split | A=2 B=2 C=2 |" in report.stdout
     assert "| output | exact |" in report.stdout
     assert "| round | gen | trigger | client |" in report.stdout

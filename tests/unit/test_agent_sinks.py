@@ -1,4 +1,4 @@
-"""Several agents per app and per topic, `agent.send`, sinks fed by `yield`, and what `ask` says."""
+"""Several agents per app and per topic, `agent.send`, and sinks fed by `yield`."""
 
 from __future__ import annotations
 
@@ -113,18 +113,6 @@ def test_agent_send_writes_to_the_agents_topic() -> None:
     assert repr(audit) == "Agent('audit', topic='audit')"
 
 
-def test_ask_says_why_it_is_not_supported() -> None:
-    app = App("ask")
-
-    @app.agent(app.topic("in"))
-    async def agent(stream):
-        async for _ in stream:
-            pass
-
-    with pytest.raises(AgentError, match="ask.. is not supported .agents cannot wait.; use send"):
-        asyncio.run(agent.ask(value=1))
-
-
 def test_a_generator_agent_that_stops_is_an_error_and_restarts() -> None:
     app = App("gen")
     seen: list[int] = []
@@ -175,3 +163,23 @@ def test_an_agent_without_a_topic_reads_one_named_after_it_as_in_faust() -> None
     assert greet.topic.name == "auto-greet" and named.topic.name == "named-topic"
     ctx = _run(app, "auto-greet", [b'{"name":"ann"}'])
     assert [json.loads(s.value) for s in ctx.sent] == [{"hello": "ann"}]
+
+
+def test_a_generator_agent_leaves_nothing_for_the_event_loop_to_close() -> None:
+    """The driver owns the agent's generator: the loop's shutdown must not try (and fail) to `aclose()` it."""
+    app = App("gen")
+    seen: list[str] = []
+
+    @app.agent(app.topic("in", value_serde="str"), sink=[seen.append])
+    async def echo(stream):
+        async for value in stream:
+            yield value
+
+    errors: list[str] = []
+
+    async def main() -> None:
+        asyncio.get_running_loop().set_exception_handler(lambda loop, context: errors.append(context["message"]))
+        _run(app, "in", [b"x"])
+
+    asyncio.run(main())
+    assert (seen, errors) == (["x"], [])

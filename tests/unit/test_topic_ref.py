@@ -1,4 +1,4 @@
-"""TopicRef.send: serdes from types, and the record timestamp that sent records carry."""
+"""TopicRef.send: serdes from types, the record timestamp that sent records carry, and sends outside agents."""
 
 from __future__ import annotations
 
@@ -6,7 +6,10 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 
-from streamlet.agent_context import task_context
+import pytest
+
+from streamlet import App
+from streamlet.agent_context import AgentError, task_context
 from streamlet.models import Record
 from streamlet.runtime.record_context import RecordContext
 from streamlet.task_id import TaskId
@@ -44,3 +47,11 @@ def test_without_a_record_timestamp_the_wall_clock_not_zero() -> None:
     before = int(time.time() * 1000)
     _send(ctx, TopicRef("out", value_serde="str"), value="x")
     assert before <= ctx.sent[0].timestamp <= int(time.time() * 1000)
+
+
+async def test_send_outside_agents_needs_a_running_app() -> None:
+    app = App("sends")
+    with pytest.raises(AgentError, match="send.. to topic t outside an agent needs a running App"):
+        await app.topic("t", value_serde="str").send(value="x")
+    with pytest.raises(AgentError, match="send.. to topic t can only be used inside an agent"):
+        await TopicRef("t", value_serde="str").send(value="x")  # not declared on an App

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import struct
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import aiohttp
@@ -14,33 +15,16 @@ from aiokafka.structs import TopicPartition
 from examples.wordcount.dsl import build_topology
 from streamlet.app import App
 from streamlet.assignment.protocol import HostTasks
+from streamlet.runtime.metrics_publisher import ClientMetrics
 from streamlet.runtime.queries import ReadOnlyKeyValueStore, StreamsMetadataState, partition_for_key
+from streamlet.runtime.restore_listener import RestoreProgressTracker
 from streamlet.runtime.task_state import TaskState
 from streamlet.runtime.topology_metadata import TopologyMetadata
-from streamlet.state import timestamped
-from streamlet.state.store import InMemoryKeyValueStore
 from streamlet.tables import Table
 from streamlet.task_id import TaskId
 from streamlet.web import FORWARDED_HEADER, SERVED_BY_HEADER, Page, WebServer
-
-STORE = "counts-store"
-SUB = 1
-
-
-def _word_on(partition: int) -> str:
-    return next(w for w in (f"w{i}" for i in range(10_000)) if partition_for_key(w.encode(), 6) == partition)
-
-
-@dataclass(eq=False)
-class _Active:
-    state: TaskState
-    stores: dict[str, Any]
-
-
-@dataclass(eq=False)
-class _Manager:
-    active: dict[TaskId, Any] = field(default_factory=dict)
-    standby: dict[TaskId, Any] = field(default_factory=dict)
+from tests.support.local_tasks import STORE, SUB, Standby, StandbyStateManager, Tasks, count_store, running, word_on
+from tests.unit.runtime._harness import IN0, T0, Harness, new_kafka
 
 
 class _Client:
@@ -52,16 +36,14 @@ class _Client:
         self.metadata_state = StreamsMetadataState(metadata, "")
         self.metadata_state.register_thread("t1")
         self.running = True
-        self.manager = _Manager()
+        self.manager = Tasks()
         for p in owned:
-            store = InMemoryKeyValueStore(STORE)
-            for word, count in counts.items():
-                if partition_for_key(word.encode(), 6) == p:
-                    store.put(word.encode(), timestamped.encode(0, struct.pack(">q", count)))  # a DSL count store
-            self.manager.active[TaskId(SUB, p)] = _Active(TaskState.RUNNING, {STORE: store})
+            mine = {word: count for word, count in counts.items() if partition_for_key(word.encode(), 6) == p}
+            self.manager.active[TaskId(SUB, p)] = running(count_store(mine))
 
         self.end_offsets: dict[TopicPartition, int] = {}
         self.refreshed = 0
+        self.metrics: ClientMetrics | None = None
 
     def store(self, name: str, *, max_standby_lag: int | None = None) -> ReadOnlyKeyValueStore:
         return ReadOnlyKeyValueStore(
@@ -78,7 +60,7 @@ class _Client:
         return {}
 
 
-COUNTS = {_word_on(p): 10 + p for p in range(6)}
+COUNTS = {word_on(p): 10 + p for p in range(6)}
 table = Table(STORE, key_serde="str", value_serde="int64")
 
 
@@ -161,20 +143,20 @@ async def test_missing_key_and_unknown_store_are_404(cluster: _Cluster) -> None:
 
 async def test_rebalancing_is_503_with_a_reason_even_through_a_forward(cluster: _Cluster) -> None:
     cluster.b.metadata_state.rebalance_started("t1")
-    status, headers, body = await cluster.get(cluster.server_a, f"/stores/{STORE}/{_word_on(4)}")
+    status, headers, body = await cluster.get(cluster.server_a, f"/stores/{STORE}/{word_on(4)}")
     assert (status, body["error"], body["reason"]) == (503, "unavailable", "rebalancing")
     assert headers["Retry-After"] == "1"
     assert headers[SERVED_BY_HEADER] == cluster.b.metadata_state.local_host
-    status, _, body = await cluster.get(cluster.server_a, f"/stores/{STORE}/{_word_on(0)}")
+    status, _, body = await cluster.get(cluster.server_a, f"/stores/{STORE}/{word_on(0)}")
     assert status == 200  # a's own partitions still answer: a is not rebalancing
 
 
 async def test_restoring_task_and_stopped_client_are_503(cluster: _Cluster) -> None:
     cluster.a.manager.active[TaskId(SUB, 1)].state = TaskState.RESTORING
-    status, _, body = await cluster.get(cluster.server_b, f"/stores/{STORE}/{_word_on(1)}")
+    status, _, body = await cluster.get(cluster.server_b, f"/stores/{STORE}/{word_on(1)}")
     assert (status, body["reason"]) == (503, "restoring")
     cluster.a.running = False
-    status, _, body = await cluster.get(cluster.server_a, f"/stores/{STORE}/{_word_on(0)}")
+    status, _, body = await cluster.get(cluster.server_a, f"/stores/{STORE}/{word_on(0)}")
     assert (status, body["reason"]) == (503, "not_running")
 
 
@@ -184,10 +166,10 @@ async def test_a_request_is_forwarded_at_most_once(cluster: _Cluster) -> None:
     cluster.a.manager.active.pop(TaskId(SUB, 0))
     cluster.a.metadata_state.assignment_applied("t1", {host_b: HostTasks(frozenset({TaskId(SUB, 0)}))})
     cluster.b.metadata_state.assignment_applied("t1", {host_a: HostTasks(frozenset({TaskId(SUB, 0)}))})
-    status, _, body = await cluster.get(cluster.server_a, f"/stores/{STORE}/{_word_on(0)}")
+    status, _, body = await cluster.get(cluster.server_a, f"/stores/{STORE}/{word_on(0)}")
     assert (status, body["reason"]) == (503, "not_owner")
     status, _, body = await cluster.get(
-        cluster.server_b, f"/stores/{STORE}/{_word_on(0)}", headers={FORWARDED_HEADER: "elsewhere"}
+        cluster.server_b, f"/stores/{STORE}/{word_on(0)}", headers={FORWARDED_HEADER: "elsewhere"}
     )
     assert (status, body["reason"]) == (503, "not_owner")
 
@@ -195,7 +177,7 @@ async def test_a_request_is_forwarded_at_most_once(cluster: _Cluster) -> None:
 async def test_an_unreachable_owner_is_503(cluster: _Cluster) -> None:
     dead = "127.0.0.1:9"  # discard port: nothing listens
     cluster.a.metadata_state.assignment_applied("t1", {dead: HostTasks(frozenset({TaskId(SUB, 4)}))})
-    status, _, body = await cluster.get(cluster.server_a, f"/stores/{STORE}/{_word_on(4)}")
+    status, _, body = await cluster.get(cluster.server_a, f"/stores/{STORE}/{word_on(4)}")
     assert (status, body["reason"]) == (503, "owner_unreachable")
 
 
@@ -209,7 +191,7 @@ async def test_metadata_endpoints(cluster: _Cluster) -> None:
     }
     status, _, body = await cluster.get(cluster.server_b, f"/metadata/{STORE}")
     assert [m["stores"] for m in body] == [[STORE], [STORE]]
-    status, _, body = await cluster.get(cluster.server_b, f"/metadata/{STORE}/{_word_on(2)}")
+    status, _, body = await cluster.get(cluster.server_b, f"/metadata/{STORE}/{word_on(2)}")
     assert body == {"active_host": host_a, "standby_hosts": [], "partition": 2}
 
 
@@ -219,7 +201,7 @@ async def test_pages_read_tables_and_forward_to_the_keys_owner(cluster: _Cluster
             status, _, body = await cluster.get(server, f"/count/{word}")
             assert (status, body) == (200, {"word": word, "count": count})
     cluster.a.metadata_state.rebalance_started("t1")
-    status, _, body = await cluster.get(cluster.server_b, f"/count/{_word_on(0)}")
+    status, _, body = await cluster.get(cluster.server_b, f"/count/{word_on(0)}")
     assert (status, body["reason"]) == (503, "rebalancing")
 
 
@@ -232,35 +214,15 @@ async def test_table_items_in_a_page_are_this_workers_partitions(cluster: _Clust
 
 
 async def test_tables_are_read_only_in_pages(cluster: _Cluster) -> None:
-    status, _, body = await cluster.get(cluster.server_a, f"/write/{_word_on(0)}")
+    status, _, body = await cluster.get(cluster.server_a, f"/write/{word_on(0)}")
     assert status == 400 and "read-only" in body["message"]
 
 
-class _StandbyStateManager:
-    def __init__(self, store: InMemoryKeyValueStore, tp: TopicPartition) -> None:
-        self._store, self._tp = store, tp
-
-    def changelog_partitions(self) -> dict[str, TopicPartition]:
-        return {STORE: self._tp}
-
-    def changelog_offsets(self) -> dict[TopicPartition, int]:
-        return {self._tp: 50}
-
-    def stores(self) -> dict[str, Any]:
-        return {STORE: self._store}
-
-
-@dataclass
-class _Standby:
-    state_manager: _StandbyStateManager
-
-
 async def test_a_standby_answers_only_with_max_standby_lag(cluster: _Cluster) -> None:
-    word = _word_on(4)  # active on b; a gets a standby of it holding an older count
-    store = InMemoryKeyValueStore(STORE)
-    store.put(word.encode(), timestamped.encode(0, struct.pack(">q", 3)))
+    word = word_on(4)  # active on b; a gets a standby of it holding an older count
+    store = count_store({word: 3})
     tp = TopicPartition("app-counts-store-changelog", 4)
-    cluster.a.manager.standby[TaskId(SUB, 4)] = _Standby(_StandbyStateManager(store, tp))
+    cluster.a.manager.standby[TaskId(SUB, 4)] = Standby(StandbyStateManager(store, 4, position=50))
     cluster.a.end_offsets[tp] = 55
     status, headers, body = await cluster.get(cluster.server_a, f"/stores/{STORE}/{word}")
     assert (status, body["value"], headers[SERVED_BY_HEADER]) == (
@@ -289,3 +251,38 @@ def test_app_page_registers_a_faust_style_handler() -> None:
 
     assert app._pages == [Page("/hello/{name}", hello, "POST")]
     assert hello.__name__ == "hello"  # the decorator returns the function itself
+
+
+async def test_metrics_and_status_serve_the_clients_sample(cluster: _Cluster, tmp_path: Path) -> None:
+    status, _, body = await cluster.get(cluster.server_a, "/status")
+    assert status == 503 and body["reason"] == "not_running"  # the client has not started
+    kafka = new_kafka()
+    harness = Harness(kafka, tmp_path)
+    try:
+        harness.assign(T0)
+        await harness.tasks.restore(timeout_ms=0)
+        for _ in range(3):
+            kafka.append(IN0, b"w", b"line")
+        await harness.poll_and_process()
+        thread = SimpleNamespace(name="app-t1", tasks=harness.tasks, consumer=harness.consumer)
+        cluster.a.metrics = ClientMetrics(
+            "app",
+            "pid-a",
+            "127.0.0.1:1",
+            5000,
+            lambda: [thread],
+            RestoreProgressTracker(),
+            cluster.a.refresh_standby_lags,
+        )
+        async with cluster.http.get(cluster.url(cluster.server_a, "/metrics")) as response:
+            assert response.status == 200
+            assert response.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+            text = await response.text()
+        client = 'application_id="app",process_id="pid-a"'
+        assert f'streamlet_task_records_processed_total{{{client},task="0_0"}} 3.0' in text.splitlines()
+        assert 'streamlet_consumer_lag{application_id="app",partition="0",process_id="pid-a",topic="in"} 0.0' in text
+        status, _, body = await cluster.get(cluster.server_a, "/status")
+        assert status == 200 and body["tasks"]["0_0"]["records_processed"] == 3
+        assert body["tasks"]["0_0"]["state"] == "RUNNING" and body["rebalances"] == 1
+    finally:
+        harness.close()

@@ -151,7 +151,10 @@ def test_missing_files_say_what_is_missing(tmp_path: Path) -> None:
     only_events.mkdir()
     (only_events / "assignments.jsonl").write_text("\n".join(SEED) + "\n")
     summary = read_run_dir(only_events)
-    assert summary.problems == ["run.json is missing or unreadable: client names are process ids, no verification"]
+    assert summary.problems == [
+        "run.json is missing or unreadable: client names are process ids, no verification",
+        "metrics.jsonl is missing: no per-client records processed or time not RUNNING",
+    ]
     assert [c.name for c in summary.rounds[-1].clients] == [C[:8], A[:8], B[:8]]
 
     only_record = tmp_path / "only-record"
@@ -161,6 +164,7 @@ def test_missing_files_say_what_is_missing(tmp_path: Path) -> None:
     assert summary.problems == [
         "run status failed: step 3 timed out",
         "assignments.jsonl is missing: no rounds to report",
+        "metrics.jsonl is missing: no per-client records processed or time not RUNNING",
     ]
     assert "| rounds | 0 |" in render_report([summary])
     assert read_run_dir(tmp_path / "nowhere").problems[0].endswith("is not a directory")

@@ -77,8 +77,7 @@ class FakeConsumer:
         self.listener = listener
 
     def assign(self, partitions: Collection[TopicPartition]) -> None:
-        # as aiokafka's: every partition starts afresh, even one assigned before (its committed offset, or the
-        # earliest: the reset policy of every streamlet consumer)
+        # as aiokafka: a new assignment forgets every position, kept partitions too (committed offset, else 0)
         self._assigned = set(partitions)
         self._positions = {tp: self.kafka.committed.get(tp, 0) for tp in self._assigned}
 
@@ -133,6 +132,11 @@ class FakeConsumer:
 
     def generation_lost(self) -> bool:
         return self.lost
+
+    def lag(self, partition: TopicPartition) -> int | None:
+        if partition not in self._assigned:
+            return None
+        return max(0, self.kafka.high_watermark(partition) - self._positions[partition])
 
     async def leave_group(self) -> None:
         self.kafka.events.append("leave group")

@@ -12,7 +12,7 @@ from streamlet.config import StreamsConfig
 from streamlet.runtime.changelog_reader import ChangelogReader
 from streamlet.runtime.handlers import ThreadHandlers
 from streamlet.runtime.record_collector import RecordCollector
-from streamlet.runtime.restore_listener import CompositeRestoreListener
+from streamlet.runtime.restore_listener import CompositeRestoreListener, StateRestoreListener
 from streamlet.runtime.task_creator import TaskCreator, ThreadResources
 from streamlet.runtime.task_manager import TaskManager
 from streamlet.runtime.topology_metadata import TopologyMetadata
@@ -76,6 +76,7 @@ class Harness:
         chunk: int = 1000,
         guarantee: str = "at_least_once",
         topology: Topology | None = None,
+        listener: StateRestoreListener | None = None,
     ) -> None:
         self.kafka = kafka
         self.config = config(state_dir, restore_chunk_records=chunk, processing_guarantee=guarantee)
@@ -93,7 +94,10 @@ class Harness:
         resources = ThreadResources(RecordCache(cache_bytes), self.collector, ThreadHandlers(self.collector))
         admin = FakeConsumer(kafka, f"{name}-admin", read_uncommitted_ends=True)
         self.reader = ChangelogReader(
-            self.restore_consumer, CompositeRestoreListener(), chunk, log_end_offsets=admin.end_offsets
+            self.restore_consumer,
+            CompositeRestoreListener(*([listener] if listener is not None else [])),
+            chunk,
+            log_end_offsets=admin.end_offsets,
         )
         creator = TaskCreator(self.metadata, self.state_directory, self.config)
         self.tasks = TaskManager(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import struct
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -25,12 +23,18 @@ from streamlet.runtime.queries import (
 )
 from streamlet.runtime.task_state import TaskState
 from streamlet.runtime.topology_metadata import TopologyMetadata
-from streamlet.state import timestamped
-from streamlet.state.store import InMemoryKeyValueStore
 from streamlet.task_id import TaskId
+from tests.support.local_tasks import (
+    STORE,
+    SUB,
+    Active,
+    Standby,
+    StandbyStateManager,
+    Tasks,
+    count_store,
+    word_on,
+)
 
-STORE = "counts-store"
-SUB = 1  # WordCount: sub-topology 1 counts, reading the repartition topic
 LOCAL, REMOTE = "127.0.0.1:7001", "127.0.0.1:7002"
 
 
@@ -44,51 +48,7 @@ def _key(word: str) -> bytes:
     return word.encode()
 
 
-def _word_on(partition: int, partitions: int = 6) -> str:
-    return next(w for w in (f"w{i}" for i in range(10_000)) if partition_for_key(_key(w), partitions) == partition)
-
-
-@dataclass(eq=False)
-class _Active:
-    state: TaskState
-    stores: dict[str, Any]
-
-
-@dataclass(eq=False)
-class _Manager:
-    active: dict[TaskId, Any] = field(default_factory=dict)
-    standby: dict[TaskId, Any] = field(default_factory=dict)
-
-
-class _StandbyStateManager:
-    def __init__(self, store: InMemoryKeyValueStore, partition: int, position: int) -> None:
-        self._store = store
-        self._tp = TopicPartition("app-counts-store-changelog", partition)
-        self.position = position
-
-    def changelog_partitions(self) -> dict[str, TopicPartition]:
-        return {STORE: self._tp}
-
-    def changelog_offsets(self) -> dict[TopicPartition, int]:
-        return {self._tp: self.position}
-
-    def stores(self) -> dict[str, Any]:
-        return {STORE: self._store}
-
-
-@dataclass(eq=False)
-class _Standby:
-    state_manager: _StandbyStateManager
-
-
-def _store_with(**counts: int) -> InMemoryKeyValueStore:
-    store = InMemoryKeyValueStore(STORE)
-    for word, count in counts.items():
-        store.put(_key(word), timestamped.encode(0, struct.pack(">q", count)))  # a DSL count store
-    return store
-
-
-def _view(state: StreamsMetadataState, *managers: _Manager, running: bool = True, **kwargs: Any):
+def _view(state: StreamsMetadataState, *managers: Tasks, running: bool = True, **kwargs: Any):
     return ReadOnlyKeyValueStore(STORE, state, lambda: running, lambda: managers, **kwargs)
 
 
@@ -110,7 +70,7 @@ def test_key_partition_is_the_producers_murmur2_placement() -> None:
 
 def test_query_metadata_names_the_active_host_and_the_standby_hosts() -> None:
     state = _state()
-    p0, p1 = _word_on(0), _word_on(1)
+    p0, p1 = word_on(0), word_on(1)
     _ready(
         state,
         {
@@ -123,7 +83,7 @@ def test_query_metadata_names_the_active_host_and_the_standby_hosts() -> None:
     meta = state.key_query_metadata(STORE, _key(p1))
     assert (meta.active_host, meta.standby_hosts, meta.partition) == (REMOTE, frozenset({LOCAL}), 1)
     # no host owns partition 2 yet
-    assert state.key_query_metadata(STORE, _key(_word_on(2))).active_host is None
+    assert state.key_query_metadata(STORE, _key(word_on(2))).active_host is None
 
 
 def test_metadata_for_store_lists_the_clients_with_its_tasks() -> None:
@@ -148,9 +108,9 @@ def test_metadata_for_store_lists_the_clients_with_its_tasks() -> None:
 
 def test_local_get_reads_the_running_active_task_and_routes_the_rest() -> None:
     state = _state()
-    here, there = _word_on(0), _word_on(1)
+    here, there = word_on(0), word_on(1)
     _ready(state, {LOCAL: HostTasks(frozenset({TaskId(SUB, 0)})), REMOTE: HostTasks(frozenset({TaskId(SUB, 1)}))})
-    manager = _Manager(active={TaskId(SUB, 0): _Active(TaskState.RUNNING, {STORE: _store_with(**{here: 7})})})
+    manager = Tasks(active={TaskId(SUB, 0): Active(TaskState.RUNNING, {STORE: count_store({here: 7})})})
     view = _view(state, manager)
     assert view.get(here) == 7
     with pytest.raises(KeyNotLocalError) as err:
@@ -163,16 +123,16 @@ def test_local_get_reads_the_running_active_task_and_routes_the_rest() -> None:
 def test_missing_key_on_a_local_partition_is_none() -> None:
     state = _state()
     _ready(state, {LOCAL: HostTasks(frozenset(TaskId(SUB, p) for p in range(6)))})
-    managers = _Manager(active={TaskId(SUB, p): _Active(TaskState.RUNNING, {STORE: _store_with()}) for p in range(6)})
+    managers = Tasks(active={TaskId(SUB, p): Active(TaskState.RUNNING, {STORE: count_store({})}) for p in range(6)})
     assert _view(state, managers).get("absent") is None
 
 
 def test_range_spans_local_partitions_in_partition_order() -> None:
     state = _state()
-    a, b = _word_on(0), _word_on(3)
+    a, b = word_on(0), word_on(3)
     _ready(state, {LOCAL: HostTasks(frozenset({TaskId(SUB, 0), TaskId(SUB, 3)}))})
-    t1 = _Manager(active={TaskId(SUB, 3): _Active(TaskState.RUNNING, {STORE: _store_with(**{b: 2, "zz": 1})})})
-    t2 = _Manager(active={TaskId(SUB, 0): _Active(TaskState.RUNNING, {STORE: _store_with(**{a: 5})})})
+    t1 = Tasks(active={TaskId(SUB, 3): Active(TaskState.RUNNING, {STORE: count_store({b: 2, "zz": 1})})})
+    t2 = Tasks(active={TaskId(SUB, 0): Active(TaskState.RUNNING, {STORE: count_store({a: 5})})})
     view = _view(state, t1, t2)
     assert list(view.all()) == [(a, 5), (b, 2), ("zz", 1)]
     assert list(view.range(b, b)) == [(b, 2)]
@@ -182,7 +142,7 @@ async def test_scan_yields_bounded_chunks() -> None:
     state = _state()
     _ready(state, {LOCAL: HostTasks(frozenset({TaskId(SUB, 0)}))})
     words = {f"k{i:03}": i for i in range(25)}
-    manager = _Manager(active={TaskId(SUB, 0): _Active(TaskState.RUNNING, {STORE: _store_with(**words)})})
+    manager = Tasks(active={TaskId(SUB, 0): Active(TaskState.RUNNING, {STORE: count_store(words)})})
     chunks = [chunk async for chunk in _view(state, manager).scan(chunk=10)]
     assert [len(c) for c in chunks] == [10, 10, 5]
     assert dict(kv for c in chunks for kv in c) == words
@@ -201,14 +161,14 @@ def test_not_running_client_is_unavailable() -> None:
     state = _state()
     _ready(state, {LOCAL: HostTasks(frozenset({TaskId(SUB, 0)}))})
     with pytest.raises(QueryUnavailableError) as err:
-        _view(state, _Manager(), running=False).get("x")
+        _view(state, Tasks(), running=False).get("x")
     assert err.value.reason == "not_running"
 
 
 def test_before_the_first_assignment_and_during_a_rebalance_nothing_answers() -> None:
     state = _state()
-    word = _word_on(0)
-    manager = _Manager(active={TaskId(SUB, 0): _Active(TaskState.RUNNING, {STORE: _store_with(**{word: 1})})})
+    word = word_on(0)
+    manager = Tasks(active={TaskId(SUB, 0): Active(TaskState.RUNNING, {STORE: count_store({word: 1})})})
     state.register_thread("t1")
     state.register_thread("t2")
     view = _view(state, manager)
@@ -237,9 +197,9 @@ def test_before_the_first_assignment_and_during_a_rebalance_nothing_answers() ->
 )
 def test_a_task_that_is_not_running_is_unavailable(task_state: TaskState, reason: str) -> None:
     state = _state()
-    word = _word_on(0)
+    word = word_on(0)
     _ready(state, {LOCAL: HostTasks(frozenset({TaskId(SUB, 0)}))})
-    manager = _Manager(active={TaskId(SUB, 0): _Active(task_state, {STORE: _store_with(**{word: 1})})})
+    manager = Tasks(active={TaskId(SUB, 0): Active(task_state, {STORE: count_store({word: 1})})})
     view = _view(state, manager)
     with pytest.raises(QueryUnavailableError) as err:
         view.get(word)
@@ -251,12 +211,12 @@ def test_a_task_that_is_not_running_is_unavailable(task_state: TaskState, reason
 def test_assigned_here_but_not_open_yet_is_restoring_and_unowned_is_no_owner() -> None:
     state = _state()
     _ready(state, {LOCAL: HostTasks(frozenset({TaskId(SUB, 0)}))})
-    view = _view(state, _Manager())
+    view = _view(state, Tasks())
     with pytest.raises(QueryUnavailableError) as err:
-        view.get(_word_on(0))
+        view.get(word_on(0))
     assert err.value.reason == "restoring"
     with pytest.raises(QueryUnavailableError) as err:
-        view.get(_word_on(1))
+        view.get(word_on(1))
     assert err.value.reason == "no_owner"
     with pytest.raises(QueryUnavailableError, match="tasks 1_0 are being opened") as err:
         list(view.all())  # without partition 0 the listing would look complete
@@ -265,13 +225,13 @@ def test_assigned_here_but_not_open_yet_is_restoring_and_unowned_is_no_owner() -
 
 def test_standbys_answer_only_when_asked_and_within_the_lag_bound() -> None:
     state = _state()
-    word = _word_on(1)
+    word = word_on(1)
     _ready(
         state,
         {LOCAL: HostTasks(frozenset(), frozenset({TaskId(SUB, 1)})), REMOTE: HostTasks(frozenset({TaskId(SUB, 1)}))},
     )
-    sm = _StandbyStateManager(_store_with(**{word: 3}), 1, position=90)
-    manager = _Manager(standby={TaskId(SUB, 1): _Standby(sm)})
+    sm = StandbyStateManager(count_store({word: 3}), 1, position=90)
+    manager = Tasks(standby={TaskId(SUB, 1): Standby(sm)})
     with pytest.raises(KeyNotLocalError):
         _view(state, manager).get(word)  # by default only active tasks answer
     ends: dict[TopicPartition, int] = {}
@@ -300,7 +260,7 @@ def test_kafka_streams_query_api_before_and_after_an_assignment() -> None:
     streams.topology_metadata.task_partitions(
         {"streams-plaintext-input": 6, "app-counts-store-repartition": 6}
     )  # what start() does once it knows the partition counts
-    word = _word_on(2)
+    word = word_on(2)
     assert streams.query_metadata_for_key(STORE, word).active_host is None
     streams.metadata_state.assignment_applied("t1", {REMOTE: HostTasks(frozenset({TaskId(SUB, 2)}))})
     meta = streams.query_metadata_for_key(STORE, word)

@@ -1,0 +1,135 @@
+"""The client metrics event: aggregation over threads, its JSON shape, and what a reader accepts."""
+
+from __future__ import annotations
+
+import json
+
+from aiokafka.structs import TopicPartition
+
+from streamlet.runtime.metrics_event import (
+    EVENT_TYPE,
+    METRICS_VERSION,
+    ClientSample,
+    ThreadSample,
+    build_metrics_event,
+    metrics_topic,
+    parse_metrics_event,
+)
+from streamlet.runtime.restore_listener import RestoreProgress
+from streamlet.task_id import TaskId
+
+T00, T01, T02 = TaskId(0, 0), TaskId(0, 1), TaskId(0, 2)
+IN0, IN1 = TopicPartition("in", 0), TopicPartition("in", 1)
+CL2 = TopicPartition("app-counts-changelog", 2)
+
+
+def thread(name: str, **fields: object) -> ThreadSample:
+    defaults: dict[str, object] = {
+        "states": {},
+        "processed": {},
+        "not_running_s": {},
+        "rebalances": 0,
+        "commits": 0,
+        "commit_total_s": 0.0,
+        "commit_latencies_s": [],
+    }
+    defaults.update(fields)
+    return ThreadSample(name=name, **defaults)  # type: ignore[arg-type]
+
+
+def sample(*threads: ThreadSample, restoring: list[RestoreProgress] | None = None) -> ClientSample:
+    return ClientSample(
+        application_id="app",
+        process_id="4b61083e-57d0-457d-951f-d06556c148ca",
+        host="localhost:8080",
+        timestamp_ms=1_700_000_000_000,
+        sequence=7,
+        interval_ms=5000,
+        threads=threads,
+        restoring=restoring or [],
+        standby_lags={TopicPartition("app-counts-changelog", 1): 12},
+        now=110.0,
+    )
+
+
+def test_the_event_adds_up_the_threads_of_a_client() -> None:
+    one = thread(
+        "t1",
+        states={T00: "RUNNING"},
+        processed={T00: 100, T01: 40},  # T01 ran here before it moved to t2
+        not_running_s={T00: 1.5, T01: 0.25},
+        rebalances=3,
+        commits=2,
+        commit_total_s=0.05,
+        commit_latencies_s=[0.010, 0.040],
+        consumer_lags={IN0: 0},
+    )
+    two = thread(
+        "t2",
+        states={T01: "RESTORING", T02: "STANDBY"},
+        processed={T01: 2},
+        not_running_s={T01: 2.0},
+        rebalances=2,
+        commits=1,
+        commit_total_s=0.02,
+        commit_latencies_s=[0.020],
+        consumer_lags={IN1: 5},
+    )
+    progress = RestoreProgress("counts", CL2, start_offset=100, end_offset=1100, started=100.0, restored=250)
+    progress.position = 350
+    event = build_metrics_event(sample(one, two, restoring=[progress]))
+
+    assert event["type"] == EVENT_TYPE and event["version"] == METRICS_VERSION
+    assert event["tasks"] == {
+        "0_0": {"state": "RUNNING", "thread": "t1", "records_processed": 100, "not_running_ms": 1500.0},
+        "0_1": {"state": "RESTORING", "thread": "t2", "records_processed": 42, "not_running_ms": 2250.0},
+        "0_2": {"state": "STANDBY", "thread": "t2", "records_processed": 0, "not_running_ms": 0.0},
+    }
+    assert event["records_processed"] == 142
+    assert event["consumer_lag"] == [
+        {"topic": "in", "partition": 0, "lag": 0},
+        {"topic": "in", "partition": 1, "lag": 5},
+    ]
+    assert event["standby_lag"] == [{"topic": "app-counts-changelog", "partition": 1, "lag": 12}]
+    assert event["commit_latency_ms"] == {"count": 3, "p50": 20.0, "max": 40.0}
+    assert event["commits"] == 3 and event["commit_total_ms"] == 70.0
+    assert event["rebalances"] == 3  # a thread that started later saw fewer: the client saw the most
+    # 250 offsets of 1000 in 10 s: 25 records/s, 750 to go at 25 offsets/s
+    assert event["restore"] == [
+        {
+            "store": "counts",
+            "topic": "app-counts-changelog",
+            "partition": 2,
+            "restored": 250,
+            "remaining": 750,
+            "total": 1000,
+            "percent": 25.0,
+            "rate": 25.0,
+            "eta_s": 30.0,
+        }
+    ]
+    assert (event["process_id"], event["host"], event["sequence"], event["threads"]) == (
+        "4b61083e-57d0-457d-951f-d06556c148ca",
+        "localhost:8080",
+        7,
+        2,
+    )
+
+
+def test_an_idle_client_has_no_latency_and_no_rebalance() -> None:
+    event = build_metrics_event(sample())
+    assert event["commit_latency_ms"] == {"count": 0, "p50": None, "max": None}
+    assert event["rebalances"] == 0 and event["tasks"] == {} and event["records_processed"] == 0
+
+
+def test_events_round_trip_through_json_and_readers_refuse_what_they_do_not_know() -> None:
+    event = build_metrics_event(sample(thread("t1", processed={T00: 3})))
+    raw = json.dumps(event).encode()
+    assert parse_metrics_event(raw) == json.loads(raw)
+    assert parse_metrics_event(raw.decode()) == json.loads(raw)
+    assert parse_metrics_event({**event, "version": METRICS_VERSION + 1}) is None
+    assert parse_metrics_event({**event, "type": "streamlet.assignment"}) is None
+    assert parse_metrics_event(b"{not json") is None
+    assert parse_metrics_event(None) is None
+    assert parse_metrics_event({k: v for k, v in event.items() if k != "tasks"}) is None
+    assert metrics_topic("wordcount") == "wordcount-metrics"
