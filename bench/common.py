@@ -212,6 +212,22 @@ def spawn(name: str, cmd: list[str], log_path: Path, *, env: dict[str, str] | No
     return Proc(name, popen, log_path, time.monotonic())
 
 
+def peak_rss_mib(proc: Proc) -> float | None:
+    """Largest peak RSS (VmHWM) among the live processes of `proc`'s process group, in MiB (Linux only)."""
+    peaks = []
+    for status in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = status.read_text().rsplit(")", 1)[1].split()
+            if int(fields[2]) != proc.popen.pid:  # field 5 of stat: the process group
+                continue
+            for line in (status.parent / "status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    peaks.append(int(line.split()[1]) / 1024)
+        except (OSError, IndexError, ValueError):
+            continue
+    return round(max(peaks), 1) if peaks else None
+
+
 def stop(proc: Proc, grace: float = 30.0) -> None:
     """SIGTERM to the process group we created for it, SIGKILL after `grace` seconds."""
     if proc.popen.poll() is None:

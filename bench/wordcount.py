@@ -358,6 +358,7 @@ async def run_peer(peer: Peer, bootstrap: str, c: corpus_mod.Corpus, run_id: str
             else _log_marker(procs, peer.ready_marker or "", stop)
         )
         result = await watcher.wait(timeout, alive=lambda: all(p.alive() for p in procs))
+        res["peak_rss_mib"] = [common.peak_rss_mib(p) for p in procs]  # per process, before they stop
         stop.set()
         ready = await ready_task
         end = result.done or time.monotonic()
@@ -480,6 +481,7 @@ def render(results: list[dict[str, Any]]) -> str:
                 f"{ratio / best:.2f}" if ratio and best and r["kind"] == "framework" else "-",
                 f"{ratio / raw:.2f}" if ratio and raw else "-",
                 f"{ratio / java:.3f}" if ratio and java else "-",
+                " / ".join(f"{m:,.0f}" for m in r.get("peak_rss_mib") or [] if m) or "-",
                 status,
             ]
         )
@@ -492,6 +494,7 @@ def render(results: list[dict[str, Any]]) -> str:
             "x best framework",
             "x raw aiokafka",
             "x Kafka consumer",
+            "peak RSS MiB per process",
             "status",
         ],
         rows,
