@@ -63,6 +63,12 @@ def build() -> str:
             f"{st['commit_interval_ms']} ms, cache off, producer linger 5 ms for every peer; medians over the "
             "interleaved rounds.\n\n" + lt["table"]
         )
+    mem = load("memory")
+    if mem:
+        parts.append(
+            f"### Worker memory against distinct keys{_when(mem)}\n\n`{mem['command']}`: WordCount of all-distinct "
+            "words, one worker (2 threads, 10 MiB record cache), RSS sampled every 0.2 s.\n\n" + mem["table"]
+        )
     if rb:
         parts.append(
             f"### Rebalance pause (streamlet, 2 -> 3 clients){_when(rb)}\n\n`{rb['command']}`: "

@@ -68,6 +68,12 @@ class StreamsConfig:
     max_block_ms: int = 60_000
     task_assignor: str = "high_availability"
     statestore_cache_max_bytes: int = 10 * 1024 * 1024
+    # RocksDB memory (streamlet.state.rocksdb_memory): per store, Kafka Streams' defaults; with
+    # rocksdb_bounded_memory_bytes > 0, one cache of that size for every store of the process, memtables included
+    rocksdb_block_cache_bytes: int = 50 * 1024 * 1024
+    rocksdb_write_buffer_bytes: int = 16 * 1024 * 1024
+    rocksdb_max_write_buffers: int = 3
+    rocksdb_bounded_memory_bytes: int = 0
     state_cleanup_delay_ms: int = 600_000
     replication_factor: int = -1
     application_server: str = ""
@@ -122,8 +128,11 @@ class StreamsConfig:
             "transaction_timeout_ms",
             "max_block_ms",
             "metrics_interval_ms",
+            "rocksdb_bounded_memory_bytes",
         ):
             _require_int(name, getattr(self, name), minimum=0)
+        for name in ("rocksdb_block_cache_bytes", "rocksdb_write_buffer_bytes", "rocksdb_max_write_buffers"):
+            _require_int(name, getattr(self, name), minimum=1)
         _require_int("probing_rebalance_interval_ms", self.probing_rebalance_interval_ms, minimum=1_000)
         for name, allowed in (
             ("deserialization_exception_handler", DESERIALIZATION_HANDLERS),

@@ -34,6 +34,7 @@ from streamlet.runtime.restore_listener import CompositeRestoreListener, Logging
 from streamlet.runtime.stream_thread import StreamThread
 from streamlet.runtime.task_creator import TaskCreator
 from streamlet.runtime.topology_metadata import TopologyMetadata
+from streamlet.state import rocksdb_memory
 from streamlet.state.state_directory import StateDirectory
 from streamlet.topology import Topology
 
@@ -103,6 +104,14 @@ class KafkaStreams:
         if self.state is not State.CREATED:
             raise StreamletError(f"cannot start a client in state {self.state.value}")
         config = self.config
+        rocksdb_memory.configure(
+            rocksdb_memory.RocksDBMemory(
+                block_cache_bytes=config.rocksdb_block_cache_bytes,
+                write_buffer_bytes=config.rocksdb_write_buffer_bytes,
+                max_write_buffers=config.rocksdb_max_write_buffers,
+                bounded_memory_bytes=config.rocksdb_bounded_memory_bytes,
+            )
+        )
         self._state_directory = StateDirectory(
             config.state_dir, config.application_id, has_persistent_stores=bool(self.topology.stores)
         )

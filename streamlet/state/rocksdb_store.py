@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 from rocksdict import DbClosedError, Options, Rdict, ReadOptions, WriteBatch, WriteOptions
 
 from streamlet.errors import StateStoreCorruptedError, StateStoreError, StateStoreLockedError
+from streamlet.state import rocksdb_memory
 from streamlet.state.store import Entry, KeyValue, check_key, check_value, empty_range
 from streamlet.state.timestamped import TIMESTAMP_FORMAT
 
@@ -42,16 +43,12 @@ _T = TypeVar("_T")
 DB_FILE_DIR = "rocksdb"
 
 DEFAULT_ITERATION_CHUNK = 1_000
-# Kafka Streams' RocksDBStore defaults: 16 MiB write buffers, at most 3 of them.
-WRITE_BUFFER_SIZE = 16 * 1024 * 1024
-MAX_WRITE_BUFFERS = 3
 
 
 def _options() -> Options:
     opts = Options(raw_mode=True)
     opts.create_if_missing(True)
-    opts.set_write_buffer_size(WRITE_BUFFER_SIZE)
-    opts.set_max_write_buffer_number(MAX_WRITE_BUFFERS)
+    rocksdb_memory.apply(opts)  # block cache and memtables: Kafka Streams' defaults, or one bounded cache
     opts.set_keep_log_file_num(2)  # RocksDB's info LOG rolls on every open; don't pile up LOG.old.* files
     return opts
 
