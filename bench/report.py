@@ -41,7 +41,8 @@ def build() -> str:
         parts.append(
             f"### WordCount throughput{_when(wc)}\n\n`{wc['command']}`: {c['words']:,} words "
             f"({c['lines']:,} lines, "
-            f"{c['distinct_words']:,} distinct, corpus sha256 {c['sha256'][:12]}), 6 partitions. words/s = "
+            f"{c['distinct_words']:,} distinct, corpus sha256 {c['sha256'][:12]}), "
+            f"{wc.get('partitions', 6)} partitions. words/s = "
             "words / (last correct count out - first record in); start-up = launch -> first record in.\n\n"
             + wc["table"]
         )

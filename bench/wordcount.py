@@ -248,6 +248,15 @@ PEERS: list[Peer] = [
         "examples/wordcount/app.py with count(pre_aggregate=True), commit 1 s, 10 MiB cache",
         _streamlet(2, 2, pre_aggregate=True),
     ),
+    *(
+        Peer(
+            f"streamlet {n} proc{'s' if n > 1 else ''} x 1 thread",
+            "framework",
+            "scaling: examples/wordcount/app.py, one stream thread per process, commit 1 s, 10 MiB cache",
+            _streamlet(n, 1),
+        )
+        for n in (1, 2, 4)
+    ),
     Peer(
         "streamlet 2 procs x 2 threads, exactly_once_v2",
         "framework",
@@ -521,7 +530,7 @@ def baseline_peers(peers: list[Peer], rev: str) -> tuple[list[Peer], Path]:
         raise SystemExit(f"the baseline worktree's streamlet is shadowed by {where}")
     twins = []
     for peer in peers:
-        match = re.fullmatch(r"streamlet (\d) procs? x (\d) threads", peer.name)
+        match = re.fullmatch(r"streamlet (\d) procs? x (\d) threads?", peer.name)
         if match:
             launch = _streamlet(int(match[1]), int(match[2]), root=tree)
             twins.append(Peer(f"{peer.name} @{sha}", peer.kind, f"baseline {sha}: {peer.description}", launch))
@@ -583,6 +592,7 @@ async def prepare(bootstrap: str, c: corpus_mod.Corpus) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
+    global PARTITIONS
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--peers", default="", help="comma-separated peer names, or substrings of them (default: all)")
     parser.add_argument("--words", type=int, default=corpus_mod.TARGET_WORDS)
@@ -590,7 +600,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-consumer-perf", action="store_true")
     parser.add_argument("--baseline", default="", help="git revision: add a twin of each streamlet peer running it")
     parser.add_argument("--rounds", type=int, default=1, help="run the selected peers this many times, interleaved")
+    parser.add_argument("--partitions", type=int, default=PARTITIONS, help="of the input and output topics")
     args = parser.parse_args(argv)
+    PARTITIONS = args.partitions
     wanted = [s.strip().lower() for s in args.peers.split(",") if s.strip()]
     # a spec equal to a peer's whole name selects that peer only; otherwise it selects every name containing it
     exact = {w for w in wanted if any(w == p.name.lower() for p in PEERS)}
@@ -637,10 +649,12 @@ def main(argv: list[str] | None = None) -> int:
         text += f"\n\nCurrent vs baseline {args.baseline}, {args.rounds} interleaved rounds:\n" + render_rounds(
             rounds, twins
         )
-    print("\nWordCount, " + f"{c.words:,} words ({len(c.lines):,} lines), 6 partitions, one local broker:\n" + text)
+    where = f"{c.words:,} words ({len(c.lines):,} lines), {PARTITIONS} partitions, one local broker"
+    print(f"\nWordCount, {where}:\n" + text)
     command = " ".join(["bench/wordcount.py", *(argv or sys.argv[1:])])
     path = common.write_result(
-        "wordcount", {"corpus": c.summary(), "results": results, "table": text, "command": command}
+        "wordcount",
+        {"corpus": c.summary(), "partitions": PARTITIONS, "results": results, "table": text, "command": command},
     )
     log(f"wrote {path}")
     return 0
