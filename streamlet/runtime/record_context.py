@@ -11,13 +11,16 @@ from __future__ import annotations
 class RecordContext:
     """Mutable on purpose: it is overwritten for every record, on the hot path."""
 
-    __slots__ = ("topic", "partition", "offset", "timestamp")
+    __slots__ = ("topic", "partition", "offset", "timestamp", "old_value")
 
     def __init__(self) -> None:
         self.topic: str | None = None
         self.partition = -1
         self.offset = -1
         self.timestamp = -1
+        # while a table forwards an update: the serialized value it replaced (Kafka's `Change.oldValue`),
+        # which a suppression buffer keeps; None otherwise
+        self.old_value: bytes | None = None
 
     def where(self) -> str:
         """`topic-partition@offset`, as error messages name a record."""
