@@ -509,7 +509,8 @@ class KStream:
         for store in store_names:
             if store not in declared:
                 raise TopologyError(f"process() uses store {store!r}, which was not declared with add_store()")
-        processor = builder.name_or_generate(name, PROCESSOR_NAME)
+        # a given name burns no counter value here (Kafka's process() takes `new NamedInternal(named).name()`)
+        processor = validate_name(name) if name is not None else builder.new_processor_name(PROCESSOR_NAME)
         builder.claim(processor)
 
         def write(parents: tuple[str, ...], topology: _Topology) -> None:
