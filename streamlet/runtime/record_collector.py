@@ -33,7 +33,7 @@ _Queued = tuple[bytes | None, bytes | None, int | None, _Headers]
 def _append(batch: Any, key: bytes | None, value: bytes | None, timestamp: int | None, headers: _Headers) -> Any:
     """Append one record to an aiokafka batch (None: the batch is full); headers only where there are any."""
     if headers:
-        return batch.append(key=key, value=value, timestamp=timestamp, headers=headers)
+        return batch.append(key=key, value=value, timestamp=timestamp, headers=list(headers))
     return batch.append(key=key, value=value, timestamp=timestamp)
 
 
