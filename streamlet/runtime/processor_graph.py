@@ -283,6 +283,7 @@ def build_task_graph(
 
     compiled: dict[str, Forward] = {}
     sources: dict[str, Callable[[bytes | None, bytes | None], None]] = {}
+    graph.punctuations.hold()  # user processors schedule as they are created, children first
     for spec in reversed(specs):  # children before parents
         forward = _fanout([compiled[child] for child in children[spec.name]])
         if isinstance(spec, SourceSpec):
@@ -298,6 +299,7 @@ def build_task_graph(
             assert isinstance(spec, ProcessorSpec)
             compiled[spec.name] = _processor(spec, forward, names, context, graph)
 
+    graph.punctuations.release(sub.nodes)
     graph._sources = sources
     graph._sinks = frozenset(spec.name for spec in specs if isinstance(spec, SinkSpec))
     graph._nodes = tuple(spec.name for spec in specs)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import enum
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from streamlet.assignment.java_collections import JavaPriorityQueue
 from streamlet.runtime.record_context import RecordContext
@@ -131,13 +131,26 @@ def system_time_ms() -> int:
 class TaskPunctuations:
     """One task's punctuation queues (one per clock), and the record context a punctuator runs with."""
 
-    __slots__ = ("stream_time", "wall_clock_time", "clock", "_record")
+    __slots__ = ("stream_time", "wall_clock_time", "clock", "_record", "_held")
 
     def __init__(self, record: RecordContext, clock: Callable[[], int] = system_time_ms) -> None:
         self.stream_time = PunctuationQueue()
         self.wall_clock_time = PunctuationQueue()
         self.clock = clock
         self._record = record
+        self._held: list[tuple[PunctuationQueue, PunctuationSchedule]] | None = None
+
+    def hold(self) -> None:
+        """Keep schedules back until `release`: a task's processors are created children first, while Kafka
+        initializes them (and so schedules their punctuators) in topology order, which orders equal times."""
+        self._held = []
+
+    def release(self, topology_order: Sequence[str]) -> None:
+        """Queue the held schedules as if their processors had been created in `topology_order`."""
+        held, self._held = self._held or [], None
+        rank = {node: i for i, node in enumerate(topology_order)}
+        for queue, schedule in sorted(held, key=lambda item: rank.get(item[1].node, len(rank))):
+            queue.schedule(schedule)
 
     def schedule(
         self, node: str, interval_ms: int, punctuation_type: PunctuationType, punctuator: Punctuator
@@ -148,11 +161,16 @@ class TaskPunctuations:
         if not callable(punctuator):
             raise TypeError(f"punctuator must be callable, got {punctuator!r}")
         if punctuation_type is PunctuationType.STREAM_TIME:
-            return self.stream_time.schedule(PunctuationSchedule(node, 0, interval_ms, punctuator))
-        if punctuation_type is PunctuationType.WALL_CLOCK_TIME:
-            start = self.clock() + interval_ms
-            return self.wall_clock_time.schedule(PunctuationSchedule(node, start, interval_ms, punctuator))
-        raise ValueError(f"Unrecognized PunctuationType: {punctuation_type!r}")
+            queue, start = self.stream_time, 0
+        elif punctuation_type is PunctuationType.WALL_CLOCK_TIME:
+            queue, start = self.wall_clock_time, self.clock() + interval_ms
+        else:
+            raise ValueError(f"Unrecognized PunctuationType: {punctuation_type!r}")
+        schedule = PunctuationSchedule(node, start, interval_ms, punctuator)
+        if self._held is not None:
+            self._held.append((queue, schedule))
+            return schedule.cancellable
+        return queue.schedule(schedule)
 
     def punctuate_stream_time(self, stream_time: int) -> bool:
         """Fire the stream-time schedules due at `stream_time` (none while it is unknown, -1)."""

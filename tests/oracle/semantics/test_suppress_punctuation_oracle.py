@@ -206,6 +206,20 @@ CASES: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any
         ],
         {},
     ),
+    # three processors due at the same stream times: they fire in Kafka's order (processors scheduled in
+    # topology order, then java.util.PriorityQueue's order among equal times)
+    "punctuations_due_together": (
+        _stream(
+            {"op": "process", "in": "s", "id": "p", "interval": 10, "ptype": "stream", "name": "first"},
+            {"op": "process", "in": "p", "id": "q", "interval": 10, "ptype": "stream", "name": "second"},
+            {"op": "filter", "in": "s", "id": "f", "fn": "short"},
+            {"op": "process", "in": "f", "id": "r", "interval": 5, "ptype": "stream", "name": "third"},
+            {"op": "to", "in": "q", "topic": "out", "vtype": "string"},
+            {"op": "to", "in": "r", "topic": "out", "vtype": "string"},
+        ),
+        _records(("a", "long", 0), ("a", "x", 10), ("a", "long", 35), ("a", "x", 40), ("a", "x", 41), ("a", "x", 60)),
+        {},
+    ),
     # what a punctuator forwards is repartitioned and counted like any record, with the punctuation time
     "punctuation_feeds_an_aggregation": (
         _stream(
