@@ -36,6 +36,11 @@ class ProcessorContext:
         self._forward = forward
 
     @property
+    def task(self) -> Any:
+        """The task's own context, shared by all of its processors (one per task, where this is one per node)."""
+        return self._task
+
+    @property
     def timestamp(self) -> int:
         """The current record's timestamp (a punctuation's time while a punctuator runs)."""
         return self._record.timestamp

@@ -612,11 +612,10 @@ def _window_aggregation(
     size, grace = windows.size_ms, windows.grace_ms
     observed = [-1]  # this processor's stream time (Kafka's observedStreamTime), in a cell for the closure
 
-    # Always listen, even without downstream nodes: as in Kafka (whose aggregations always install a flush
-    # listener), a flushed delete of a key the store never had is then neither written nor logged.
-
     direct, replaced = _old_values(store)
 
+    # Always listen, even without downstream nodes: as in Kafka (whose aggregations always install a flush
+    # listener), a flushed delete of a key the store never had is then neither written nor logged.
     def on_flush(
         key: bytes, new_value: bytes | None, old_value: bytes | None = None, timestamp: int | None = None
     ) -> None:
