@@ -194,11 +194,6 @@ class TimeOrderedKeyValueBuffer:
         head = self._head()
         return (1 << 63) - 1 if head is None else head[0]
 
-    def prior_value(self, key: bytes) -> tuple[bool, bytes | None]:
-        """(buffered?, the value the key had before its first buffered update)."""
-        value = self._values.get(key)
-        return (False, None) if value is None else (True, value.prior)
-
     # ---- writes ----------------------------------------------------------------------------------------------
 
     def put(self, time: int, key: bytes, new: bytes | None, old: bytes | None, context: BufferedContext) -> None:

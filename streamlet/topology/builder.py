@@ -799,10 +799,9 @@ class KTable:
         builder.claim(name)
         builder.claim_store(store)
         store_spec = StoreSpec(store, _or_default(self._key_serde), _or_default(self._value_serde), buffer=True)
-        spec_of = suppressed
 
         def write(parents: tuple[str, ...], topology: _Topology) -> None:
-            topology.add(ProcessorSpec(name, parents, n.SUPPRESS, stores=(store,), suppress=spec_of))
+            topology.add(ProcessorSpec(name, parents, n.SUPPRESS, stores=(store,), suppress=suppressed))
             topology.add_store(store_spec, name)
 
         node = _GraphNode(name, write)

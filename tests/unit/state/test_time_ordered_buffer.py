@@ -60,10 +60,11 @@ def test_eviction_follows_buffer_time_then_key_and_an_update_keeps_its_place() -
 
 def test_the_prior_value_is_the_old_value_of_the_first_buffered_update() -> None:
     buffer = _buffer()
-    assert buffer.prior_value(b"k") == (False, None)
     buffer.put(1, b"k", b"2", b"1", CONTEXT)
     buffer.put(1, b"k", b"3", b"2", CONTEXT)
-    assert buffer.prior_value(b"k") == (True, b"1")
+    evicted: list[BufferValue] = []
+    buffer.evict_while(lambda: True, lambda key, value: evicted.append(value))
+    assert evicted == [BufferValue(b"1", b"2", b"3", CONTEXT)]
 
 
 def test_sizes_follow_kafkas_estimate() -> None:
@@ -125,7 +126,6 @@ def test_restoring_the_changelog_rebuilds_the_buffer() -> None:
         buffer.buffer_size,
         buffer.min_timestamp,
     )
-    assert restored.prior_value(b"a") == (True, None)
     assert _drain(restored) == _drain(buffer) == [(b"a", b"\x09", 9), (b"d", b"\x03", 3)]
 
 
