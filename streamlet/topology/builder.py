@@ -30,10 +30,12 @@ from __future__ import annotations
 import heapq
 import re
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import Any
 
 from streamlet.errors import TopologyError
 from streamlet.serdes import BytesSerde, LongSerde, Serde, SerdeLike, resolve_serde
+from streamlet.suppressed import Suppressed
 from streamlet.topology import nodes as n
 from streamlet.topology.nodes import NodeSpec, ProcessorSpec, SinkSpec, SourceSpec, StoreSpec, validate_name
 from streamlet.topology.pre_aggregation import PreAggregation, for_aggregate, for_count, for_reduce, preaggregate_name
@@ -56,6 +58,7 @@ FOREACH_NAME = "KSTREAM-FOREACH-"
 REDUCE_NAME = "KSTREAM-REDUCE-"
 AGGREGATE_NAME = "KSTREAM-AGGREGATE-"
 TOSTREAM_NAME = "KTABLE-TOSTREAM-"
+SUPPRESS_NAME = "KTABLE-SUPPRESS-"
 STATE_STORE_NAME = "STATE-STORE-"
 REPARTITION_TOPIC_SUFFIX = "-repartition"
 _GENERATED_NAME = re.compile(r"KSTREAM.*-[0-9]{10}")
@@ -503,11 +506,13 @@ class KStream:
         *,
         stores: Iterable[str] = (),
         name: str | None = None,
-    ) -> None:
-        """A terminal user processor: `factory(context)` runs once per task and returns `fn(key, value)`.
+    ) -> KStream:
+        """A user processor: `factory(context)` runs once per task and returns `fn(key, value)`.
 
         `stores` are names given to `StreamsBuilder.add_store`; the processor reads them through
-        `context.get_state_store(name)`.
+        `context.get_state_store(name)`. The context (`streamlet.runtime.processor_context`) also
+        `forward()`s records to what follows on the returned stream and `schedule()`s punctuators. As in
+        Kafka Streams the result has no serdes and may have new keys (a later grouping repartitions).
         """
         _require_callable(factory, "process factory")
         builder = self._builder
@@ -516,7 +521,8 @@ class KStream:
         for store in store_names:
             if store not in declared:
                 raise TopologyError(f"process() uses store {store!r}, which was not declared with add_store()")
-        processor = builder.name_or_generate(name, PROCESSOR_NAME)
+        # a given name burns no counter value here (Kafka's process() takes `new NamedInternal(named).name()`)
+        processor = validate_name(name) if name is not None else builder.new_processor_name(PROCESSOR_NAME)
         builder.claim(processor)
 
         def write(parents: tuple[str, ...], topology: _Topology) -> None:
@@ -527,7 +533,9 @@ class KStream:
                 else:
                     topology.add_store(declared[store], processor)
 
-        builder.add_graph_node(self._node, _GraphNode(processor, write))
+        node = _GraphNode(processor, write)
+        builder.add_graph_node(self._node, node)
+        return KStream(builder, node, None, None, repartition_required=True)
 
     def __repr__(self) -> str:
         return f"KStream({self._node.name})"
@@ -681,7 +689,8 @@ class KGroupedStream:
         builder.add_graph_node(parent, node)
         # a windowed table's keys are Windowed (Kafka's FullTimeWindowedSerde over the grouping key serde)
         table_key_serde = self._key_serde if windows is None else TimeWindowedSerde(key_serde, windows.size_ms)
-        return KTable(builder, node, table_key_serde, store_value_serde, store)
+        grace = None if windows is None else windows.grace_ms
+        return KTable(builder, node, table_key_serde, store_value_serde, store, grace_ms=grace)
 
     def _check_pre_aggregation(self, processor: str) -> None:
         if not self._repartition_required:
@@ -801,7 +810,7 @@ class TimeWindowedKStream:
 class KTable:
     """A changelog stream of per-key aggregates, backed by a state store."""
 
-    __slots__ = ("_builder", "_node", "_key_serde", "_value_serde", "_store_name")
+    __slots__ = ("_builder", "_node", "_key_serde", "_value_serde", "_store_name", "_grace_ms")
 
     def __init__(
         self,
@@ -810,12 +819,15 @@ class KTable:
         key_serde: Serde | None,
         value_serde: Serde | None,
         store_name: str,
+        *,
+        grace_ms: int | None = None,
     ) -> None:
         self._builder = builder
         self._node = node
         self._key_serde = key_serde
         self._value_serde = value_serde
         self._store_name = store_name
+        self._grace_ms = grace_ms  # a windowed table's grace period: when its windows close
 
     @property
     def store_name(self) -> str:
@@ -830,6 +842,40 @@ class KTable:
         node_name = self._builder.name_or_generate(name, TOSTREAM_NAME)
         node = _processor_node(self._builder, self._node, node_name, n.TO_STREAM)
         return KStream(self._builder, node, self._key_serde, self._value_serde, repartition_required=False)
+
+    def suppress(self, suppressed: Suppressed) -> KTable:
+        """Hold back updates until they are due (Kafka's `KTable#suppress`): see `streamlet.suppressed`.
+
+        The processor is `KTABLE-SUPPRESS-<n>` (or the `with_name` name) and its buffer the store
+        `KTABLE-SUPPRESS-STATE-STORE-<n>` (or `<name>-store`), change-logged; the result is a table of the
+        same keys and values, whose updates come out of the buffer.
+        """
+        if not isinstance(suppressed, Suppressed):
+            raise TopologyError(f"suppress() takes a Suppressed, got {suppressed!r}")
+        builder = self._builder
+        given = suppressed.name
+        if given is not None:
+            validate_name(given, "Suppress name")
+        name = given if given is not None else builder.new_processor_name(SUPPRESS_NAME)
+        if suppressed.window_close:
+            if self._grace_ms is None:
+                raise TopologyError(
+                    "until_window_closes() is only defined for windowed computations: suppress a table of "
+                    f"windowed_by(...) aggregates, not {self!r}"
+                )
+            suppressed = replace(suppressed, time_to_wait_ms=self._grace_ms)
+        store = given + "-store" if given is not None else builder.new_store_name(SUPPRESS_NAME)
+        builder.claim(name)
+        builder.claim_store(store)
+        store_spec = StoreSpec(store, _or_default(self._key_serde), _or_default(self._value_serde), buffer=True)
+
+        def write(parents: tuple[str, ...], topology: _Topology) -> None:
+            topology.add(ProcessorSpec(name, parents, n.SUPPRESS, stores=(store,), suppress=suppressed))
+            topology.add_store(store_spec, name)
+
+        node = _GraphNode(name, write)
+        builder.add_graph_node(self._node, node)
+        return KTable(builder, node, self._key_serde, self._value_serde, store, grace_ms=self._grace_ms)
 
     def __repr__(self) -> str:
         return f"KTable({self._node.name}, store={self._store_name})"

@@ -13,6 +13,7 @@ from typing import Any
 
 from streamlet.errors import TopologyError
 from streamlet.serdes import Serde
+from streamlet.suppressed import Suppressed
 from streamlet.windows import TimeWindows
 
 MAX_NAME_LENGTH = 249
@@ -73,6 +74,7 @@ AGGREGATE = "aggregate"
 TO_STREAM = "to_stream"
 PROCESS = "process"  # a user processor: fn(context) -> (key, value) -> None, per task
 PREAGGREGATE = "preaggregate"  # fn is a PreAggregation.fold (streamlet.topology.pre_aggregation)
+SUPPRESS = "suppress"  # KTable.suppress(): holds updates in a suppression buffer (the node's one store)
 
 AGGREGATING_OPS = frozenset({COUNT, REDUCE, AGGREGATE})
 
@@ -84,6 +86,7 @@ class ProcessorSpec(NodeSpec):
     fn: Callable[..., Any] | None = None
     initializer: Callable[[], Any] | None = None  # aggregate only
     windows: TimeWindows | None = None  # a windowed count/reduce/aggregate
+    suppress: Suppressed | None = None  # a suppress node, its wait resolved
 
 
 @dataclass(frozen=True, eq=False)
@@ -102,3 +105,4 @@ class StoreSpec:
     logged: bool = True
     timestamped: bool = False
     windows: TimeWindows | None = None  # a window store: keys are WindowKeySchema store keys
+    buffer: bool = False  # a suppression buffer (in memory, time-ordered): see streamlet.state.time_ordered_buffer

@@ -15,6 +15,10 @@ A program is a JSON list of ops, each reading the variable `in` and defining the
     {"op": "toStream"}
     {"op": "windowedBy", "in": <grouped>, "size": ms, "grace": null | ms, "advance": null | ms}
     (then count/reduce/aggregate on it give a windowed table; `to` a windowed stream with "wsize": size)
+    {"op": "suppress", "in": <table>, "until": "window_close" | "time_limit", "wait": ms (time_limit),
+     "buffer": "unbounded" | "max_records" | "max_bytes", "limit": n, "when_full": null | "emit" | "shut_down"}
+    {"op": "process", "in": <stream>, "interval": ms, "ptype": "stream" | "wall", "cancel_after": null | n}
+    (the "counting" processor: forwards each record, and every interval forwards ("punct", <records seen>))
 
 Any op may have a processor `name` (Kafka's `Named`/`Grouped`/`Consumed`/`Produced` names). Keys are
 strings (or null); values are strings or longs, and every serde is explicit on both sides, so output bytes
@@ -27,7 +31,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from streamlet.runtime.punctuation import Cancellable, PunctuationType
 from streamlet.serdes import StringSerde
+from streamlet.suppressed import BufferConfig, Suppressed
 from streamlet.timestamps import ConsumedRecord
 from streamlet.topology import KGroupedStream, KStream, KTable, StreamsBuilder, TimeWindowedKStream
 from streamlet.windows import TimeWindowedSerde, TimeWindows
@@ -106,6 +112,50 @@ def payload_timestamp(record: ConsumedRecord, partition_time: int) -> int:
 EXTRACTORS = {"payload": payload_timestamp}
 
 
+def counting_processor(interval: int, ptype: str, cancel_after: int | None) -> Callable[[Any], Any]:
+    """The "counting" processor (Java twin: Programs.CountingProcessor)."""
+    punctuation_type = PunctuationType.WALL_CLOCK_TIME if ptype == "wall" else PunctuationType.STREAM_TIME
+
+    def factory(context: Any) -> Callable[[Any, Any], None]:
+        state = {"count": 0, "fired": 0}
+        schedule: list[Cancellable] = []
+
+        def punctuate(timestamp: int) -> None:
+            state["fired"] += 1
+            context.forward("punct", str(state["count"]), timestamp=timestamp)
+            if cancel_after and state["fired"] >= cancel_after:
+                schedule[0].cancel()
+
+        schedule.append(context.schedule(interval, punctuation_type, punctuate))
+
+        def process(key: Any, value: Any) -> None:
+            state["count"] += 1
+            context.forward(key, value)
+
+        return process
+
+    return factory
+
+
+def suppressed(op: dict[str, Any]) -> Suppressed:
+    buffer = op.get("buffer", "unbounded")
+    if buffer == "unbounded":
+        config = BufferConfig.unbounded()
+    elif buffer == "max_records":
+        config = BufferConfig.max_records(op["limit"])
+    else:
+        config = BufferConfig.max_bytes(op["limit"])
+    if op.get("when_full") == "shut_down":
+        config = config.shut_down_when_full()
+    elif op.get("when_full") == "emit":
+        config = config.emit_early_when_full()
+    if op["until"] == "window_close":
+        result = Suppressed.until_window_closes(config)
+    else:
+        result = Suppressed.until_time_limit(op["wait"], config)
+    return result if op.get("name") is None else result.with_name(op["name"])
+
+
 def serde(vtype: str) -> str:
     return "int64" if vtype == "long" else "str"
 
@@ -165,6 +215,11 @@ def build(program: list[dict[str, Any]]) -> StreamsBuilder:
             )
         elif kind == "toStream":
             result = source.to_stream(**kw)
+        elif kind == "suppress":
+            result = source.suppress(suppressed(op))
+        elif kind == "process":
+            factory = counting_processor(op["interval"], op["ptype"], op.get("cancel_after"))
+            result = source.process(factory, **kw)
         else:
             raise ValueError(f"unknown op {kind!r}")
         if "id" in op:
