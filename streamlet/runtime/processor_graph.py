@@ -24,6 +24,7 @@ from types import TracebackType
 from typing import Any, Protocol, cast, runtime_checkable
 
 from streamlet.errors import SerializationError, StreamletError, StreamsFailure, TopologyError
+from streamlet.runtime import ktable_processors
 from streamlet.runtime.record_collector import RecordTooLargeError
 from streamlet.runtime.record_context import RecordContext
 from streamlet.runtime.topic_names import TopicNames
@@ -414,6 +415,8 @@ def _processor(
         if spec.windows is not None:
             return _window_aggregation(spec, forward, names, context, graph)
         return _aggregation(spec, forward, names, context, graph)
+    if op in n.TABLE_OPS:
+        return ktable_processors.build(spec, forward, names, context, graph)
     raise TopologyError(f"unknown processor operation {op!r} in node {spec.name}")
 
 

@@ -15,6 +15,9 @@ A program is a JSON list of ops, each reading the variable `in` and defining the
     {"op": "toStream"}
     {"op": "windowedBy", "in": <grouped>, "size": ms, "grace": null | ms, "advance": null | ms}
     (then count/reduce/aggregate on it give a windowed table; `to` a windowed stream with "wsize": size)
+    {"op": "table", "id": "t", "topic": "tin1", "store": null | "name"}     (string keys and values)
+    {"op": "filter" | "filterNot" | "mapValues", "in": <table>, ...}   (the KTable operations)
+    {"op": "join" | "leftJoin", "in": <stream>, "table": <table>, "fn": "pair", "vtype": <stream's value type>}
 
 Any op may have a processor `name` (Kafka's `Named`/`Grouped`/`Consumed`/`Produced` names). Keys are
 strings (or null); values are strings or longs, and every serde is explicit on both sides, so output bytes
@@ -76,6 +79,7 @@ REDUCERS: dict[str, Callable[[Any, Any], Any]] = {
     "max": lambda agg, v: agg if v is None or agg >= v else v,
     "sum": lambda agg, v: agg if v is None else agg + v,
 }
+JOINERS: dict[str, Callable[[Any, Any], Any]] = {"pair": lambda v, tv: _java_str(v) + "|" + _java_str(tv)}
 INITIALIZERS: dict[str, Callable[[], Any]] = {"append": lambda: "", "len_sum": lambda: 0, "sum": lambda: 0}
 AGGREGATORS: dict[str, Callable[[Any, Any, Any], Any]] = {
     "append": lambda k, v, agg: agg + _java_str(v),
@@ -163,6 +167,11 @@ def build(program: list[dict[str, Any]]) -> StreamsBuilder:
             result = source.aggregate(
                 INITIALIZERS[fn], AGGREGATORS[fn], op.get("store"), value_serde=serde(vtype), **kw
             )
+        elif kind == "table":
+            result = builder.table(op["topic"], key_serde="str", value_serde="str", store_name=op.get("store"), **kw)
+        elif kind in ("join", "leftJoin"):
+            join = source.join if kind == "join" else source.left_join
+            result = join(env[op["table"]], JOINERS[fn], key_serde="str", value_serde=serde(vtype), **kw)
         elif kind == "toStream":
             result = source.to_stream(**kw)
         else:
