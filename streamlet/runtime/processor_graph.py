@@ -24,7 +24,7 @@ from types import TracebackType
 from typing import Any, Protocol, cast, runtime_checkable
 
 from streamlet.errors import SerializationError, StreamletError, StreamsFailure, TopologyError
-from streamlet.runtime import ktable_processors
+from streamlet.runtime import branch_processors, ktable_processors
 from streamlet.runtime.record_collector import RecordTooLargeError
 from streamlet.runtime.record_context import RecordContext
 from streamlet.runtime.topic_names import TopicNames
@@ -264,6 +264,8 @@ def build_task_graph(
                 sources[topic] = _source(spec, topic, forward, graph, extractor)
         elif isinstance(spec, SinkSpec):
             compiled[spec.name] = _sink(spec, names.topic(spec.topic), context, graph)
+        elif isinstance(spec, ProcessorSpec) and spec.op == n.BRANCH:  # forwards to one child, by name
+            compiled[spec.name] = branch_processors.split(spec, {c: compiled[c] for c in children[spec.name]})
         else:
             assert isinstance(spec, ProcessorSpec)
             compiled[spec.name] = _processor(spec, forward, names, context, graph)
@@ -409,7 +411,7 @@ def _processor(
             processor(key, value)
 
         return process
-    if op == n.TO_STREAM:
+    if op == n.TO_STREAM or op == n.PASS_THROUGH:
         return forward  # pass-through: the table's listener already forwards (key, new value)
     if op in n.AGGREGATING_OPS:
         if spec.windows is not None:

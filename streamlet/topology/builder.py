@@ -36,7 +36,16 @@ from streamlet.errors import TopologyError
 from streamlet.serdes import BytesSerde, LongSerde, Serde, SerdeLike, resolve_serde
 from streamlet.topology import joins, ktable
 from streamlet.topology import nodes as n
-from streamlet.topology.nodes import NodeSpec, ProcessorSpec, SinkSpec, SourceSpec, StoreSpec, validate_name
+from streamlet.topology.branch import BRANCH_NAME, BRANCHCHILD_NAME, MERGE_NAME, Branched, Splitter
+from streamlet.topology.nodes import (
+    NodeSpec,
+    ProcessorSpec,
+    SinkSpec,
+    SourceSpec,
+    StoreSpec,
+    ValueGetterSpec,
+    validate_name,
+)
 from streamlet.topology.topology import Topology
 from streamlet.typed_serdes import check_serde_fits, element_type, result_type, serde_for_type
 from streamlet.windows import TimeWindowedSerde, TimeWindows
@@ -537,6 +546,28 @@ class KStream:
 
         builder.add_graph_node(self._node, _GraphNode(processor, write))
 
+    def split(self, *, name: str | None = None) -> BranchedKStream:
+        """Route each record to the first branch whose predicate holds (Kafka's `split(Named)`); `name` is
+        the splitter's name and the prefix of its branches' names."""
+        return BranchedKStream(self, name)
+
+    def merge(self, other: KStream, *, name: str | None = None) -> KStream:
+        """The records of both streams, each as it arrives (Kafka's `merge`); the serdes are dropped."""
+        if not isinstance(other, KStream) or other._builder is not self._builder:
+            raise TopologyError(f"merge() takes a KStream of the same StreamsBuilder, got {other!r}")
+        builder = self._builder
+        merge_name = builder.name_or_generate(name, MERGE_NAME)
+        builder.claim(merge_name)
+
+        def write(parents: tuple[str, ...], topology: _Topology) -> None:
+            topology.add(ProcessorSpec(merge_name, parents, n.PASS_THROUGH))
+
+        node = _GraphNode(merge_name, write)
+        builder.add_graph_node(self._node, node)
+        builder.add_graph_node(other._node, node)
+        required = self._repartition_required or other._repartition_required
+        return KStream(builder, node, None, None, repartition_required=required)
+
     def join(
         self,
         table: KTable,
@@ -575,6 +606,69 @@ class KStream:
 
     def __repr__(self) -> str:
         return f"KStream({self._node.name})"
+
+
+class BranchedKStream:
+    """The branches of `KStream.split()`: add them with `branch()`, end with `default_branch()` or
+    `no_default_branch()`, which return the branches by name (Kafka's `BranchedKStream`)."""
+
+    __slots__ = ("_source", "_name", "_node", "_predicates", "_children", "_branches")
+
+    def __init__(self, source: KStream, name: str | None) -> None:
+        builder = source._builder
+        self._source = source
+        self._name = builder.name_or_generate(name, BRANCH_NAME)
+        builder.claim(self._name)
+        self._predicates: list[Callable[[Any, Any], Any]] = []
+        self._children: list[str] = []
+        self._branches: dict[str, KStream] = {}
+        splitter_name, predicates, children = self._name, self._predicates, self._children
+
+        def write(parents: tuple[str, ...], topology: _Topology) -> None:
+            splitter = Splitter(tuple(predicates), tuple(children))
+            topology.add(ProcessorSpec(splitter_name, parents, n.BRANCH, fn=splitter))
+
+        self._node = _GraphNode(splitter_name, write)
+        builder.add_graph_node(source._node, self._node)
+
+    def branch(self, predicate: Callable[[Any, Any], Any], branched: Branched | None = None) -> BranchedKStream:
+        """Records for which `predicate(key, value)` holds, and no earlier branch's did."""
+        _require_callable(predicate, "branch predicate")
+        self._predicates.append(predicate)
+        self._create(branched, len(self._predicates))
+        return self
+
+    def default_branch(self, branched: Branched | None = None) -> dict[str, KStream]:
+        """Records no branch took; returns every branch by name."""
+        self._create(branched, 0)
+        return dict(self._branches)
+
+    def no_default_branch(self) -> dict[str, KStream]:
+        """Records no branch took are dropped; returns every branch by name."""
+        return dict(self._branches)
+
+    def _create(self, branched: Branched | None, index: int) -> None:
+        branched = Branched() if branched is None else branched
+        if not isinstance(branched, Branched):
+            raise TopologyError(f"branches are described with Branched, got {branched!r}")
+        source = self._source
+        builder = source._builder
+        child = self._name + (str(index) if branched.name is None else branched.name)
+        self._children.append(child)
+        builder.new_processor_name(BRANCHCHILD_NAME)  # burnt, as Kafka does
+        node = _processor_node(builder, self._node, child, n.PASS_THROUGH)
+        stream = KStream(builder, node, source._key_serde, source._value_serde, source._repartition_required)
+        if branched.function is not None:
+            result = branched.function(stream)
+            if result is not None:
+                self._branches[child] = result
+        elif branched.consumer is not None:
+            branched.consumer(stream)
+        else:
+            self._branches[child] = stream
+
+    def __repr__(self) -> str:
+        return f"BranchedKStream({self._name})"
 
 
 class KGroupedStream:
@@ -963,8 +1057,8 @@ def _stream_table_join(
     if table._builder is not stream._builder:
         raise TopologyError("join(): the stream and the table come from different StreamsBuilders")
     _require_callable(joiner, "joiner")
-    if table._state is None:
-        raise TopologyError(f"joining the table of an aggregation ({table.store_name}) is not supported yet")
+    if isinstance(table._key_serde, TimeWindowedSerde):
+        raise TopologyError(f"a windowed table ({table.store_name}) cannot be joined with a stream")
     if name is not None:
         validate_name(name)
     ks = _serde(key_serde, "key_serde")
@@ -973,7 +1067,8 @@ def _stream_table_join(
     parent = stream._node
     if stream._repartition_required:
         parent = _repartition_for_join(stream, name if name is not None else stream.node_name, ks, vs)
-    getter = table._state.value_getter()
+    # an aggregation's table is read from its store as it is (Kafka's KStreamAggregate#view)
+    getter = ValueGetterSpec(table.store_name) if table._state is None else table._state.value_getter()
     join_name = internal.name_or_generate(name, joins.LEFTJOIN_NAME if left else joins.JOIN_NAME)
     internal.claim(join_name)
     op = n.STREAM_TABLE_LEFT_JOIN if left else n.STREAM_TABLE_JOIN
@@ -981,6 +1076,8 @@ def _stream_table_join(
     def write(parents: tuple[str, ...], topology: _Topology) -> None:
         if getter.store not in topology.stores:
             raise TopologyError(f"join {join_name}: the table's store {getter.store} is not in the topology")
+        if topology.stores[getter.store].windows is not None:
+            raise TopologyError(f"join {join_name}: a windowed table ({getter.store}) cannot be joined with a stream")
         topology.add(ProcessorSpec(join_name, parents, op, stores=(getter.store,), fn=joiner, value_getter=getter))
         topology.store_users[getter.store].append(join_name)
 

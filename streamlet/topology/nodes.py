@@ -72,6 +72,8 @@ REDUCE = "reduce"
 AGGREGATE = "aggregate"
 TO_STREAM = "to_stream"
 PROCESS = "process"  # a user processor: fn(context) -> (key, value) -> None, per task
+BRANCH = "branch"  # split(): fn(key, value) names the child to forward to (streamlet.topology.branch.Splitter)
+PASS_THROUGH = "pass_through"  # a split's branch, merge()
 # KTable operations (streamlet.runtime.ktable_processors): they forward Change(new, old) values
 TABLE_SOURCE = "table_source"
 TABLE_FILTER = "table_filter"

@@ -18,6 +18,9 @@ A program is a JSON list of ops, each reading the variable `in` and defining the
     {"op": "table", "id": "t", "topic": "tin1", "store": null | "name"}     (string keys and values)
     {"op": "filter" | "filterNot" | "mapValues", "in": <table>, ...}   (the KTable operations)
     {"op": "join" | "leftJoin", "in": <stream>, "table": <table>, "fn": "pair", "vtype": <stream's value type>}
+    {"op": "split", "in": <stream>, "name": <prefix>, "branches": [{"fn": <predicate>, "name": null | "b"}, ...],
+     "default": null | {"name": null | "d"}, "ids": [<one per branch, then the default branch>]}
+    {"op": "merge", "in": <stream>, "other": <stream>, "id": ...}
 
 Any op may have a processor `name` (Kafka's `Named`/`Grouped`/`Consumed`/`Produced` names). Keys are
 strings (or null); values are strings or longs, and every serde is explicit on both sides, so output bytes
@@ -32,7 +35,7 @@ from typing import Any
 
 from streamlet.serdes import StringSerde
 from streamlet.timestamps import ConsumedRecord
-from streamlet.topology import KGroupedStream, KStream, KTable, StreamsBuilder, TimeWindowedKStream
+from streamlet.topology import Branched, KGroupedStream, KStream, KTable, StreamsBuilder, TimeWindowedKStream
 from streamlet.windows import TimeWindowedSerde, TimeWindows
 
 
@@ -172,6 +175,22 @@ def build(program: list[dict[str, Any]]) -> StreamsBuilder:
         elif kind in ("join", "leftJoin"):
             join = source.join if kind == "join" else source.left_join
             result = join(env[op["table"]], JOINERS[fn], key_serde="str", value_serde=serde(vtype), **kw)
+        elif kind == "split":
+            split = source.split(name=op["name"])
+            for branch in op["branches"]:
+                split.branch(PREDICATES[branch["fn"]], None if branch["name"] is None else Branched.as_(branch["name"]))
+            default = op.get("default")
+            if default is None:
+                branches = split.no_default_branch()
+            else:
+                branches = split.default_branch(None if default["name"] is None else Branched.as_(default["name"]))
+            suffixes = [str(i + 1) if b["name"] is None else b["name"] for i, b in enumerate(op["branches"])]
+            if default is not None:
+                suffixes.append("0" if default["name"] is None else default["name"])
+            for var, suffix in zip(op["ids"], suffixes, strict=True):
+                env[var] = branches[op["name"] + suffix]
+        elif kind == "merge":
+            result = source.merge(env[op["other"]], **kw)
         elif kind == "toStream":
             result = source.to_stream(**kw)
         else:

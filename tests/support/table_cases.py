@@ -2,7 +2,8 @@
 
 ``table_semantic_cases()`` draws 1-2 source tables (materialized or not, named or not) with chains of KTable
 filter / filterNot / mapValues, 1-2 streams with stateless operations (some re-keying, so joins repartition),
-joins and left joins of streams with tables, and outputs of streams, joined streams and tables. Input records
+splits into branches and merges, joins and left joins of streams with tables, and outputs of streams, joined
+streams and tables. Tables of count / reduce aggregations are joined and streamed too. Input records
 hit every topic with colliding keys, null keys and null values, in any timestamp order.
 """
 
@@ -24,6 +25,7 @@ def table_programs(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str]]:
     program: list[dict[str, Any]] = []
     topics: list[str] = []
     tables: list[tuple[str, str]] = []  # (variable, value type)
+    aggregations: list[tuple[str, str]] = []
     streams: list[tuple[str, str]] = []
     counter = {"var": 0, "out": 0, "name": 0}
 
@@ -55,7 +57,7 @@ def table_programs(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str]]:
         program.append({"op": "stream", "id": s, "topics": [topic], "name": None})
         streams.append((s, "string"))
 
-    for _ in range(draw(st.integers(1, 8))):
+    for _ in range(draw(st.integers(1, 10))):
         roll = draw(st.integers(0, 99))
         if roll < 30:  # a KTable operation
             t, ttype = draw(st.sampled_from(tables))
@@ -70,7 +72,29 @@ def table_programs(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str]]:
                 vtype = ttype
             program.append({"op": kind, "in": t, "id": v, "fn": fn, "name": maybe_name("top")})
             tables.append((v, vtype))
-        elif roll < 45:  # a stateless stream operation
+        elif roll < 52:  # split a stream, or merge two
+            s, stype = draw(st.sampled_from(streams))
+            if draw(st.booleans()):
+                other, _ = draw(st.sampled_from([x for x in streams if x[1] == stype]))
+                v = var("m")
+                program.append({"op": "merge", "in": s, "id": v, "other": other, "name": maybe_name("mrg")})
+                streams.append((v, stype))
+                continue
+            fns = ["even"] if stype == "long" else ["short", "has_a"]
+            branches = [
+                {"fn": draw(st.sampled_from(fns)), "name": draw(st.sampled_from([None, "x", "y"]))}
+                for _ in range(draw(st.integers(1, 3)))
+            ]
+            names = [b["name"] for b in branches]
+            if len(set(n for n in names if n)) < len([n for n in names if n]):
+                branches = [{"fn": b["fn"], "name": None} for b in branches]  # branch names are unique
+            default = draw(st.sampled_from([None, {"name": None}, {"name": "d"}]))
+            ids = [var("b") for _ in range(len(branches) + (default is not None))]
+            counter["name"] += 1
+            split = {"op": "split", "in": s, "name": f"sp{counter['name']}-", "branches": branches}
+            program.append({**split, "default": default, "ids": ids})
+            streams.extend((i, stype) for i in ids)
+        elif roll < 60:  # a stateless stream operation
             s, stype = draw(st.sampled_from(streams))
             choices = ["filter", "mapValues"] + (["selectKey", "map"] if stype == "string" else [])
             kind = draw(st.sampled_from(choices))
@@ -88,9 +112,23 @@ def table_programs(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str]]:
                 op["fn"] = "swap"
             program.append(op)
             streams.append((v, vtype))
-        elif roll < 80:  # a join
+        elif roll < 66:  # an aggregation's table (joined through its store; no KTable operations on it yet)
             s, stype = draw(st.sampled_from(streams))
-            t, _ = draw(st.sampled_from(tables))
+            g, t = var("g"), var("a")
+            if stype == "string" and draw(st.booleans()):  # re-keyed: the aggregation reads a repartition
+                program.append({"op": "groupBy", "in": s, "id": g, "fn": "first", "vtype": stype})
+            else:
+                program.append({"op": "groupByKey", "in": s, "id": g, "vtype": stype})
+            if draw(st.booleans()):
+                program.append({"op": "count", "in": g, "id": t, "store": None})
+                aggregations.append((t, "long"))
+            else:
+                fn = "sum" if stype == "long" else "concat"
+                program.append({"op": "reduce", "in": g, "id": t, "fn": fn, "vtype": stype, "store": None})
+                aggregations.append((t, stype))
+        elif roll < 85:  # a join
+            s, stype = draw(st.sampled_from(streams))
+            t, _ = draw(st.sampled_from(tables + aggregations))
             v = var("j")
             kind = draw(st.sampled_from(["join", "leftJoin"]))
             program.append(
@@ -100,7 +138,7 @@ def table_programs(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str]]:
             if draw(st.booleans()):
                 output(v, "string")
         else:  # a table's updates
-            t, ttype = draw(st.sampled_from(tables))
+            t, ttype = draw(st.sampled_from(tables + aggregations))
             v = var("s")
             program.append({"op": "toStream", "in": t, "id": v, "name": maybe_name("ts")})
             streams.append((v, ttype))

@@ -150,6 +150,22 @@ HAND_WRITTEN: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {
             *_in("orders", ("k", "o1", 3), ("j", "o2", 4), (None, "o1", 5), ("n", None, 6)),
         ],
     ),
+    # a stream joined with an aggregation's table reads its store (the counts of the other stream so far)
+    "join_count_table": (
+        [
+            {"op": "stream", "id": "c", "topics": ["clicks"]},
+            {"op": "groupBy", "in": "c", "id": "g", "fn": "value", "vtype": "string"},
+            {"op": "count", "in": "g", "id": "n", "store": "clicks-per-page"},
+            {"op": "stream", "id": "v", "topics": ["views"]},
+            {"op": "leftJoin", "in": "v", "id": "j", "table": "n", "fn": "pair"},
+            {"op": "to", "in": "j", "topic": "out", "vtype": "string"},
+        ],
+        [
+            *_in("views", ("p1", "v1", 1)),
+            *_in("clicks", ("u1", "p1", 2), ("u2", "p1", 3), ("u1", "p2", 4)),
+            *_in("views", ("p1", "v2", 5), ("p2", "v3", 6), ("p3", "v4", 7)),
+        ],
+    ),
 }
 
 HAND_WRITTEN["join_without_cache"] = HAND_WRITTEN["join"]

@@ -1,8 +1,9 @@
-"""Random source tables, KTable operations and stream-table joins for the describe() oracle's programs.
+"""Random source tables, KTable operations, stream-table joins, splits and merges for the describe() oracle.
 
 `TablePrograms.step` adds one Java statement and its Python twin: a `builder.table` (with or without a
-`Consumed` name and a store), a KTable `filter` / `filterNot` / `mapValues`, or a stream's `join` / `leftJoin`
-with one of those tables (with or without a `Joined` name). Joins of re-keyed streams insert repartitions.
+`Consumed` name and a store), a KTable `filter` / `filterNot` / `mapValues`, a stream's `join` / `leftJoin`
+with one of those tables (with or without a `Joined` name; joins of re-keyed streams insert repartitions), a
+`split()` with branches of every `Branched` kind, or a `merge`.
 """
 
 from __future__ import annotations
@@ -29,7 +30,15 @@ class TablePrograms:
         maybe_name: Callable[[str], str | None],
     ) -> None:
         roll = rng.random()
-        if not self.tables or roll < 0.3:
+        if roll < 0.15:
+            self._split(rng, java, py, rng.choice(streams), topic, maybe_name)
+        elif roll < 0.25:
+            a, b, var = rng.choice(streams), rng.choice(streams), f"s{len(streams)}"
+            name = maybe_name("mrg")
+            java.append(f"KStream {var} = {a}.merge({b}{f', Named.as({chr(34)}{name}{chr(34)})' if name else ''});")
+            py.append(f"{var} = {a}.merge({b}{f', name={name!r}' if name else ''})")
+            streams.append(var)
+        elif not self.tables or roll < 0.4:
             self._table(rng, java, py, topic(), maybe_name("tab"))
             to_streamable.append(self.tables[-1])
         elif roll < 0.6:
@@ -54,6 +63,56 @@ class TablePrograms:
             java.append(f"KStream {var} = {s}.{jop}({t}, (v, tv) -> v{jjoined});")
             py.append(f"{var} = {s}.{pop}({t}, lambda v, tv: v{pnamed})")
             streams.append(var)
+
+    def _split(
+        self,
+        rng: random.Random,
+        java: list[str],
+        py: list[str],
+        s: str,
+        topic: Callable[[], str],
+        maybe_name: Callable[[str], str | None],
+    ) -> None:
+        name = maybe_name("split")
+        jcall = [f"{s}.split({f'Named.as({chr(34)}{name}{chr(34)})' if name else ''})"]
+        pcall = [f"{s}.split({f'name={name!r}' if name else ''})"]
+        used: set[str] = set()
+        for _ in range(rng.randint(1, 4)):
+            jb, pb = self._branched(rng, topic, used)
+            jcall.append(f".branch((k, v) -> true{', ' + jb if jb else ''})")
+            pcall.append(f".branch(lambda k, v: True{', ' + pb if pb else ''})")
+        if rng.random() < 0.6:
+            jb, pb = self._branched(rng, topic, used)
+            jcall.append(f".defaultBranch({jb})")
+            pcall.append(f".default_branch({pb})")
+        else:
+            jcall.append(".noDefaultBranch()")
+            pcall.append(".no_default_branch()")
+        java.append("".join(jcall) + ";")
+        py.append("".join(pcall))
+
+    @staticmethod
+    def _branched(rng: random.Random, topic: Callable[[], str], used: set[str]) -> tuple[str, str]:
+        """A `Branched` argument (Java, Python), or none; branch names are unique within a split."""
+        name = rng.choice([None, "a", "b", "c"])
+        if name in used:
+            name = None
+        if name:
+            used.add(name)
+        jname, pname = (f', "{name}"', f", name={name!r}") if name else ("", "")
+        kind = rng.choice(["none", "as", "function", "consumer"])
+        if kind == "as" and name:
+            return f'Branched.as("{name}")', f"Branched.as_({name!r})"
+        if kind == "function":
+            return f"Branched.withFunction(ks -> ks.mapValues(v -> v){jname})", (
+                f"Branched.with_function(lambda ks: ks.map_values(lambda v: v){pname})"
+            )
+        if kind == "consumer":
+            t = topic()
+            return f'Branched.withConsumer(ks -> ks.to("{t}"){jname})', (
+                f"Branched.with_consumer(lambda ks: ks.to({t!r}){pname})"
+            )
+        return "", ""
 
     def _table(self, rng: random.Random, java: list[str], py: list[str], topic: str, name: str | None) -> None:
         var = f"kt{len(self.tables)}"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from streamlet.topology import StreamsBuilder
+from streamlet.topology import Branched, StreamsBuilder
 from streamlet.windows import TimeWindows
 from tests.oracle.topology.table_programs import TablePrograms
 
@@ -191,7 +191,7 @@ def _program(rng: random.Random) -> tuple[list[str], list[str]]:
 
 
 def _python_describe(statements: list[str]) -> str:
-    namespace: dict[str, object] = {"b": StreamsBuilder(), "TimeWindows": TimeWindows}
+    namespace: dict[str, object] = {"b": StreamsBuilder(), "TimeWindows": TimeWindows, "Branched": Branched}
     with contextlib.redirect_stdout(io.StringIO()):
         for statement in statements:
             exec(statement, namespace)  # noqa: S102 - generated test code

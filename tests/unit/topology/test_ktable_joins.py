@@ -11,6 +11,7 @@ import pytest
 from streamlet.errors import TopologyError
 from streamlet.topology import StreamsBuilder
 from streamlet.topology.nodes import ProcessorSpec
+from streamlet.windows import TimeWindows
 
 
 def _join(builder: StreamsBuilder, *, rekey: bool, store: str | None = "customers") -> None:
@@ -70,8 +71,9 @@ def test_table_and_join_errors() -> None:
     counts = builder.stream("words", "str", "str").group_by_key().count("counts")
     table = builder.table("customers", "str", "str")
     orders = builder.stream("orders", "str", "str")
-    with pytest.raises(TopologyError, match="not supported yet"):
-        orders.join(counts, lambda a, b: a)
+    windowed = builder.stream("clicks", "str", "str").group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(5))
+    with pytest.raises(TopologyError, match="windowed table"):
+        orders.join(windowed.count(), lambda a, b: a)
     with pytest.raises(TopologyError, match="not supported yet"):
         counts.filter(lambda k, v: True)
     with pytest.raises(TopologyError, match="takes a KTable"):
@@ -82,3 +84,13 @@ def test_table_and_join_errors() -> None:
         builder.table("orders", "str", "str")
     with pytest.raises(TopologyError, match="different StreamsBuilders"):
         StreamsBuilder().stream("x").join(table, lambda a, b: a)
+
+
+def test_an_aggregation_table_is_joined_through_its_store() -> None:
+    builder = StreamsBuilder()
+    counts = builder.stream("clicks", "str", "str").group_by(lambda k, v: v).count("per-page")
+    builder.stream("views", "str", "str").join(counts, lambda v, n: n).to("out", "str", "int64")
+    topology = builder.build()
+    assert topology.copartition_groups() == [("views", "per-page-repartition")]
+    counts_of = {t.name: t.partitions for t in topology.internal_topics({"clicks": 8, "views": 2})}
+    assert counts_of == {"per-page-repartition": 2, "per-page-changelog": 2}

@@ -144,6 +144,10 @@ final class Programs {
                 vars.put(op.get("id").asText(), TablePrograms.apply(builder, op, in, vars));
                 continue;
             }
+            if (BranchPrograms.handles(kind)) {  // split and merge: BranchPrograms.java
+                BranchPrograms.apply(op, in, vars);
+                continue;
+            }
             switch (kind) {
                 case "stream": {
                     final List<String> topics = new ArrayList<>();
