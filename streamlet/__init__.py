@@ -5,11 +5,12 @@ from streamlet.config import StreamsConfig
 from streamlet.models import Record
 from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.task_id import TaskId
-from streamlet.topology import StreamsBuilder, Topology
+from streamlet.topology import Branched, StreamsBuilder, Topology
 from streamlet.windows import TimeWindow, TimeWindowedSerde, TimeWindows, Windowed
 
 __all__ = [
     "App",
+    "Branched",
     "KafkaStreams",
     "Record",
     "StreamsBuilder",
