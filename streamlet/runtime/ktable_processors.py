@@ -24,6 +24,9 @@ from streamlet.topology.nodes import ProcessorSpec, ValueGetterSpec
 
 Forward = Callable[[Any, Any], None]
 
+#: deletes a table source remembers the timestamps of until its cache flushes them
+MAX_PENDING_DELETES = 10_000
+
 
 class TaskContext(Protocol):
     """What these processors need of `processor_graph.TaskContext`: the task's stores."""
@@ -88,10 +91,15 @@ def _table_source(
     key_de = store_spec.key_serde.deserialize
     value_ser = store_spec.value_serde.serialize
     value_de = store_spec.value_serde.deserialize
-    put = store.put
+    get, put = store.get, store.put
     record = graph.record
     send_old = spec.send_old_values
     value_of, timestamp_of, encode = timestamped.value_of, timestamped.timestamp_of, timestamped.encode
+
+    # The store keeps no timestamp for a delete, so a cached one waits here to be forwarded with its own
+    # timestamp, as Kafka's cache entry keeps its record context (bounded: if it overflows, the flushed
+    # deletes fall back to the flushing record's timestamp).
+    pending_deletes: dict[bytes, int] = {}
 
     # Kafka's source always installs its flush listener (TimestampedCacheFlushListener)
     def on_flush(
@@ -100,9 +108,8 @@ def _table_source(
         k = key_de(topic, key)
         old = value_de(topic, value_of(old_value)) if send_old and old_value is not None else None
         if new_value is None:
-            # a delete carries the record's timestamp (the store keeps none for it)
             current = record.timestamp
-            record.timestamp = current if timestamp is None else timestamp
+            record.timestamp = pending_deletes.pop(key, current if timestamp is None else timestamp)
             try:
                 forward(k, Change(None, old))
             finally:
@@ -121,8 +128,18 @@ def _table_source(
         if key is None:
             graph.dropped_records += 1
             return
-        serialized = None if value is None else value_ser(topic, value)
-        put(key_ser(topic, key), None if serialized is None else encode(record.timestamp, serialized))
+        store_key = key_ser(topic, key)
+        if value is None:
+            # a delete of a key the store does not have is not flushed downstream: nothing to remember
+            if store_key in pending_deletes or get(store_key) is not None:
+                if len(pending_deletes) >= MAX_PENDING_DELETES:
+                    pending_deletes.clear()
+                pending_deletes[store_key] = record.timestamp
+            put(store_key, None)
+            return
+        pending_deletes.pop(store_key, None)
+        serialized = value_ser(topic, value)
+        put(store_key, None if serialized is None else encode(record.timestamp, serialized))
 
     return table_source
 

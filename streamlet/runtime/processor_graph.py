@@ -412,7 +412,7 @@ def _processor(
 
         return process
     if op == n.TO_STREAM or op == n.PASS_THROUGH:
-        return forward  # pass-through: the table's listener already forwards (key, new value)
+        return forward  # pass-through (an aggregation table's listener already forwards (key, new value))
     if op in n.AGGREGATING_OPS:
         if spec.windows is not None:
             return _window_aggregation(spec, forward, names, context, graph)
