@@ -55,10 +55,11 @@ def build(
     op = spec.op
     if op == n.TABLE_SOURCE:
         return _table_source(spec, forward, names, context, graph)
-    if op in (n.TABLE_FILTER, n.TABLE_FILTER_NOT):
-        return _table_filter(spec, forward)
-    if op == n.TABLE_MAP_VALUES:
-        return _table_map_values(spec, forward)
+    if op in (n.TABLE_FILTER, n.TABLE_FILTER_NOT, n.TABLE_MAP_VALUES):
+        write = _materialized(spec, forward, names, context, graph) if spec.stores else None
+        if op == n.TABLE_MAP_VALUES:
+            return _table_map_values(spec, forward, write)
+        return _table_filter(spec, forward, write)
     if op == n.TABLE_TO_STREAM:
 
         def table_to_stream(key: Any, change: Change, _node: str = spec.name) -> None:
@@ -83,6 +84,23 @@ def _table_source(
 
         return unmaterialized_source
 
+    write = _materialized(spec, forward, names, context, graph)
+
+    def table_source(key: Any, value: Any, _node: str = spec.name) -> None:
+        if key is None:
+            graph.dropped_records += 1
+            return
+        write(key, value)
+
+    return table_source
+
+
+def _materialized(
+    spec: ProcessorSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
+) -> Callable[[Any, Any], None]:
+    """`write(key, value)` into the node's timestamped store (None deletes), whose flush listener forwards
+    `Change(new, old if spec.send_old_values)` under the update's timestamp (Kafka's TimestampedTupleForwarder
+    with its TimestampedCacheFlushListener)."""
     (store_name,) = spec.stores
     store_spec = names.topology.stores[store_name]
     store = context.get_state_store(store_name)
@@ -101,7 +119,7 @@ def _table_source(
     # deletes fall back to the flushing record's timestamp).
     pending_deletes: dict[bytes, int] = {}
 
-    # Kafka's source always installs its flush listener (TimestampedCacheFlushListener)
+    # always installed, as Kafka's is
     def on_flush(
         key: bytes, new_value: bytes | None, old_value: bytes | None = None, timestamp: int | None = None
     ) -> None:
@@ -124,10 +142,7 @@ def _table_source(
 
     store.set_flush_listener(on_flush)
 
-    def table_source(key: Any, value: Any, _node: str = spec.name) -> None:
-        if key is None:
-            graph.dropped_records += 1
-            return
+    def write(key: Any, value: Any) -> None:
         store_key = key_ser(topic, key)
         if value is None:
             # a delete of a key the store does not have is not flushed downstream: nothing to remember
@@ -141,10 +156,11 @@ def _table_source(
         serialized = value_ser(topic, value)
         put(store_key, None if serialized is None else encode(record.timestamp, serialized))
 
-    return table_source
+    return write
 
 
-def _table_filter(spec: ProcessorSpec, forward: Forward) -> Forward:
+def _table_filter(spec: ProcessorSpec, forward: Forward, write: Callable[[Any, Any], None] | None) -> Forward:
+    """`write`: the node's own store (a materialized filter), which forwards what it stores."""
     predicate: Any = spec.fn
     filter_not = spec.op == n.TABLE_FILTER_NOT
     send_old = spec.send_old_values
@@ -159,17 +175,23 @@ def _table_filter(spec: ProcessorSpec, forward: Forward) -> Forward:
         old = compute(key, change.old) if send_old else None
         if send_old and old is None and new is None:
             return  # neither side passes: nothing changed downstream
-        forward(key, Change(new, old))
+        if write is not None:
+            write(key, new)
+        else:
+            forward(key, Change(new, old))
 
     return table_filter
 
 
-def _table_map_values(spec: ProcessorSpec, forward: Forward) -> Forward:
+def _table_map_values(spec: ProcessorSpec, forward: Forward, write: Callable[[Any, Any], None] | None) -> Forward:
     mapper: Any = spec.fn
     send_old = spec.send_old_values
 
     def table_map_values(key: Any, change: Change, _node: str = spec.name) -> None:
         new = None if change.new is None else mapper(change.new)
+        if write is not None:
+            write(key, new)
+            return
         old = mapper(change.old) if send_old and change.old is not None else None
         forward(key, Change(new, old))
 

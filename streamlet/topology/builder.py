@@ -925,17 +925,46 @@ class KTable:
         """The table's updates as a stream (emitted when the store's cache flushes, as in Kafka Streams)."""
         return _to_stream(self, name)
 
-    def filter(self, predicate: Callable[[Any, Any], bool], *, name: str | None = None) -> KTable:
-        """The rows for which `predicate(key, value)` holds; a row filtered out becomes a delete."""
-        return _filter_table(self, predicate, False, name)
+    def filter(
+        self,
+        predicate: Callable[[Any, Any], bool],
+        *,
+        name: str | None = None,
+        store_name: str | None = None,
+        value_serde: SerdeLike = None,
+    ) -> KTable:
+        """The rows for which `predicate(key, value)` holds; a row filtered out becomes a delete.
 
-    def filter_not(self, predicate: Callable[[Any, Any], bool], *, name: str | None = None) -> KTable:
+        `store_name` materializes the result (Kafka's `Materialized.as`), with `value_serde` (default: this
+        table's); a materialized filter forwards no delete for a key it never held.
+        """
+        return _filter_table(self, predicate, False, name, store_name, value_serde)
+
+    def filter_not(
+        self,
+        predicate: Callable[[Any, Any], bool],
+        *,
+        name: str | None = None,
+        store_name: str | None = None,
+        value_serde: SerdeLike = None,
+    ) -> KTable:
         """The rows for which `predicate(key, value)` does not hold; the others become deletes."""
-        return _filter_table(self, predicate, True, name)
+        return _filter_table(self, predicate, True, name, store_name, value_serde)
 
-    def map_values(self, mapper: Callable[[Any], Any], *, name: str | None = None) -> KTable:
-        """`mapper(value)` per row (never called for a delete, which stays a delete)."""
-        return _map_values_table(self, mapper, name)
+    def map_values(
+        self,
+        mapper: Callable[[Any], Any],
+        *,
+        name: str | None = None,
+        store_name: str | None = None,
+        value_serde: SerdeLike = None,
+    ) -> KTable:
+        """`mapper(value)` per row (never called for a delete, which stays a delete).
+
+        `store_name` materializes the result, its values written with `value_serde` (default: the serde of
+        the mapper's annotated return type, else bytes).
+        """
+        return _map_values_table(self, mapper, name, store_name, value_serde)
 
     def __repr__(self) -> str:
         return f"KTable({self._node.name}, store={self._store_name})"
@@ -996,36 +1025,70 @@ def _table_state(table: KTable, what: str) -> ktable.TableState:
     return state
 
 
-def _filter_table(table: KTable, predicate: Callable[[Any, Any], bool], filter_not: bool, name: str | None) -> KTable:
-    """`KTable#filter` / `#filterNot` (not materialized): a KTABLE-FILTER node."""
+def _filter_table(
+    table: KTable,
+    predicate: Callable[[Any, Any], bool],
+    filter_not: bool,
+    name: str | None,
+    store_name: str | None,
+    value_serde: SerdeLike,
+) -> KTable:
+    """`KTable#filter` / `#filterNot`: a KTABLE-FILTER node, with its own store if `store_name` is given."""
     _require_callable(predicate, "filter predicate")
     parent = _table_state(table, "filter()")
     internal = table._builder
+    vs = _first(_serde(value_serde, "value_serde"), table._value_serde)
+    store = _table_store_name(internal, store_name)
     node_name = internal.name_or_generate(name, ktable.TABLE_FILTER_NAME)
     op = n.TABLE_FILTER_NOT if filter_not else n.TABLE_FILTER
-    state = ktable.TableState(parent.source, parent, op, predicate)
+    state = ktable.TableState(parent.source, parent, op, predicate, store)
     # KTableFilter's constructor: old values if the parent can give them without materializing
     state.send_old_values = parent.enable_sending_old_values(False)
-    node = _table_node(internal, table._node, node_name, state)
-    return KTable(internal, node, table._key_serde, table._value_serde, table.store_name, state)
+    node = _table_node(internal, table._node, node_name, state, table._key_serde, vs)
+    return KTable(internal, node, table._key_serde, vs, store or table.store_name, state)
 
 
-def _map_values_table(table: KTable, mapper: Callable[[Any], Any], name: str | None) -> KTable:
-    """`KTable#mapValues` (not materialized): a KTABLE-MAPVALUES node; a null value stays null."""
+def _map_values_table(
+    table: KTable, mapper: Callable[[Any], Any], name: str | None, store_name: str | None, value_serde: SerdeLike
+) -> KTable:
+    """`KTable#mapValues`: a KTABLE-MAPVALUES node (a null value stays null), with its own store if asked."""
     _require_callable(mapper, "map_values mapper")
     parent = _table_state(table, "map_values()")
     internal = table._builder
+    vs = _first(_serde(value_serde, "value_serde"), _typed(mapper, None))
+    store = _table_store_name(internal, store_name)
     node_name = internal.name_or_generate(name, ktable.TABLE_MAPVALUES_NAME)
-    state = ktable.TableState(parent.source, parent, n.TABLE_MAP_VALUES, mapper)
-    node = _table_node(internal, table._node, node_name, state)
-    return KTable(internal, node, table._key_serde, _typed(mapper, None), table.store_name, state)
+    state = ktable.TableState(parent.source, parent, n.TABLE_MAP_VALUES, mapper, store)
+    node = _table_node(internal, table._node, node_name, state, table._key_serde, vs)
+    return KTable(internal, node, table._key_serde, vs, store or table.store_name, state)
 
 
-def _table_node(internal: _InternalBuilder, parent: _GraphNode, name: str, state: ktable.TableState) -> _GraphNode:
+def _table_store_name(internal: _InternalBuilder, store_name: str | None) -> str | None:
+    if store_name is None:
+        return None
+    validate_name(store_name, "Store name")
+    internal.claim_store(store_name)
+    return store_name
+
+
+def _table_node(
+    internal: _InternalBuilder,
+    parent: _GraphNode,
+    name: str,
+    state: ktable.TableState,
+    key_serde: Serde | None,
+    value_serde: Serde | None,
+) -> _GraphNode:
     internal.claim(name)
+    store = state.store
 
     def write(parents: tuple[str, ...], topology: _Topology) -> None:
-        topology.add(ProcessorSpec(name, parents, state.op, fn=state.fn, send_old_values=state.send_old_values))
+        stores = () if store is None else (store,)
+        spec = ProcessorSpec(name, parents, state.op, stores=stores, fn=state.fn, send_old_values=state.send_old_values)
+        topology.add(spec)
+        if store is not None:
+            store_spec = StoreSpec(store, _or_default(key_serde), _or_default(value_serde), timestamped=True)
+            topology.add_store(store_spec, name)
 
     node = _GraphNode(name, write)
     internal.add_graph_node(parent, node)

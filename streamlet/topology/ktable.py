@@ -41,18 +41,29 @@ class TableSource:
 class TableState:
     """A KTable made by `table()` or a table operation: its source, its parent and its own operation."""
 
-    __slots__ = ("source", "parent", "op", "fn", "send_old_values")
+    __slots__ = ("source", "parent", "op", "fn", "store", "send_old_values")
 
-    def __init__(self, source: TableSource, parent: TableState | None, op: str, fn: Callable[..., Any] | None) -> None:
+    def __init__(
+        self,
+        source: TableSource,
+        parent: TableState | None,
+        op: str,
+        fn: Callable[..., Any] | None,
+        store: str | None = None,
+    ) -> None:
         self.source = source
         self.parent = parent
         self.op = op
         self.fn = fn
+        self.store = store  # a materialized filter / mapValues has its own store
         self.send_old_values = False
 
     def enable_sending_old_values(self, force_materialization: bool) -> bool:
         """`KTableImpl#enableSendingOldValues`: True if this table now forwards old values."""
         if self.send_old_values:
+            return True
+        if self.store is not None:  # its own store knows the old values
+            self.send_old_values = True
             return True
         if self.parent is None:
             source = self.source
@@ -66,12 +77,15 @@ class TableState:
         return True
 
     def value_getter(self) -> ValueGetterSpec:
-        """How joins read this table: its source store (now materialized), then the operations down to it."""
+        """How joins read this table: its nearest store (the source's, now materialized, or a materialized
+        operation's), then the operations down to it."""
         steps: list[tuple[str, Callable[..., Any]]] = []
-        state: TableState | None = self
-        while state is not None and state.parent is not None:
+        state = self
+        while state.store is None and state.parent is not None:
             assert state.fn is not None
             steps.append((state.op, state.fn))
             state = state.parent
+        if state.store is not None:
+            return ValueGetterSpec(state.store, tuple(reversed(steps)))
         self.source.materialized = True
         return ValueGetterSpec(self.source.store_name, tuple(reversed(steps)))

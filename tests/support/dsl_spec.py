@@ -16,7 +16,8 @@ A program is a JSON list of ops, each reading the variable `in` and defining the
     {"op": "windowedBy", "in": <grouped>, "size": ms, "grace": null | ms, "advance": null | ms}
     (then count/reduce/aggregate on it give a windowed table; `to` a windowed stream with "wsize": size)
     {"op": "table", "id": "t", "topic": "tin1", "store": null | "name"}     (string keys and values)
-    {"op": "filter" | "filterNot" | "mapValues", "in": <table>, ...}   (the KTable operations)
+    {"op": "filter" | "filterNot" | "mapValues", "in": <table>, ..., "store": null | "name", "vtype": ...}
+                                  (the KTable operations; with a store, materialized with values of "vtype")
     {"op": "join" | "leftJoin", "in": <stream>, "table": <table>, "fn": "pair", "vtype": <stream's value type>}
     {"op": "split", "in": <stream>, "name": <prefix>, "branches": [{"fn": <predicate>, "name": null | "b"}, ...],
      "default": null | {"name": null | "d"}, "ids": [<one per branch, then the default branch>]}
@@ -131,6 +132,10 @@ def build(program: list[dict[str, Any]]) -> StreamsBuilder:
         result: KStream | KGroupedStream | TimeWindowedKStream | KTable | None = None
         if kind == "stream":
             result = builder.stream(op["topics"], key_serde="str", value_serde="str", **kw)
+        elif kind in ("filter", "filterNot", "mapValues") and op.get("store") is not None:  # materialized KTable op
+            table_op = {"filter": source.filter, "filterNot": source.filter_not, "mapValues": source.map_values}[kind]
+            function = VALUE_MAPPERS[fn] if kind == "mapValues" else PREDICATES[fn]
+            result = table_op(function, store_name=op["store"], value_serde=serde(vtype), **kw)
         elif kind == "filter":
             result = source.filter(PREDICATES[fn], **kw)
         elif kind == "filterNot":

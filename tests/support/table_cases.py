@@ -1,10 +1,10 @@
 """Random semantics-oracle cases with tables and KStream-KTable joins (the language of tests/support/dsl_spec.py).
 
 ``table_semantic_cases()`` draws 1-2 source tables (materialized or not, named or not) with chains of KTable
-filter / filterNot / mapValues, 1-2 streams with stateless operations (some re-keying, so joins repartition),
-splits into branches and merges, joins and left joins of streams with tables, and outputs of streams, joined
-streams and tables. Tables of count / reduce aggregations are joined and streamed too. Input records
-hit every topic with colliding keys, null keys and null values, in any timestamp order.
+filter / filterNot / mapValues (some materialized), 1-2 streams with stateless operations (some re-keying,
+so joins repartition), splits into branches and merges, joins and left joins of streams with tables, and
+outputs of streams, joined streams and tables. Tables of count / reduce aggregations are joined and streamed
+too. Input records hit every topic with colliding keys, null keys and null values, in any timestamp order.
 """
 
 from __future__ import annotations
@@ -70,7 +70,11 @@ def table_programs(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str]]:
             else:
                 fn = "even" if ttype == "long" else draw(st.sampled_from(["short", "has_a"]))
                 vtype = ttype
-            program.append({"op": kind, "in": t, "id": v, "fn": fn, "name": maybe_name("top")})
+            op = {"op": kind, "in": t, "id": v, "fn": fn, "name": maybe_name("top")}
+            if draw(st.integers(0, 3)) == 0:  # materialized
+                counter["name"] += 1
+                op.update(store=f"opstore{counter['name']}", vtype=vtype)
+            program.append(op)
             tables.append((v, vtype))
         elif roll < 52:  # split a stream, or merge two
             s, stype = draw(st.sampled_from(streams))

@@ -150,6 +150,29 @@ HAND_WRITTEN: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {
             *_in("orders", ("k", "o1", 3), ("j", "o2", 4), (None, "o1", 5), ("n", None, 6)),
         ],
     ),
+    # a materialized filter of an unmaterialized table: its store suppresses deletes of keys it never held
+    "materialized_filter": (
+        _table(
+            {"op": "filterNot", "in": "t", "id": "f", "fn": "has_a", "store": "kept", "vtype": "string"},
+            *TO_STREAM,
+            store=None,
+        ),
+        TABLE_INPUTS,
+    ),
+    # a join reads a materialized mapValues from its own store; a filter after it gets old values from it
+    "join_materialized_map_values": (
+        [
+            {"op": "table", "id": "c", "topic": "customers", "store": None},
+            {"op": "mapValues", "in": "c", "id": "m", "fn": "length", "store": "lengths", "vtype": "long"},
+            {"op": "filter", "in": "m", "id": "f", "fn": "even"},
+            {"op": "stream", "id": "o", "topics": ["orders"]},
+            {"op": "leftJoin", "in": "o", "id": "j", "table": "m", "fn": "pair"},
+            {"op": "to", "in": "j", "topic": "out", "vtype": "string"},
+            {"op": "toStream", "in": "f", "id": "fs"},
+            {"op": "to", "in": "fs", "topic": "even", "vtype": "long"},
+        ],
+        JOIN_INPUTS,
+    ),
     # a stream joined with an aggregation's table reads its store (the counts of the other stream so far)
     "join_count_table": (
         [
@@ -171,6 +194,7 @@ HAND_WRITTEN: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {
 HAND_WRITTEN["join_without_cache"] = HAND_WRITTEN["join"]
 HAND_WRITTEN["table_to_stream_without_cache"] = HAND_WRITTEN["table_to_stream"]
 HAND_WRITTEN["filter_materialized_without_cache"] = HAND_WRITTEN["filter_materialized"]
+HAND_WRITTEN["materialized_filter_without_cache"] = HAND_WRITTEN["materialized_filter"]
 
 CONFIGS = {name: NO_CACHE for name in HAND_WRITTEN if name.endswith("_without_cache")}
 

@@ -1,9 +1,9 @@
 """Random source tables, KTable operations, stream-table joins, splits and merges for the describe() oracle.
 
 `TablePrograms.step` adds one Java statement and its Python twin: a `builder.table` (with or without a
-`Consumed` name and a store), a KTable `filter` / `filterNot` / `mapValues`, a stream's `join` / `leftJoin`
-with one of those tables (with or without a `Joined` name; joins of re-keyed streams insert repartitions), a
-`split()` with branches of every `Branched` kind, or a `merge`.
+`Consumed` name and a store), a KTable `filter` / `filterNot` / `mapValues` (some materialized), a stream's
+`join` / `leftJoin` with one of those tables (with or without a `Joined` name; joins of re-keyed streams
+insert repartitions), a `split()` with branches of every `Branched` kind, or a `merge`.
 """
 
 from __future__ import annotations
@@ -49,6 +49,10 @@ class TablePrograms:
             pop = {"filter": "filter", "filterNot": "filter_not", "mapValues": "map_values"}[op]
             jnamed = f', Named.as("{name}")' if name else ""
             pnamed = f", name={name!r}" if name else ""
+            if rng.random() < 0.3:  # materialized in a store of its own
+                self.stores += 1
+                jnamed += f', Materialized.as("opstore{self.stores}")'
+                pnamed += f", store_name='opstore{self.stores}'"
             java.append(f"KTable {var} = {t}.{op}({jfn}{jnamed});")
             py.append(f"{var} = {t}.{pop}({pfn}{pnamed})")
             self.tables.append(var)

@@ -94,3 +94,18 @@ def test_an_aggregation_table_is_joined_through_its_store() -> None:
     assert topology.copartition_groups() == [("views", "per-page-repartition")]
     counts_of = {t.name: t.partitions for t in topology.internal_topics({"clicks": 8, "views": 2})}
     assert counts_of == {"per-page-repartition": 2, "per-page-changelog": 2}
+
+
+def test_a_materialized_filter_has_its_own_store_which_a_join_reads() -> None:
+    builder = StreamsBuilder()
+    table = builder.table("customers", "str", "str")
+    vip = table.filter(lambda k, v: v.startswith("vip"), store_name="vips")
+    builder.stream("orders", "str", "str").join(vip.map_values(str.upper), lambda o, c: c).to("out", "str", "str")
+    topology = builder.build()
+    assert list(topology.stores) == ["vips"]  # the source stays unmaterialized: the join reads "vips"
+    assert topology.stores["vips"].timestamped and topology.changelog_topics() == {"vips": "vips-changelog"}
+    join = topology.node("KSTREAM-JOIN-0000000006")
+    assert isinstance(join, ProcessorSpec) and join.value_getter is not None
+    assert join.value_getter.store == "vips" and [op for op, _ in join.value_getter.steps] == ["table_map_values"]
+    with pytest.raises(TopologyError, match="already added"):
+        table.filter(lambda k, v: True, store_name="vips")

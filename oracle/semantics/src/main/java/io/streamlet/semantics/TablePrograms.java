@@ -29,6 +29,12 @@ final class TablePrograms {
             || (in instanceof KTable && TABLE_OPS.contains(kind));
     }
 
+    /** Materialized.as(store) with string keys and the op's result value type ("vtype"). */
+    static Materialized stored(final JsonNode op) {
+        final Materialized m = Materialized.as(op.get("store").asText());
+        return m.withKeySerde(Serdes.String()).withValueSerde(Programs.serde(op.path("vtype").asText("string")));
+    }
+
     static ValueJoiner joiner(final String fn) {
         if (!"pair".equals(fn)) {
             throw new IllegalArgumentException("unknown joiner " + fn);
@@ -53,20 +59,30 @@ final class TablePrograms {
                 }
                 return builder.table(op.get("topic").asText(), consumed);
             }
-            case "filter": {
-                final KTable t = (KTable) in;
-                return named == null ? t.filter((k, v) -> Programs.predicate(fn, k, v))
-                    : t.filter((k, v) -> Programs.predicate(fn, k, v), named);
-            }
+            case "filter":
             case "filterNot": {
                 final KTable t = (KTable) in;
-                return named == null ? t.filterNot((k, v) -> Programs.predicate(fn, k, v))
-                    : t.filterNot((k, v) -> Programs.predicate(fn, k, v), named);
+                final boolean not = "filterNot".equals(kind);
+                final org.apache.kafka.streams.kstream.Predicate p = (k, v) -> Programs.predicate(fn, k, v);
+                if (op.hasNonNull("store")) {
+                    final Materialized m = stored(op);
+                    if (named == null) {
+                        return not ? t.filterNot(p, m) : t.filter(p, m);
+                    }
+                    return not ? t.filterNot(p, named, m) : t.filter(p, named, m);
+                }
+                if (named == null) {
+                    return not ? t.filterNot(p) : t.filter(p);
+                }
+                return not ? t.filterNot(p, named) : t.filter(p, named);
             }
             case "mapValues": {
                 final KTable t = (KTable) in;
-                return named == null ? t.mapValues(v -> Programs.mapValue(fn, v))
-                    : t.mapValues(v -> Programs.mapValue(fn, v), named);
+                final org.apache.kafka.streams.kstream.ValueMapper mapper = v -> Programs.mapValue(fn, v);
+                if (op.hasNonNull("store")) {
+                    return named == null ? t.mapValues(mapper, stored(op)) : t.mapValues(mapper, named, stored(op));
+                }
+                return named == null ? t.mapValues(mapper) : t.mapValues(mapper, named);
             }
             case "join":
             case "leftJoin": {
