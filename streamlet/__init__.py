@@ -8,13 +8,14 @@ from streamlet.runtime.processor_context import ProcessorContext
 from streamlet.runtime.punctuation import Cancellable, PunctuationType
 from streamlet.suppressed import BufferConfig, Suppressed
 from streamlet.task_id import TaskId
-from streamlet.topology import StreamsBuilder, Topology
+from streamlet.topology import Branched, StreamsBuilder, Topology
 from streamlet.windows import TimeWindow, TimeWindowedSerde, TimeWindows, Windowed
 
 __all__ = [
     "App",
     "BufferConfig",
     "Cancellable",
+    "Branched",
     "KafkaStreams",
     "ProcessorContext",
     "PunctuationType",

@@ -24,6 +24,7 @@ from types import TracebackType
 from typing import Any, Protocol, cast, runtime_checkable
 
 from streamlet.errors import SerializationError, StreamletError, StreamsFailure, TopologyError
+from streamlet.runtime import branch_processors, ktable_processors
 from streamlet.runtime.pre_aggregate import pre_aggregate_node
 from streamlet.runtime.processor_context import ProcessorContext
 from streamlet.runtime.punctuation import TaskPunctuations
@@ -307,6 +308,8 @@ def build_task_graph(
                 sources[topic] = _source(spec, topic, forward, graph, extractor)
         elif isinstance(spec, SinkSpec):
             compiled[spec.name] = _sink(spec, names.topic(spec.topic), context, graph)
+        elif isinstance(spec, ProcessorSpec) and spec.op == n.BRANCH:  # forwards to one child, by name
+            compiled[spec.name] = branch_processors.split(spec, {c: compiled[c] for c in children[spec.name]})
         else:
             assert isinstance(spec, ProcessorSpec)
             compiled[spec.name] = _processor(spec, forward, names, context, graph)
@@ -456,8 +459,8 @@ def _processor(
             processor(key, value)
 
         return process
-    if op == n.TO_STREAM:
-        return forward  # pass-through: the table's listener already forwards (key, new value)
+    if op == n.TO_STREAM or op == n.PASS_THROUGH:
+        return forward  # pass-through (an aggregation table's listener already forwards (key, new value))
     if op == n.PREAGGREGATE:
         return pre_aggregate_node(spec, forward, graph)
     if op == n.SUPPRESS:
@@ -473,6 +476,8 @@ def _processor(
         if spec.windows is not None:
             return _window_aggregation(spec, forward, names, context, graph)
         return _aggregation(spec, forward, names, context, graph)
+    if op in n.TABLE_OPS:
+        return ktable_processors.build(spec, forward, names, context, graph)
     raise TopologyError(f"unknown processor operation {op!r} in node {spec.name}")
 
 

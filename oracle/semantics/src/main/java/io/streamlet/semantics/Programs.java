@@ -206,6 +206,14 @@ final class Programs {
             final String fn = op.path("fn").asText(null);
             final String vtype = op.path("vtype").asText("string");
             Object result = null;
+            if (TablePrograms.handles(kind, in)) {  // tables and joins: TablePrograms.java
+                vars.put(op.get("id").asText(), TablePrograms.apply(builder, op, in, vars));
+                continue;
+            }
+            if (BranchPrograms.handles(kind)) {  // split and merge: BranchPrograms.java
+                BranchPrograms.apply(op, in, vars);
+                continue;
+            }
             switch (kind) {
                 case "stream": {
                     final List<String> topics = new ArrayList<>();
