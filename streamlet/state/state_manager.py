@@ -281,8 +281,10 @@ class ProcessorStateManager:
         applied = 0
         for start in range(0, len(records), step):
             chunk = records[start : start + step]
-            if direct is not None:
-                direct(chunk, timestamped=meta.timestamped)
+            if direct is not None and meta.timestamped:
+                direct(chunk, timestamped=True)  # a RocksDB store puts the timestamp in front itself
+            elif direct is not None:
+                direct(chunk)
             elif meta.timestamped:
                 inner.put_all(
                     [(r.key, timestamped.from_changelog(r.value, r.timestamp)) for r in chunk if r.key is not None]
