@@ -4,16 +4,25 @@ from streamlet.app import App
 from streamlet.config import StreamsConfig
 from streamlet.models import Record
 from streamlet.runtime.kafka_streams import KafkaStreams
+from streamlet.runtime.processor_context import ProcessorContext
+from streamlet.runtime.punctuation import Cancellable, PunctuationType
+from streamlet.suppressed import BufferConfig, Suppressed
 from streamlet.task_id import TaskId
-from streamlet.topology import StreamsBuilder, Topology
+from streamlet.topology import Branched, StreamsBuilder, Topology
 from streamlet.windows import TimeWindow, TimeWindowedSerde, TimeWindows, Windowed
 
 __all__ = [
     "App",
+    "BufferConfig",
+    "Cancellable",
+    "Branched",
     "KafkaStreams",
+    "ProcessorContext",
+    "PunctuationType",
     "Record",
     "StreamsBuilder",
     "StreamsConfig",
+    "Suppressed",
     "TaskId",
     "TimeWindow",
     "TimeWindowedSerde",

@@ -350,6 +350,11 @@ class _ChannelStream:
         return NextRecord()
 
 
+def _task_of(ctx: Any) -> Any:
+    """The task behind a processor's context (one per node), so two agents of a task share one run per agent."""
+    return getattr(ctx, "task", ctx)
+
+
 def _channel_subscriber(agent: Agent) -> Callable[[TaskContext, Any, Any], None]:
     """Record the agent's in-memory steps now; return what runs it, once per sending task, on each value sent."""
     recorded = _ChannelStream(agent)
@@ -360,11 +365,12 @@ def _channel_subscriber(agent: Agent) -> Callable[[TaskContext, Any, Any], None]
     runs: dict[int, _Run] = {}  # one run per sending task, by the task object's id while it lives
 
     def run_for(ctx: TaskContext) -> _Run:
-        run = runs.get(id(ctx))
+        task = _task_of(ctx)
+        run = runs.get(id(task))
         if run is None:
-            run = runs[id(ctx)] = _Run(agent, AgentStream(None))
+            run = runs[id(task)] = _Run(agent, AgentStream(None))
             run.feed(agent, None)
-            weakref.finalize(ctx, runs.pop, id(ctx), None)
+            weakref.finalize(task, runs.pop, id(task), None)
         return run
 
     def deliver(ctx: TaskContext, key: Any, value: Any) -> None:
@@ -377,7 +383,7 @@ def _channel_subscriber(agent: Agent) -> Callable[[TaskContext, Any, Any], None]
                 for out in run.feed(agent, (key, item) if with_keys else item):
                     _to_sinks(agent, out)
             except Exception:
-                runs.pop(id(ctx), None)  # the next value starts a fresh run, as for a topic agent
+                runs.pop(id(_task_of(ctx)), None)  # the next value starts a fresh run, as for a topic agent
                 raise
 
     return deliver

@@ -25,7 +25,7 @@ from streamlet.replies import ReplyConsumer
 from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.runtime.restore_listener import StateRestoreListener
 from streamlet.serdes import Serde
-from streamlet.topology import KStream, StreamsBuilder, Topology
+from streamlet.topology import KStream, KTable, StreamsBuilder, Topology
 from streamlet.web import Page, WebServer
 from streamlet.windowed_tables import WindowWrapper
 
@@ -85,6 +85,17 @@ class App:
         """`builder.stream(...)`: start a DSL pipeline."""
         self._check_open()
         return self.builder.stream(topics, key_serde, value_serde)
+
+    def table(
+        self,
+        topic: str,
+        key_serde: Serde | str | None = None,
+        value_serde: Serde | str | None = None,
+        store_name: str | None = None,
+    ) -> KTable:
+        """`builder.table(...)`: a KTable of `topic`, to join streams with (see `StreamsBuilder.table`)."""
+        self._check_open()
+        return self.builder.table(topic, key_serde, value_serde, store_name)
 
     # ---- Faust-style declarations ----------------------------------------------------------------------------
 

@@ -24,11 +24,16 @@ from types import TracebackType
 from typing import Any, Protocol, cast, runtime_checkable
 
 from streamlet.errors import SerializationError, StreamletError, StreamsFailure, TopologyError
+from streamlet.runtime import branch_processors, ktable_processors
 from streamlet.runtime.pre_aggregate import pre_aggregate_node
+from streamlet.runtime.processor_context import ProcessorContext
+from streamlet.runtime.punctuation import TaskPunctuations
 from streamlet.runtime.record_collector import RecordTooLargeError
 from streamlet.runtime.record_context import RecordContext
+from streamlet.runtime.suppress_processor import build_suppress
 from streamlet.runtime.topic_names import TopicNames
 from streamlet.state import timestamped, window_key_schema
+from streamlet.state.time_ordered_buffer import TimeOrderedKeyValueBuffer
 from streamlet.task_id import TaskId
 from streamlet.timestamps import UNKNOWN, ConsumedRecord, InvalidTimestampError, TimestampExtractor
 from streamlet.topology import nodes as n
@@ -131,18 +136,30 @@ def _noop(key: Any, value: Any) -> None:
 
 
 def _forward_stored(
-    forward: Forward, record: Any, key: Any, stored: bytes | None, value_de: Callable[[str, bytes], Any], topic: str
+    forward: Forward,
+    record: Any,
+    key: Any,
+    stored: bytes | None,
+    value_de: Callable[[str, bytes], Any],
+    topic: str,
+    old: bytes | None = None,
 ) -> None:
-    """Forward a flushed timestamped-store entry with the timestamp it was stored with (None = a delete)."""
-    if stored is None:
-        forward(key, None)
-        return
-    current = record.timestamp
-    record.timestamp = timestamped.timestamp_of(stored)
+    """Forward a flushed timestamped-store entry with the timestamp it was stored with (None = a delete).
+
+    `old` (the plain value it replaced) travels as `record.old_value` for the processors that keep it."""
+    record.old_value = old
     try:
-        forward(key, value_de(topic, timestamped.value_of(stored)))
+        if stored is None:
+            forward(key, None)
+            return
+        current = record.timestamp
+        record.timestamp = timestamped.timestamp_of(stored)
+        try:
+            forward(key, value_de(topic, timestamped.value_of(stored)))
+        finally:
+            record.timestamp = current
     finally:
-        record.timestamp = current
+        record.old_value = None
 
 
 class TaskProcessorGraph:
@@ -160,9 +177,18 @@ class TaskProcessorGraph:
         "_sources",
         "_nodes",
         "_flushers",
+        "stream_time",
+        "punctuations",
     )
 
-    def __init__(self, task_id: TaskId, application_id: str, subtopology: int, record: RecordContext) -> None:
+    def __init__(
+        self,
+        task_id: TaskId,
+        application_id: str,
+        subtopology: int,
+        record: RecordContext,
+        punctuations: TaskPunctuations | None = None,
+    ) -> None:
         self.task_id = task_id
         self.application_id = application_id
         self.subtopology = subtopology
@@ -174,6 +200,9 @@ class TaskProcessorGraph:
         self._sources: dict[str, Callable[[bytes | None, bytes | None], None]] = {}
         self._nodes: tuple[str, ...] = ()
         self._flushers: list[Callable[[], None]] = []
+        self.stream_time = -1  # the largest timestamp processed (Kafka's stream time; -1: unknown)
+        # the task's punctuators (shared by the graphs of a TopologyTestDriver, which is one task)
+        self.punctuations = punctuations if punctuations is not None else TaskPunctuations(record)
 
     @property
     def nodes(self) -> tuple[str, ...]:
@@ -246,16 +275,19 @@ def build_task_graph(
     context: TaskContext,
     record: RecordContext | None = None,
     timestamp_extractor: TimestampExtractor | None = None,
+    punctuations: TaskPunctuations | None = None,
 ) -> TaskProcessorGraph:
     """Compile the sub-topology of `task_id` into a `TaskProcessorGraph` bound to `context`.
 
     `record` is the task's record context (a fresh one when the graph runs on its own, as in tests).
     `timestamp_extractor` replaces the timestamp of each record read from a user topic (see
-    `streamlet.timestamps`); records of repartition topics keep theirs.
+    `streamlet.timestamps`); records of repartition topics keep theirs. `punctuations` are the task's
+    punctuation queues, when several graphs make one task (the TopologyTestDriver); by default its own.
     """
     topology = names.topology
     sub = topology.subtopology(task_id.subtopology)
-    graph = TaskProcessorGraph(task_id, names.application_id, sub.id, record if record is not None else RecordContext())
+    record = record if record is not None else RecordContext()
+    graph = TaskProcessorGraph(task_id, names.application_id, sub.id, record, punctuations)
     specs = [topology.node(name) for name in sub.nodes]
     children: dict[str, list[str]] = {spec.name: [] for spec in specs}
     for spec in specs:
@@ -264,6 +296,7 @@ def build_task_graph(
 
     compiled: dict[str, Forward] = {}
     sources: dict[str, Callable[[bytes | None, bytes | None], None]] = {}
+    graph.punctuations.hold()  # user processors schedule as they are created, children first
     for spec in reversed(specs):  # children before parents
         forward = _fanout([compiled[child] for child in children[spec.name]])
         if isinstance(spec, SourceSpec):
@@ -275,10 +308,13 @@ def build_task_graph(
                 sources[topic] = _source(spec, topic, forward, graph, extractor)
         elif isinstance(spec, SinkSpec):
             compiled[spec.name] = _sink(spec, names.topic(spec.topic), context, graph)
+        elif isinstance(spec, ProcessorSpec) and spec.op == n.BRANCH:  # forwards to one child, by name
+            compiled[spec.name] = branch_processors.split(spec, {c: compiled[c] for c in children[spec.name]})
         else:
             assert isinstance(spec, ProcessorSpec)
             compiled[spec.name] = _processor(spec, forward, names, context, graph)
 
+    graph.punctuations.release(sub.nodes)
     graph._sources = sources
     graph._sinks = frozenset(spec.name for spec in specs if isinstance(spec, SinkSpec))
     graph._nodes = tuple(spec.name for spec in specs)
@@ -322,6 +358,8 @@ def _source(
                 return
             partition_times[partition] = max(partition_time, timestamp)
             record.timestamp = timestamp
+        if record.timestamp > graph.stream_time:
+            graph.stream_time = record.timestamp
         forward(k, v)
 
     return source
@@ -412,7 +450,8 @@ def _processor(
 
         return repartition_filter
     if op == n.PROCESS:
-        processor = fn(context)  # one processor instance per task
+        processor_context = ProcessorContext(spec.name, context, graph.record, graph.punctuations, forward)
+        processor = fn(processor_context)  # one processor instance per task
         if not callable(processor):
             raise TopologyError(f"processor factory of node {spec.name} returned {processor!r}, not a callable")
 
@@ -420,18 +459,39 @@ def _processor(
             processor(key, value)
 
         return process
-    if op == n.TO_STREAM:
-        return forward  # pass-through: the table's listener already forwards (key, new value)
+    if op == n.TO_STREAM or op == n.PASS_THROUGH:
+        return forward  # pass-through (an aggregation table's listener already forwards (key, new value))
     if op == n.PREAGGREGATE:
         return pre_aggregate_node(spec, forward, graph)
+    if op == n.SUPPRESS:
+        assert spec.suppress is not None
+        (store_name,) = spec.stores
+        buffer = context.get_state_store(store_name)
+        if not isinstance(buffer, TimeOrderedKeyValueBuffer):
+            raise TopologyError(f"suppress node {spec.name}: store {store_name} is not a suppression buffer")
+        store_spec = names.topology.stores[store_name]
+        topic = names.changelog_topic(store_name)
+        return build_suppress(spec.name, spec.suppress, buffer, store_spec, topic, graph.record, forward)
     if op in n.AGGREGATING_OPS:
         if spec.windows is not None:
             return _window_aggregation(spec, forward, names, context, graph)
         return _aggregation(spec, forward, names, context, graph)
+    if op in n.TABLE_OPS:
+        return ktable_processors.build(spec, forward, names, context, graph)
     raise TopologyError(f"unknown processor operation {op!r} in node {spec.name}")
 
 
 _INT64 = struct.Struct(">q")
+
+
+def _old_values(store: Any) -> tuple[bool, list[bytes | None]]:
+    """Whether `store` emits each write at once (no cache), and a cell for the aggregate a write replaces.
+
+    Without a cache Kafka forwards an update straight from the aggregation, whose old value is the aggregate
+    it started from: the initializer's for a new key, where a cached store's flush reports none (nothing was
+    stored). The aggregation puts it in the cell just before its write; the listener, called within the
+    write, forwards it (to a suppression buffer, which logs it)."""
+    return bool(getattr(store, "passthrough", False)), [None]
 
 
 def _aggregation(
@@ -461,6 +521,8 @@ def _aggregation(
         # a null aggregate is a delete, as `ValueAndTimestamp.make(null, ts)` is null
         return None if serialized is None else timestamped.encode(timestamp, serialized)
 
+    direct, replaced = _old_values(store)
+
     # Always listen, even without downstream nodes: as in Kafka (whose aggregations always install a flush
     # listener), a flushed delete of a key the store never had is then neither written nor logged.
     def on_flush(
@@ -469,7 +531,8 @@ def _aggregation(
         if forward is _noop:
             return
         k = key_de(topic, key)
-        _forward_stored(forward, record, k, new_value, value_de, topic)
+        old = replaced[0] if direct else None if old_value is None else value_of(old_value)
+        _forward_stored(forward, record, k, new_value, value_de, topic, old)
 
     store.set_flush_listener(on_flush)
 
@@ -477,6 +540,7 @@ def _aggregation(
     if op == n.COUNT:
         pack = _INT64.pack
         unpack = _INT64.unpack
+        zero = pack(0)  # count's initial aggregate
 
         def count(key: Any, value: Any, _node: str = spec.name) -> None:
             if key is None or value is None:
@@ -484,6 +548,8 @@ def _aggregation(
                 return
             store_key = key_ser(topic, key)
             old = get(store_key)
+            if direct:
+                replaced[0] = zero if old is None else value_of(old)
             if old is None:
                 put(store_key, encode(record.timestamp, pack(1)))
                 return
@@ -507,6 +573,8 @@ def _aggregation(
                 return
             store_key = key_ser(topic, key)
             old = get(store_key)
+            if direct:
+                replaced[0] = None if old is None else value_of(old)
             if old is None:
                 put(store_key, encode(record.timestamp, value_ser(topic, value)))
                 return
@@ -527,6 +595,8 @@ def _aggregation(
             current, timestamp = initializer(), record.timestamp
         else:
             current, timestamp = value_de(topic, value_of(old)), max(record.timestamp, timestamp_of(old))
+        if direct:
+            replaced[0] = value_ser(topic, current) if old is None else value_of(old)
         put(store_key, encode(timestamp, value_ser(topic, fn(key, value, current))))
 
     return aggregate
@@ -561,9 +631,10 @@ def _window_aggregation(
     size, grace = windows.size_ms, windows.grace_ms
     observed = [-1]  # this processor's stream time (Kafka's observedStreamTime), in a cell for the closure
 
+    direct, replaced = _old_values(store)
+
     # Always listen, even without downstream nodes: as in Kafka (whose aggregations always install a flush
     # listener), a flushed delete of a key the store never had is then neither written nor logged.
-
     def on_flush(
         key: bytes, new_value: bytes | None, old_value: bytes | None = None, timestamp: int | None = None
     ) -> None:
@@ -571,7 +642,8 @@ def _window_aggregation(
             return
         start = window_key_schema.window_start_of(key)
         k = Windowed(key_de(topic, window_key_schema.key_of(key)), TimeWindow(start, start + size))
-        _forward_stored(forward, record, k, new_value, value_de, topic)
+        old = replaced[0] if direct else None if old_value is None else value_of(old_value)
+        _forward_stored(forward, record, k, new_value, value_de, topic, old)
 
     store.set_flush_listener(on_flush)
 
@@ -623,6 +695,10 @@ def _window_aggregation(
                 aggregate, new_timestamp = initial(), timestamp
             else:
                 aggregate, new_timestamp = decode_value(value_of(old)), max(timestamp, timestamp_of(old))
+            if direct:  # Kafka forwards the aggregate it started from (the initial one for a new window)
+                replaced[0] = (
+                    value_of(old) if old is not None else None if aggregate is None else encode_value(aggregate)
+                )
             new = encode_value(update(key, value, aggregate))
             put(store_key, None if new is None else timestamped.encode(new_timestamp, new))
 

@@ -25,6 +25,18 @@ from streamlet.errors import StreamletError
 from streamlet.runtime.partitioner import CachingDefaultPartitioner
 from streamlet.runtime.txn_offset_commit import GroupMetadata, set_group_metadata
 
+_Headers = Sequence[tuple[str, bytes]]
+#: a queued record of one partition: (key, value, timestamp, headers)
+_Queued = tuple[bytes | None, bytes | None, int | None, _Headers]
+
+
+def _append(batch: Any, key: bytes | None, value: bytes | None, timestamp: int | None, headers: _Headers) -> Any:
+    """Append one record to an aiokafka batch (None: the batch is full); headers only where there are any."""
+    if headers:
+        return batch.append(key=key, value=value, timestamp=timestamp, headers=list(headers))
+    return batch.append(key=key, value=value, timestamp=timestamp)
+
+
 #: The producer's default `max_request_size`, less room for the batch and record headers.
 MAX_RECORD_BYTES = 1_048_576 - 1_024
 
@@ -70,7 +82,7 @@ class RecordCollector:
         self._in_transaction = False
         self._changelog_topics = set(changelog_topics)
         self._max_record_bytes = max_record_bytes
-        self._queue: list[tuple[str, bytes | None, bytes | None, int | None, int | None]] = []
+        self._queue: list[tuple[str, bytes | None, bytes | None, int | None, int | None, _Headers]] = []
         self._dead_letters: list[tuple[str, bytes | None, bytes | None, int | None, Sequence[tuple[str, bytes]]]] = []
         # Only the last batch per changelog partition is kept (with its record count): batches of a partition
         # are written in order, so it ends at the highest offset. Every batch's errors reach a done-callback.
@@ -86,15 +98,19 @@ class RecordCollector:
         value: bytes | None,
         timestamp: int | None = None,
         partition: int | None = None,
+        headers: Sequence[tuple[str, bytes]] | None = None,
     ) -> None:
-        """Queue one record (called from processors, synchronously); refuse one that is too large to send."""
+        """Queue one record (called from processors, synchronously); refuse one that is too large to send.
+
+        `headers` are rare (a suppression buffer's changelog format version), so records without any cost
+        nothing extra."""
         size = (len(key) if key else 0) + (len(value) if value else 0)
         if size > self._max_record_bytes:
             raise RecordTooLargeError(
                 f"a {size:,}-byte record for topic {topic} exceeds the {self._max_record_bytes:,} bytes the "
                 "producer may send"
             )
-        self._queue.append((topic, key, value, partition, timestamp))
+        self._queue.append((topic, key, value, partition, timestamp, headers or ()))
 
     def send_dead_letter(
         self,
@@ -150,9 +166,9 @@ class RecordCollector:
         if not self._queue:
             return
         queue, self._queue = self._queue, []
-        groups: dict[tuple[str, int], list[tuple[bytes | None, bytes | None, int | None]]] = {}
+        groups: dict[tuple[str, int], list[_Queued]] = {}
         partitioner = self._partitioner
-        for topic, key, value, partition, timestamp in queue:
+        for topic, key, value, partition, timestamp, headers in queue:
             if partition is None:
                 partitions = self._partitions.get(topic)
                 if partitions is None:
@@ -161,25 +177,25 @@ class RecordCollector:
             group = groups.get((topic, partition))
             if group is None:
                 group = groups[(topic, partition)] = []
-            group.append((key, value, timestamp))
+            group.append((key, value, timestamp, headers))
         for (topic, partition), records in groups.items():
             await self._send_records(topic, partition, records)
 
-    async def _send_records(
-        self, topic: str, partition: int, records: list[tuple[bytes | None, bytes | None, int | None]]
-    ) -> None:
+    async def _send_records(self, topic: str, partition: int, records: list[_Queued]) -> None:
         producer = self._producer
         batch = producer.create_batch()
-        for key, value, timestamp in records:
-            if batch.append(key=key, value=value, timestamp=timestamp) is not None:
+        for key, value, timestamp, headers in records:
+            if _append(batch, key, value, timestamp, headers) is not None:
                 continue
             if batch.record_count():
                 await self._submit(batch, topic, partition)
                 batch = producer.create_batch()
-                if batch.append(key=key, value=value, timestamp=timestamp) is not None:
+                if _append(batch, key, value, timestamp, headers) is not None:
                     continue
             # larger than a whole batch: the producer's own send() sizes a batch for it
-            future = await producer.send(topic, value=value, key=key, partition=partition, timestamp_ms=timestamp)
+            future = await producer.send(
+                topic, value=value, key=key, partition=partition, timestamp_ms=timestamp, headers=list(headers)
+            )
             self._track(future, topic, partition, 1)
         if batch.record_count():
             await self._submit(batch, topic, partition)

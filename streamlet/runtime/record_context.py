@@ -13,7 +13,7 @@ from collections.abc import Sequence
 class RecordContext:
     """Mutable on purpose: it is overwritten for every record, on the hot path."""
 
-    __slots__ = ("topic", "partition", "offset", "timestamp", "headers")
+    __slots__ = ("topic", "partition", "offset", "timestamp", "headers", "old_value")
 
     def __init__(self) -> None:
         self.topic: str | None = None
@@ -21,6 +21,9 @@ class RecordContext:
         self.offset = -1
         self.timestamp = -1
         self.headers: Sequence[tuple[str, bytes]] = ()  # the input record's (an agent's reply-to for `ask`)
+        # while a table forwards an update: the serialized value it replaced (Kafka's `Change.oldValue`),
+        # which a suppression buffer keeps; None otherwise
+        self.old_value: bytes | None = None
 
     def where(self) -> str:
         """`topic-partition@offset`, as error messages name a record."""

@@ -107,6 +107,17 @@ class StreamTask:
         if records:
             self._consumed[tp] = records[-1].offset
 
+    def punctuate(self) -> bool:
+        """Fire the punctuators that are due: stream-time ones for the records processed so far, wall-clock
+        ones for now. True if any fired (they may have written to stores or sent records)."""
+        punctuations = self.graph.punctuations
+        stream = punctuations.punctuate_stream_time(self.graph.stream_time)
+        return punctuations.punctuate_wall_clock_time() or stream
+
+    def ms_until_punctuation(self) -> int | None:
+        """How long until a wall-clock punctuator is due (None: none scheduled)."""
+        return self.graph.punctuations.ms_until_wall_clock_punctuation()
+
     def flush_caches(self) -> None:
         """Flush buffering nodes and record caches: emits cached aggregates downstream and to the changelog."""
         self.graph.flush()
@@ -126,6 +137,7 @@ class StreamTask:
                 self._committed[tp] = meta.offset - 1
 
     def close(self, *, clean: bool) -> None:
+        self.graph.punctuations.close()
         if self.state_manager is not None:
             self.state_manager.close(clean=clean)
         self.state = TaskState.CLOSED

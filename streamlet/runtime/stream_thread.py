@@ -235,12 +235,16 @@ class StreamThread:
                 restored = await tasks.restore(timeout_ms=0 if tasks.has_running() else 20)
         # while restoring, poll briefly so restoration keeps going; never spin without waiting
         poll_ms = 100 if not restoring else (0 if restored else 20)
+        punctuation_due = tasks.ms_until_punctuation()  # a wall-clock punctuator does not wait for records
+        if punctuation_due is not None:
+            poll_ms = min(poll_ms, punctuation_due)
         batch = await self.consumer.getmany(timeout_ms=poll_ms, max_records=self.config.max_poll_records)
         async with self._lock:
             if await tasks.drop_if_frozen():  # frozen while waiting for records
                 return
             if batch:
                 tasks.process(batch)
+            if tasks.punctuate() or batch:  # punctuators run in their tasks: their output commits with them
                 if await tasks.drop_if_frozen():  # frozen while processing: its output must not be sent
                     return
                 if not await tasks.drain():

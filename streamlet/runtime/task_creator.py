@@ -23,12 +23,13 @@ from streamlet.runtime.record_context import RecordContext
 from streamlet.runtime.standby_task import StandbyTask
 from streamlet.runtime.stream_task import StreamTask
 from streamlet.runtime.topology_metadata import TopologyMetadata
-from streamlet.state import timestamped
+from streamlet.state import time_ordered_buffer, timestamped
 from streamlet.state.checkpoint import CHECKPOINT_FILE_NAME
 from streamlet.state.record_cache import RecordCache
 from streamlet.state.rocksdb_store import DB_FILE_DIR
 from streamlet.state.state_directory import StateDirectory
 from streamlet.state.state_manager import ProcessorStateManager
+from streamlet.state.time_ordered_buffer import TimeOrderedKeyValueBuffer
 from streamlet.task_id import TaskId
 from streamlet.topology.nodes import StoreSpec
 
@@ -64,6 +65,12 @@ class TaskCreator:
             with _closed_on_error(state_manager):
                 for store, tp in metadata.changelog_partitions(task_id).items():
                     spec = metadata.names.topology.stores[store]
+                    if spec.buffer:
+                        buffer_sink = time_ordered_buffer.changelog_sink(
+                            resources.collector.send, tp.topic, tp.partition
+                        )
+                        state_manager.register_buffer(TimeOrderedKeyValueBuffer(store, buffer_sink))
+                        continue
                     sink = changelog_sink(resources.collector.send, tp, record_context, spec.timestamped)
                     state_manager.register_store(store, cache=resources.cache, changelog_sink=sink, **store_kind(spec))
                 if self._config.exactly_once:
@@ -85,7 +92,11 @@ class TaskCreator:
         state_manager = self._state_manager(task_id)
         with _closed_on_error(state_manager):
             for store in self._metadata.changelog_partitions(task_id):
-                state_manager.register_store(store, **store_kind(self._metadata.names.topology.stores[store]))
+                spec = self._metadata.names.topology.stores[store]
+                if spec.buffer:
+                    state_manager.register_buffer(TimeOrderedKeyValueBuffer(store))
+                else:
+                    state_manager.register_store(store, **store_kind(spec))
         return StandbyTask(task_id, state_manager)
 
     def wipe_local_state(self, task_id: TaskId) -> None:

@@ -316,6 +316,19 @@ class TaskManager:
             task.process(tp, records)
             processed[task.task_id] = processed.get(task.task_id, 0) + len(records)
 
+    def punctuate(self) -> bool:
+        """Fire the due punctuators of every running task (Kafka's `TaskManager#punctuate`, once per loop)."""
+        punctuated = False
+        for task in self.active.values():
+            if task.state is TaskState.RUNNING and task.punctuate():
+                punctuated = True
+        return punctuated
+
+    def ms_until_punctuation(self) -> int | None:
+        """How long until some running task's wall-clock punctuator is due (None: none scheduled)."""
+        waits = [task.ms_until_punctuation() for task in self.active.values() if task.state is TaskState.RUNNING]
+        return min((wait for wait in waits if wait is not None), default=None)
+
     async def restore(self, timeout_ms: int) -> int:
         """One bounded restore step; caught-up tasks go RUNNING and their input partitions resume."""
         result = await self._changelog_reader.restore(self.restoring(), self.standby.values(), timeout_ms)

@@ -49,6 +49,11 @@ class CachingKeyValueStore:
     def persistent(self) -> bool:
         return self.inner.persistent
 
+    @property
+    def passthrough(self) -> bool:
+        """No cache (0 bytes): every write goes down and reaches the listener at once, within `put`."""
+        return self._passthrough
+
     def set_flush_listener(self, listener: FlushListener | None) -> None:
         """Called with each flushed (or, with a 0-byte cache, each written) key: forward it downstream."""
         self._listener = listener

@@ -28,7 +28,7 @@ import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, cast
 
 from aiokafka.structs import TopicPartition
 
@@ -40,6 +40,7 @@ from streamlet.state.logging_store import ChangeLoggingKeyValueStore, ChangelogS
 from streamlet.state.record_cache import RecordCache
 from streamlet.state.rocksdb_store import DB_FILE_DIR, RocksDBStore
 from streamlet.state.store import InMemoryKeyValueStore, KeyValueStore
+from streamlet.state.time_ordered_buffer import TimeOrderedKeyValueBuffer
 from streamlet.state.window_store import RocksDBWindowStore
 from streamlet.task_id import TaskId
 
@@ -206,6 +207,20 @@ class ProcessorStateManager:
         self._stores[name] = _Store(name, inner, outer, caching, changelog, timestamped)
         return outer
 
+    def register_buffer(self, buffer: TimeOrderedKeyValueBuffer) -> TimeOrderedKeyValueBuffer:
+        """Register a suppression buffer: in memory, so restored from the start of its changelog, which it
+        writes itself (at `flush_caches`, in Kafka's buffer format)."""
+        self._check_open()
+        name = buffer.name
+        if name in self._stores:
+            raise ValueError(f"task {self.task_id}: store {name!r} is already registered")
+        changelog = self._changelogs.get(name)
+        if changelog is not None:
+            self._offsets[changelog] = None
+        as_store = cast(KeyValueStore, buffer)  # restored through apply_changelog_records, wiped, closed
+        self._stores[name] = _Store(name, as_store, as_store, None, changelog)
+        return buffer
+
     def store(self, name: str) -> KeyValueStore:
         """The registered (outermost) store `name`."""
         try:
@@ -266,8 +281,10 @@ class ProcessorStateManager:
         applied = 0
         for start in range(0, len(records), step):
             chunk = records[start : start + step]
-            if direct is not None:
-                direct(chunk, timestamped=meta.timestamped)
+            if direct is not None and meta.timestamped:
+                direct(chunk, timestamped=True)  # a RocksDB store puts the timestamp in front itself
+            elif direct is not None:
+                direct(chunk)
             elif meta.timestamped:
                 inner.put_all(
                     [(r.key, timestamped.from_changelog(r.value, r.timestamp)) for r in chunk if r.key is not None]
@@ -299,8 +316,19 @@ class ProcessorStateManager:
     # ------------------------------------------------------------------ flush / checkpoint
 
     def flush_caches(self) -> None:
-        """Flush every caching store (registration order), writing dirty entries down and emitting them."""
-        _run_all(s.caching.flush_cache for s in self._stores.values() if s.caching is not None)
+        """Flush every caching store (registration order), writing dirty entries down and emitting them, and
+        log every suppression buffer; then the buffers once more, for what later caches emitted into them
+        (Kafka's `flushCache`, then the buffers' part of its `flush`)."""
+        calls: list[Callable[[], None]] = []
+        buffers: list[Callable[[], None]] = []
+        for s in self._stores.values():
+            if s.caching is not None:
+                calls.append(s.caching.flush_cache)
+            elif isinstance(s.inner, TimeOrderedKeyValueBuffer):
+                calls.append(s.inner.flush_buffer)
+                buffers.append(s.inner.flush_buffer)
+        _run_all(calls)
+        _run_all(buffers)
 
     def flush_stores(self) -> None:
         """Flush the bottom stores (RocksDB memtables to SST files), without touching the caches.

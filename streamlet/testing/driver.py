@@ -12,7 +12,9 @@ streamlet's semantics are checked with. So it keeps Kafka's driver's shape:
   cache, in topology order, so aggregates are emitted after each record), then capture what was produced:
   every record is kept as output of its topic, and a record to a topic the topology reads (a repartition
   topic, or a source topic written with `to()`) is queued again for processing;
-* `advance_wall_clock_time` commits and processes what is queued (there are no punctuations yet).
+* after each record, stream-time punctuators that are due fire (the task's stream time: the largest timestamp
+  processed); `advance_wall_clock_time` fires the wall-clock punctuators that are due, then commits and
+  processes what is queued. The wall clock starts at `initial_wall_clock_time_ms` (0).
 """
 
 from __future__ import annotations
@@ -22,21 +24,24 @@ import tempfile
 from collections import deque
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from aiokafka.structs import TopicPartition
 
 from streamlet.app import App
 from streamlet.config import StreamsConfig
 from streamlet.runtime.processor_graph import TaskProcessorGraph, build_task_graph
+from streamlet.runtime.punctuation import TaskPunctuations
 from streamlet.runtime.record_context import RecordContext
 from streamlet.runtime.task_creator import changelog_sink, store_kind
 from streamlet.runtime.topic_names import TopicNames
 from streamlet.serdes import SerdeLike
+from streamlet.state import time_ordered_buffer
 from streamlet.state.caching_store import CachingKeyValueStore
 from streamlet.state.record_cache import RecordCache
 from streamlet.state.state_manager import ProcessorStateManager
 from streamlet.state.store import KeyValueStore
+from streamlet.state.time_ordered_buffer import TimeOrderedKeyValueBuffer
 from streamlet.task_id import TaskId
 from streamlet.testing.partition_group import PartitionGroup
 from streamlet.testing.stores import KeyValueStoreView, TimestampedKeyValueStoreView, WindowStoreView
@@ -47,8 +52,8 @@ from streamlet.topology import StreamsBuilder, Topology
 DEFAULT_APPLICATION_ID = "topology-test-driver"
 _PARTITION = 0
 
-#: A produced record: (topic, key, value, timestamp).
-Produced = tuple[str, bytes | None, bytes | None, int]
+#: A produced record: (topic, key, value, timestamp); a suppression buffer's changelog records have no timestamp.
+Produced = tuple[str, bytes | None, bytes | None, int | None]
 
 
 class _TaskContext:
@@ -71,7 +76,13 @@ class _TaskContext:
         return self._stores[name]
 
     def send(
-        self, topic: str, key: bytes | None, value: bytes | None, timestamp: int, partition: int | None = None
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp: int | None,
+        partition: int | None = None,
+        headers: Any = None,
     ) -> None:
         self._produced.append((topic, key, value, timestamp))
 
@@ -108,8 +119,9 @@ class TopologyTestDriver:
         self._state_dir = Path(tempfile.mkdtemp(prefix="streamlet-ttd-"))
         self._cache = RecordCache(config.statestore_cache_max_bytes)
         self._record = RecordContext()
+        self._punctuations = TaskPunctuations(self._record, lambda: self.wall_clock_time_ms)
         self._produced: list[Produced] = []
-        self._outputs: dict[str, deque[tuple[bytes | None, bytes | None, int]]] = {}
+        self._outputs: dict[str, deque[tuple[bytes | None, bytes | None, int | None]]] = {}
         self._graphs: dict[str, TaskProcessorGraph] = {}  # source topic -> the graph that reads it
         self._state_managers: list[ProcessorStateManager] = []
         self._stores: dict[str, KeyValueStore] = {}
@@ -132,6 +144,14 @@ class TopologyTestDriver:
         self._state_managers.append(state)
         stores: dict[str, KeyValueStore] = {}
         for store in sub.store_names:
+            if specs[store].buffer:
+                buffer_sink = None
+                if store in changelogs:
+                    buffer_sink = time_ordered_buffer.changelog_sink(self._send, changelogs[store].topic, _PARTITION)
+                stores[store] = cast(
+                    KeyValueStore, state.register_buffer(TimeOrderedKeyValueBuffer(store, buffer_sink))
+                )
+                continue
             sink = None
             if store in changelogs:
                 sink = changelog_sink(self._send, changelogs[store], self._record, specs[store].timestamped)
@@ -140,12 +160,18 @@ class TopologyTestDriver:
             )
         self._stores.update(stores)
         context = _TaskContext(task_id, stores, self._produced, self._record)
-        graph = build_task_graph(names, task_id, context, self._record, self.config.extractor)
+        graph = build_task_graph(names, task_id, context, self._record, self.config.extractor, self._punctuations)
         for topic in graph.source_topics:
             self._graphs[topic] = graph
 
     def _send(
-        self, topic: str, key: bytes | None, value: bytes | None, timestamp: int, partition: int | None = None
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp: int | None,
+        partition: int | None = None,
+        headers: Any = None,
     ) -> None:
         self._produced.append((topic, key, value, timestamp))
 
@@ -179,7 +205,7 @@ class TopologyTestDriver:
         self._queues.add(topic, timestamp, key, value)
         self._complete_all_processable_work()
 
-    def read_raw(self, topic: str) -> tuple[bytes | None, bytes | None, int]:
+    def read_raw(self, topic: str) -> tuple[bytes | None, bytes | None, int | None]:
         queue = self._outputs.get(topic)
         if not queue:
             raise LookupError(f"Empty topic: {topic}")
@@ -195,11 +221,12 @@ class TopologyTestDriver:
     # ---- time and stores -----------------------------------------------------------------------------------
 
     def advance_wall_clock_time(self, ms: int) -> None:
-        """Move the mocked wall clock, commit, and process what is queued."""
+        """Move the mocked wall clock, fire the wall-clock punctuators due, commit, and process what is queued."""
         self._check_open()
         if ms < 0:
             raise ValueError(f"advance must be >= 0, got {ms}")
         self.wall_clock_time_ms += ms
+        self._punctuations.punctuate_wall_clock_time()
         self._commit()
         self._complete_all_processable_work()
 
@@ -248,18 +275,31 @@ class TopologyTestDriver:
             self._graphs[record.topic].process(
                 record.topic, _PARTITION, record.offset, record.timestamp, record.key, record.value
             )
+            self._punctuations.punctuate_stream_time(self.stream_time)
             self._commit()
             self._capture_outputs()
 
+    @property
+    def stream_time(self) -> int:
+        """The task's stream time: the largest timestamp processed so far (-1 before any record)."""
+        return max((graph.stream_time for graph in self._graphs.values()), default=-1)
+
     def _commit(self) -> None:
-        """Flush buffering nodes (a pre-aggregation's partials), then every store's cache, in the order the
-        topology declares them (Kafka's flushCache)."""
+        """Flush buffering nodes (a pre-aggregation's partials), then every store's cache and log every
+        suppression buffer, in the order the topology declares them, then the buffers again (Kafka's
+        flushCache, then flush)."""
         for graph in dict.fromkeys(self._graphs.values()):
             graph.flush()
+        buffers: list[TimeOrderedKeyValueBuffer] = []
         for name in self.topology.stores:
             store = self._stores.get(name)
             if isinstance(store, CachingKeyValueStore):
                 store.flush_cache()
+            elif isinstance(store, TimeOrderedKeyValueBuffer):
+                store.flush_buffer()
+                buffers.append(store)
+        for buffer in buffers:
+            buffer.flush_buffer()
 
     def _capture_outputs(self) -> None:
         produced = list(self._produced)
@@ -267,7 +307,7 @@ class TopologyTestDriver:
         for topic, key, value, timestamp in produced:
             self._outputs.setdefault(topic, deque()).append((key, value, timestamp))
             if topic in self._queues:
-                self._queues.add(topic, timestamp, key, value)
+                self._queues.add(topic, -1 if timestamp is None else timestamp, key, value)
 
     # ---- lifecycle -------------------------------------------------------------------------------------------
 

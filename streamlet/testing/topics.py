@@ -17,7 +17,7 @@ class RawTopics(Protocol):
 
     def pipe_raw(self, topic: str, key: bytes | None, value: bytes | None, timestamp: int) -> None: ...
 
-    def read_raw(self, topic: str) -> tuple[bytes | None, bytes | None, int]: ...
+    def read_raw(self, topic: str) -> tuple[bytes | None, bytes | None, int | None]: ...
 
     def queue_size(self, topic: str) -> int: ...
 
@@ -30,7 +30,7 @@ class TestRecord:
 
     key: Any
     value: Any
-    timestamp: int
+    timestamp: int | None  # None: written without one (a suppression buffer's changelog)
 
 
 def _serde(serde: SerdeLike) -> Serde:

@@ -4,11 +4,21 @@ Pure description, no Kafka I/O. The runtime (`streamlet.runtime`) groups partiti
 compiles each task's processor graph from it.
 """
 
-from streamlet.topology.builder import KGroupedStream, KStream, KTable, StreamsBuilder, TimeWindowedKStream
+from streamlet.topology.branch import Branched
+from streamlet.topology.builder import (
+    BranchedKStream,
+    KGroupedStream,
+    KStream,
+    KTable,
+    StreamsBuilder,
+    TimeWindowedKStream,
+)
 from streamlet.topology.description import TopologyDescription
 from streamlet.topology.topology import InternalTopic, Subtopology, Topology
 
 __all__ = [
+    "Branched",
+    "BranchedKStream",
     "InternalTopic",
     "KGroupedStream",
     "KStream",

@@ -30,12 +30,24 @@ from __future__ import annotations
 import heapq
 import re
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import Any
 
 from streamlet.errors import TopologyError
 from streamlet.serdes import BytesSerde, LongSerde, Serde, SerdeLike, resolve_serde
+from streamlet.suppressed import Suppressed
+from streamlet.topology import joins, ktable
 from streamlet.topology import nodes as n
-from streamlet.topology.nodes import NodeSpec, ProcessorSpec, SinkSpec, SourceSpec, StoreSpec, validate_name
+from streamlet.topology.branch import BRANCH_NAME, BRANCHCHILD_NAME, MERGE_NAME, Branched, Splitter
+from streamlet.topology.nodes import (
+    NodeSpec,
+    ProcessorSpec,
+    SinkSpec,
+    SourceSpec,
+    StoreSpec,
+    ValueGetterSpec,
+    validate_name,
+)
 from streamlet.topology.pre_aggregation import PreAggregation, for_aggregate, for_count, for_reduce, preaggregate_name
 from streamlet.topology.topology import Topology
 from streamlet.typed_serdes import check_serde_fits, element_type, result_type, serde_for_type
@@ -56,6 +68,7 @@ FOREACH_NAME = "KSTREAM-FOREACH-"
 REDUCE_NAME = "KSTREAM-REDUCE-"
 AGGREGATE_NAME = "KSTREAM-AGGREGATE-"
 TOSTREAM_NAME = "KTABLE-TOSTREAM-"
+SUPPRESS_NAME = "KTABLE-SUPPRESS-"
 STATE_STORE_NAME = "STATE-STORE-"
 REPARTITION_TOPIC_SUFFIX = "-repartition"
 _GENERATED_NAME = re.compile(r"KSTREAM.*-[0-9]{10}")
@@ -136,6 +149,8 @@ class _InternalBuilder:
         self.store_names: set[str] = set()
         self.topic_to_source: dict[str, str] = {}
         self.state_stores: dict[str, StoreSpec] = {}  # declared with StreamsBuilder.add_store
+        self.join_repartitions: dict[_GraphNode, _GraphNode] = {}  # a stream's last join repartition
+        self.null_key_relaxed: set[_GraphNode] = set()  # left joins, which join null keys too
 
     def new_processor_name(self, prefix: str) -> str:
         name = f"{prefix}{self.index:010d}"
@@ -252,6 +267,23 @@ class StreamsBuilder:
         node = _GraphNode(source_name, lambda parents, topology: topology.add(spec))
         internal.add_graph_node(internal.root, node)
         return KStream(internal, node, ks, vs, repartition_required=False)
+
+    def table(
+        self,
+        topic: str,
+        key_serde: SerdeLike = None,
+        value_serde: SerdeLike = None,
+        store_name: str | None = None,
+        *,
+        name: str | None = None,
+    ) -> KTable:
+        """A KTable of `topic`'s latest value per key (Kafka's `builder.table(topic, Consumed, Materialized)`).
+
+        With `store_name` the table is materialized in a timestamped key-value store with a changelog
+        (`<application_id>-<store_name>-changelog`) behind the record cache; without one it is materialized
+        only if a join needs to read it. A null key is dropped, a null value deletes the key.
+        """
+        return _table(self._internal, topic, key_serde, value_serde, store_name, name)
 
     def build(self) -> Topology:
         """The Topology built so far (later DSL calls on this builder do not change it)."""
@@ -503,11 +535,13 @@ class KStream:
         *,
         stores: Iterable[str] = (),
         name: str | None = None,
-    ) -> None:
-        """A terminal user processor: `factory(context)` runs once per task and returns `fn(key, value)`.
+    ) -> KStream:
+        """A user processor: `factory(context)` runs once per task and returns `fn(key, value)`.
 
         `stores` are names given to `StreamsBuilder.add_store`; the processor reads them through
-        `context.get_state_store(name)`.
+        `context.get_state_store(name)`. The context (`streamlet.runtime.processor_context`) also
+        `forward()`s records to what follows on the returned stream and `schedule()`s punctuators. As in
+        Kafka Streams the result has no serdes and may have new keys (a later grouping repartitions).
         """
         _require_callable(factory, "process factory")
         builder = self._builder
@@ -516,7 +550,8 @@ class KStream:
         for store in store_names:
             if store not in declared:
                 raise TopologyError(f"process() uses store {store!r}, which was not declared with add_store()")
-        processor = builder.name_or_generate(name, PROCESSOR_NAME)
+        # a given name burns no counter value here (Kafka's process() takes `new NamedInternal(named).name()`)
+        processor = validate_name(name) if name is not None else builder.new_processor_name(PROCESSOR_NAME)
         builder.claim(processor)
 
         def write(parents: tuple[str, ...], topology: _Topology) -> None:
@@ -527,10 +562,133 @@ class KStream:
                 else:
                     topology.add_store(declared[store], processor)
 
-        builder.add_graph_node(self._node, _GraphNode(processor, write))
+        node = _GraphNode(processor, write)
+        builder.add_graph_node(self._node, node)
+        return KStream(builder, node, None, None, repartition_required=True)
+
+    def split(self, *, name: str | None = None) -> BranchedKStream:
+        """Route each record to the first branch whose predicate holds (Kafka's `split(Named)`); `name` is
+        the splitter's name and the prefix of its branches' names."""
+        return BranchedKStream(self, name)
+
+    def merge(self, other: KStream, *, name: str | None = None) -> KStream:
+        """The records of both streams, each as it arrives (Kafka's `merge`); the serdes are dropped."""
+        if not isinstance(other, KStream) or other._builder is not self._builder:
+            raise TopologyError(f"merge() takes a KStream of the same StreamsBuilder, got {other!r}")
+        builder = self._builder
+        merge_name = builder.name_or_generate(name, MERGE_NAME)
+        builder.claim(merge_name)
+
+        def write(parents: tuple[str, ...], topology: _Topology) -> None:
+            topology.add(ProcessorSpec(merge_name, parents, n.PASS_THROUGH))
+
+        node = _GraphNode(merge_name, write)
+        builder.add_graph_node(self._node, node)
+        builder.add_graph_node(other._node, node)
+        required = self._repartition_required or other._repartition_required
+        return KStream(builder, node, None, None, repartition_required=required)
+
+    def join(
+        self,
+        table: KTable,
+        joiner: Callable[[Any, Any], Any],
+        *,
+        key_serde: SerdeLike = None,
+        value_serde: SerdeLike = None,
+        name: str | None = None,
+    ) -> KStream:
+        """`joiner(value, table_value)` for each record whose key the table holds (Kafka's `join(KTable)`).
+
+        Records with a null key or value are dropped; the result keeps the record's key and timestamp. A
+        re-keyed stream is repartitioned first, with `key_serde` / `value_serde` (Kafka's `Joined`), default
+        the stream's. The stream's and the table's topics must have equal partition counts.
+        """
+        return _stream_table_join(
+            self, table, joiner, left=False, key_serde=key_serde, value_serde=value_serde, name=name
+        )
+
+    def left_join(
+        self,
+        table: KTable,
+        joiner: Callable[[Any, Any], Any],
+        *,
+        key_serde: SerdeLike = None,
+        value_serde: SerdeLike = None,
+        name: str | None = None,
+    ) -> KStream:
+        """`joiner(value, table_value or None)` for every record with a value (Kafka's `leftJoin(KTable)`).
+
+        Unlike `join`, a record with a null key is joined too (with None), as Kafka Streams 3.7+ does.
+        """
+        return _stream_table_join(
+            self, table, joiner, left=True, key_serde=key_serde, value_serde=value_serde, name=name
+        )
 
     def __repr__(self) -> str:
         return f"KStream({self._node.name})"
+
+
+class BranchedKStream:
+    """The branches of `KStream.split()`: add them with `branch()`, end with `default_branch()` or
+    `no_default_branch()`, which return the branches by name (Kafka's `BranchedKStream`)."""
+
+    __slots__ = ("_source", "_name", "_node", "_predicates", "_children", "_branches")
+
+    def __init__(self, source: KStream, name: str | None) -> None:
+        builder = source._builder
+        self._source = source
+        self._name = builder.name_or_generate(name, BRANCH_NAME)
+        builder.claim(self._name)
+        self._predicates: list[Callable[[Any, Any], Any]] = []
+        self._children: list[str] = []
+        self._branches: dict[str, KStream] = {}
+        splitter_name, predicates, children = self._name, self._predicates, self._children
+
+        def write(parents: tuple[str, ...], topology: _Topology) -> None:
+            splitter = Splitter(tuple(predicates), tuple(children))
+            topology.add(ProcessorSpec(splitter_name, parents, n.BRANCH, fn=splitter))
+
+        self._node = _GraphNode(splitter_name, write)
+        builder.add_graph_node(source._node, self._node)
+
+    def branch(self, predicate: Callable[[Any, Any], Any], branched: Branched | None = None) -> BranchedKStream:
+        """Records for which `predicate(key, value)` holds, and no earlier branch's did."""
+        _require_callable(predicate, "branch predicate")
+        self._predicates.append(predicate)
+        self._create(branched, len(self._predicates))
+        return self
+
+    def default_branch(self, branched: Branched | None = None) -> dict[str, KStream]:
+        """Records no branch took; returns every branch by name."""
+        self._create(branched, 0)
+        return dict(self._branches)
+
+    def no_default_branch(self) -> dict[str, KStream]:
+        """Records no branch took are dropped; returns every branch by name."""
+        return dict(self._branches)
+
+    def _create(self, branched: Branched | None, index: int) -> None:
+        branched = Branched() if branched is None else branched
+        if not isinstance(branched, Branched):
+            raise TopologyError(f"branches are described with Branched, got {branched!r}")
+        source = self._source
+        builder = source._builder
+        child = self._name + (str(index) if branched.name is None else branched.name)
+        self._children.append(child)
+        builder.new_processor_name(BRANCHCHILD_NAME)  # burnt, as Kafka does
+        node = _processor_node(builder, self._node, child, n.PASS_THROUGH)
+        stream = KStream(builder, node, source._key_serde, source._value_serde, source._repartition_required)
+        if branched.function is not None:
+            result = branched.function(stream)
+            if result is not None:
+                self._branches[child] = result
+        elif branched.consumer is not None:
+            branched.consumer(stream)
+        else:
+            self._branches[child] = stream
+
+    def __repr__(self) -> str:
+        return f"BranchedKStream({self._name})"
 
 
 class KGroupedStream:
@@ -681,7 +839,8 @@ class KGroupedStream:
         builder.add_graph_node(parent, node)
         # a windowed table's keys are Windowed (Kafka's FullTimeWindowedSerde over the grouping key serde)
         table_key_serde = self._key_serde if windows is None else TimeWindowedSerde(key_serde, windows.size_ms)
-        return KTable(builder, node, table_key_serde, store_value_serde, store)
+        grace = None if windows is None else windows.grace_ms
+        return KTable(builder, node, table_key_serde, store_value_serde, store, grace_ms=grace)
 
     def _check_pre_aggregation(self, processor: str) -> None:
         if not self._repartition_required:
@@ -722,7 +881,16 @@ class KGroupedStream:
 
             def write(parents: tuple[str, ...], topology: _Topology) -> None:
                 topology.internal_topics[topic] = None
-                topology.add(ProcessorSpec(filter_, parents, n.REPARTITION_FILTER))
+                # null keys pass where a left join downstream joins them (Kafka 3.7+, KIP-962)
+                relaxed = joins.null_key_relaxed_join_below(builder.null_key_relaxed, self._repartition_node)
+                topology.add(
+                    ProcessorSpec(
+                        filter_,
+                        parents,
+                        n.FILTER if relaxed else n.REPARTITION_FILTER,
+                        fn=joins.keep_all if relaxed else None,
+                    )
+                )
                 topology.add(SinkSpec(sink, (filter_,), topic, key_serde, topic_value_serde))
                 topology.add(SourceSpec(source, (), (topic,), key_serde, topic_value_serde))
 
@@ -799,9 +967,13 @@ class TimeWindowedKStream:
 
 
 class KTable:
-    """A changelog stream of per-key aggregates, backed by a state store."""
+    """A changelog stream: per-key aggregates, or a topic's latest values (`StreamsBuilder.table`).
 
-    __slots__ = ("_builder", "_node", "_key_serde", "_value_serde", "_store_name")
+    Tables of `table()` and of their `filter`/`filter_not`/`map_values` carry `_state` (see
+    `streamlet.topology.ktable`); an aggregation's table has none.
+    """
+
+    __slots__ = ("_builder", "_node", "_key_serde", "_value_serde", "_store_name", "_state", "_grace_ms")
 
     def __init__(
         self,
@@ -810,12 +982,17 @@ class KTable:
         key_serde: Serde | None,
         value_serde: Serde | None,
         store_name: str,
+        state: ktable.TableState | None = None,
+        *,
+        grace_ms: int | None = None,
     ) -> None:
         self._builder = builder
         self._node = node
         self._key_serde = key_serde
         self._value_serde = value_serde
         self._store_name = store_name
+        self._grace_ms = grace_ms  # a windowed table's grace period: when its windows close
+        self._state = state
 
     @property
     def store_name(self) -> str:
@@ -827,9 +1004,281 @@ class KTable:
 
     def to_stream(self, *, name: str | None = None) -> KStream:
         """The table's updates as a stream (emitted when the store's cache flushes, as in Kafka Streams)."""
-        node_name = self._builder.name_or_generate(name, TOSTREAM_NAME)
-        node = _processor_node(self._builder, self._node, node_name, n.TO_STREAM)
-        return KStream(self._builder, node, self._key_serde, self._value_serde, repartition_required=False)
+        return _to_stream(self, name)
+
+    def filter(
+        self,
+        predicate: Callable[[Any, Any], bool],
+        *,
+        name: str | None = None,
+        store_name: str | None = None,
+        value_serde: SerdeLike = None,
+    ) -> KTable:
+        """The rows for which `predicate(key, value)` holds; a row filtered out becomes a delete.
+
+        `store_name` materializes the result (Kafka's `Materialized.as`), with `value_serde` (default: this
+        table's); a materialized filter forwards no delete for a key it never held.
+        """
+        return _filter_table(self, predicate, False, name, store_name, value_serde)
+
+    def filter_not(
+        self,
+        predicate: Callable[[Any, Any], bool],
+        *,
+        name: str | None = None,
+        store_name: str | None = None,
+        value_serde: SerdeLike = None,
+    ) -> KTable:
+        """The rows for which `predicate(key, value)` does not hold; the others become deletes."""
+        return _filter_table(self, predicate, True, name, store_name, value_serde)
+
+    def map_values(
+        self,
+        mapper: Callable[[Any], Any],
+        *,
+        name: str | None = None,
+        store_name: str | None = None,
+        value_serde: SerdeLike = None,
+    ) -> KTable:
+        """`mapper(value)` per row (never called for a delete, which stays a delete).
+
+        `store_name` materializes the result, its values written with `value_serde` (default: the serde of
+        the mapper's annotated return type, else bytes).
+        """
+        return _map_values_table(self, mapper, name, store_name, value_serde)
+
+    def suppress(self, suppressed: Suppressed) -> KTable:
+        """Hold back updates until they are due (Kafka's `KTable#suppress`): see `streamlet.suppressed`.
+
+        The processor is `KTABLE-SUPPRESS-<n>` (or the `with_name` name) and its buffer the store
+        `KTABLE-SUPPRESS-STATE-STORE-<n>` (or `<name>-store`), change-logged; the result is a table of the
+        same keys and values, whose updates come out of the buffer.
+        """
+        if not isinstance(suppressed, Suppressed):
+            raise TopologyError(f"suppress() takes a Suppressed, got {suppressed!r}")
+        builder = self._builder
+        given = suppressed.name
+        if given is not None:
+            validate_name(given, "Suppress name")
+        name = given if given is not None else builder.new_processor_name(SUPPRESS_NAME)
+        if suppressed.window_close:
+            if self._grace_ms is None:
+                raise TopologyError(
+                    "until_window_closes() is only defined for windowed computations: suppress a table of "
+                    f"windowed_by(...) aggregates, not {self!r}"
+                )
+            suppressed = replace(suppressed, time_to_wait_ms=self._grace_ms)
+        store = given + "-store" if given is not None else builder.new_store_name(SUPPRESS_NAME)
+        builder.claim(name)
+        builder.claim_store(store)
+        store_spec = StoreSpec(store, _or_default(self._key_serde), _or_default(self._value_serde), buffer=True)
+
+        def write(parents: tuple[str, ...], topology: _Topology) -> None:
+            topology.add(ProcessorSpec(name, parents, n.SUPPRESS, stores=(store,), suppress=suppressed))
+            topology.add_store(store_spec, name)
+
+        node = _GraphNode(name, write)
+        builder.add_graph_node(self._node, node)
+        return KTable(builder, node, self._key_serde, self._value_serde, store, grace_ms=self._grace_ms)
 
     def __repr__(self) -> str:
         return f"KTable({self._node.name}, store={self._store_name})"
+
+
+# --- source KTables and KTable operations (streamlet.topology.ktable) and stream-table joins (joins) ---
+
+
+def _table(
+    internal: _InternalBuilder,
+    topic: str,
+    key_serde: SerdeLike,
+    value_serde: SerdeLike,
+    store_name: str | None,
+    name: str | None,
+) -> KTable:
+    """`StreamsBuilder#table(topic, Consumed, Materialized)`: a KSTREAM-SOURCE feeding a KTABLE-SOURCE
+    (see `streamlet.topology.ktable` for what is decided when)."""
+    if not isinstance(topic, str) or not topic:
+        raise TopologyError(f"table() needs a non-empty topic name, got {topic!r}")
+    ks = _serde(key_serde, "key_serde")
+    vs = _serde(value_serde, "value_serde")
+    if store_name is not None:
+        store = validate_name(store_name, "Store name")
+    else:
+        store = internal.new_store_name(topic + "-")  # MaterializedInternal names it even when not materialized
+    generated = internal.new_processor_name(SOURCE_NAME)  # NamedInternal#suffixWithOrElseGet burns it
+    source_name = generated if name is None else validate_name(validate_name(name) + ktable.TABLE_SOURCE_SUFFIX)
+    table_source_name = internal.name_or_generate(name, ktable.TABLE_SOURCE_NAME)
+    internal.claim(source_name, table_source_name)
+    internal.claim_topics(source_name, [topic])
+    if store_name is not None:
+        internal.claim_store(store)
+    source = ktable.TableSource(store, materialized=store_name is not None)
+    state = ktable.TableState(source, None, n.TABLE_SOURCE, None)
+    key_serde_, value_serde_ = _or_default(ks), _or_default(vs)
+
+    def write(parents: tuple[str, ...], topology: _Topology) -> None:
+        topology.add(SourceSpec(source_name, (), (topic,), key_serde_, value_serde_))
+        stores = (store,) if source.materialized else ()
+        topology.add(
+            ProcessorSpec(
+                table_source_name, (source_name,), n.TABLE_SOURCE, stores=stores, send_old_values=source.send_old_values
+            )
+        )
+        if source.materialized:
+            topology.add_store(StoreSpec(store, key_serde_, value_serde_, timestamped=True), table_source_name)
+
+    node = _GraphNode(table_source_name, write)
+    internal.add_graph_node(internal.root, node)
+    return KTable(internal, node, ks, vs, store, state)
+
+
+def _table_state(table: KTable, what: str) -> ktable.TableState:
+    state = table._state
+    if state is None:
+        raise TopologyError(f"{what} on the table of an aggregation ({table.store_name}) is not supported yet")
+    return state
+
+
+def _filter_table(
+    table: KTable,
+    predicate: Callable[[Any, Any], bool],
+    filter_not: bool,
+    name: str | None,
+    store_name: str | None,
+    value_serde: SerdeLike,
+) -> KTable:
+    """`KTable#filter` / `#filterNot`: a KTABLE-FILTER node, with its own store if `store_name` is given."""
+    _require_callable(predicate, "filter predicate")
+    parent = _table_state(table, "filter()")
+    internal = table._builder
+    vs = _first(_serde(value_serde, "value_serde"), table._value_serde)
+    store = _table_store_name(internal, store_name)
+    node_name = internal.name_or_generate(name, ktable.TABLE_FILTER_NAME)
+    op = n.TABLE_FILTER_NOT if filter_not else n.TABLE_FILTER
+    state = ktable.TableState(parent.source, parent, op, predicate, store)
+    # KTableFilter's constructor: old values if the parent can give them without materializing
+    state.send_old_values = parent.enable_sending_old_values(False)
+    node = _table_node(internal, table._node, node_name, state, table._key_serde, vs)
+    return KTable(internal, node, table._key_serde, vs, store or table.store_name, state)
+
+
+def _map_values_table(
+    table: KTable, mapper: Callable[[Any], Any], name: str | None, store_name: str | None, value_serde: SerdeLike
+) -> KTable:
+    """`KTable#mapValues`: a KTABLE-MAPVALUES node (a null value stays null), with its own store if asked."""
+    _require_callable(mapper, "map_values mapper")
+    parent = _table_state(table, "map_values()")
+    internal = table._builder
+    vs = _first(_serde(value_serde, "value_serde"), _typed(mapper, None))
+    store = _table_store_name(internal, store_name)
+    node_name = internal.name_or_generate(name, ktable.TABLE_MAPVALUES_NAME)
+    state = ktable.TableState(parent.source, parent, n.TABLE_MAP_VALUES, mapper, store)
+    node = _table_node(internal, table._node, node_name, state, table._key_serde, vs)
+    return KTable(internal, node, table._key_serde, vs, store or table.store_name, state)
+
+
+def _table_store_name(internal: _InternalBuilder, store_name: str | None) -> str | None:
+    if store_name is None:
+        return None
+    validate_name(store_name, "Store name")
+    internal.claim_store(store_name)
+    return store_name
+
+
+def _table_node(
+    internal: _InternalBuilder,
+    parent: _GraphNode,
+    name: str,
+    state: ktable.TableState,
+    key_serde: Serde | None,
+    value_serde: Serde | None,
+) -> _GraphNode:
+    internal.claim(name)
+    store = state.store
+
+    def write(parents: tuple[str, ...], topology: _Topology) -> None:
+        stores = () if store is None else (store,)
+        spec = ProcessorSpec(name, parents, state.op, stores=stores, fn=state.fn, send_old_values=state.send_old_values)
+        topology.add(spec)
+        if store is not None:
+            store_spec = StoreSpec(store, _or_default(key_serde), _or_default(value_serde), timestamped=True)
+            topology.add_store(store_spec, name)
+
+    node = _GraphNode(name, write)
+    internal.add_graph_node(parent, node)
+    return node
+
+
+def _to_stream(table: KTable, name: str | None) -> KStream:
+    """`KTable#toStream`: each update's new value (null for a delete), with the update's timestamp."""
+    internal = table._builder
+    node_name = internal.name_or_generate(name, TOSTREAM_NAME)
+    op = n.TO_STREAM if table._state is None else n.TABLE_TO_STREAM
+    node = _processor_node(internal, table._node, node_name, op)
+    return KStream(internal, node, table._key_serde, table._value_serde, repartition_required=False)
+
+
+def _stream_table_join(
+    stream: KStream,
+    table: KTable,
+    joiner: Callable[[Any, Any], Any],
+    *,
+    left: bool,
+    key_serde: SerdeLike,
+    value_serde: SerdeLike,
+    name: str | None,
+) -> KStream:
+    """`joiner(stream_value, table_value)` per stream record whose key the table has (or, `left`, always)."""
+    if not isinstance(table, KTable):
+        raise TopologyError(f"join() takes a KTable, got {table!r}")
+    if table._builder is not stream._builder:
+        raise TopologyError("join(): the stream and the table come from different StreamsBuilders")
+    _require_callable(joiner, "joiner")
+    if isinstance(table._key_serde, TimeWindowedSerde):
+        raise TopologyError(f"a windowed table ({table.store_name}) cannot be joined with a stream")
+    if name is not None:
+        validate_name(name)
+    ks = _serde(key_serde, "key_serde")
+    vs = _serde(value_serde, "value_serde")
+    internal = stream._builder
+    parent = stream._node
+    if stream._repartition_required:
+        parent = _repartition_for_join(stream, name if name is not None else stream.node_name, ks, vs)
+    # an aggregation's table is read from its store as it is (Kafka's KStreamAggregate#view)
+    getter = ValueGetterSpec(table.store_name) if table._state is None else table._state.value_getter()
+    join_name = internal.name_or_generate(name, joins.LEFTJOIN_NAME if left else joins.JOIN_NAME)
+    internal.claim(join_name)
+    op = n.STREAM_TABLE_LEFT_JOIN if left else n.STREAM_TABLE_JOIN
+
+    def write(parents: tuple[str, ...], topology: _Topology) -> None:
+        if getter.store not in topology.stores:
+            raise TopologyError(f"join {join_name}: the table's store {getter.store} is not in the topology")
+        if topology.stores[getter.store].windows is not None:
+            raise TopologyError(f"join {join_name}: a windowed table ({getter.store}) cannot be joined with a stream")
+        topology.add(ProcessorSpec(join_name, parents, op, stores=(getter.store,), fn=joiner, value_getter=getter))
+        topology.store_users[getter.store].append(join_name)
+
+    node = _GraphNode(join_name, write)
+    internal.add_graph_node(parent, node)
+    if left:
+        internal.null_key_relaxed.add(node)  # Kafka's GraphNode.Label.NULL_KEY_RELAXED_JOIN
+    # the joined values have no serde (Kafka: "do not have serde for joined result")
+    return KStream(internal, node, _first(ks, stream._key_serde), None, repartition_required=False)
+
+
+def _repartition_for_join(stream: KStream, prefix: str, key_serde: Any, value_serde: Any) -> _GraphNode:
+    """`repartitionForJoin`: the names are always generated (three counter values). Like Kafka's KStreamImpl,
+    a stream keeps the repartition of its last join and reuses it for an unnamed join (whose prefix is the
+    stream's own name)."""
+    internal = stream._builder
+    cached = internal.join_repartitions.get(stream._node)
+    if cached is not None and prefix == stream.node_name:
+        for generated in (SINK_NAME, FILTER_NAME, SOURCE_NAME):
+            internal.new_processor_name(generated)
+        return cached
+    ks = _first(key_serde, stream._key_serde)
+    vs = _first(value_serde, stream._value_serde)
+    node = KGroupedStream(internal, stream._node, ks, vs, True, None)._repartition(prefix)
+    internal.join_repartitions[stream._node] = node
+    return node

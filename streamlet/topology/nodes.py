@@ -13,6 +13,7 @@ from typing import Any
 
 from streamlet.errors import TopologyError
 from streamlet.serdes import Serde
+from streamlet.suppressed import Suppressed
 from streamlet.windows import TimeWindows
 
 MAX_NAME_LENGTH = 249
@@ -73,8 +74,40 @@ AGGREGATE = "aggregate"
 TO_STREAM = "to_stream"
 PROCESS = "process"  # a user processor: fn(context) -> (key, value) -> None, per task
 PREAGGREGATE = "preaggregate"  # fn is a PreAggregation.fold (streamlet.topology.pre_aggregation)
+SUPPRESS = "suppress"  # KTable.suppress(): holds updates in a suppression buffer (the node's one store)
+BRANCH = "branch"  # split(): fn(key, value) names the child to forward to (streamlet.topology.branch.Splitter)
+PASS_THROUGH = "pass_through"  # a split's branch, merge()
+# KTable operations (streamlet.runtime.ktable_processors): they forward Change(new, old) values
+TABLE_SOURCE = "table_source"
+TABLE_FILTER = "table_filter"
+TABLE_FILTER_NOT = "table_filter_not"
+TABLE_MAP_VALUES = "table_map_values"
+TABLE_TO_STREAM = "table_to_stream"
+STREAM_TABLE_JOIN = "stream_table_join"
+STREAM_TABLE_LEFT_JOIN = "stream_table_left_join"
 
 AGGREGATING_OPS = frozenset({COUNT, REDUCE, AGGREGATE})
+TABLE_OPS = frozenset(
+    {
+        TABLE_SOURCE,
+        TABLE_FILTER,
+        TABLE_FILTER_NOT,
+        TABLE_MAP_VALUES,
+        TABLE_TO_STREAM,
+        STREAM_TABLE_JOIN,
+        STREAM_TABLE_LEFT_JOIN,
+    }
+)
+
+
+@dataclass(frozen=True)
+class ValueGetterSpec:
+    """How a KTable's current value for a key is read (Kafka's `KTableValueGetterSupplier` chain): its
+    nearest materialized store, then the table filters / mapValues between that store and the table, as
+    `(op, fn)` steps applied in order."""
+
+    store: str
+    steps: tuple[tuple[str, Callable[..., Any]], ...] = ()
 
 
 @dataclass(frozen=True, eq=False)
@@ -84,6 +117,9 @@ class ProcessorSpec(NodeSpec):
     fn: Callable[..., Any] | None = None
     initializer: Callable[[], Any] | None = None  # aggregate only
     windows: TimeWindows | None = None  # a windowed count/reduce/aggregate
+    suppress: Suppressed | None = None  # a suppress node, its wait resolved
+    send_old_values: bool = False  # a KTable operation forwards Change(new, old), not Change(new, None)
+    value_getter: ValueGetterSpec | None = None  # a stream-table join: how the table is read
 
 
 @dataclass(frozen=True, eq=False)
@@ -102,3 +138,4 @@ class StoreSpec:
     logged: bool = True
     timestamped: bool = False
     windows: TimeWindows | None = None  # a window store: keys are WindowKeySchema store keys
+    buffer: bool = False  # a suppression buffer (in memory, time-ordered): see streamlet.state.time_ordered_buffer

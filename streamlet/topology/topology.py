@@ -230,6 +230,30 @@ class Topology:
         """Store name -> raw changelog topic, for every logged store."""
         return {store: topic for sub in self._subtopologies for store, topic in sub.changelog_topics().items()}
 
+    def copartition_groups(self) -> list[tuple[str, ...]]:
+        """Raw topics that must have equal partition counts: a stream-table join's stream and table sources
+        (Kafka's copartition groups; a repartition topic among them is sized like the others)."""
+        groups: list[tuple[str, ...]] = []
+        for spec in self._nodes:
+            if isinstance(spec, ProcessorSpec) and spec.value_getter is not None:
+                table_source = self._store_users[spec.value_getter.store][0]
+                topics = self._upstream_topics(spec.name) + self._upstream_topics(table_source)
+                groups.append(tuple(dict.fromkeys(topics)))
+        return groups
+
+    def _upstream_topics(self, name: str) -> tuple[str, ...]:
+        topics: list[str] = []
+        pending, seen = [name], set()
+        while pending:
+            spec = self._by_name[pending.pop()]
+            if spec.name in seen:
+                continue
+            seen.add(spec.name)
+            if isinstance(spec, SourceSpec):
+                topics.extend(spec.topics)
+            pending.extend(spec.predecessors)
+        return tuple(topics)
+
     def stateful_subtopologies(self) -> frozenset[int]:
         """Ids of sub-topologies with logged stores: their tasks are the stateful tasks."""
         return frozenset(sub.id for sub in self._subtopologies if sub.stateful)
@@ -251,6 +275,8 @@ class Topology:
         count of the sub-topology owning its store. Names are raw.
         """
         resolver = None if partition_counts is None else _PartitionCounts(self, partition_counts)
+        if resolver is not None:
+            resolver.check_copartitioning()
         result: list[InternalTopic] = []
         for raw in self._internal_order:
             partitions = None if resolver is None else resolver.repartition(raw)
@@ -279,6 +305,25 @@ class _PartitionCounts:
                 self._writers.setdefault(topic, []).append(sub.id)
         self._repartition_cache: dict[str, int] = {}
         self._resolving: set[str] = set()
+        self._copartitioned: dict[str, tuple[str, ...]] = {}  # repartition topic -> external topics it joins
+        self._groups = topology.copartition_groups()
+        for group in self._groups:
+            external = tuple(t for t in group if not topology.is_internal_topic(t))
+            if external:
+                for topic in group:
+                    if topology.is_internal_topic(topic):
+                        self._copartitioned[topic] = external
+
+    def check_copartitioning(self) -> None:
+        """Kafka's `CopartitionedTopicsEnforcer`: the user topics of each join must agree on partitions."""
+        for group in self._groups:
+            counts = {t: self.topic(t) for t in group if not self._topology.is_internal_topic(t)}
+            if len(set(counts.values())) > 1:
+                listed = ", ".join(f"{t} ({c} partitions)" for t, c in counts.items())
+                raise TopologyError(
+                    f"Invalid topology: topics not co-partitioned: {listed}; a join reads its inputs partition by "
+                    "partition, so give them the same number of partitions"
+                )
 
     def topic(self, raw: str) -> int:
         if self._topology.is_internal_topic(raw):
@@ -293,6 +338,11 @@ class _PartitionCounts:
         cached = self._repartition_cache.get(raw)
         if cached is not None:
             return cached
+        external = self._copartitioned.get(raw)
+        if external is not None:  # sized like the user topics it is joined with
+            count = max(self.topic(t) for t in external)
+            self._repartition_cache[raw] = count
+            return count
         writers = self._writers.get(raw)
         if not writers:
             given = self._counts.get(raw)

@@ -15,6 +15,17 @@ A program is a JSON list of ops, each reading the variable `in` and defining the
     {"op": "toStream"}
     {"op": "windowedBy", "in": <grouped>, "size": ms, "grace": null | ms, "advance": null | ms}
     (then count/reduce/aggregate on it give a windowed table; `to` a windowed stream with "wsize": size)
+    {"op": "suppress", "in": <table>, "until": "window_close" | "time_limit", "wait": ms (time_limit),
+     "buffer": "unbounded" | "max_records" | "max_bytes", "limit": n, "when_full": null | "emit" | "shut_down"}
+    {"op": "process", "in": <stream>, "interval": ms, "ptype": "stream" | "wall", "cancel_after": null | n}
+    (the "counting" processor: forwards each record, and every interval forwards ("punct", <records seen>))
+    {"op": "table", "id": "t", "topic": "tin1", "store": null | "name"}     (string keys and values)
+    {"op": "filter" | "filterNot" | "mapValues", "in": <table>, ..., "store": null | "name", "vtype": ...}
+                                  (the KTable operations; with a store, materialized with values of "vtype")
+    {"op": "join" | "leftJoin", "in": <stream>, "table": <table>, "fn": "pair", "vtype": <stream's value type>}
+    {"op": "split", "in": <stream>, "name": <prefix>, "branches": [{"fn": <predicate>, "name": null | "b"}, ...],
+     "default": null | {"name": null | "d"}, "ids": [<one per branch, then the default branch>]}
+    {"op": "merge", "in": <stream>, "other": <stream>, "id": ...}
 
 Any op may have a processor `name` (Kafka's `Named`/`Grouped`/`Consumed`/`Produced` names). Keys are
 strings (or null); values are strings or longs, and every serde is explicit on both sides, so output bytes
@@ -27,9 +38,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from streamlet.runtime.punctuation import Cancellable, PunctuationType
 from streamlet.serdes import StringSerde
+from streamlet.suppressed import BufferConfig, Suppressed
 from streamlet.timestamps import ConsumedRecord
-from streamlet.topology import KGroupedStream, KStream, KTable, StreamsBuilder, TimeWindowedKStream
+from streamlet.topology import Branched, KGroupedStream, KStream, KTable, StreamsBuilder, TimeWindowedKStream
 from streamlet.windows import TimeWindowedSerde, TimeWindows
 
 
@@ -76,6 +89,7 @@ REDUCERS: dict[str, Callable[[Any, Any], Any]] = {
     "max": lambda agg, v: agg if v is None or agg >= v else v,
     "sum": lambda agg, v: agg if v is None else agg + v,
 }
+JOINERS: dict[str, Callable[[Any, Any], Any]] = {"pair": lambda v, tv: _java_str(v) + "|" + _java_str(tv)}
 INITIALIZERS: dict[str, Callable[[], Any]] = {"append": lambda: "", "len_sum": lambda: 0, "sum": lambda: 0}
 AGGREGATORS: dict[str, Callable[[Any, Any, Any], Any]] = {
     "append": lambda k, v, agg: agg + _java_str(v),
@@ -106,6 +120,50 @@ def payload_timestamp(record: ConsumedRecord, partition_time: int) -> int:
 EXTRACTORS = {"payload": payload_timestamp}
 
 
+def counting_processor(interval: int, ptype: str, cancel_after: int | None) -> Callable[[Any], Any]:
+    """The "counting" processor (Java twin: Programs.CountingProcessor)."""
+    punctuation_type = PunctuationType.WALL_CLOCK_TIME if ptype == "wall" else PunctuationType.STREAM_TIME
+
+    def factory(context: Any) -> Callable[[Any, Any], None]:
+        state = {"count": 0, "fired": 0}
+        schedule: list[Cancellable] = []
+
+        def punctuate(timestamp: int) -> None:
+            state["fired"] += 1
+            context.forward("punct", str(state["count"]), timestamp=timestamp)
+            if cancel_after and state["fired"] >= cancel_after:
+                schedule[0].cancel()
+
+        schedule.append(context.schedule(interval, punctuation_type, punctuate))
+
+        def process(key: Any, value: Any) -> None:
+            state["count"] += 1
+            context.forward(key, value)
+
+        return process
+
+    return factory
+
+
+def suppressed(op: dict[str, Any]) -> Suppressed:
+    buffer = op.get("buffer", "unbounded")
+    if buffer == "unbounded":
+        config = BufferConfig.unbounded()
+    elif buffer == "max_records":
+        config = BufferConfig.max_records(op["limit"])
+    else:
+        config = BufferConfig.max_bytes(op["limit"])
+    if op.get("when_full") == "shut_down":
+        config = config.shut_down_when_full()
+    elif op.get("when_full") == "emit":
+        config = config.emit_early_when_full()
+    if op["until"] == "window_close":
+        result = Suppressed.until_window_closes(config)
+    else:
+        result = Suppressed.until_time_limit(op["wait"], config)
+    return result if op.get("name") is None else result.with_name(op["name"])
+
+
 def serde(vtype: str) -> str:
     return "int64" if vtype == "long" else "str"
 
@@ -124,6 +182,10 @@ def build(program: list[dict[str, Any]]) -> StreamsBuilder:
         result: KStream | KGroupedStream | TimeWindowedKStream | KTable | None = None
         if kind == "stream":
             result = builder.stream(op["topics"], key_serde="str", value_serde="str", **kw)
+        elif kind in ("filter", "filterNot", "mapValues") and op.get("store") is not None:  # materialized KTable op
+            table_op = {"filter": source.filter, "filterNot": source.filter_not, "mapValues": source.map_values}[kind]
+            function = VALUE_MAPPERS[fn] if kind == "mapValues" else PREDICATES[fn]
+            result = table_op(function, store_name=op["store"], value_serde=serde(vtype), **kw)
         elif kind == "filter":
             result = source.filter(PREDICATES[fn], **kw)
         elif kind == "filterNot":
@@ -163,8 +225,34 @@ def build(program: list[dict[str, Any]]) -> StreamsBuilder:
             result = source.aggregate(
                 INITIALIZERS[fn], AGGREGATORS[fn], op.get("store"), value_serde=serde(vtype), **kw
             )
+        elif kind == "table":
+            result = builder.table(op["topic"], key_serde="str", value_serde="str", store_name=op.get("store"), **kw)
+        elif kind in ("join", "leftJoin"):
+            join = source.join if kind == "join" else source.left_join
+            result = join(env[op["table"]], JOINERS[fn], key_serde="str", value_serde=serde(vtype), **kw)
+        elif kind == "split":
+            split = source.split(name=op["name"])
+            for branch in op["branches"]:
+                split.branch(PREDICATES[branch["fn"]], None if branch["name"] is None else Branched.as_(branch["name"]))
+            default = op.get("default")
+            if default is None:
+                branches = split.no_default_branch()
+            else:
+                branches = split.default_branch(None if default["name"] is None else Branched.as_(default["name"]))
+            suffixes = [str(i + 1) if b["name"] is None else b["name"] for i, b in enumerate(op["branches"])]
+            if default is not None:
+                suffixes.append("0" if default["name"] is None else default["name"])
+            for var, suffix in zip(op["ids"], suffixes, strict=True):
+                env[var] = branches[op["name"] + suffix]
+        elif kind == "merge":
+            result = source.merge(env[op["other"]], **kw)
         elif kind == "toStream":
             result = source.to_stream(**kw)
+        elif kind == "suppress":
+            result = source.suppress(suppressed(op))
+        elif kind == "process":
+            factory = counting_processor(op["interval"], op["ptype"], op.get("cancel_after"))
+            result = source.process(factory, **kw)
         else:
             raise ValueError(f"unknown op {kind!r}")
         if "id" in op:

@@ -113,6 +113,13 @@ def programs(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str]]:
                 ttype = op["vtype"] = dsl_spec.RESULT_TYPE.get(op["fn"], "long")
             program.append(op)
             tables.append((t, ttype, size))
+            if draw(st.integers(0, 2)) == 0:  # suppress it, and write out what leaves the buffer
+                f, _, _ = suppressed = draw(suppression(program, (t, ttype, size), var("f"), maybe_name("sup")))
+                tables.append(suppressed)
+                counter["out"] += 1
+                v = var("s")
+                program.append({"op": "toStream", "in": f, "id": v})
+                program.append({"op": "to", "in": v, "topic": f"out{counter['out']}", "vtype": ttype, "wsize": size})
         elif tables and roll < 46:
             t, ttype, size = draw(st.sampled_from(tables))
             v = var("s")
@@ -124,7 +131,7 @@ def programs(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str]]:
             if size is None:  # Windowed keys are only written out
                 choices.append("groupByKey")
                 if stype == "string":
-                    choices += ["flatMapValues", "selectKey", "map", "flatMap", "groupBy", "groupBy"]
+                    choices += ["flatMapValues", "selectKey", "map", "flatMap", "groupBy", "groupBy", "process"]
             kind = draw(st.sampled_from(choices))
             name = maybe_name(kind[:3])
             if kind in ("filter", "filterNot"):
@@ -143,6 +150,13 @@ def programs(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str]]:
                 fn = {"flatMapValues": "words", "map": "swap", "flatMap": "words_as_keys"}.get(kind)
                 program.append({"op": kind, "in": s, "id": v, "fn": fn, "name": name})
                 streams.append((v, stype, size if kind == "peek" else None))
+            elif kind == "process":  # the counting processor: its punctuations forward strings
+                v = var("s")
+                op = {"op": kind, "in": s, "id": v, "name": name, "interval": draw(st.sampled_from([5, 10, 50, 300]))}
+                op["ptype"] = draw(st.sampled_from(["stream", "stream", "wall"]))
+                op["cancel_after"] = draw(st.sampled_from([None, None, 1, 3]))
+                program.append(op)
+                streams.append((v, stype, None))
             elif kind == "selectKey":
                 v = var("s")
                 fn = draw(st.sampled_from(["value", "first", "const"]))
@@ -167,6 +181,29 @@ def programs(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str]]:
                 program.append(op)
                 grouped.append((g, stype, None))
     return program, inputs
+
+
+@st.composite
+def suppression(
+    draw: st.DrawFn, program: list[dict[str, Any]], table: tuple[str, str, int | None], var: str, name: str | None
+) -> tuple[str, str, int | None]:
+    """Append a suppress of `table` to `program`; return the suppressed table. Emit-final (windowed tables
+    only) gets the strict unbounded buffer (a strict bounded one that fills up fails both sides alike); a time
+    limit gets any buffer, bounded ones emitting early."""
+    t, ttype, size = table
+    op: dict[str, Any] = {"op": "suppress", "in": t, "id": var, "name": name}
+    if size is not None and draw(st.booleans()):
+        op["until"] = "window_close"
+    else:
+        op["until"] = "time_limit"
+        op["wait"] = draw(st.sampled_from([0, 5, 30, 100]))
+        op["buffer"] = draw(st.sampled_from(["unbounded", "max_records", "max_bytes"]))
+        if op["buffer"] == "max_records":
+            op["limit"] = draw(st.integers(1, 3))
+        elif op["buffer"] == "max_bytes":
+            op["limit"] = draw(st.integers(50, 250))
+    program.append(op)
+    return var, ttype, size
 
 
 @st.composite

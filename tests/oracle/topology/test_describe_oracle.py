@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from streamlet.topology import StreamsBuilder
+from streamlet.topology import Branched, StreamsBuilder
 from streamlet.windows import TimeWindows
+from tests.oracle.topology.table_programs import TablePrograms
 
 pytestmark = pytest.mark.oracle
 
@@ -39,6 +40,7 @@ def _classpath() -> str | None:
 
 def _program(rng: random.Random) -> tuple[list[str], list[str]]:
     """Equivalent Java and Python DSL statements for one random topology."""
+    table_ops = TablePrograms()
     java: list[str] = []
     py: list[str] = []
     streams: list[str] = []
@@ -74,6 +76,8 @@ def _program(rng: random.Random) -> tuple[list[str], list[str]]:
         roll = rng.random()
         if roll < 0.08:
             new_stream()
+        elif rng.random() < 0.25:  # tables and joins: tests/oracle/topology/table_programs.py
+            table_ops.step(rng, java, py, streams, tables, topic, maybe_name)
         elif grouped and roll < 0.25:
             g, var = rng.choice(grouped), f"k{len(tables)}"
             if rng.random() < 0.5:  # a windowed aggregation: windowedBy names nothing, the aggregation as usual
@@ -187,7 +191,7 @@ def _program(rng: random.Random) -> tuple[list[str], list[str]]:
 
 
 def _python_describe(statements: list[str]) -> str:
-    namespace: dict[str, object] = {"b": StreamsBuilder(), "TimeWindows": TimeWindows}
+    namespace: dict[str, object] = {"b": StreamsBuilder(), "TimeWindows": TimeWindows, "Branched": Branched}
     with contextlib.redirect_stdout(io.StringIO()):
         for statement in statements:
             exec(statement, namespace)  # noqa: S102 - generated test code

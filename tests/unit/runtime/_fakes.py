@@ -30,16 +30,38 @@ class FakeKafka:
         # watermark), not readable (a read_committed consumer stops at the last stable offset before them)
         self.open_transaction_records: dict[TopicPartition, int] = {}
         self.dead_letters: list[tuple[bytes | None, bytes | None, list[tuple[str, bytes]]]] = []
+        self.headers: dict[tuple[TopicPartition, int], list[tuple[str, bytes]]] = {}  # of the few records with any
 
-    def append(self, tp: TopicPartition, key: bytes | None, value: bytes | None, timestamp: int = 0) -> int:
+    def append(
+        self,
+        tp: TopicPartition,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp: int = 0,
+        headers: Sequence[tuple[str, bytes]] = (),
+    ) -> int:
         log = self.logs.setdefault(tp, [])
         log.append((key, value, timestamp))
+        if headers:
+            self.headers[(tp, len(log) - 1)] = list(headers)
         return len(log) - 1
 
     def records(self, tp: TopicPartition, start: int = 0, end: int | None = None) -> list[ConsumerRecord[Any, Any]]:
         log = self.logs.get(tp, [])[start:end]
         return [
-            ConsumerRecord(tp.topic, tp.partition, start + i, ts, 0, k, v, None, len(k or b""), len(v or b""), [])
+            ConsumerRecord(
+                tp.topic,
+                tp.partition,
+                start + i,
+                ts,
+                0,
+                k,
+                v,
+                None,
+                len(k or b""),
+                len(v or b""),
+                self.headers.get((tp, start + i), []),
+            )
             for i, (k, v, ts) in enumerate(log)
         ]
 
@@ -152,9 +174,18 @@ def commit_failed() -> CommitFailedError:
 class _FakeBatch:
     def __init__(self) -> None:
         self.records: list[tuple[bytes | None, bytes | None, int | None]] = []
+        self.headers: list[Sequence[tuple[str, bytes]]] = []
 
-    def append(self, *, key: bytes | None, value: bytes | None, timestamp: int | None) -> object:
+    def append(
+        self,
+        *,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp: int | None,
+        headers: Sequence[tuple[str, bytes]] = (),
+    ) -> object:
         self.records.append((key, value, timestamp))
+        self.headers.append(headers)
         return object()
 
     def record_count(self) -> int:
@@ -174,7 +205,9 @@ class FakeProducer:
     def __init__(self, kafka: FakeKafka, transactional_id: str | None = None) -> None:
         self.kafka = kafka
         self.transactional_id = transactional_id
-        self._pending: list[tuple[TopicPartition, bytes | None, bytes | None, int]] | None = None
+        self._pending: (
+            list[tuple[TopicPartition, bytes | None, bytes | None, int, Sequence[tuple[str, bytes]]]] | None
+        ) = None
         self._pending_offsets: dict[TopicPartition, int] = {}
         self.commit_error: Exception | None = None
         self.send_error: Exception | None = None  # raised by send_batch, as aiokafka does once fenced
@@ -199,8 +232,8 @@ class FakeProducer:
         offsets, self._pending_offsets = self._pending_offsets, {}
         if self.commit_error is not None:
             raise self.commit_error
-        for tp, key, value, timestamp in pending:
-            self.kafka.append(tp, key, value, timestamp)
+        for tp, key, value, timestamp, headers in pending:
+            self.kafka.append(tp, key, value, timestamp, headers)
         self.kafka.committed.update(offsets)
         self.kafka.events.append("commit txn")
 
@@ -226,13 +259,13 @@ class FakeProducer:
             raise self.send_error
         tp = TopicPartition(topic, partition)
         base = -1
-        for key, value, timestamp in batch.records:
+        for (key, value, timestamp), headers in zip(batch.records, batch.headers, strict=True):
             if self._pending is not None:
-                self._pending.append((tp, key, value, timestamp or 0))
+                self._pending.append((tp, key, value, timestamp or 0, headers))
                 offset = self.kafka.end_offset(tp) + len(self._pending) - 1  # where it will land
             else:
                 assert self.transactional_id is None, "a transactional producer sends only in a transaction"
-                offset = self.kafka.append(tp, key, value, timestamp or 0)
+                offset = self.kafka.append(tp, key, value, timestamp or 0, headers)
             base = offset if base < 0 else base
         self.kafka.events.append(f"produce {topic}-{partition} x{len(batch.records)}")
         future: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()

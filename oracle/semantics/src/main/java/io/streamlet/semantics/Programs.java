@@ -20,9 +20,16 @@ import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindowedKStream;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
+import org.apache.kafka.streams.processor.Cancellable;
+import org.apache.kafka.streams.processor.PunctuationType;
+import org.apache.kafka.streams.processor.api.Processor;
+import org.apache.kafka.streams.processor.api.ProcessorContext;
+import org.apache.kafka.streams.processor.api.ProcessorSupplier;
+import org.apache.kafka.streams.processor.api.Record;
 import org.apache.kafka.streams.state.KeyValueStore;
 
 /**
@@ -120,6 +127,65 @@ final class Programs {
         }
     }
 
+    /**
+     * The "counting" processor: forwards every record and counts them; every "interval" ms of stream or
+     * wall-clock time ("ptype") it forwards ("punct", count) with the punctuation time, and cancels its
+     * schedule after "cancel_after" punctuations (if given).
+     */
+    static final class CountingProcessor implements Processor<Object, Object, Object, Object> {
+        private final long interval;
+        private final PunctuationType type;
+        private final long cancelAfter;
+        private ProcessorContext<Object, Object> context;
+        private Cancellable schedule;
+        private long count;
+        private long fired;
+
+        CountingProcessor(final long interval, final PunctuationType type, final long cancelAfter) {
+            this.interval = interval;
+            this.type = type;
+            this.cancelAfter = cancelAfter;
+        }
+
+        @Override
+        public void init(final ProcessorContext<Object, Object> context) {
+            this.context = context;
+            schedule = context.schedule(Duration.ofMillis(interval), type, timestamp -> {
+                fired++;
+                context.forward(new Record<>("punct", String.valueOf(count), timestamp));
+                if (cancelAfter > 0 && fired >= cancelAfter) {
+                    schedule.cancel();
+                }
+            });
+        }
+
+        @Override
+        public void process(final Record<Object, Object> record) {
+            count++;
+            context.forward(record);
+        }
+    }
+
+    static Suppressed suppressed(final JsonNode op) {
+        final String buffer = op.path("buffer").asText("unbounded");
+        Suppressed.BufferConfig config;
+        switch (buffer) {
+            case "unbounded": config = Suppressed.BufferConfig.unbounded(); break;
+            case "max_records": config = Suppressed.BufferConfig.maxRecords(op.get("limit").asLong()); break;
+            case "max_bytes": config = Suppressed.BufferConfig.maxBytes(op.get("limit").asLong()); break;
+            default: throw new IllegalArgumentException("unknown buffer " + buffer);
+        }
+        if ("shut_down".equals(op.path("when_full").asText(null))) {
+            config = config.shutDownWhenFull();
+        } else if ("emit".equals(op.path("when_full").asText(null))) {
+            config = config.emitEarlyWhenFull();
+        }
+        final Suppressed result = "window_close".equals(op.get("until").asText())
+            ? Suppressed.untilWindowCloses((Suppressed.StrictBufferConfig) config)
+            : Suppressed.untilTimeLimit(Duration.ofMillis(op.get("wait").asLong()), config);
+        return op.hasNonNull("name") ? result.withName(op.get("name").asText()) : result;
+    }
+
     static Named named(final JsonNode op) {
         return op.hasNonNull("name") ? Named.as(op.get("name").asText()) : null;
     }
@@ -140,6 +206,14 @@ final class Programs {
             final String fn = op.path("fn").asText(null);
             final String vtype = op.path("vtype").asText("string");
             Object result = null;
+            if (TablePrograms.handles(kind, in)) {  // tables and joins: TablePrograms.java
+                vars.put(op.get("id").asText(), TablePrograms.apply(builder, op, in, vars));
+                continue;
+            }
+            if (BranchPrograms.handles(kind)) {  // split and merge: BranchPrograms.java
+                BranchPrograms.apply(op, in, vars);
+                continue;
+            }
             switch (kind) {
                 case "stream": {
                     final List<String> topics = new ArrayList<>();
@@ -289,6 +363,20 @@ final class Programs {
                     final Materialized m = materialized(op, vtype);
                     result = named == null ? g.aggregate(() -> init(fn), (k, v, a) -> aggregate(fn, k, v, a), m)
                         : g.aggregate(() -> init(fn), (k, v, a) -> aggregate(fn, k, v, a), named, m);
+                    break;
+                }
+                case "suppress": {
+                    result = ((KTable) in).suppress(suppressed(op));
+                    break;
+                }
+                case "process": {
+                    final long interval = op.get("interval").asLong();
+                    final PunctuationType type = "wall".equals(op.get("ptype").asText())
+                        ? PunctuationType.WALL_CLOCK_TIME : PunctuationType.STREAM_TIME;
+                    final long cancelAfter = op.path("cancel_after").asLong(0);
+                    final ProcessorSupplier supplier = () -> new CountingProcessor(interval, type, cancelAfter);
+                    final KStream s = (KStream) in;
+                    result = named == null ? s.process(supplier) : s.process(supplier, named);
                     break;
                 }
                 case "toStream": {

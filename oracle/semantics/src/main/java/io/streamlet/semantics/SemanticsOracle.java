@@ -78,7 +78,8 @@ public final class SemanticsOracle {
         }
         final ObjectNode result = JSON.createObjectNode();
         result.put("describe", topology.describe().toString());
-        try (TopologyTestDriver driver = new TopologyTestDriver(topology, props)) {
+        // the mocked wall clock starts at 0, as streamlet's driver's does: wall-clock punctuations are reproducible
+        try (TopologyTestDriver driver = new TopologyTestDriver(topology, props, java.time.Instant.ofEpochMilli(0))) {
             final Map<String, TestInputTopic<String, String>> inputs = new HashMap<>();
             for (final JsonNode step : testCase.get("inputs")) {
                 if (step.has("advance")) {

@@ -1,0 +1,257 @@
+"""Processors of source KTables, KTable operations and KStream-KTable joins (Kafka Streams' `KTableSource`,
+`KTableFilter`, `KTableMapValues`, `KTable#toStream` and `KStreamKTableJoin`).
+
+Table nodes forward `Change(new, old)` values, as Kafka's do: `new` None is a delete, and `old` is the
+previous value only where the downstream asked for old values (`send_old_values`), else None.
+
+A materialized source writes the timestamped store and forwards from the store's flush listener, so with the
+record cache it emits one update per key per flush (old = what the store held before), and without it one per
+record. A non-materialized filter without old values forwards a delete for every row it filters out, since it
+cannot tell whether the key was there; with old values it drops a change whose old and new are both filtered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple, Protocol, cast
+
+from streamlet.errors import TopologyError
+from streamlet.runtime.record_context import RecordContext
+from streamlet.runtime.topic_names import TopicNames
+from streamlet.state import timestamped
+from streamlet.topology import nodes as n
+from streamlet.topology.nodes import ProcessorSpec, ValueGetterSpec
+
+Forward = Callable[[Any, Any], None]
+
+#: deletes a table source remembers the timestamps of until its cache flushes them
+MAX_PENDING_DELETES = 10_000
+
+
+class TaskContext(Protocol):
+    """What these processors need of `processor_graph.TaskContext`: the task's stores."""
+
+    def get_state_store(self, name: str) -> Any: ...
+
+
+class TaskProcessorGraph(Protocol):
+    """What they need of `processor_graph.TaskProcessorGraph`: the record context and the drop count."""
+
+    record: RecordContext
+    dropped_records: int
+
+
+class Change(NamedTuple):
+    """A table update (Kafka's `Change`): the new value (None = deleted) and, if sent, the old one."""
+
+    new: Any
+    old: Any
+
+
+def build(
+    spec: ProcessorSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
+) -> Forward:
+    """The processor of a table operation or stream-table join (an op of `nodes.TABLE_OPS`)."""
+    op = spec.op
+    if op == n.TABLE_SOURCE:
+        return _table_source(spec, forward, names, context, graph)
+    if op in (n.TABLE_FILTER, n.TABLE_FILTER_NOT, n.TABLE_MAP_VALUES):
+        write = _materialized(spec, forward, names, context, graph) if spec.stores else None
+        if op == n.TABLE_MAP_VALUES:
+            return _table_map_values(spec, forward, write)
+        return _table_filter(spec, forward, write)
+    if op == n.TABLE_TO_STREAM:
+
+        def table_to_stream(key: Any, change: Change, _node: str = spec.name) -> None:
+            forward(key, change.new)
+
+        return table_to_stream
+    if op in (n.STREAM_TABLE_JOIN, n.STREAM_TABLE_LEFT_JOIN):
+        return _stream_table_join(spec, forward, names, context, graph)
+    raise TopologyError(f"unknown table operation {op!r} in node {spec.name}")
+
+
+def _table_source(
+    spec: ProcessorSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
+) -> Forward:
+    if not spec.stores:
+
+        def unmaterialized_source(key: Any, value: Any, _node: str = spec.name) -> None:
+            if key is None:
+                graph.dropped_records += 1
+                return
+            forward(key, Change(value, None))
+
+        return unmaterialized_source
+
+    write = _materialized(spec, forward, names, context, graph)
+
+    def table_source(key: Any, value: Any, _node: str = spec.name) -> None:
+        if key is None:
+            graph.dropped_records += 1
+            return
+        write(key, value)
+
+    return table_source
+
+
+def _materialized(
+    spec: ProcessorSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
+) -> Callable[[Any, Any], None]:
+    """`write(key, value)` into the node's timestamped store (None deletes), whose flush listener forwards
+    `Change(new, old if spec.send_old_values)` under the update's timestamp (Kafka's TimestampedTupleForwarder
+    with its TimestampedCacheFlushListener)."""
+    (store_name,) = spec.stores
+    store_spec = names.topology.stores[store_name]
+    store = context.get_state_store(store_name)
+    topic = names.changelog_topic(store_name)
+    key_ser = cast(Callable[[str, Any], bytes], store_spec.key_serde.serialize)
+    key_de = store_spec.key_serde.deserialize
+    value_ser = store_spec.value_serde.serialize
+    value_de = store_spec.value_serde.deserialize
+    get, put = store.get, store.put
+    record = graph.record
+    send_old = spec.send_old_values
+    value_of, timestamp_of, encode = timestamped.value_of, timestamped.timestamp_of, timestamped.encode
+
+    # The store keeps no timestamp for a delete, so a cached one waits here to be forwarded with its own
+    # timestamp, as Kafka's cache entry keeps its record context (bounded: if it overflows, the flushed
+    # deletes fall back to the flushing record's timestamp).
+    pending_deletes: dict[bytes, int] = {}
+
+    # always installed, as Kafka's is
+    def on_flush(
+        key: bytes, new_value: bytes | None, old_value: bytes | None = None, timestamp: int | None = None
+    ) -> None:
+        k = key_de(topic, key)
+        old = value_de(topic, value_of(old_value)) if send_old and old_value is not None else None
+        if new_value is None:
+            current = record.timestamp
+            record.timestamp = pending_deletes.pop(key, current if timestamp is None else timestamp)
+            try:
+                forward(k, Change(None, old))
+            finally:
+                record.timestamp = current
+            return
+        current = record.timestamp
+        record.timestamp = timestamp_of(new_value)
+        try:
+            forward(k, Change(value_de(topic, value_of(new_value)), old))
+        finally:
+            record.timestamp = current
+
+    store.set_flush_listener(on_flush)
+
+    def write(key: Any, value: Any) -> None:
+        store_key = key_ser(topic, key)
+        if value is None:
+            # a delete of a key the store does not have is not flushed downstream: nothing to remember
+            if store_key in pending_deletes or get(store_key) is not None:
+                if len(pending_deletes) >= MAX_PENDING_DELETES:
+                    pending_deletes.clear()
+                pending_deletes[store_key] = record.timestamp
+            put(store_key, None)
+            return
+        pending_deletes.pop(store_key, None)
+        serialized = value_ser(topic, value)
+        put(store_key, None if serialized is None else encode(record.timestamp, serialized))
+
+    return write
+
+
+def _table_filter(spec: ProcessorSpec, forward: Forward, write: Callable[[Any, Any], None] | None) -> Forward:
+    """`write`: the node's own store (a materialized filter), which forwards what it stores."""
+    predicate: Any = spec.fn
+    filter_not = spec.op == n.TABLE_FILTER_NOT
+    send_old = spec.send_old_values
+
+    def compute(key: Any, value: Any) -> Any:
+        if value is not None and filter_not != bool(predicate(key, value)):
+            return value
+        return None
+
+    def table_filter(key: Any, change: Change, _node: str = spec.name) -> None:
+        new = compute(key, change.new)
+        old = compute(key, change.old) if send_old else None
+        if send_old and old is None and new is None:
+            return  # neither side passes: nothing changed downstream
+        if write is not None:
+            write(key, new)
+        else:
+            forward(key, Change(new, old))
+
+    return table_filter
+
+
+def _table_map_values(spec: ProcessorSpec, forward: Forward, write: Callable[[Any, Any], None] | None) -> Forward:
+    mapper: Any = spec.fn
+    send_old = spec.send_old_values
+
+    def table_map_values(key: Any, change: Change, _node: str = spec.name) -> None:
+        new = None if change.new is None else mapper(change.new)
+        if write is not None:
+            write(key, new)
+            return
+        old = mapper(change.old) if send_old and change.old is not None else None
+        forward(key, Change(new, old))
+
+    return table_map_values
+
+
+def value_getter(getter: ValueGetterSpec, names: TopicNames, context: TaskContext) -> Callable[[Any], Any]:
+    """`get(key)`: the table's current value for a (non-null) key, or None (Kafka's `KTableValueGetter`)."""
+    store_spec = names.topology.stores[getter.store]
+    store = context.get_state_store(getter.store)
+    topic = names.changelog_topic(getter.store)
+    key_ser = cast(Callable[[str, Any], bytes], store_spec.key_serde.serialize)
+    value_de = store_spec.value_serde.deserialize
+    value_of = timestamped.value_of
+    steps = getter.steps
+    read = store.get
+
+    def get(key: Any) -> Any:
+        raw = read(key_ser(topic, key))
+        if raw is None:
+            return None
+        value = value_de(topic, value_of(raw))
+        for op, fn in steps:
+            if value is None:
+                return None
+            if op == n.TABLE_FILTER:
+                value = value if fn(key, value) else None
+            elif op == n.TABLE_FILTER_NOT:
+                value = None if fn(key, value) else value
+            else:
+                value = fn(value)
+        return value
+
+    return get
+
+
+def _stream_table_join(
+    spec: ProcessorSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
+) -> Forward:
+    """Each stream record looks the table up (through the cache, so it sees the latest write) and is joined
+    with the table's value; it keeps its key and timestamp. The table side never triggers output."""
+    assert spec.value_getter is not None
+    get = value_getter(spec.value_getter, names, context)
+    joiner: Any = spec.fn
+    if spec.op == n.STREAM_TABLE_LEFT_JOIN:
+
+        def left_join(key: Any, value: Any, _node: str = spec.name) -> None:
+            if value is None:
+                graph.dropped_records += 1
+                return
+            forward(key, joiner(value, None if key is None else get(key)))
+
+        return left_join
+
+    def join(key: Any, value: Any, _node: str = spec.name) -> None:
+        if key is None or value is None:
+            graph.dropped_records += 1
+            return
+        table_value = get(key)
+        if table_value is not None:
+            forward(key, joiner(value, table_value))
+
+    return join

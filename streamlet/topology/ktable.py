@@ -1,0 +1,91 @@
+"""Source KTables and KTable operations of the DSL (Kafka Streams' `StreamsBuilder#table`, `KTableImpl`).
+
+A table made here forwards Kafka's `Change(new, old)` values (see `streamlet.runtime.ktable_processors`),
+and remembers what Kafka Streams decides lazily about it:
+
+* whether its source is materialized. `builder.table(topic)` without a store name always takes a store
+  name (`<topic>-STATE-STORE-<n>`, burning a counter value as Kafka's `MaterializedInternal` does) but only
+  gets a store when something needs to read the table, such as a join (`KTableSource#materialize`);
+* whether it sends old values. A filter asks its parent for them at creation (`enableSendingOldValues(false)`)
+  and gets them only from a materialized source; without them a non-materialized filter forwards a tombstone
+  for every record it filters out, as Kafka's does.
+
+Both are read when the topology is written (`build()`), as Kafka's graph nodes read them. The DSL methods
+that create these tables are in `streamlet.topology.builder`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from streamlet.topology.nodes import ValueGetterSpec
+
+TABLE_SOURCE_NAME = "KTABLE-SOURCE-"
+TABLE_FILTER_NAME = "KTABLE-FILTER-"
+TABLE_MAPVALUES_NAME = "KTABLE-MAPVALUES-"
+TABLE_SOURCE_SUFFIX = "-source"
+
+
+class TableSource:
+    """The source of a table chain: its store, and what Kafka's `KTableSource` decides about it."""
+
+    __slots__ = ("store_name", "materialized", "send_old_values")
+
+    def __init__(self, store_name: str, materialized: bool) -> None:
+        self.store_name = store_name
+        self.materialized = materialized
+        self.send_old_values = False
+
+
+class TableState:
+    """A KTable made by `table()` or a table operation: its source, its parent and its own operation."""
+
+    __slots__ = ("source", "parent", "op", "fn", "store", "send_old_values")
+
+    def __init__(
+        self,
+        source: TableSource,
+        parent: TableState | None,
+        op: str,
+        fn: Callable[..., Any] | None,
+        store: str | None = None,
+    ) -> None:
+        self.source = source
+        self.parent = parent
+        self.op = op
+        self.fn = fn
+        self.store = store  # a materialized filter / mapValues has its own store
+        self.send_old_values = False
+
+    def enable_sending_old_values(self, force_materialization: bool) -> bool:
+        """`KTableImpl#enableSendingOldValues`: True if this table now forwards old values."""
+        if self.send_old_values:
+            return True
+        if self.store is not None:  # its own store knows the old values
+            self.send_old_values = True
+            return True
+        if self.parent is None:
+            source = self.source
+            if not force_materialization and not source.materialized:
+                return False
+            source.materialized = True
+            source.send_old_values = True
+        elif not self.parent.enable_sending_old_values(force_materialization):
+            return False
+        self.send_old_values = True
+        return True
+
+    def value_getter(self) -> ValueGetterSpec:
+        """How joins read this table: its nearest store (the source's, now materialized, or a materialized
+        operation's), then the operations down to it."""
+        steps: list[tuple[str, Callable[..., Any]]] = []
+        state = self
+        while state.store is None and state.parent is not None:
+            assert state.fn is not None
+            steps.append((state.op, state.fn))
+            state = state.parent
+        if state.store is not None:
+            return ValueGetterSpec(state.store, tuple(reversed(steps)))
+        self.source.materialized = True
+        return ValueGetterSpec(self.source.store_name, tuple(reversed(steps)))

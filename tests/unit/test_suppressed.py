@@ -1,0 +1,91 @@
+"""`KTable.suppress()`: its settings, the DSL's checks and names, and what a user sees in the test driver.
+
+Record-for-record semantics are checked against Kafka Streams in tests/oracle/semantics.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from streamlet.errors import StreamsFailure, TopologyError
+from streamlet.serdes import StringSerde
+from streamlet.suppressed import UNBOUNDED, BufferConfig, Suppressed
+from streamlet.testing import TopologyTestDriver
+from streamlet.topology import StreamsBuilder
+from streamlet.windows import TimeWindow, TimeWindowedSerde, TimeWindows, Windowed
+
+
+def test_buffer_configs_are_kafkas() -> None:
+    assert BufferConfig.unbounded() == BufferConfig(UNBOUNDED, UNBOUNDED, "shut_down")
+    assert BufferConfig.max_records(3) == BufferConfig(3, UNBOUNDED, "emit")
+    assert BufferConfig.max_bytes(100).shut_down_when_full() == BufferConfig(UNBOUNDED, 100, "shut_down")
+    assert BufferConfig.unbounded().with_max_records(2).emit_early_when_full().when_full == "emit"
+    with pytest.raises(TopologyError, match="max_records must be a non-negative integer"):
+        BufferConfig.max_records(-1)
+
+
+def test_until_window_closes_needs_a_strict_buffer() -> None:
+    with pytest.raises(TopologyError, match="strict buffer config"):
+        Suppressed.until_window_closes(BufferConfig.max_records(10))
+    assert Suppressed.until_window_closes(BufferConfig.max_records(10).shut_down_when_full()).window_close
+
+
+def _windowed_counts(builder: StreamsBuilder, grace: int = 5):  # noqa: ANN202
+    stream = builder.stream("in", key_serde="str", value_serde="str")
+    return stream.group_by_key().windowed_by(TimeWindows.of_size_and_grace(10, grace)).count()
+
+
+def test_until_window_closes_is_only_for_windowed_tables() -> None:
+    builder = StreamsBuilder()
+    counts = builder.stream("in", key_serde="str", value_serde="str").group_by_key().count()
+    with pytest.raises(TopologyError, match="only defined for windowed computations"):
+        counts.suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
+    counts.suppress(Suppressed.until_time_limit(10, BufferConfig.unbounded()))  # fine on any table
+
+
+def test_names_of_the_suppress_node_and_its_buffer() -> None:
+    builder = StreamsBuilder()
+    counts = _windowed_counts(builder)
+    counts.suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
+    counts.suppress(Suppressed.until_time_limit(10, BufferConfig.unbounded()).with_name("limited"))
+    topology = builder.build()
+    assert topology.node("KTABLE-SUPPRESS-0000000003").stores == ("KTABLE-SUPPRESS-STATE-STORE-0000000004",)
+    assert topology.node("limited").stores == ("limited-store",)
+    assert topology.stores["limited-store"].buffer and topology.stores["limited-store"].logged
+    assert topology.changelog_topics()["limited-store"] == "limited-store-changelog"
+
+
+def test_each_window_is_emitted_once_when_stream_time_passes_its_end_plus_grace() -> None:
+    builder = StreamsBuilder()
+    _windowed_counts(builder).suppress(Suppressed.until_window_closes(BufferConfig.unbounded())).to_stream().to(
+        "out", key_serde=TimeWindowedSerde(StringSerde(), 10), value_serde="int64"
+    )
+    with TopologyTestDriver(builder) as driver:
+        clicks = driver.create_input_topic("in", "str", "str")
+        out = driver.create_output_topic("out", TimeWindowedSerde(StringSerde(), 10), "int64")
+        for key, timestamp in [("a", 1), ("a", 8), ("b", 12), ("a", 14)]:
+            clicks.pipe_input(key, "click", timestamp)
+        assert out.read_records_to_list() == []  # [0, 10) closes at stream time 15
+        clicks.pipe_input("b", "click", 15)
+        assert out.read_key_values_to_list() == [(Windowed("a", TimeWindow(0, 10)), 2)]
+        clicks.pipe_input("a", "click", 40)
+        # windows closing together leave in key order (of the serialized windowed key)
+        assert out.read_key_values_to_list() == [
+            (Windowed("a", TimeWindow(10, 20)), 1),
+            (Windowed("b", TimeWindow(10, 20)), 2),
+        ]
+
+
+def test_a_strict_buffer_that_fills_up_stops_the_application() -> None:
+    builder = StreamsBuilder()
+    strict = BufferConfig.max_records(1).shut_down_when_full()
+    _windowed_counts(builder).suppress(Suppressed.until_window_closes(strict)).to_stream().to("out")
+    with TopologyTestDriver(builder) as driver:
+        clicks = driver.create_input_topic("in", "str", "str")
+        clicks.pipe_input("a", "click", 1)
+        with pytest.raises(
+            StreamsFailure,
+            match=r"KTABLE-SUPPRESS-0000000003 buffer exceeded its max capacity. "
+            r"Currently \[2/1\] records",
+        ):
+            clicks.pipe_input("b", "click", 2)
