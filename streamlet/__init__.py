@@ -4,6 +4,8 @@ from streamlet.app import App
 from streamlet.config import StreamsConfig
 from streamlet.models import Record
 from streamlet.runtime.kafka_streams import KafkaStreams
+from streamlet.session_windows import SessionWindow, SessionWindowedSerde, SessionWindows
+from streamlet.sliding_windows import SlidingWindows
 from streamlet.task_id import TaskId
 from streamlet.topology import StreamsBuilder, Topology
 from streamlet.windows import TimeWindow, TimeWindowedSerde, TimeWindows, Windowed
@@ -12,6 +14,10 @@ __all__ = [
     "App",
     "KafkaStreams",
     "Record",
+    "SessionWindow",
+    "SessionWindowedSerde",
+    "SessionWindows",
+    "SlidingWindows",
     "StreamsBuilder",
     "StreamsConfig",
     "TaskId",

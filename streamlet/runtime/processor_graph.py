@@ -26,13 +26,17 @@ from typing import Any, Protocol, cast, runtime_checkable
 from streamlet.errors import SerializationError, StreamletError, StreamsFailure, TopologyError
 from streamlet.runtime.record_collector import RecordTooLargeError
 from streamlet.runtime.record_context import RecordContext
+from streamlet.runtime.session_aggregation import session_aggregation
+from streamlet.runtime.sliding_aggregation import sliding_aggregation
 from streamlet.runtime.topic_names import TopicNames
+from streamlet.session_windows import SessionWindows
+from streamlet.sliding_windows import SlidingWindows
 from streamlet.state import timestamped, window_key_schema
 from streamlet.task_id import TaskId
 from streamlet.timestamps import UNKNOWN, ConsumedRecord, InvalidTimestampError, TimestampExtractor
 from streamlet.topology import nodes as n
 from streamlet.topology.nodes import ProcessorSpec, SinkSpec, SourceSpec
-from streamlet.windows import TimeWindow, Windowed
+from streamlet.windows import TimeWindow, TimeWindows, Windowed
 
 __all__ = [
     "FlushListener",
@@ -411,6 +415,8 @@ def _processor(
     if op == n.TO_STREAM:
         return forward  # pass-through: the table's listener already forwards (key, new value)
     if op in n.AGGREGATING_OPS:
+        if isinstance(spec.windows, SessionWindows | SlidingWindows):
+            return _other_window_aggregation(spec, forward, names, context, graph)
         if spec.windows is not None:
             return _window_aggregation(spec, forward, names, context, graph)
         return _aggregation(spec, forward, names, context, graph)
@@ -418,6 +424,20 @@ def _processor(
 
 
 _INT64 = struct.Struct(">q")
+
+
+def _other_window_aggregation(
+    spec: ProcessorSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
+) -> Forward:
+    """Session and sliding-window aggregations (in their own modules), as a node of this graph."""
+    build = session_aggregation if isinstance(spec.windows, SessionWindows) else sliding_aggregation
+    store = context.get_state_store(spec.stores[0])
+    aggregate = build(spec, None if forward is _noop else forward, names, store, graph)
+
+    def windowed_aggregate(key: Any, value: Any, _node: str = spec.name) -> None:
+        aggregate(key, value)
+
+    return windowed_aggregate
 
 
 def _aggregation(
@@ -530,7 +550,7 @@ def _window_aggregation(
     with its timestamp (the record's for a new window, else the larger of the record's and the stored one).
     """
     windows = spec.windows
-    assert windows is not None
+    assert isinstance(windows, TimeWindows)
     (store_name,) = spec.stores
     store_spec = names.topology.stores[store_name]
     store = context.get_state_store(store_name)

@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from streamlet.sliding_windows import SlidingWindows
 from streamlet.state import timestamped, window_key_schema
 from streamlet.state.store import KeyValueStore
 from streamlet.topology.nodes import StoreSpec
-from streamlet.windows import TimeWindow, Windowed
+from streamlet.windows import TimeWindow, TimeWindows, Windowed
 
 
 class KeyValueStoreView:
@@ -57,7 +58,7 @@ class WindowStoreView:
     """A window store by window: `fetch(key, window_start)` and `all()` as `(Windowed, value)` pairs."""
 
     def __init__(self, store: KeyValueStore, spec: StoreSpec, serde_topic: str) -> None:
-        assert spec.windows is not None
+        assert isinstance(spec.windows, TimeWindows | SlidingWindows)
         self._store = store
         self._spec = spec
         self._topic = serde_topic

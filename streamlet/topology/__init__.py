@@ -4,7 +4,14 @@ Pure description, no Kafka I/O. The runtime (`streamlet.runtime`) groups partiti
 compiles each task's processor graph from it.
 """
 
-from streamlet.topology.builder import KGroupedStream, KStream, KTable, StreamsBuilder, TimeWindowedKStream
+from streamlet.topology.builder import (
+    KGroupedStream,
+    KStream,
+    KTable,
+    SessionWindowedKStream,
+    StreamsBuilder,
+    TimeWindowedKStream,
+)
 from streamlet.topology.description import TopologyDescription
 from streamlet.topology.topology import InternalTopic, Subtopology, Topology
 
@@ -13,6 +20,7 @@ __all__ = [
     "KGroupedStream",
     "KStream",
     "KTable",
+    "SessionWindowedKStream",
     "StreamsBuilder",
     "Subtopology",
     "TimeWindowedKStream",

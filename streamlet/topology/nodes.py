@@ -13,6 +13,8 @@ from typing import Any
 
 from streamlet.errors import TopologyError
 from streamlet.serdes import Serde
+from streamlet.session_windows import SessionWindows
+from streamlet.sliding_windows import SlidingWindows
 from streamlet.windows import TimeWindows
 
 MAX_NAME_LENGTH = 249
@@ -75,6 +77,9 @@ PROCESS = "process"  # a user processor: fn(context) -> (key, value) -> None, pe
 
 AGGREGATING_OPS = frozenset({COUNT, REDUCE, AGGREGATE})
 
+#: what `windowed_by` takes: a windowed aggregation's windows, and its store's
+Windows = TimeWindows | SlidingWindows | SessionWindows
+
 
 @dataclass(frozen=True, eq=False)
 class ProcessorSpec(NodeSpec):
@@ -82,7 +87,8 @@ class ProcessorSpec(NodeSpec):
     stores: tuple[str, ...] = ()
     fn: Callable[..., Any] | None = None
     initializer: Callable[[], Any] | None = None  # aggregate only
-    windows: TimeWindows | None = None  # a windowed count/reduce/aggregate
+    windows: Windows | None = None  # a windowed count/reduce/aggregate
+    merger: Callable[[Any, Any, Any], Any] | None = None  # a session aggregate only
 
 
 @dataclass(frozen=True, eq=False)
@@ -100,4 +106,5 @@ class StoreSpec:
     value_serde: Serde
     logged: bool = True
     timestamped: bool = False
-    windows: TimeWindows | None = None  # a window store: keys are WindowKeySchema store keys
+    # a window store (WindowKeySchema keys), or with SessionWindows a session store (SessionKeySchema keys)
+    windows: Windows | None = None
