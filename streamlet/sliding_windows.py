@@ -28,8 +28,12 @@ class SlidingWindows:
 
     @classmethod
     def of_time_difference_and_grace(cls, time_difference_ms: int, grace_ms: int) -> SlidingWindows:
-        """Windows of `time_difference_ms` accepting out-of-order records for `grace_ms` after they end."""
-        difference = _check(time_difference_ms, "Window time difference (time_difference_ms)", 0)
+        """Windows of `time_difference_ms` accepting out-of-order records for `grace_ms` after they end.
+
+        A difference of 0 is refused here: Kafka Streams accepts it when building, then fails on the first
+        record ("Window endMs must be greater than window startMs").
+        """
+        difference = _check(time_difference_ms, "Window time difference (time_difference_ms)", 1)
         return cls(difference, _check(grace_ms, "Grace period (grace_ms)", 0))
 
     @property

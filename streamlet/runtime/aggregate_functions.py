@@ -1,5 +1,6 @@
-"""The three DSL aggregations as one shape: `initial()`, `update(key, value, aggregate)`, and the serde of the
-aggregate; plus, for sessions, `merge(key, aggregate, other)` (Kafka's `Merger`).
+"""What the session and sliding-window aggregation nodes share: the three DSL aggregations as one shape,
+`initial()`, `update(key, value, aggregate)` and the serde of the aggregate; plus, for sessions,
+`merge(key, aggregate, other)` (Kafka's `Merger`).
 
 Kafka Streams turns `count` and `reduce` into an aggregate the same way (`KGroupedStreamImpl`'s count
 initializer and aggregator, `aggregatorForReducer`, `mergerForAggregator`), which is what lets one windowed
@@ -11,12 +12,21 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
+from streamlet.runtime.record_context import RecordContext
 from streamlet.topology import nodes as n
 from streamlet.topology.nodes import ProcessorSpec, StoreSpec
 
 _INT64 = struct.Struct(">q")
+Forward = Callable[[Any, Any], None]
+
+
+class Graph(Protocol):
+    """What a windowed aggregation needs of its task's graph: the record context and the drop counter."""
+
+    record: RecordContext
+    dropped_records: int
 
 
 @dataclass(frozen=True, slots=True)

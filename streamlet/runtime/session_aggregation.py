@@ -12,25 +12,15 @@ null value still counts), as in Kafka. Updates go downstream stamped with the se
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
-from streamlet.runtime.aggregate_functions import aggregate_functions
-from streamlet.runtime.record_context import RecordContext
+from streamlet.runtime.aggregate_functions import Forward, Graph, aggregate_functions
 from streamlet.runtime.topic_names import TopicNames
 from streamlet.session_windows import SessionWindow, SessionWindows
 from streamlet.state import session_key_schema as schema
 from streamlet.state.session_store import find_sessions
 from streamlet.topology.nodes import ProcessorSpec
 from streamlet.windows import Windowed
-
-Forward = Callable[[Any, Any], None]
-
-
-class Graph(Protocol):
-    """What a windowed aggregation needs of its task's graph: the record context and the drop counter."""
-
-    record: RecordContext
-    dropped_records: int
 
 
 def session_aggregation(

@@ -15,8 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, cast
 
-from streamlet.runtime.aggregate_functions import aggregate_functions
-from streamlet.runtime.session_aggregation import Forward, Graph
+from streamlet.runtime.aggregate_functions import Forward, Graph, aggregate_functions
 from streamlet.runtime.topic_names import TopicNames
 from streamlet.sliding_windows import SlidingWindows
 from streamlet.state import timestamped

@@ -621,7 +621,7 @@ class KGroupedStream:
         *,
         fn: Callable[..., Any] | None,
         initializer: Callable[[], Any] | None,
-        windows: TimeWindows | SlidingWindows | SessionWindows | None = None,
+        windows: n.Windows | None = None,
         merger: Callable[[Any, Any, Any], Any] | None = None,
     ) -> KTable:
         """`GroupedStreamAggregateBuilder#build` (and `#buildWindowed`, with `windows`)."""

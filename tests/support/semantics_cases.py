@@ -97,7 +97,7 @@ def programs(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str]]:
                     gap = draw(st.sampled_from([1, 5, 10, 30]))
                     program.append({"op": "sessionWindowedBy", "in": g, "id": w, "gap": gap, "grace": grace})
                 elif windowing == "sliding":
-                    size = draw(st.sampled_from([0, 5, 10, 30]))
+                    size = draw(st.sampled_from([1, 5, 10, 30]))
                     program.append({"op": "slidingWindowedBy", "in": g, "id": w, "difference": size, "grace": grace})
                 else:
                     size = draw(st.sampled_from([5, 10, 30, 60]))

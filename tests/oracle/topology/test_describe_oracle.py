@@ -96,7 +96,7 @@ def _program(rng: random.Random) -> tuple[list[str], list[str]]:
                 g = w
             elif windowing < 0.3:  # sliding windows: a TimeWindowedKStream, as in Kafka
                 w = f"w{len(tables)}"
-                difference, grace = rng.choice([0, 10, 60_000]), rng.choice([None, 0, 1000])
+                difference, grace = rng.choice([1, 10, 60_000]), rng.choice([None, 0, 1000])
                 if grace is None:
                     jwin = f"SlidingWindows.ofTimeDifferenceWithNoGrace(Duration.ofMillis({difference}))"
                     pwin = f"SlidingWindows.of_time_difference_with_no_grace({difference})"
