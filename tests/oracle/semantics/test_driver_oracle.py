@@ -252,6 +252,21 @@ HAND_WRITTEN = {
             (None, "ab", 10), (None, "a", 12), (None, "b", 14), (None, "ac", 15), (None, "ad", 9), (None, "a", 17)
         ),
     ),
+    # sessions and sliding windows over minutes: their stores' 60 s segments expire while others are written
+    "session_and_sliding_long_run": (
+        _stream(
+            {"op": "groupByKey", "in": "s", "id": "g", "vtype": "string"},
+            {"op": "sessionWindowedBy", "in": "g", "id": "sw", "gap": 20_000, "grace": 10_000},
+            {"op": "aggregate", "in": "sw", "id": "sa", "fn": "len_sum", "vtype": "long", "store": "sessions"},
+            {"op": "slidingWindowedBy", "in": "g", "id": "lw", "difference": 30_000, "grace": 5_000},
+            {"op": "count", "in": "lw", "id": "lc", "store": "sliding"},
+            {"op": "toStream", "in": "sa", "id": "so"},
+            {"op": "to", "in": "so", "topic": "sessions", "vtype": "long", "session": True},
+            {"op": "toStream", "in": "lc", "id": "lo"},
+            {"op": "to", "in": "lo", "topic": "sliding", "vtype": "long", "wsize": 30_000},
+        ),
+        _records(*((f"k{i % 3}", "ab" * (i % 4), 7_919 * i % 50_000 + 25_000 * (i // 10)) for i in range(60))),
+    ),
 }
 
 # without a cache Kafka has no caching layer: the windowed reduce's null aggregate is logged and emitted
