@@ -6,6 +6,8 @@ from streamlet.models import Record
 from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.runtime.processor_context import ProcessorContext
 from streamlet.runtime.punctuation import Cancellable, PunctuationType
+from streamlet.session_windows import SessionWindow, SessionWindowedSerde, SessionWindows
+from streamlet.sliding_windows import SlidingWindows
 from streamlet.suppressed import BufferConfig, Suppressed
 from streamlet.task_id import TaskId
 from streamlet.topology import Branched, StreamsBuilder, Topology
@@ -20,6 +22,10 @@ __all__ = [
     "ProcessorContext",
     "PunctuationType",
     "Record",
+    "SessionWindow",
+    "SessionWindowedSerde",
+    "SessionWindows",
+    "SlidingWindows",
     "StreamsBuilder",
     "StreamsConfig",
     "Suppressed",

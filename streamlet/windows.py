@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from streamlet.errors import TopologyError
 from streamlet.serdes import Serde
@@ -27,12 +27,22 @@ class TimeWindow:
     end: int
 
 
+class Window(Protocol):
+    """A window's bounds in milliseconds: a `TimeWindow`, or a `streamlet.session_windows.SessionWindow`."""
+
+    @property
+    def start(self) -> int: ...
+
+    @property
+    def end(self) -> int: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Windowed:
     """The key of a windowed aggregate: the record key and its window."""
 
     key: Any
-    window: TimeWindow
+    window: Window
 
 
 def _check(value: object, what: str, minimum: int) -> int:

@@ -30,15 +30,19 @@ from streamlet.runtime.processor_context import ProcessorContext
 from streamlet.runtime.punctuation import TaskPunctuations
 from streamlet.runtime.record_collector import RecordTooLargeError
 from streamlet.runtime.record_context import RecordContext
+from streamlet.runtime.session_aggregation import session_aggregation
+from streamlet.runtime.sliding_aggregation import sliding_aggregation
 from streamlet.runtime.suppress_processor import build_suppress
 from streamlet.runtime.topic_names import TopicNames
+from streamlet.session_windows import SessionWindows
+from streamlet.sliding_windows import SlidingWindows
 from streamlet.state import timestamped, window_key_schema
 from streamlet.state.time_ordered_buffer import TimeOrderedKeyValueBuffer
 from streamlet.task_id import TaskId
 from streamlet.timestamps import UNKNOWN, ConsumedRecord, InvalidTimestampError, TimestampExtractor
 from streamlet.topology import nodes as n
 from streamlet.topology.nodes import ProcessorSpec, SinkSpec, SourceSpec
-from streamlet.windows import TimeWindow, Windowed
+from streamlet.windows import TimeWindow, TimeWindows, Windowed
 
 __all__ = [
     "FlushListener",
@@ -473,6 +477,8 @@ def _processor(
         topic = names.changelog_topic(store_name)
         return build_suppress(spec.name, spec.suppress, buffer, store_spec, topic, graph.record, forward)
     if op in n.AGGREGATING_OPS:
+        if isinstance(spec.windows, SessionWindows | SlidingWindows):
+            return _other_window_aggregation(spec, forward, names, context, graph)
         if spec.windows is not None:
             return _window_aggregation(spec, forward, names, context, graph)
         return _aggregation(spec, forward, names, context, graph)
@@ -492,6 +498,20 @@ def _old_values(store: Any) -> tuple[bool, list[bytes | None]]:
     stored). The aggregation puts it in the cell just before its write; the listener, called within the
     write, forwards it (to a suppression buffer, which logs it)."""
     return bool(getattr(store, "passthrough", False)), [None]
+
+
+def _other_window_aggregation(
+    spec: ProcessorSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
+) -> Forward:
+    """Session and sliding-window aggregations (in their own modules), as a node of this graph."""
+    build = session_aggregation if isinstance(spec.windows, SessionWindows) else sliding_aggregation
+    store = context.get_state_store(spec.stores[0])
+    aggregate = build(spec, None if forward is _noop else forward, names, store, graph)
+
+    def windowed_aggregate(key: Any, value: Any, _node: str = spec.name) -> None:
+        aggregate(key, value)
+
+    return windowed_aggregate
 
 
 def _aggregation(
@@ -614,7 +634,7 @@ def _window_aggregation(
     with its timestamp (the record's for a new window, else the larger of the record's and the stored one).
     """
     windows = spec.windows
-    assert windows is not None
+    assert isinstance(windows, TimeWindows)
     (store_name,) = spec.stores
     store_spec = names.topology.stores[store_name]
     store = context.get_state_store(store_name)

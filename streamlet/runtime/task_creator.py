@@ -23,6 +23,7 @@ from streamlet.runtime.record_context import RecordContext
 from streamlet.runtime.standby_task import StandbyTask
 from streamlet.runtime.stream_task import StreamTask
 from streamlet.runtime.topology_metadata import TopologyMetadata
+from streamlet.session_windows import SessionWindows
 from streamlet.state import time_ordered_buffer, timestamped
 from streamlet.state.checkpoint import CHECKPOINT_FILE_NAME
 from streamlet.state.record_cache import RecordCache
@@ -116,9 +117,12 @@ class TaskCreator:
 
 def store_kind(spec: StoreSpec) -> dict[str, Any]:
     """`register_store` arguments for the kind of store a spec asks for (timestamped values, windows)."""
+    retention = None if spec.windows is None else spec.windows.retention_ms
+    sessions = isinstance(spec.windows, SessionWindows)
     return {
         "timestamped": spec.timestamped,
-        "window_retention_ms": None if spec.windows is None else spec.windows.retention_ms,
+        "window_retention_ms": None if sessions else retention,
+        "session_retention_ms": retention if sessions else None,
     }
 
 

@@ -39,6 +39,7 @@ from streamlet.state.checkpoint import CHECKPOINT_FILE_NAME, OFFSET_UNKNOWN, Off
 from streamlet.state.logging_store import ChangeLoggingKeyValueStore, ChangelogSink
 from streamlet.state.record_cache import RecordCache
 from streamlet.state.rocksdb_store import DB_FILE_DIR, RocksDBStore
+from streamlet.state.session_store import RocksDBSessionStore
 from streamlet.state.store import InMemoryKeyValueStore, KeyValueStore
 from streamlet.state.time_ordered_buffer import TimeOrderedKeyValueBuffer
 from streamlet.state.window_store import RocksDBWindowStore
@@ -146,6 +147,7 @@ class ProcessorStateManager:
         store: KeyValueStore | None = None,
         timestamped: bool = False,
         window_retention_ms: int | None = None,
+        session_retention_ms: int | None = None,
     ) -> KeyValueStore:
         """Open (or take) the store `name`, wrap it, and return what processors should use.
 
@@ -158,6 +160,7 @@ class ProcessorStateManager:
           each changelog record's value and timestamp (the changelog sink must strip them likewise).
         * `window_retention_ms`: a persistent store is a `RocksDBWindowStore` (WindowKeySchema keys, segmented
           by time) keeping windows that long behind stream time.
+        * `session_retention_ms`: a persistent store is a `RocksDBSessionStore` (SessionKeySchema keys).
 
         A logged persistent store whose directory holds data while the checkpoint has no entry for its
         changelog is wiped first: after an unclean shutdown it may hold writes the changelog never got (or
@@ -183,11 +186,13 @@ class ProcessorStateManager:
                         changelog.partition,
                     )
                     shutil.rmtree(path)
-                inner: KeyValueStore = (
-                    RocksDBStore(name, path)
-                    if window_retention_ms is None
-                    else RocksDBWindowStore(name, path, retention_ms=window_retention_ms)
-                )
+                inner: KeyValueStore
+                if window_retention_ms is not None:
+                    inner = RocksDBWindowStore(name, path, retention_ms=window_retention_ms)
+                elif session_retention_ms is not None:
+                    inner = RocksDBSessionStore(name, path, retention_ms=session_retention_ms)
+                else:
+                    inner = RocksDBStore(name, path)
             else:
                 inner = InMemoryKeyValueStore(name)
         else:

@@ -76,16 +76,17 @@ def empty_range(from_key: bytes | None, to_key: bytes | None) -> bool:
 class SortedKeyIndex:
     """Keys of a dict in sorted order, maintained lazily for range scans.
 
-    A balanced tree (Java's TreeMap) is not in the standard library, and range scans are rare compared to
-    point reads and writes in the stores' main uses (aggregations). So writes only record what changed
-    (O(1)); the first range scan after changes merges them in: new keys are sorted and appended to the
-    still-valid sorted list, and Timsort merges the two runs in linear time.
+    A balanced tree (Java's TreeMap) is not in the standard library. Writes only record what changed (O(1));
+    the first range scan after changes applies them: a few changes one by one (a bisect and a C-level list
+    insert or delete each), many at once by filtering the list and letting Timsort merge the new keys in.
+    Session and sliding-window aggregations scan a range on every record and change a key or two in
+    between, so a scan must not cost a Python-level pass over every key.
     """
 
     def __init__(self) -> None:
         self._sorted: list[bytes] = []
         self._added: set[bytes] = set()
-        self._removed = False
+        self._removed: set[bytes] = set()
 
     def added(self, key: bytes) -> None:
         """`key` was inserted (it was not present before)."""
@@ -94,27 +95,37 @@ class SortedKeyIndex:
     def removed(self, key: bytes) -> None:
         """`key` was removed."""
         self._added.discard(key)
-        self._removed = True
+        self._removed.add(key)
 
     def clear(self) -> None:
         self._sorted = []
         self._added = set()
-        self._removed = False
+        self._removed = set()
 
-    def keys_in_range(self, live: Callable[[bytes], bool], from_key: bytes | None, to_key: bytes | None) -> list[bytes]:
-        """A copy of the live keys in `[from_key, to_key]` (None = unbounded), ascending."""
-        if self._added or self._removed:
-            added = self._added
-            if self._removed:
-                # A removed-then-re-added key is both stale in _sorted and in `added`: keep one copy.
-                merged = [k for k in self._sorted if k not in added and live(k)]
-            else:
-                merged = list(self._sorted)  # every key in _sorted is live and none is in `added`
-            merged.extend(sorted(added))
+    def _apply_changes(self) -> None:
+        added, removed, keys = self._added, self._removed, self._sorted
+        if (len(added) + len(removed)) * 32 > len(keys):
+            # Removals first: a removed-then-re-added key is in both sets and must stay, once.
+            merged = [k for k in keys if k not in removed] if removed else keys
+            merged.extend(added)
             merged.sort()
             self._sorted = merged
-            self._added = set()
-            self._removed = False
+        else:
+            for key in removed:
+                i = bisect.bisect_left(keys, key)
+                if i < len(keys) and keys[i] == key:
+                    del keys[i]
+            for key in added:
+                bisect.insort(keys, key)
+        self._added = set()
+        self._removed = set()
+
+    def keys_in_range(self, live: Callable[[bytes], bool], from_key: bytes | None, to_key: bytes | None) -> list[bytes]:
+        """A copy of the live keys in `[from_key, to_key]` (None = unbounded), ascending.
+
+        `live` is kept for callers' sake: the recorded changes alone say which keys are present."""
+        if self._added or self._removed:
+            self._apply_changes()
         if empty_range(from_key, to_key):
             return []
         lo = 0 if from_key is None else bisect.bisect_left(self._sorted, from_key)

@@ -47,7 +47,18 @@ class RocksDBWindowStore:
         self.segment_interval_ms = segment_interval_ms or default_segment_interval(retention_ms)
         self.observed_stream_time = NO_TIMESTAMP
         self.expired_writes = 0
-        self._min_segment = 0  # every segment before this one has been dropped
+        self._segments = self._existing_segments()  # ids of the segments that may hold keys
+        self._min_segment = min(self._segments, default=0)  # every segment before this one has been dropped
+
+    def _existing_segments(self) -> set[int]:
+        """The segment ids on disk: one seek per segment (stores hold a few live segments)."""
+        found: set[int] = set()
+        lower: bytes | None = None
+        while (first := next(self._db.range(lower, None), None)) is not None:
+            (segment,) = _SEGMENT.unpack_from(first[0])
+            found.add(segment)
+            lower = _SEGMENT.pack(segment + 1)
+        return found
 
     @property
     def name(self) -> str:
@@ -62,14 +73,18 @@ class RocksDBWindowStore:
         quotient = abs(timestamp) // self.segment_interval_ms
         return quotient if timestamp >= 0 else -quotient
 
+    def segment_timestamp(self, store_key: bytes) -> int:
+        """The time a key is segmented and expired by (Kafka's `KeySchema.segmentTimestamp`): the window start."""
+        return schema.window_start_of(store_key)
+
     def _local(self, store_key: bytes) -> bytes:
-        return _SEGMENT.pack(self.segment_id(schema.window_start_of(store_key))) + store_key
+        return _SEGMENT.pack(self.segment_id(self.segment_timestamp(store_key))) + store_key
 
     # ------------------------------------------------------------------ reads
 
     def get(self, key: bytes) -> bytes | None:
         check_key(key)
-        if schema.window_start_of(key) < self.observed_stream_time - self.retention_ms + 1:
+        if self.segment_timestamp(key) < self.observed_stream_time - self.retention_ms + 1:
             return None  # expired, even if its segment is not dropped yet
         return self._db.get(self._local(key))
 
@@ -77,14 +92,17 @@ class RocksDBWindowStore:
         """Live entries whose store key is in `[from_key, to_key]`, in store-key order.
 
         Kafka's segmented store iterates segment by segment; the caching layer above merges by key order, so
-        this sorts across segments (window stores are scanned rarely: queries and tests, not processing).
+        this scans `[from_key, to_key]` in each segment (one seek each) and sorts what it found.
         """
         first_live = self.observed_stream_time - self.retention_ms + 1
         entries = []
-        for local, value in self._db.all():
-            key = local[_SEGMENT.size :]
-            if (from_key is None or key >= from_key) and (to_key is None or key <= to_key):
-                if schema.window_start_of(key) >= first_live:
+        for segment in sorted(self._segments):
+            prefix = _SEGMENT.pack(segment)
+            lower = prefix if from_key is None else prefix + from_key
+            upper = _SEGMENT.pack(segment + 1) if to_key is None else prefix + to_key
+            for local, value in self._db.range(lower, upper):
+                key = local[_SEGMENT.size :]
+                if local.startswith(prefix) and self.segment_timestamp(key) >= first_live:
                     entries.append((key, value))
         entries.sort(key=lambda entry: entry[0])
         return iter(entries)
@@ -106,12 +124,14 @@ class RocksDBWindowStore:
         for key, value in entries:
             check_key(key)
             check_value(value)
-            start = schema.window_start_of(key)
-            self.observed_stream_time = max(self.observed_stream_time, start)
-            if self.segment_id(start) < self._min_live_segment():
+            timestamp = self.segment_timestamp(key)
+            self.observed_stream_time = max(self.observed_stream_time, timestamp)
+            if self.segment_id(timestamp) < self._min_live_segment():
                 self.expired_writes += 1
                 continue
-            batch.append((self._local(key), value))
+            local = self._local(key)
+            self._segments.add(_SEGMENT.unpack_from(local)[0])
+            batch.append((local, value))
         self._db.put_all(batch)
         self._drop_expired_segments()
 
@@ -128,6 +148,7 @@ class RocksDBWindowStore:
         if live > self._min_segment:
             self._db.delete_range(_SEGMENT.pack(self._min_segment), _SEGMENT.pack(live))
             self._min_segment = live
+            self._segments = {segment for segment in self._segments if segment >= live}
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -140,4 +161,5 @@ class RocksDBWindowStore:
     def wipe(self) -> None:
         self._db.wipe()
         self.observed_stream_time = NO_TIMESTAMP
+        self._segments = set()
         self._min_segment = 0

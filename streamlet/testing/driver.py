@@ -36,6 +36,7 @@ from streamlet.runtime.record_context import RecordContext
 from streamlet.runtime.task_creator import changelog_sink, store_kind
 from streamlet.runtime.topic_names import TopicNames
 from streamlet.serdes import SerdeLike
+from streamlet.session_windows import SessionWindows
 from streamlet.state import time_ordered_buffer
 from streamlet.state.caching_store import CachingKeyValueStore
 from streamlet.state.record_cache import RecordCache
@@ -44,7 +45,12 @@ from streamlet.state.store import KeyValueStore
 from streamlet.state.time_ordered_buffer import TimeOrderedKeyValueBuffer
 from streamlet.task_id import TaskId
 from streamlet.testing.partition_group import PartitionGroup
-from streamlet.testing.stores import KeyValueStoreView, TimestampedKeyValueStoreView, WindowStoreView
+from streamlet.testing.stores import (
+    KeyValueStoreView,
+    SessionStoreView,
+    TimestampedKeyValueStoreView,
+    WindowStoreView,
+)
 from streamlet.testing.topics import TestInputTopic, TestOutputTopic
 from streamlet.topology import StreamsBuilder, Topology
 
@@ -240,9 +246,16 @@ class TopologyTestDriver:
     def get_window_store(self, name: str) -> WindowStoreView:
         """A windowed aggregation's store by name: values per key and window start."""
         spec = self.topology.stores.get(name)
-        if spec is not None and spec.windows is None:
+        if spec is not None and (spec.windows is None or isinstance(spec.windows, SessionWindows)):
             raise TypeError(f"store {name!r} is not a window store")
         return WindowStoreView(self._store(name), self.topology.stores[name], self.names.changelog_topic(name))
+
+    def get_session_store(self, name: str) -> SessionStoreView:
+        """A session-windowed aggregation's store by name: `find_sessions` and `fetch_session`."""
+        spec = self.topology.stores.get(name)
+        if spec is not None and not isinstance(spec.windows, SessionWindows):
+            raise TypeError(f"store {name!r} is not a session store")
+        return SessionStoreView(self._store(name), self.topology.stores[name], self.names.changelog_topic(name))
 
     @property
     def dropped_records(self) -> int:

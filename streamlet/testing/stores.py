@@ -9,10 +9,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from streamlet.state import timestamped, window_key_schema
+from streamlet.session_windows import SessionWindow
+from streamlet.sliding_windows import SlidingWindows
+from streamlet.state import session_key_schema, timestamped, window_key_schema
+from streamlet.state.session_store import find_sessions
 from streamlet.state.store import KeyValueStore
 from streamlet.topology.nodes import StoreSpec
-from streamlet.windows import TimeWindow, Windowed
+from streamlet.windows import TimeWindow, TimeWindows, Windowed
 
 
 class KeyValueStoreView:
@@ -57,7 +60,7 @@ class WindowStoreView:
     """A window store by window: `fetch(key, window_start)` and `all()` as `(Windowed, value)` pairs."""
 
     def __init__(self, store: KeyValueStore, spec: StoreSpec, serde_topic: str) -> None:
-        assert spec.windows is not None
+        assert isinstance(spec.windows, TimeWindows | SlidingWindows)
         self._store = store
         self._spec = spec
         self._topic = serde_topic
@@ -80,3 +83,31 @@ class WindowStoreView:
             key = self._spec.key_serde.deserialize(self._topic, window_key_schema.key_of(store_key))
             value = self._spec.value_serde.deserialize(self._topic, timestamped.value_of(raw))
             yield Windowed(key, TimeWindow(start, start + self._size)), value
+
+
+class SessionStoreView:
+    """A session store by session: `find_sessions(key, earliest_end, latest_start)` as `(Windowed, value)`
+    pairs, oldest end first, and `fetch_session(key, start, end)` (Kafka's `ReadOnlySessionStore`)."""
+
+    def __init__(self, store: KeyValueStore, spec: StoreSpec, serde_topic: str) -> None:
+        self._store = store
+        self._spec = spec
+        self._topic = serde_topic
+
+    @property
+    def name(self) -> str:
+        return self._spec.name
+
+    def _key_bytes(self, key: Any) -> bytes:
+        return self._spec.key_serde.serialize(self._topic, key) or b""
+
+    def fetch_session(self, key: Any, start: int, end: int) -> Any:
+        """The aggregate of `key`'s session `[start, end]`, or None."""
+        raw = self._store.get(session_key_schema.to_store_key(self._key_bytes(key), start, end))
+        return None if raw is None else self._spec.value_serde.deserialize(self._topic, raw)
+
+    def find_sessions(self, key: Any, earliest_end: int, latest_start: int) -> Iterator[tuple[Windowed, Any]]:
+        """`key`'s sessions ending at or after `earliest_end` and starting at or before `latest_start`."""
+        for store_key, raw in find_sessions(self._store, self._key_bytes(key), earliest_end, latest_start):
+            window = SessionWindow(session_key_schema.start_of(store_key), session_key_schema.end_of(store_key))
+            yield Windowed(key, window), self._spec.value_serde.deserialize(self._topic, raw)

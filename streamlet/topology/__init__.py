@@ -10,6 +10,7 @@ from streamlet.topology.builder import (
     KGroupedStream,
     KStream,
     KTable,
+    SessionWindowedKStream,
     StreamsBuilder,
     TimeWindowedKStream,
 )
@@ -23,6 +24,7 @@ __all__ = [
     "KGroupedStream",
     "KStream",
     "KTable",
+    "SessionWindowedKStream",
     "StreamsBuilder",
     "Subtopology",
     "TimeWindowedKStream",

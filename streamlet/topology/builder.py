@@ -31,10 +31,12 @@ import heapq
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import Any
+from typing import Any, overload
 
 from streamlet.errors import TopologyError
 from streamlet.serdes import BytesSerde, LongSerde, Serde, SerdeLike, resolve_serde
+from streamlet.session_windows import SessionWindowedSerde, SessionWindows
+from streamlet.sliding_windows import SlidingWindows
 from streamlet.suppressed import Suppressed
 from streamlet.topology import joins, ktable
 from streamlet.topology import nodes as n
@@ -784,10 +786,21 @@ class KGroupedStream:
             processor, n.AGGREGATE, store, _or_default(agg_serde), fn=aggregator, initializer=initializer, pre=pre
         )
 
-    def windowed_by(self, windows: TimeWindows) -> TimeWindowedKStream:
-        """Aggregate per key and time window (Kafka's `windowedBy(TimeWindows)`): see `streamlet.windows`."""
-        if not isinstance(windows, TimeWindows):
-            raise TopologyError(f"windowed_by() takes TimeWindows, got {windows!r}")
+    @overload
+    def windowed_by(self, windows: TimeWindows | SlidingWindows) -> TimeWindowedKStream: ...
+
+    @overload
+    def windowed_by(self, windows: SessionWindows) -> SessionWindowedKStream: ...
+
+    def windowed_by(
+        self, windows: TimeWindows | SlidingWindows | SessionWindows
+    ) -> TimeWindowedKStream | SessionWindowedKStream:
+        """Aggregate per key and window (Kafka's `windowedBy`): fixed time windows (`streamlet.windows`),
+        sliding windows (`streamlet.sliding_windows`) or sessions (`streamlet.session_windows`)."""
+        if isinstance(windows, SessionWindows):
+            return SessionWindowedKStream(self, windows)
+        if not isinstance(windows, TimeWindows | SlidingWindows):
+            raise TopologyError(f"windowed_by() takes TimeWindows, SlidingWindows or SessionWindows, got {windows!r}")
         return TimeWindowedKStream(self, windows)
 
     def _store_name(self, store_name: str | None, prefix: str) -> str:
@@ -804,8 +817,9 @@ class KGroupedStream:
         *,
         fn: Callable[..., Any] | None,
         initializer: Callable[[], Any] | None,
-        windows: TimeWindows | None = None,
+        windows: n.Windows | None = None,
         pre: PreAggregation | None = None,
+        merger: Callable[[Any, Any, Any], Any] | None = None,
     ) -> KTable:
         """`GroupedStreamAggregateBuilder#build` (and `#buildWindowed`, with `windows`); with `pre`, a
         pre-aggregation node before the repartition topic, which then carries partials."""
@@ -827,19 +841,36 @@ class KGroupedStream:
         builder.claim(processor)
         builder.claim_store(store)
         key_serde = _or_default(self._key_serde)
-        store_spec = StoreSpec(store, key_serde, store_value_serde, timestamped=True, windows=windows)
+        sessions = isinstance(windows, SessionWindows)  # a session store's values carry no timestamp, as Kafka's
+        store_spec = StoreSpec(store, key_serde, store_value_serde, timestamped=not sessions, windows=windows)
 
         def write(parents: tuple[str, ...], topology: _Topology) -> None:
             topology.add(
-                ProcessorSpec(processor, parents, op, stores=(store,), fn=fn, initializer=initializer, windows=windows)
+                ProcessorSpec(
+                    processor,
+                    parents,
+                    op,
+                    stores=(store,),
+                    fn=fn,
+                    initializer=initializer,
+                    windows=windows,
+                    merger=merger,
+                )
             )
             topology.add_store(store_spec, processor)
 
         node = _GraphNode(processor, write)
         builder.add_graph_node(parent, node)
-        # a windowed table's keys are Windowed (Kafka's FullTimeWindowedSerde over the grouping key serde)
-        table_key_serde = self._key_serde if windows is None else TimeWindowedSerde(key_serde, windows.size_ms)
-        grace = None if windows is None else windows.grace_ms
+        # a windowed table's keys are Windowed (Kafka's FullTimeWindowedSerde or SessionWindowedSerde over the
+        # grouping key serde)
+        table_key_serde: Serde | None = self._key_serde
+        if isinstance(windows, SessionWindows):
+            table_key_serde = SessionWindowedSerde(key_serde)
+        elif windows is not None:
+            table_key_serde = TimeWindowedSerde(key_serde, windows.size_ms)
+        # when a time window closes, for suppress(until_window_closes); session and sliding tables have no such
+        # support yet, so their tables carry none and suppress refuses them
+        grace = windows.grace_ms if isinstance(windows, TimeWindows) else None
         return KTable(builder, node, table_key_serde, store_value_serde, store, grace_ms=grace)
 
     def _check_pre_aggregation(self, processor: str) -> None:
@@ -914,12 +945,12 @@ class TimeWindowedKStream:
 
     __slots__ = ("_grouped", "_windows")
 
-    def __init__(self, grouped: KGroupedStream, windows: TimeWindows) -> None:
+    def __init__(self, grouped: KGroupedStream, windows: TimeWindows | SlidingWindows) -> None:
         self._grouped = grouped
         self._windows = windows
 
     @property
-    def windows(self) -> TimeWindows:
+    def windows(self) -> TimeWindows | SlidingWindows:
         return self._windows
 
     def count(self, store_name: str | None = None, *, name: str | None = None) -> KTable:
@@ -964,6 +995,74 @@ class TimeWindowedKStream:
 
     def __repr__(self) -> str:
         return f"TimeWindowedKStream({self._grouped!r}, {self._windows})"
+
+
+class SessionWindowedKStream:
+    """A grouped stream cut into sessions: `count`, `reduce`, `aggregate` give a KTable keyed by `Windowed`
+    session keys (Kafka's `SessionWindowedKStream`); names nodes and stores as the other aggregations do."""
+
+    __slots__ = ("_grouped", "_windows")
+
+    def __init__(self, grouped: KGroupedStream, windows: SessionWindows) -> None:
+        self._grouped = grouped
+        self._windows = windows
+
+    @property
+    def windows(self) -> SessionWindows:
+        return self._windows
+
+    def count(self, store_name: str | None = None, *, name: str | None = None) -> KTable:
+        """Records per key and session (null values count too), in a session store with int64 values."""
+        grouped = self._grouped
+        store = grouped._store_name(store_name, AGGREGATE_NAME)
+        processor = grouped._builder.name_or_generate(name, AGGREGATE_NAME)
+        return grouped._build(processor, n.COUNT, store, LongSerde(), fn=None, initializer=None, windows=self._windows)
+
+    def reduce(
+        self, reducer: Callable[[Any, Any], Any], store_name: str | None = None, *, name: str | None = None
+    ) -> KTable:
+        """`reducer(aggregate, value)` per key and session; merging sessions reduces their aggregates too."""
+        _require_callable(reducer, "reducer")
+        grouped = self._grouped
+        store = grouped._store_name(store_name, REDUCE_NAME)
+        processor = grouped._builder.name_or_generate(name, REDUCE_NAME)
+        value_serde = _or_default(grouped._value_serde)
+        return grouped._build(
+            processor, n.REDUCE, store, value_serde, fn=reducer, initializer=None, windows=self._windows
+        )
+
+    def aggregate(
+        self,
+        initializer: Callable[[], Any],
+        aggregator: Callable[[Any, Any, Any], Any],
+        merger: Callable[[Any, Any, Any], Any],
+        store_name: str | None = None,
+        value_serde: SerdeLike = None,
+        *,
+        name: str | None = None,
+    ) -> KTable:
+        """`aggregator(key, value, aggregate)` per key and session, from `initializer()`; when a record
+        bridges sessions, `merger(key, aggregate, other)` folds their aggregates into one (oldest first)."""
+        _require_callable(initializer, "initializer")
+        _require_callable(aggregator, "aggregator")
+        _require_callable(merger, "merger")
+        agg_serde = _or_default(_serde(value_serde, "value_serde"))
+        grouped = self._grouped
+        store = grouped._store_name(store_name, AGGREGATE_NAME)
+        processor = grouped._builder.name_or_generate(name, AGGREGATE_NAME)
+        return grouped._build(
+            processor,
+            n.AGGREGATE,
+            store,
+            agg_serde,
+            fn=aggregator,
+            initializer=initializer,
+            windows=self._windows,
+            merger=merger,
+        )
+
+    def __repr__(self) -> str:
+        return f"SessionWindowedKStream({self._grouped!r}, {self._windows})"
 
 
 class KTable:

@@ -13,6 +13,8 @@ from typing import Any
 
 from streamlet.errors import TopologyError
 from streamlet.serdes import Serde
+from streamlet.session_windows import SessionWindows
+from streamlet.sliding_windows import SlidingWindows
 from streamlet.suppressed import Suppressed
 from streamlet.windows import TimeWindows
 
@@ -110,13 +112,18 @@ class ValueGetterSpec:
     steps: tuple[tuple[str, Callable[..., Any]], ...] = ()
 
 
+#: what `windowed_by` takes: a windowed aggregation's windows, and its store's
+Windows = TimeWindows | SlidingWindows | SessionWindows
+
+
 @dataclass(frozen=True, eq=False)
 class ProcessorSpec(NodeSpec):
     op: str
     stores: tuple[str, ...] = ()
     fn: Callable[..., Any] | None = None
     initializer: Callable[[], Any] | None = None  # aggregate only
-    windows: TimeWindows | None = None  # a windowed count/reduce/aggregate
+    windows: Windows | None = None  # a windowed count/reduce/aggregate
+    merger: Callable[[Any, Any, Any], Any] | None = None  # a session aggregate only
     suppress: Suppressed | None = None  # a suppress node, its wait resolved
     send_old_values: bool = False  # a KTable operation forwards Change(new, old), not Change(new, None)
     value_getter: ValueGetterSpec | None = None  # a stream-table join: how the table is read
@@ -137,5 +144,6 @@ class StoreSpec:
     value_serde: Serde
     logged: bool = True
     timestamped: bool = False
-    windows: TimeWindows | None = None  # a window store: keys are WindowKeySchema store keys
+    # a window store (WindowKeySchema keys), or with SessionWindows a session store (SessionKeySchema keys)
+    windows: Windows | None = None
     buffer: bool = False  # a suppression buffer (in memory, time-ordered): see streamlet.state.time_ordered_buffer

@@ -26,6 +26,10 @@ A program is a JSON list of ops, each reading the variable `in` and defining the
     {"op": "split", "in": <stream>, "name": <prefix>, "branches": [{"fn": <predicate>, "name": null | "b"}, ...],
      "default": null | {"name": null | "d"}, "ids": [<one per branch, then the default branch>]}
     {"op": "merge", "in": <stream>, "other": <stream>, "id": ...}
+    {"op": "sessionWindowedBy", "in": <grouped>, "gap": ms, "grace": null | ms}
+    (aggregate merges sessions with the merger named like its "fn"; `to` a session stream with "session": true)
+    {"op": "slidingWindowedBy", "in": <grouped>, "difference": ms, "grace": null | ms}
+    (`to` a sliding-windowed stream with "wsize": difference)
 
 Any op may have a processor `name` (Kafka's `Named`/`Grouped`/`Consumed`/`Produced` names). Keys are
 strings (or null); values are strings or longs, and every serde is explicit on both sides, so output bytes
@@ -40,9 +44,19 @@ from typing import Any
 
 from streamlet.runtime.punctuation import Cancellable, PunctuationType
 from streamlet.serdes import StringSerde
+from streamlet.session_windows import SessionWindowedSerde, SessionWindows
+from streamlet.sliding_windows import SlidingWindows
 from streamlet.suppressed import BufferConfig, Suppressed
 from streamlet.timestamps import ConsumedRecord
-from streamlet.topology import Branched, KGroupedStream, KStream, KTable, StreamsBuilder, TimeWindowedKStream
+from streamlet.topology import (
+    Branched,
+    KGroupedStream,
+    KStream,
+    KTable,
+    SessionWindowedKStream,
+    StreamsBuilder,
+    TimeWindowedKStream,
+)
 from streamlet.windows import TimeWindowedSerde, TimeWindows
 
 
@@ -95,6 +109,12 @@ AGGREGATORS: dict[str, Callable[[Any, Any, Any], Any]] = {
     "append": lambda k, v, agg: agg + _java_str(v),
     "len_sum": lambda k, v, agg: agg if v is None else agg + len(v),
     "sum": lambda k, v, agg: agg if v is None else agg + v,
+}
+#: session aggregates' mergers, named after their aggregator: the two aggregates added (Programs.merge)
+MERGERS: dict[str, Callable[[Any, Any, Any], Any]] = {
+    "append": lambda k, agg1, agg2: agg1 + agg2,
+    "len_sum": lambda k, agg1, agg2: agg1 + agg2,
+    "sum": lambda k, agg1, agg2: agg1 + agg2,
 }
 
 #: value types of the functions that change them (others keep their input's type)
@@ -179,7 +199,7 @@ def build(program: list[dict[str, Any]]) -> StreamsBuilder:
         fn = op.get("fn")
         vtype = op.get("vtype", "string")
         kw: dict[str, Any] = {} if name is None else {"name": name}
-        result: KStream | KGroupedStream | TimeWindowedKStream | KTable | None = None
+        result: KStream | KGroupedStream | TimeWindowedKStream | SessionWindowedKStream | KTable | None = None
         if kind == "stream":
             result = builder.stream(op["topics"], key_serde="str", value_serde="str", **kw)
         elif kind in ("filter", "filterNot", "mapValues") and op.get("store") is not None:  # materialized KTable op
@@ -204,6 +224,8 @@ def build(program: list[dict[str, Any]]) -> StreamsBuilder:
             result = source.peek(lambda k, v: None, **kw)
         elif kind == "to":
             key_serde: Any = "str" if op.get("wsize") is None else TimeWindowedSerde(StringSerde(), op["wsize"])
+            if op.get("session"):
+                key_serde = SessionWindowedSerde(StringSerde())
             source.to(op["topic"], key_serde=key_serde, value_serde=serde(vtype), **kw)
         elif kind == "windowedBy":
             if op.get("grace") is None:
@@ -213,6 +235,18 @@ def build(program: list[dict[str, Any]]) -> StreamsBuilder:
             if op.get("advance") is not None:
                 windows = windows.advance_by(op["advance"])
             result = source.windowed_by(windows)
+        elif kind == "sessionWindowedBy":
+            if op.get("grace") is None:
+                sessions = SessionWindows.of_inactivity_gap_with_no_grace(op["gap"])
+            else:
+                sessions = SessionWindows.of_inactivity_gap_and_grace(op["gap"], op["grace"])
+            result = source.windowed_by(sessions)
+        elif kind == "slidingWindowedBy":
+            if op.get("grace") is None:
+                sliding = SlidingWindows.of_time_difference_with_no_grace(op["difference"])
+            else:
+                sliding = SlidingWindows.of_time_difference_and_grace(op["difference"], op["grace"])
+            result = source.windowed_by(sliding)
         elif kind == "groupBy":
             result = source.group_by(KEY_SELECTORS[fn], key_serde="str", value_serde=serde(vtype), **kw)
         elif kind == "groupByKey":
@@ -221,6 +255,10 @@ def build(program: list[dict[str, Any]]) -> StreamsBuilder:
             result = source.count(op.get("store"), **kw)
         elif kind == "reduce":
             result = source.reduce(REDUCERS[fn], op.get("store"), **kw)
+        elif kind == "aggregate" and isinstance(source, SessionWindowedKStream):
+            result = source.aggregate(
+                INITIALIZERS[fn], AGGREGATORS[fn], MERGERS[fn], op.get("store"), value_serde=serde(vtype), **kw
+            )
         elif kind == "aggregate":
             result = source.aggregate(
                 INITIALIZERS[fn], AGGREGATORS[fn], op.get("store"), value_serde=serde(vtype), **kw

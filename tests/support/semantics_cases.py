@@ -21,6 +21,8 @@ from tests.support import dsl_spec
 
 _WORDS = ["a", "b", "ab", "ba", "c", "abc"]
 _TIMESTAMP_WORDS = ["@7", "@150", "drop", "now"]  # what the "payload" extractor reads
+#: the "window size" of session-windowed keys (their serde carries both ends)
+SESSION = -1
 
 
 def run_streamlet(case: dict[str, Any]) -> dict[str, Any]:
@@ -88,12 +90,22 @@ def programs(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str]]:
             g, gtype, size = draw(st.sampled_from(grouped))
             if size is None and draw(st.booleans()):  # window it, then aggregate the windowed stream
                 w = var("w")
-                size = draw(st.sampled_from([5, 10, 30, 60]))
                 grace = draw(st.sampled_from([None, 0, 5, 20]))
-                advance = draw(st.sampled_from([None, None, 1, 5, size]))
-                if advance is not None and advance > size:
-                    advance = None
-                program.append({"op": "windowedBy", "in": g, "id": w, "size": size, "grace": grace, "advance": advance})
+                windowing = draw(st.sampled_from(["time", "session", "sliding"]))
+                if windowing == "session":
+                    size = SESSION
+                    gap = draw(st.sampled_from([1, 5, 10, 30]))
+                    program.append({"op": "sessionWindowedBy", "in": g, "id": w, "gap": gap, "grace": grace})
+                elif windowing == "sliding":
+                    size = draw(st.sampled_from([1, 5, 10, 30]))
+                    program.append({"op": "slidingWindowedBy", "in": g, "id": w, "difference": size, "grace": grace})
+                else:
+                    size = draw(st.sampled_from([5, 10, 30, 60]))
+                    advance = draw(st.sampled_from([None, None, 1, 5, size]))
+                    if advance is not None and advance > size:
+                        advance = None
+                    windowed_by = {"op": "windowedBy", "in": g, "id": w, "size": size, "grace": grace}
+                    program.append({**windowed_by, "advance": advance})
                 grouped.append((w, gtype, size))
                 g = w
             kind = draw(st.sampled_from(["count", "reduce", "aggregate"]))
@@ -172,7 +184,10 @@ def programs(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str]]:
                     counter["out"] += 1
                     topic = f"out{counter['out']}"
                     outputs[topic] = (stype, size)
-                program.append({"op": "to", "in": s, "topic": topic, "vtype": stype, "wsize": size, "name": name})
+                to = {"op": "to", "in": s, "topic": topic, "vtype": stype, "wsize": size, "name": name}
+                if size == SESSION:
+                    to.update(wsize=None, session=True)
+                program.append(to)
             else:
                 g = var("g")
                 op = {"op": kind, "in": s, "id": g, "vtype": stype, "name": name}

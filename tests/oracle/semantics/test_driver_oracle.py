@@ -148,14 +148,139 @@ HAND_WRITTEN = {
         ),
         _records(("k", None, 1), ("k", "a", 2), ("k", None, 3), ("j", None, 12), ("j", "b", 13)),
     ),
+    # sessions with a gap of 10: 0 and 20 are two sessions until 10 bridges them into [0, 20] (both merged
+    # sessions are deleted: tombstones downstream and in the changelog); 50 moves stream time so that 15 is
+    # late (its merged session would end at 20 < 50 - 10) and dropped; a null key is skipped, a null value counts
+    "session_count_merge_and_late_drop": (
+        _stream(
+            {"op": "groupByKey", "in": "s", "id": "g", "vtype": "string"},
+            {"op": "sessionWindowedBy", "in": "g", "id": "w", "gap": 10, "grace": None},
+            {"op": "count", "in": "w", "id": "c", "store": "sessions"},
+            {"op": "toStream", "in": "c", "id": "o"},
+            {"op": "to", "in": "o", "topic": "out", "vtype": "long", "session": True},
+        ),
+        _records(
+            ("k", "a", 0),
+            ("k", "b", 20),
+            ("j", "c", 5),
+            ("k", "d", 10),
+            (None, "e", 12),
+            ("k", None, 50),
+            ("k", "f", 15),
+            ("j", "g", 45),
+        ),
+    ),
+    # gap 5, grace 10: out-of-order records within grace join or bridge sessions; the merger concatenates the
+    # merged sessions' aggregates oldest first, then the aggregator appends the record
+    "session_aggregate_out_of_order_within_grace": (
+        _stream(
+            {"op": "groupByKey", "in": "s", "id": "g", "vtype": "string"},
+            {"op": "sessionWindowedBy", "in": "g", "id": "w", "gap": 5, "grace": 10},
+            {"op": "aggregate", "in": "w", "id": "a", "fn": "append", "vtype": "string", "name": "sessions"},
+            {"op": "toStream", "in": "a", "id": "o"},
+            {"op": "to", "in": "o", "topic": "out", "vtype": "string", "session": True},
+        ),
+        _records(
+            ("k", "a", 100),
+            ("k", "b", 112),
+            ("k", "c", 106),
+            ("k", "d", 120),
+            ("k", "e", 103),
+            ("k", "f", 95),
+            ("k", "g", 130),
+            ("k", "h", 114),
+            ("k", "i", 108),
+        ),
+    ),
+    # a session reduce: the first value null makes a null aggregate (a delete), later ones concatenate
+    "session_reduce_with_nulls": (
+        _stream(
+            {"op": "groupByKey", "in": "s", "id": "g", "vtype": "string"},
+            {"op": "sessionWindowedBy", "in": "g", "id": "w", "gap": 3, "grace": 0},
+            {"op": "reduce", "in": "w", "id": "r", "fn": "concat", "vtype": "string"},
+            {"op": "toStream", "in": "r", "id": "o"},
+            {"op": "to", "in": "o", "topic": "out", "vtype": "string", "session": True},
+        ),
+        _records(("k", None, 10), ("k", "a", 12), ("k", "b", 20), ("k", "c", 17), ("k", None, 30), ("k", "d", 31)),
+    ),
+    # sliding windows of 10, grace 5: each record gets its left window [t - 10, t], the right window of the
+    # previous record appears when a later record falls in it, out-of-order records update every window
+    # that holds them, and a record whose windows all closed is dropped; null values are skipped
+    "sliding_count_left_and_right_windows": (
+        _stream(
+            {"op": "groupByKey", "in": "s", "id": "g", "vtype": "string"},
+            {"op": "slidingWindowedBy", "in": "g", "id": "w", "difference": 10, "grace": 5},
+            {"op": "count", "in": "w", "id": "c", "store": "sliding"},
+            {"op": "toStream", "in": "c", "id": "o"},
+            {"op": "to", "in": "o", "topic": "out", "vtype": "long", "wsize": 10},
+        ),
+        _records(
+            ("k", "a", 20),
+            ("k", "b", 25),
+            ("k", "c", 40),
+            ("k", "d", 33),
+            ("k", None, 34),
+            ("k", "e", 22),
+            ("k", "f", 60),
+            ("k", "g", 44),
+            ("j", "h", 60),
+            ("k", "i", 61),
+            ("k", "j", 55),
+        ),
+    ),
+    # records before the time difference share the window [0, d] (no negative starts), and their right
+    # windows are created as later records arrive
+    "sliding_aggregate_early_records": (
+        _stream(
+            {"op": "groupByKey", "in": "s", "id": "g", "vtype": "string"},
+            {"op": "slidingWindowedBy", "in": "g", "id": "w", "difference": 10, "grace": 20},
+            {"op": "aggregate", "in": "w", "id": "a", "fn": "append", "vtype": "string"},
+            {"op": "toStream", "in": "a", "id": "o"},
+            {"op": "to", "in": "o", "topic": "out", "vtype": "string", "wsize": 10},
+        ),
+        _records(("k", "a", 5), ("k", "b", 2), ("k", "c", 8), ("k", "d", 14), ("k", "e", 3), ("k", "f", 30)),
+    ),
+    "sliding_reduce": (
+        _stream(
+            {"op": "groupBy", "in": "s", "id": "g", "fn": "first", "vtype": "string"},
+            {"op": "slidingWindowedBy", "in": "g", "id": "w", "difference": 5, "grace": None},
+            {"op": "reduce", "in": "w", "id": "r", "fn": "concat", "vtype": "string"},
+            {"op": "toStream", "in": "r", "id": "o"},
+            {"op": "to", "in": "o", "topic": "out", "vtype": "string", "wsize": 5},
+        ),
+        _records(
+            (None, "ab", 10), (None, "a", 12), (None, "b", 14), (None, "ac", 15), (None, "ad", 9), (None, "a", 17)
+        ),
+    ),
+    # sessions and sliding windows over minutes: their stores' 60 s segments expire while others are written
+    "session_and_sliding_long_run": (
+        _stream(
+            {"op": "groupByKey", "in": "s", "id": "g", "vtype": "string"},
+            {"op": "sessionWindowedBy", "in": "g", "id": "sw", "gap": 20_000, "grace": 10_000},
+            {"op": "aggregate", "in": "sw", "id": "sa", "fn": "len_sum", "vtype": "long", "store": "sessions"},
+            {"op": "slidingWindowedBy", "in": "g", "id": "lw", "difference": 30_000, "grace": 5_000},
+            {"op": "count", "in": "lw", "id": "lc", "store": "sliding"},
+            {"op": "toStream", "in": "sa", "id": "so"},
+            {"op": "to", "in": "so", "topic": "sessions", "vtype": "long", "session": True},
+            {"op": "toStream", "in": "lc", "id": "lo"},
+            {"op": "to", "in": "lo", "topic": "sliding", "vtype": "long", "wsize": 30_000},
+        ),
+        _records(*((f"k{i % 3}", "ab" * (i % 4), 7_919 * i % 50_000 + 25_000 * (i // 10)) for i in range(60))),
+    ),
 }
 
 # without a cache Kafka has no caching layer: the windowed reduce's null aggregate is logged and emitted
 HAND_WRITTEN["null_values_without_cache"] = HAND_WRITTEN["null_values_in_plain_and_windowed_aggregations"]
+# without a cache every merged session's tombstone and every window update is emitted
+for _name in ("session_count_merge_and_late_drop", "session_reduce_with_nulls", "sliding_count_left_and_right_windows"):
+    HAND_WRITTEN[f"{_name}_without_cache"] = HAND_WRITTEN[_name]
 
 CONFIGS: dict[str, dict[str, Any]] = {
     "wordcount_without_cache": {"statestore_cache_max_bytes": 0},
     "null_values_without_cache": {"statestore_cache_max_bytes": 0},
+    "session_count_merge_and_late_drop_without_cache": {"statestore_cache_max_bytes": 0},
+    "session_reduce_with_nulls_without_cache": {"statestore_cache_max_bytes": 0},
+    "sliding_count_left_and_right_windows_without_cache": {"statestore_cache_max_bytes": 0},
     "extractor_applies_to_user_topics_only": {"timestamp_extractor": "payload"},
 }
 

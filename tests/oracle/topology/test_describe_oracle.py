@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from streamlet.session_windows import SessionWindows
+from streamlet.sliding_windows import SlidingWindows
 from streamlet.topology import Branched, StreamsBuilder
 from streamlet.windows import TimeWindows
 from tests.oracle.topology.table_programs import TablePrograms
@@ -80,7 +82,38 @@ def _program(rng: random.Random) -> tuple[list[str], list[str]]:
             table_ops.step(rng, java, py, streams, tables, topic, maybe_name)
         elif grouped and roll < 0.25:
             g, var = rng.choice(grouped), f"k{len(tables)}"
-            if rng.random() < 0.5:  # a windowed aggregation: windowedBy names nothing, the aggregation as usual
+            sessions = False
+            windowing = rng.random()
+            if windowing < 0.15:  # sessions: named like the other aggregations, aggregate takes a merger
+                w, sessions = f"w{len(tables)}", True
+                gap, grace = rng.choice([1, 10, 60_000]), rng.choice([None, 0, 1000])
+                if grace is None:
+                    jwin = f"SessionWindows.ofInactivityGapWithNoGrace(Duration.ofMillis({gap}))"
+                    pwin = f"SessionWindows.of_inactivity_gap_with_no_grace({gap})"
+                else:
+                    jwin = (
+                        f"SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis({gap}), Duration.ofMillis({grace}))"
+                    )
+                    pwin = f"SessionWindows.of_inactivity_gap_and_grace({gap}, {grace})"
+                java.append(f"SessionWindowedKStream {w} = {g}.windowedBy({jwin});")
+                py.append(f"{w} = {g}.windowed_by({pwin})")
+                g = w
+            elif windowing < 0.3:  # sliding windows: a TimeWindowedKStream, as in Kafka
+                w = f"w{len(tables)}"
+                difference, grace = rng.choice([1, 10, 60_000]), rng.choice([None, 0, 1000])
+                if grace is None:
+                    jwin = f"SlidingWindows.ofTimeDifferenceWithNoGrace(Duration.ofMillis({difference}))"
+                    pwin = f"SlidingWindows.of_time_difference_with_no_grace({difference})"
+                else:
+                    jwin = (
+                        f"SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMillis({difference}), "
+                        f"Duration.ofMillis({grace}))"
+                    )
+                    pwin = f"SlidingWindows.of_time_difference_and_grace({difference}, {grace})"
+                java.append(f"TimeWindowedKStream {w} = {g}.windowedBy({jwin});")
+                py.append(f"{w} = {g}.windowed_by({pwin})")
+                g = w
+            elif windowing < 0.5:  # a windowed aggregation: windowedBy names nothing, the aggregation as usual
                 w = f"w{len(tables)}"
                 size = rng.choice([1, 10, 60_000])
                 jwin, pwin = (
@@ -119,9 +152,11 @@ def _program(rng: random.Random) -> tuple[list[str], list[str]]:
                 py.append(f"{var} = {g}.reduce(lambda x, y: y{', ' + repr(store) if store else ''}{pnamed})")
             else:
                 materialized = f'Materialized.as("{store}")' if store else "Materialized.with(null, null)"
-                java.append(f'KTable {var} = {g}.aggregate(() -> "", (k, v, a) -> a, {jnamed}{materialized});')
+                jmerger, pmerger = ("(k, a1, a2) -> a1, ", "lambda k, a1, a2: a1, ") if sessions else ("", "")
+                java.append(f'KTable {var} = {g}.aggregate(() -> "", (k, v, a) -> a, {jmerger}{jnamed}{materialized});')
                 py.append(
-                    f"{var} = {g}.aggregate(lambda: '', lambda k, v, a: a{', ' + repr(store) if store else ''}{pnamed})"
+                    f"{var} = {g}.aggregate(lambda: '', lambda k, v, a: a, {pmerger}"
+                    f"{repr(store) + ', ' if store else ''}{pnamed.lstrip(', ')})"
                 )
             tables.append(var)
         elif tables and roll < 0.35:
@@ -191,7 +226,13 @@ def _program(rng: random.Random) -> tuple[list[str], list[str]]:
 
 
 def _python_describe(statements: list[str]) -> str:
-    namespace: dict[str, object] = {"b": StreamsBuilder(), "TimeWindows": TimeWindows, "Branched": Branched}
+    namespace: dict[str, object] = {
+        "b": StreamsBuilder(),
+        "TimeWindows": TimeWindows,
+        "SessionWindows": SessionWindows,
+        "SlidingWindows": SlidingWindows,
+        "Branched": Branched,
+    }
     with contextlib.redirect_stdout(io.StringIO()):
         for statement in statements:
             exec(statement, namespace)  # noqa: S102 - generated test code

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import os
+import random
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 
 from streamlet.errors import StateStoreCorruptedError, StateStoreError, StateStoreLockedError
 from streamlet.state.rocksdb_store import RocksDBStore
-from streamlet.state.store import InMemoryKeyValueStore, KeyValueStore
+from streamlet.state.store import InMemoryKeyValueStore, KeyValueStore, SortedKeyIndex
 
 
 @pytest.fixture(params=["rocksdb", "memory"])
@@ -98,6 +99,30 @@ def test_in_memory_sorted_index_after_mixed_updates() -> None:
     assert list(s.all()) == [(b"a", b"3"), (b"b", b"1"), (b"c", b"1")]
     assert s.approximate_num_entries() == 3
     assert not s.persistent
+
+
+@pytest.mark.parametrize("changes_per_scan", [1, 3, 200])  # applied one by one, or by a re-sort
+def test_sorted_index_matches_a_sorted_dict_under_removals_and_re_adds(changes_per_scan: int) -> None:
+    rng = random.Random(changes_per_scan)
+    index, present = SortedKeyIndex(), set()
+    for key in (bytes([rng.randrange(256), rng.randrange(256)]) for _ in range(500)):
+        if key not in present:
+            present.add(key)
+            index.added(key)
+    for step in range(2_000):
+        key = bytes([rng.randrange(256), rng.randrange(256)])
+        if key in present:
+            present.discard(key)
+            index.removed(key)
+        else:
+            present.add(key)
+            index.added(key)
+        if step % changes_per_scan == 0:
+            low, high = sorted([bytes([rng.randrange(256)]), bytes([rng.randrange(256)])])
+            assert index.keys_in_range(present.__contains__, low, high) == sorted(
+                k for k in present if low <= k <= high
+            )
+    assert index.keys_in_range(present.__contains__, None, None) == sorted(present)
 
 
 def test_approximate_num_entries(store: KeyValueStore) -> None:

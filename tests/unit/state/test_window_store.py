@@ -59,3 +59,22 @@ def test_window_changelogs_are_compacted_and_deleted_after_retention_plus_a_day(
     assert changelog.name == "w-changelog"
     assert changelog.config["cleanup.policy"] == "compact,delete"
     assert changelog.config["retention.ms"] == str(1_500 + 86_400_000)
+
+
+def test_a_range_reads_every_segment_also_after_reopening(tmp_path: Path) -> None:
+    store = RocksDBWindowStore("w", tmp_path / "w", retention_ms=10_000_000, segment_interval_ms=60_000)
+    starts = [0, 59_999, 60_000, 3_600_000]
+    for key in (b"a", b"b"):
+        for start in starts:
+            store.put(schema.to_store_key(key, start), key)
+    store.close()
+    reopened = RocksDBWindowStore("w", tmp_path / "w", retention_ms=10_000_000, segment_interval_ms=60_000)
+    # one key's windows from 59,999 to 3,600,000: three segments, in store-key order
+    found = reopened.range(schema.to_store_key(b"a", 59_999), schema.to_store_key(b"a", 3_600_000))
+    assert [(schema.key_of(k), schema.window_start_of(k)) for k, _ in found] == [
+        (b"a", 59_999),
+        (b"a", 60_000),
+        (b"a", 3_600_000),
+    ]
+    assert len(list(reopened.all())) == 8
+    reopened.close()

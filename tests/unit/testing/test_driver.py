@@ -9,6 +9,8 @@ from __future__ import annotations
 import pytest
 
 from streamlet.app import App
+from streamlet.serdes import StringSerde
+from streamlet.session_windows import SessionWindow, SessionWindowedSerde, SessionWindows
 from streamlet.testing import TestRecord, TopologyTestDriver
 from streamlet.topology import StreamsBuilder
 from streamlet.windows import TimeWindow, TimeWindows, Windowed
@@ -133,6 +135,38 @@ def test_window_store_view_and_dropped_late_records() -> None:
         records.pipe_input("k", "v", 200_000)  # window 10 expires in turn (its 60 s segment is dropped)
         assert store.fetch("k", 10) is None
         assert list(store.all()) == [(Windowed("k", TimeWindow(200_000, 200_010)), 1)]
+
+
+def test_session_store_view_and_a_merge_of_two_sessions() -> None:
+    builder = StreamsBuilder()
+    (
+        builder.stream("in", key_serde="str", value_serde="str")
+        .group_by_key()
+        .windowed_by(SessionWindows.of_inactivity_gap_and_grace(10, 100))
+        .reduce(lambda aggregate, value: aggregate + value, "s")
+        .to_stream()
+        .to("out", key_serde=SessionWindowedSerde(StringSerde()), value_serde="str")
+    )
+    with TopologyTestDriver(builder) as driver:
+        records = driver.create_input_topic("in", "str", "str")
+        # 10 is within the gap of both sessions; the grace keeps [0, 0] in the store (retention: gap + grace)
+        for value, timestamp in (("a", 0), ("b", 20), ("c", 10)):
+            records.pipe_input("k", value, timestamp)
+        out = driver.create_output_topic("out", SessionWindowedSerde(StringSerde()), "str")
+        # updates carry the session's end as their timestamp; the bridged sessions are deleted
+        assert out.read_records_to_list() == [
+            TestRecord(Windowed("k", SessionWindow(0, 0)), "a", 0),
+            TestRecord(Windowed("k", SessionWindow(20, 20)), "b", 20),
+            TestRecord(Windowed("k", SessionWindow(0, 0)), None, 0),
+            TestRecord(Windowed("k", SessionWindow(20, 20)), None, 20),
+            TestRecord(Windowed("k", SessionWindow(0, 20)), "abc", 20),
+        ]
+        store = driver.get_session_store("s")
+        assert list(store.find_sessions("k", 0, 100)) == [(Windowed("k", SessionWindow(0, 20)), "abc")]
+        assert store.fetch_session("k", 0, 20) == "abc"
+        assert store.fetch_session("k", 0, 0) is None
+        with pytest.raises(TypeError, match="not a window store"):
+            driver.get_window_store("s")
 
 
 def test_agents_sends_carry_the_record_timestamp() -> None:

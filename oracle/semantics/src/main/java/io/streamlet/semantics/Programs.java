@@ -21,6 +21,9 @@ import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Named;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Suppressed;
+import org.apache.kafka.streams.kstream.SessionWindowedKStream;
+import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.SlidingWindows;
 import org.apache.kafka.streams.kstream.TimeWindowedKStream;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.WindowedSerdes;
@@ -186,6 +189,11 @@ final class Programs {
         return op.hasNonNull("name") ? result.withName(op.get("name").asText()) : result;
     }
 
+    // a session aggregate's merger: the two aggregates added (concatenated for strings)
+    static Object merge(final String fn, final Object agg1, final Object agg2) {
+        return "append".equals(fn) ? (Object) ((String) agg1 + agg2) : (Object) ((Long) agg1 + (Long) agg2);
+    }
+
     static Named named(final JsonNode op) {
         return op.hasNonNull("name") ? Named.as(op.get("name").asText()) : null;
     }
@@ -278,9 +286,12 @@ final class Programs {
                     break;
                 }
                 case "to": {
-                    final Serde keySerde = op.hasNonNull("wsize")
+                    Serde keySerde = op.hasNonNull("wsize")
                         ? new WindowedSerdes.TimeWindowedSerde<>(Serdes.String(), op.get("wsize").asLong())
                         : Serdes.String();
+                    if (op.path("session").asBoolean(false)) {
+                        keySerde = new WindowedSerdes.SessionWindowedSerde<>(Serdes.String());
+                    }
                     Produced produced = Produced.with(keySerde, serde(vtype));
                     if (op.hasNonNull("name")) {
                         produced = produced.withName(op.get("name").asText());
@@ -315,7 +326,31 @@ final class Programs {
                     result = ((KGroupedStream) in).windowedBy(windows);
                     break;
                 }
+                case "sessionWindowedBy": {
+                    final Duration gap = Duration.ofMillis(op.get("gap").asLong());
+                    result = ((KGroupedStream) in).windowedBy(op.hasNonNull("grace")
+                        ? SessionWindows.ofInactivityGapAndGrace(gap, Duration.ofMillis(op.get("grace").asLong()))
+                        : SessionWindows.ofInactivityGapWithNoGrace(gap));
+                    break;
+                }
+                case "slidingWindowedBy": {
+                    final Duration difference = Duration.ofMillis(op.get("difference").asLong());
+                    result = ((KGroupedStream) in).windowedBy(op.hasNonNull("grace")
+                        ? SlidingWindows.ofTimeDifferenceAndGrace(difference, Duration.ofMillis(op.get("grace").asLong()))
+                        : SlidingWindows.ofTimeDifferenceWithNoGrace(difference));
+                    break;
+                }
                 case "count": {
+                    if (in instanceof SessionWindowedKStream) {
+                        final SessionWindowedKStream w = (SessionWindowedKStream) in;
+                        if (!op.hasNonNull("store")) {
+                            result = named == null ? w.count() : w.count(named);
+                        } else {
+                            final Materialized m = materialized(op, "long");
+                            result = named == null ? w.count(m) : w.count(named, m);
+                        }
+                        break;
+                    }
                     if (in instanceof TimeWindowedKStream) {
                         final TimeWindowedKStream w = (TimeWindowedKStream) in;
                         if (!op.hasNonNull("store")) {
@@ -338,6 +373,13 @@ final class Programs {
                     break;
                 }
                 case "reduce": {
+                    if (in instanceof SessionWindowedKStream) {
+                        final SessionWindowedKStream w = (SessionWindowedKStream) in;
+                        final Materialized m = materialized(op, vtype);
+                        result = named == null ? w.reduce((a, v) -> reduce(fn, a, v), m)
+                            : w.reduce((a, v) -> reduce(fn, a, v), named, m);
+                        break;
+                    }
                     if (in instanceof TimeWindowedKStream) {
                         final TimeWindowedKStream w = (TimeWindowedKStream) in;
                         final Materialized m = materialized(op, vtype);
@@ -352,6 +394,15 @@ final class Programs {
                     break;
                 }
                 case "aggregate": {
+                    if (in instanceof SessionWindowedKStream) {
+                        final SessionWindowedKStream w = (SessionWindowedKStream) in;
+                        final Materialized m = materialized(op, vtype);
+                        result = named == null
+                            ? w.aggregate(() -> init(fn), (k, v, a) -> aggregate(fn, k, v, a), (k, a, b) -> merge(fn, a, b), m)
+                            : w.aggregate(() -> init(fn), (k, v, a) -> aggregate(fn, k, v, a), (k, a, b) -> merge(fn, a, b),
+                                named, m);
+                        break;
+                    }
                     if (in instanceof TimeWindowedKStream) {
                         final TimeWindowedKStream w = (TimeWindowedKStream) in;
                         final Materialized m = materialized(op, vtype);
