@@ -53,10 +53,13 @@ def session_aggregation(
         windowed = Windowed(key_de(topic, schema.key_of(key)), SessionWindow(schema.start_of(key), end))
         current = record.timestamp
         record.timestamp = end
+        # Kafka forwards a merged-away session with its aggregate as the old value, a written one with none
+        record.old_value = old_value if new_value is None else None
         try:
             forward(windowed, None if new_value is None else decode(new_value))
         finally:
             record.timestamp = current
+            record.old_value = None
 
     store.set_flush_listener(on_flush)
 

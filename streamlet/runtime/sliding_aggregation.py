@@ -49,6 +49,10 @@ def sliding_aggregation(
     difference, grace = windows.time_difference_ms, windows.grace_ms
     record = graph.record
     observed = [-1]  # this processor's stream time (Kafka's observedStreamTime), in a cell for the closure
+    # Without a cache Kafka forwards each update with the aggregate it started from as the old value (see
+    # processor_graph._old_values): the window's, or the initial one for a new window; none for a right window.
+    direct = bool(getattr(store, "passthrough", False))
+    replaced: list[bytes | None] = [None]
 
     # Always listen, even without downstream nodes (see processor_graph._aggregation).
     def on_flush(
@@ -58,15 +62,19 @@ def sliding_aggregation(
             return
         start = schema.window_start_of(key)
         windowed = Windowed(key_de(topic, schema.key_of(key)), TimeWindow(start, start + difference))
-        if new_value is None:
-            forward(windowed, None)
-            return
-        current = record.timestamp
-        record.timestamp = timestamped.timestamp_of(new_value)
+        record.old_value = replaced[0] if direct else None if old_value is None else timestamped.value_of(old_value)
         try:
-            forward(windowed, decode(timestamped.value_of(new_value)))
+            if new_value is None:
+                forward(windowed, None)
+                return
+            current = record.timestamp
+            record.timestamp = timestamped.timestamp_of(new_value)
+            try:
+                forward(windowed, decode(timestamped.value_of(new_value)))
+            finally:
+                record.timestamp = current
         finally:
-            record.timestamp = current
+            record.old_value = None
 
     store.set_flush_listener(on_flush)
 
@@ -92,10 +100,14 @@ def sliding_aggregation(
             graph.dropped_records += 1
             return
         old = None if stored is None else stored[0]
+        if direct:
+            replaced[0] = None if old is None else encode(old)
         new_timestamp = record.timestamp if stored is None else max(record.timestamp, stored[1])
         put(key_bytes, start, _make(update(key, value, old), new_timestamp))
 
     def create_current_right_window(key_bytes: bytes, right: ValueAndTimestamp) -> None:
+        if direct:
+            replaced[0] = None  # Kafka forwards a new right window with no old value
         put(key_bytes, record.timestamp + 1, right)
 
     def create_windows(

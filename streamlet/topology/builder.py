@@ -868,9 +868,11 @@ class KGroupedStream:
             table_key_serde = SessionWindowedSerde(key_serde)
         elif windows is not None:
             table_key_serde = TimeWindowedSerde(key_serde, windows.size_ms)
-        # when a time window closes, for suppress(until_window_closes); session and sliding tables have no such
-        # support yet, so their tables carry none and suppress refuses them
-        grace = windows.grace_ms if isinstance(windows, TimeWindows) else None
+        # how long after its end a window still changes, for suppress(until_window_closes): Kafka's
+        # GraphGraceSearchUtil (a session can still grow by its inactivity gap)
+        grace = None if windows is None else windows.grace_ms
+        if isinstance(windows, SessionWindows):
+            grace = windows.grace_ms + windows.inactivity_gap_ms
         return KTable(builder, node, table_key_serde, store_value_serde, store, grace_ms=grace)
 
     def _check_pre_aggregation(self, processor: str) -> None:
