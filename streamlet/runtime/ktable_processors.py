@@ -95,9 +95,15 @@ def _table_source(
     return table_source
 
 
+class Write(Protocol):
+    """Writes a table node's result into its store (None deletes); the store's listener forwards it."""
+
+    def __call__(self, key: Any, value: Any, *, skip_absent_delete: bool = False) -> None: ...
+
+
 def _materialized(
     spec: ProcessorSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
-) -> Callable[[Any, Any], None]:
+) -> Write:
     """`write(key, value)` into the node's timestamped store (None deletes), whose flush listener forwards
     `Change(new, old if spec.send_old_values)` under the update's timestamp (Kafka's TimestampedTupleForwarder
     with its TimestampedCacheFlushListener)."""
@@ -142,11 +148,14 @@ def _materialized(
 
     store.set_flush_listener(on_flush)
 
-    def write(key: Any, value: Any) -> None:
+    def write(key: Any, value: Any, *, skip_absent_delete: bool = False) -> None:
         store_key = key_ser(topic, key)
         if value is None:
+            present = get(store_key) is not None
+            if skip_absent_delete and not present:
+                return  # Kafka's materialized filter: neither the new value nor the stored one passes
             # a delete of a key the store does not have is not flushed downstream: nothing to remember
-            if store_key in pending_deletes or get(store_key) is not None:
+            if store_key in pending_deletes or present:
                 if len(pending_deletes) >= MAX_PENDING_DELETES:
                     pending_deletes.clear()
                 pending_deletes[store_key] = record.timestamp
@@ -159,7 +168,7 @@ def _materialized(
     return write
 
 
-def _table_filter(spec: ProcessorSpec, forward: Forward, write: Callable[[Any, Any], None] | None) -> Forward:
+def _table_filter(spec: ProcessorSpec, forward: Forward, write: Write | None) -> Forward:
     """`write`: the node's own store (a materialized filter), which forwards what it stores."""
     predicate: Any = spec.fn
     filter_not = spec.op == n.TABLE_FILTER_NOT
@@ -172,18 +181,20 @@ def _table_filter(spec: ProcessorSpec, forward: Forward, write: Callable[[Any, A
 
     def table_filter(key: Any, change: Change, _node: str = spec.name) -> None:
         new = compute(key, change.new)
+        if write is not None:
+            # materialized: the old value is the node's own stored one (Kafka's processMaterialized), not the
+            # upstream change's, which an unmaterialized parent never sends
+            write(key, new, skip_absent_delete=True)
+            return
         old = compute(key, change.old) if send_old else None
         if send_old and old is None and new is None:
             return  # neither side passes: nothing changed downstream
-        if write is not None:
-            write(key, new)
-        else:
-            forward(key, Change(new, old))
+        forward(key, Change(new, old))
 
     return table_filter
 
 
-def _table_map_values(spec: ProcessorSpec, forward: Forward, write: Callable[[Any, Any], None] | None) -> Forward:
+def _table_map_values(spec: ProcessorSpec, forward: Forward, write: Write | None) -> Forward:
     mapper: Any = spec.fn
     send_old = spec.send_old_values
 
