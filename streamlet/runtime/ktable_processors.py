@@ -153,7 +153,7 @@ def _materialized(
         if value is None:
             present = get(store_key) is not None
             if skip_absent_delete and not present:
-                return  # Kafka's materialized filter: neither the new value nor the stored one passes
+                return  # Kafka's materialized filter with old values: neither the new nor the stored one passes
             # a delete of a key the store does not have is not flushed downstream: nothing to remember
             if store_key in pending_deletes or present:
                 if len(pending_deletes) >= MAX_PENDING_DELETES:
@@ -182,9 +182,10 @@ def _table_filter(spec: ProcessorSpec, forward: Forward, write: Write | None) ->
     def table_filter(key: Any, change: Change, _node: str = spec.name) -> None:
         new = compute(key, change.new)
         if write is not None:
-            # materialized: the old value is the node's own stored one (Kafka's processMaterialized), not the
-            # upstream change's, which an unmaterialized parent never sends
-            write(key, new, skip_absent_delete=True)
+            # materialized with old values: the old value is the node's own stored one (Kafka's computeOldValue),
+            # not the upstream change's, which an unmaterialized parent never sends; without them every delete
+            # goes to the store (and its changelog), as in Kafka
+            write(key, new, skip_absent_delete=send_old)
             return
         old = compute(key, change.old) if send_old else None
         if send_old and old is None and new is None:
