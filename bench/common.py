@@ -212,20 +212,26 @@ def spawn(name: str, cmd: list[str], log_path: Path, *, env: dict[str, str] | No
     return Proc(name, popen, log_path, time.monotonic())
 
 
-def peak_rss_mib(proc: Proc) -> float | None:
-    """Largest peak RSS (VmHWM) among the live processes of `proc`'s process group, in MiB (Linux only)."""
-    peaks = []
+def group_memory_mib(pgid: int, field: str = "VmHWM") -> float | None:
+    """Largest `field` (VmHWM: peak RSS, VmRSS: current) among the live processes of process group `pgid`, in
+    MiB (Linux only)."""
+    largest = []
     for status in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = status.read_text().rsplit(")", 1)[1].split()
-            if int(fields[2]) != proc.popen.pid:  # field 5 of stat: the process group
+            if int(fields[2]) != pgid:  # field 5 of stat: the process group
                 continue
             for line in (status.parent / "status").read_text().splitlines():
-                if line.startswith("VmHWM:"):
-                    peaks.append(int(line.split()[1]) / 1024)
+                if line.startswith(field + ":"):
+                    largest.append(int(line.split()[1]) / 1024)
         except (OSError, IndexError, ValueError):
             continue
-    return round(max(peaks), 1) if peaks else None
+    return round(max(largest), 1) if largest else None
+
+
+def peak_rss_mib(proc: Proc) -> float | None:
+    """Peak RSS of the largest process of `proc`'s process group (spawn starts each in a group of its own)."""
+    return group_memory_mib(proc.popen.pid)
 
 
 def stop(proc: Proc, grace: float = 30.0) -> None:

@@ -31,21 +31,6 @@ PARTITIONS = 6
 WORDS_PER_LINE = 10
 
 
-def _rss_mib(pgid: int) -> float:
-    """Current RSS of the process group's largest process, in MiB."""
-    largest = 0.0
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            if int(stat.read_text().rsplit(")", 1)[1].split()[2]) != pgid:
-                continue
-            for line in (stat.parent / "status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    largest = max(largest, int(line.split()[1]) / 1024)
-        except (OSError, IndexError, ValueError):
-            continue
-    return largest
-
-
 async def run(bootstrap: str, keys: int, bounded_mib: int, timeout: float, run_id: str) -> dict[str, Any]:
     label = f"{keys:,} keys, " + (f"bounded {bounded_mib} MiB" if bounded_mib else "per-store defaults")
     slug = f"bench-mem-{run_id}-{keys}-{bounded_mib}"
@@ -74,7 +59,7 @@ async def run(bootstrap: str, keys: int, bounded_mib: int, timeout: float, run_i
 
     async def sample() -> None:
         while not stop.is_set():
-            samples.append(_rss_mib(proc.popen.pid))
+            samples.append(common.group_memory_mib(proc.popen.pid, "VmRSS") or 0.0)
             await asyncio.sleep(0.2)
 
     sampler = asyncio.create_task(sample())
