@@ -119,6 +119,10 @@ def test_seed_000_scenario_runs_and_reports(bootstrap_servers: str, tmp_path: Pa
     assert elapsed < 120, f"the e2e scenario took {elapsed:.0f}s"
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _wait_for(predicate, timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -145,6 +149,9 @@ def test_ctrl_c_stops_every_process_the_run_started_even_a_paused_one(bootstrap_
             cwd=ROOT,
             stdout=out,
             stderr=subprocess.STDOUT,
+            # as in a terminal: a test session started in the background by a shell without job control
+            # inherits SIGINT ignored, and the runner would never see the Ctrl-C this test sends
+            preexec_fn=_default_sigint,
         )
     try:
 
