@@ -938,25 +938,18 @@ class KGroupedStream:
         return f"KGroupedStream({self._node.name})"
 
 
-class TimeWindowedKStream:
-    """A grouped stream cut into time windows: `count`, `reduce`, `aggregate` give a KTable keyed by `Windowed`.
-
-    It shares its grouped stream's repartition (as Kafka's shares the aggregate builder), and names nodes and
-    stores exactly as the unwindowed aggregations do.
-    """
+class _WindowedKStream:
+    """What time-windowed and session-windowed streams share: their grouped stream, their windows, and
+    `count`/`reduce`, named exactly as the unwindowed aggregations are (Kafka's shared aggregate builder)."""
 
     __slots__ = ("_grouped", "_windows")
 
-    def __init__(self, grouped: KGroupedStream, windows: TimeWindows | SlidingWindows) -> None:
+    def __init__(self, grouped: KGroupedStream, windows: n.Windows) -> None:
         self._grouped = grouped
         self._windows = windows
 
-    @property
-    def windows(self) -> TimeWindows | SlidingWindows:
-        return self._windows
-
     def count(self, store_name: str | None = None, *, name: str | None = None) -> KTable:
-        """Records per key and window, in a window store with int64 values."""
+        """Records per key and window (for sessions, null values count too), in a store with int64 values."""
         grouped = self._grouped
         store = grouped._store_name(store_name, AGGREGATE_NAME)
         processor = grouped._builder.name_or_generate(name, AGGREGATE_NAME)
@@ -965,7 +958,8 @@ class TimeWindowedKStream:
     def reduce(
         self, reducer: Callable[[Any, Any], Any], store_name: str | None = None, *, name: str | None = None
     ) -> KTable:
-        """`reducer(aggregate, value)` per key and window; a window's first value is its initial aggregate."""
+        """`reducer(aggregate, value)` per key and window; a window's first value is its initial aggregate, and
+        merging sessions reduces their aggregates too."""
         _require_callable(reducer, "reducer")
         grouped = self._grouped
         store = grouped._store_name(store_name, REDUCE_NAME)
@@ -974,6 +968,24 @@ class TimeWindowedKStream:
         return grouped._build(
             processor, n.REDUCE, store, value_serde, fn=reducer, initializer=None, windows=self._windows
         )
+
+
+class TimeWindowedKStream(_WindowedKStream):
+    """A grouped stream cut into time windows: `count`, `reduce`, `aggregate` give a KTable keyed by `Windowed`.
+
+    It shares its grouped stream's repartition (as Kafka's shares the aggregate builder), and names nodes and
+    stores exactly as the unwindowed aggregations do.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, grouped: KGroupedStream, windows: TimeWindows | SlidingWindows) -> None:
+        super().__init__(grouped, windows)
+
+    @property
+    def windows(self) -> TimeWindows | SlidingWindows:
+        assert isinstance(self._windows, TimeWindows | SlidingWindows)
+        return self._windows
 
     def aggregate(
         self,
@@ -999,39 +1011,19 @@ class TimeWindowedKStream:
         return f"TimeWindowedKStream({self._grouped!r}, {self._windows})"
 
 
-class SessionWindowedKStream:
+class SessionWindowedKStream(_WindowedKStream):
     """A grouped stream cut into sessions: `count`, `reduce`, `aggregate` give a KTable keyed by `Windowed`
     session keys (Kafka's `SessionWindowedKStream`); names nodes and stores as the other aggregations do."""
 
-    __slots__ = ("_grouped", "_windows")
+    __slots__ = ()
 
     def __init__(self, grouped: KGroupedStream, windows: SessionWindows) -> None:
-        self._grouped = grouped
-        self._windows = windows
+        super().__init__(grouped, windows)
 
     @property
     def windows(self) -> SessionWindows:
+        assert isinstance(self._windows, SessionWindows)
         return self._windows
-
-    def count(self, store_name: str | None = None, *, name: str | None = None) -> KTable:
-        """Records per key and session (null values count too), in a session store with int64 values."""
-        grouped = self._grouped
-        store = grouped._store_name(store_name, AGGREGATE_NAME)
-        processor = grouped._builder.name_or_generate(name, AGGREGATE_NAME)
-        return grouped._build(processor, n.COUNT, store, LongSerde(), fn=None, initializer=None, windows=self._windows)
-
-    def reduce(
-        self, reducer: Callable[[Any, Any], Any], store_name: str | None = None, *, name: str | None = None
-    ) -> KTable:
-        """`reducer(aggregate, value)` per key and session; merging sessions reduces their aggregates too."""
-        _require_callable(reducer, "reducer")
-        grouped = self._grouped
-        store = grouped._store_name(store_name, REDUCE_NAME)
-        processor = grouped._builder.name_or_generate(name, REDUCE_NAME)
-        value_serde = _or_default(grouped._value_serde)
-        return grouped._build(
-            processor, n.REDUCE, store, value_serde, fn=reducer, initializer=None, windows=self._windows
-        )
 
     def aggregate(
         self,
