@@ -10,7 +10,8 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PY" -m venv "$VENV"
 fi
 STAMP="$VENV/.streamlet-installed-$EXTRAS"
-if [ ! -f "$STAMP" ] || [ "$ROOT/pyproject.toml" -nt "$STAMP" ]; then
+# the C record batch decoder is built by the install too: rebuild when its source changed
+if [ ! -f "$STAMP" ] || [ "$ROOT/pyproject.toml" -nt "$STAMP" ] || [ "$ROOT/streamlet/_native/record_batch.c" -nt "$STAMP" ]; then
   "$VENV/bin/python" -m pip install -q --upgrade pip
   "$VENV/bin/python" -m pip install -q -e "$ROOT[$EXTRAS]"
   touch "$STAMP"

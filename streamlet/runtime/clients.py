@@ -21,6 +21,7 @@ from aiokafka.protocol.types import Array, Int16, Int32, Schema, String
 from aiokafka.structs import OffsetAndMetadata, TopicPartition
 
 from streamlet.config import StreamsConfig
+from streamlet.kafka.record_blocks import BlockRestoreConsumer
 from streamlet.runtime import txn_offset_commit
 from streamlet.runtime.fetched_records import RAW_RECORDS, FetchedRecord
 from streamlet.runtime.offset_fetch import fetch_stable_offsets
@@ -50,7 +51,7 @@ class RestoreConsumer(Protocol):
 
     async def getmany(
         self, *partitions: TopicPartition, timeout_ms: int = 0, max_records: int | None = None
-    ) -> dict[TopicPartition, list[FetchedRecord]]: ...
+    ) -> Mapping[TopicPartition, Sequence[FetchedRecord]]: ...
 
 
 class MainConsumer(RestoreConsumer, Protocol):
@@ -229,14 +230,13 @@ class AioKafkaClientSupplier:
         )
 
     def restore_consumer(self, config: StreamsConfig, client_id: str) -> AIOKafkaConsumer:
-        return AIOKafkaConsumer(
+        return BlockRestoreConsumer(  # record batches decoded into columns (streamlet.kafka.record_blocks)
             bootstrap_servers=config.bootstrap_servers,
             group_id=None,
             client_id=client_id,
             enable_auto_commit=False,
             auto_offset_reset="earliest",
             isolation_level=_isolation(config),
-            key_deserializer=RAW_RECORDS,
             # aiokafka's default 1 MiB: with 4 MiB, aiokafka 0.14 was seen returning no records for a large
             # freshly written changelog while moving the position to the end (bench/README.md)
         )

@@ -32,9 +32,9 @@ from typing import Any, TypeVar
 from rocksdict import DbClosedError, Options, Rdict, ReadOptions, WriteBatch, WriteOptions
 
 from streamlet.errors import StateStoreCorruptedError, StateStoreError, StateStoreLockedError
+from streamlet.kafka.record_blocks import RecordBlock
 from streamlet.state import rocksdb_memory
 from streamlet.state.store import Entry, KeyValue, check_key, check_value, empty_range
-from streamlet.state.timestamped import TIMESTAMP_FORMAT
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -197,22 +197,20 @@ class RocksDBStore:
     def apply_changelog_records(self, records: Iterable[Any], *, timestamped: bool = False) -> None:
         """One WriteBatch from consumed changelog records (`.key`, `.value`; value None = delete).
 
-        The restore path: Kafka hands out bytes or None only, so the per-entry type checks of `put_all`
-        are skipped; a record without a key cannot come from a store and is ignored. A `timestamped` store
-        keeps each value behind its record's timestamp (`streamlet.state.timestamped`).
+        The restore path: the restore consumer hands out a `RecordBlock` (columns, no record objects), and
+        Kafka only ever hands out bytes or None, so the per-entry type checks of `put_all` are skipped; a
+        record without a key cannot come from a store and is ignored. A `timestamped` store keeps each value
+        behind its record's timestamp (`streamlet.state.timestamped`).
         """
+        block = records if isinstance(records, RecordBlock) else RecordBlock.from_records(records)
+        values = block.timestamped_values() if timestamped else block.values
         batch = WriteBatch(raw_mode=True)
         put, delete = batch.put, batch.delete
-        pack = TIMESTAMP_FORMAT.pack
-        for record in records:
-            key = record.key
+        for key, value in zip(block.keys, values, strict=True):
             if key is None:
                 continue
-            value = record.value
             if value is None:
                 delete(key)
-            elif timestamped:
-                put(key, pack(record.timestamp) + value)
             else:
                 put(key, value)
         if len(batch):

@@ -225,7 +225,7 @@ def test_restore_records_applies_consumer_records_and_advances_the_offset(tmp_pa
     from streamlet.state.state_manager import ProcessorStateManager
     from streamlet.task_id import TaskId
 
-    record = namedtuple("record", "offset key value")
+    record = namedtuple("record", "offset key value timestamp", defaults=(0,))
     tp = TopicPartition("app-s-changelog", 0)
     psm = ProcessorStateManager(TaskId(0, 0), tmp_path / "0_0", {"s": tp}, restore_chunk_records=2)
     store = psm.register_store("s")
