@@ -14,6 +14,7 @@ import logging
 import socket
 import time
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from aiokafka.structs import TopicPartition
@@ -64,8 +65,10 @@ class KafkaStreams:
         *,
         restore_listener: StateRestoreListener | None = None,
         client_supplier: KafkaClientSupplier | None = None,
+        owned_topics: Sequence[TopicSpec] = (),
     ) -> None:
         self.topology = topology
+        self.owned_topics = tuple(owned_topics)  # user-level topics the app creates (Faust GlobalTables')
         self.config = config
         self.topology_metadata = TopologyMetadata(topology, config.application_id)
         self.task_assignor = resolve_task_assignor(config.task_assignor)  # a bad name fails here, at start-up
@@ -206,6 +209,7 @@ class KafkaStreams:
         manager = InternalTopicManager(self.config.bootstrap_servers, replication_factor=self.config.replication_factor)
         await manager.start()
         try:
+            await manager.ensure(self.owned_topics)
             counts = await manager.require_source_topics(
                 self.topology.external_source_topics() + self.topology.global_topics()
             )
