@@ -340,7 +340,11 @@ class TopologyTestDriver:
         self._produced.clear()  # the task context appends to this very list
         for topic, key, value, timestamp in produced:
             self._outputs.setdefault(topic, deque()).append((key, value, timestamp))
-            if topic in self._queues:
+            global_store = self._global_stores.get(topic)
+            if global_store is not None:  # written to a global topic: the global store reads it (Kafka's driver)
+                record = _GlobalRecord(key, value, -1 if timestamp is None else timestamp)
+                global_store.apply_changelog_records([record], timestamped=True)
+            elif topic in self._queues:
                 self._queues.add(topic, -1 if timestamp is None else timestamp, key, value)
 
     # ---- lifecycle -------------------------------------------------------------------------------------------

@@ -3,9 +3,9 @@
 ``global_table_semantic_cases()`` draws 1-2 global tables (store named or not, source named or not), 1-2
 streams with stateless operations (some re-keying, some changing the value type), joins and left joins of
 streams with the global tables through every key selector (the record's key, its value, the value's first
-letter, a constant), joins of joins, and, after them, a stream-table join or an aggregation, which must
-repartition a stream re-keyed before its global join. Global topics get updates, tombstones and null keys,
-interleaved with stream records, in any timestamp order.
+letter, a constant), joins of joins, streams written to a global topic (which the drivers read back), and
+aggregations after them, which must repartition a stream re-keyed before its global join. Global topics get
+updates, tombstones and null keys, interleaved with stream records, in any timestamp order.
 """
 
 from __future__ import annotations
@@ -90,6 +90,9 @@ def global_table_programs(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[s
             streams.append((v, "string"))
             if draw(st.booleans()):
                 output(v, "string")
+        elif roll < 88 and any(stype == "string" for _, stype in streams):  # feed a global table from a stream
+            s, _ = draw(st.sampled_from([x for x in streams if x[1] == "string"]))
+            program.append({"op": "to", "in": s, "topic": draw(st.sampled_from(global_topics)), "vtype": "string"})
         else:  # downstream of a join: an aggregation, which repartitions a re-keyed stream
             s, stype = draw(st.sampled_from(streams))
             g, t, o = var("g"), var("a"), var("s")

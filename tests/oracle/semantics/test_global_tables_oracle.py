@@ -73,6 +73,23 @@ HAND_WRITTEN: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {
     "left_join_on_value": (_orders_customers("globalLeftJoin", "value"), NULL_KEY_INPUTS),
     "left_join_on_first_letter": (_orders_customers("globalLeftJoin", "first"), NULL_KEY_INPUTS),
     "join_on_constant": (_orders_customers("globalJoin", "const"), NULL_KEY_INPUTS),
+    # a stream written to the global table's topic updates the table (the driver reads its own output)
+    "stream_written_to_the_global_topic": (
+        [
+            {"op": "globalTable", "id": "c", "topic": "customers", "store": "customers"},
+            {"op": "stream", "id": "u", "topics": ["customer-updates"]},
+            {"op": "mapValues", "in": "u", "id": "m", "fn": "upper"},
+            {"op": "to", "in": "m", "topic": "customers", "vtype": "string"},
+            *_orders_customers("globalLeftJoin", "value")[1:],
+        ],
+        [
+            *_in("orders", ("o1", "c1", 1)),
+            *_in("customer-updates", ("c1", "alice", 2)),
+            *_in("orders", ("o2", "c1", 3)),
+            *_in("customers", ("c1", "bob", 4)),
+            *_in("orders", ("o3", "c1", 5)),
+        ],
+    ),
     # a re-keyed stream is joined as it is, then repartitioned by the aggregation after the join; two global
     # tables joined in a row; the global topic read by no one else
     "rekeyed_join_then_count_and_second_global_join": (
