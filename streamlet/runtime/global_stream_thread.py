@@ -53,6 +53,7 @@ class GlobalStreamThread:
         self._chunk_records = chunk_records
         self.restored_records = 0  # read by the last start's restoration (from the checkpoint on)
         self.done: asyncio.Task[None] | None = None
+        self._checkpointing: asyncio.Future[None] | None = None  # a checkpoint running in a worker thread
 
     @property
     def stores(self) -> dict[str, RocksDBStore]:
@@ -88,7 +89,7 @@ class GlobalStreamThread:
                     state.advance(tp, position)
                     pending.discard(tp)
             await asyncio.sleep(0)  # a restore chunk holds the GIL inside RocksDB; let others run
-        await asyncio.to_thread(state.checkpoint, state.offsets())
+        await self._checkpoint()
         log.info(
             "global stores %s restored: %d records read from %d partitions",
             ", ".join(sorted(state.stores)),
@@ -105,8 +106,15 @@ class GlobalStreamThread:
             for tp, records in data.items():
                 state.apply(tp, records)
             if loop.time() >= next_checkpoint:
-                await asyncio.to_thread(state.checkpoint, state.offsets())
+                await self._checkpoint()
                 next_checkpoint = loop.time() + self._commit_interval_s
+
+    async def _checkpoint(self) -> None:
+        """Flush and checkpoint in a worker thread, with the offsets as they are now; `close()` waits for it
+        even when the task is cancelled meanwhile, so the stores are never closed under a flush."""
+        state = self._state
+        self._checkpointing = asyncio.ensure_future(asyncio.to_thread(state.checkpoint, state.offsets()))
+        await asyncio.shield(self._checkpointing)
 
     async def close(self, *, clean: bool = True) -> None:
         """Stop following (cancel and await the task), checkpoint if clean, close the stores and the consumer."""
@@ -116,6 +124,8 @@ class GlobalStreamThread:
             task.cancel()
             await asyncio.wait([task])
             failed = not task.cancelled() and task.exception() is not None
+        if self._checkpointing is not None:
+            await asyncio.wait([self._checkpointing])
         try:
             await asyncio.to_thread(self._state.close, clean=clean and not failed)
         finally:

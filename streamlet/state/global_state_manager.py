@@ -49,8 +49,10 @@ class GlobalStateManager:
         self._checkpoint = OffsetCheckpoint(self.global_dir / CHECKPOINT_FILE_NAME)
         self._store_of_topic = {topic: store for store, topic in stores.items()}
         self._offsets = self._load_checkpoint()
-        if not self._offsets:  # no trustworthy checkpoint: start from empty stores (see the module docstring)
-            shutil.rmtree(self.global_dir / DB_FILE_DIR, ignore_errors=True)
+        checkpointed = {tp.topic for tp in self._offsets}
+        for store, topic in stores.items():
+            if topic not in checkpointed:  # no trustworthy checkpoint: start empty (see the module docstring)
+                shutil.rmtree(self.global_dir / DB_FILE_DIR / store, ignore_errors=True)
         self._stores = {name: RocksDBStore(name, self.global_dir / DB_FILE_DIR / name) for name in stores}
         self._closed = False
 
