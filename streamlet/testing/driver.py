@@ -41,6 +41,7 @@ from streamlet.serdes import SerdeLike
 from streamlet.session_windows import SessionWindows
 from streamlet.state import time_ordered_buffer
 from streamlet.state.caching_store import CachingKeyValueStore
+from streamlet.state.global_state_manager import GLOBAL_DIR_NAME
 from streamlet.state.record_cache import RecordCache
 from streamlet.state.rocksdb_store import DB_FILE_DIR, RocksDBStore
 from streamlet.state.state_manager import ProcessorStateManager
@@ -145,7 +146,7 @@ class TopologyTestDriver:
         self._global_stores: dict[str, RocksDBStore] = {}  # global topic -> its store
         self._closed = False
         try:
-            global_dir = self._state_dir / self.config.application_id / "global" / DB_FILE_DIR
+            global_dir = self._state_dir / self.config.application_id / GLOBAL_DIR_NAME / DB_FILE_DIR
             for global_store in topology.global_stores:
                 store = RocksDBStore(global_store.store, global_dir / global_store.store)
                 self._global_stores[global_store.topic] = store
