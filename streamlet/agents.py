@@ -23,6 +23,7 @@ from typing import Any
 from streamlet.agent_context import AgentError, record_value, task_context
 from streamlet.agent_stream import NEXT, AgentStream, NextRecord
 from streamlet.channels import Channel
+from streamlet.global_tables import GlobalTable
 from streamlet.replies import ReplyConsumer, reply_serde, reply_target
 from streamlet.runtime.processor_graph import TaskContext
 from streamlet.tables import Table
@@ -217,9 +218,10 @@ def compile_agents(builder: StreamsBuilder, agents: Iterable[Agent]) -> None:
         final = recorder[-1]
         assert final._kstream is not None
         agent.rekeys = final.rekeyed
-        for table in agent.tables:
+        own = [t for t in agent.tables if not isinstance(t, GlobalTable)]  # global stores are every task's
+        for table in own:
             builder.add_store(table.name, table.key_serde, table.value_serde, windows=table.windows)
-        final._kstream.process(_agent_processor_factory(agent), stores=[t.name for t in agent.tables])
+        final._kstream.process(_agent_processor_factory(agent), stores=[t.name for t in own])
 
 
 def _trace(agent: Agent, stream: Any) -> None:

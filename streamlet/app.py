@@ -16,10 +16,11 @@ from datetime import timedelta, tzinfo
 from types import MappingProxyType
 from typing import Any, NoReturn
 
-from streamlet import agents, cli, timers
+from streamlet import agents, cli, global_tables, timers
 from streamlet.app_client import AppClient
 from streamlet.channels import Channel
 from streamlet.config import StreamsConfig
+from streamlet.kafka.topics import TopicSpec
 from streamlet.progress_bar import terminal_progress_bar
 from streamlet.replies import ReplyConsumer
 from streamlet.runtime.kafka_streams import KafkaStreams
@@ -140,6 +141,39 @@ class App:
         self._tables[name] = table
         return table
 
+    def GlobalTable(  # noqa: N802
+        self,
+        name: str,
+        *,
+        key_serde: Serde | str | None = None,
+        value_serde: Serde | str | None = None,
+        default: Callable[[], Any] | None = None,
+        key_type: Any = None,
+        value_type: Any = None,
+        partitions: int = 1,
+    ) -> global_tables.GlobalTable:
+        """Faust's `app.GlobalTable`: every worker holds the whole table, readable from any agent (no need to
+        list it in `tables=`), stored in the compacted topic `<application_id>-<name>-changelog` (created with
+        `partitions` if missing). Writes go to that topic and to this worker's copy (see
+        `streamlet.global_tables`)."""
+        self._check_open()
+        if name in self._tables:
+            raise ValueError(f"table {name!r} is declared twice")
+        if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1:
+            raise ValueError(f"global table {name}: partitions must be a positive int, got {partitions!r}")
+        table = global_tables.GlobalTable(
+            name,
+            global_tables.changelog_topic(self.application_id, name),
+            key_serde,
+            value_serde,
+            default,
+            partitions=partitions,
+            key_type=key_type,
+            value_type=value_type,
+        )
+        self._tables[name] = table
+        return table
+
     def channel(self, name: str | None = None, *, value_type: Any = None) -> Channel:
         """An in-memory channel between agents (Faust's `app.channel()`); see `streamlet.channels`."""
         self._channels += 1
@@ -230,12 +264,21 @@ class App:
         if self._topology is None:
             for table in self._tables.values():
                 table.check()
+                if isinstance(table, global_tables.GlobalTable):
+                    self.builder.global_table(table.topic, table.key_serde, table.value_serde, store_name=table.name)
             agents.compile_agents(self.builder, self._agents)
             self._topology = self.builder.build()
         return self._topology
 
     def streams(self, *, restore_listener: StateRestoreListener | None = None, **overrides: Any) -> KafkaStreams:
-        return KafkaStreams(self.topology(), self.config(**overrides), restore_listener=restore_listener)
+        owned = [
+            TopicSpec(t.topic, t.partitions, {"cleanup.policy": "compact"})
+            for t in self._tables.values()
+            if isinstance(t, global_tables.GlobalTable)
+        ]
+        return KafkaStreams(
+            self.topology(), self.config(**overrides), restore_listener=restore_listener, owned_topics=owned
+        )
 
     def cleanup(self, **overrides: Any) -> None:
         """Delete this application's local state (Kafka Streams' `KafkaStreams#cleanUp`), keeping the process id.

@@ -99,13 +99,16 @@ class Table:
             raise KeyError(f"table {self.name}: None is not a valid key")
         return data
 
+    def _value(self, raw: bytes) -> Any:
+        return self.value_serde.deserialize(self.name, raw)
+
     def __getitem__(self, key: Any) -> Any:
         raw = self._store().get(self._key(key))
         if raw is None:
             if self.default is not None:
                 return self.default()
             raise KeyError(key)
-        return self.value_serde.deserialize(self.name, raw)
+        return self._value(raw)
 
     def get(self, key: Any, default: Any = None) -> Any:
         """The value; for a missing key, the table's default factory's value if it has one, else `default`.
@@ -115,7 +118,7 @@ class Table:
         """
         raw = self._store().get(self._key(key))
         if raw is not None:
-            return self.value_serde.deserialize(self.name, raw)
+            return self._value(raw)
         return self.default() if self.default is not None else default
 
     def __contains__(self, key: Any) -> bool:
@@ -137,7 +140,7 @@ class Table:
                 raise KeyError(key)
             return default
         store.delete(self._key(key))
-        return self.value_serde.deserialize(self.name, raw)
+        return self._value(raw)
 
     # ---- every partition this worker owns ----------------------------------------------------------------------
 
@@ -153,9 +156,9 @@ class Table:
 
     def items(self) -> Iterator[tuple[Any, Any]]:
         """`(key, value)` over every partition this worker owns (see the module docstring)."""
-        key_de, value_de, name = self.key_serde.deserialize, self.value_serde.deserialize, self.name
+        key_de, value_of, name = self.key_serde.deserialize, self._value, self.name
         for key, value in self._raw_items():
-            yield key_de(name, key), value_de(name, value)
+            yield key_de(name, key), value_of(value)
 
     def keys(self) -> Iterator[Any]:
         key_de, name = self.key_serde.deserialize, self.name
@@ -163,9 +166,9 @@ class Table:
             yield key_de(name, key)
 
     def values(self) -> Iterator[Any]:
-        value_de, name = self.value_serde.deserialize, self.name
+        value_of = self._value
         for _, value in self._raw_items():
-            yield value_de(name, value)
+            yield value_of(value)
 
     def __iter__(self) -> Iterator[Any]:
         return self.keys()

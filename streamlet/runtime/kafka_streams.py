@@ -14,6 +14,7 @@ import logging
 import socket
 import time
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from aiokafka.structs import TopicPartition
@@ -27,6 +28,7 @@ from streamlet.kafka.topics import InternalTopicManager, TopicSpec
 from streamlet.runtime.assignment_history import AssignmentHistoryWriter
 from streamlet.runtime.changelog_end_offsets import ChangelogEndOffsets
 from streamlet.runtime.clients import AioKafkaClientSupplier, KafkaClientSupplier, RestoreConsumer
+from streamlet.runtime.global_stream_thread import GlobalStreamThread
 from streamlet.runtime.metrics_event import metrics_topic
 from streamlet.runtime.metrics_publisher import ClientMetrics, MetricsPublisher
 from streamlet.runtime.queries import KeyQueryMetadata, ReadOnlyKeyValueStore, StreamsMetadata, StreamsMetadataState
@@ -63,8 +65,10 @@ class KafkaStreams:
         *,
         restore_listener: StateRestoreListener | None = None,
         client_supplier: KafkaClientSupplier | None = None,
+        owned_topics: Sequence[TopicSpec] = (),
     ) -> None:
         self.topology = topology
+        self.owned_topics = tuple(owned_topics)  # user-level topics the app creates (Faust GlobalTables')
         self.config = config
         self.topology_metadata = TopologyMetadata(topology, config.application_id)
         self.task_assignor = resolve_task_assignor(config.task_assignor)  # a bad name fails here, at start-up
@@ -87,6 +91,8 @@ class KafkaStreams:
         self._standby_end_offsets: dict[TopicPartition, int] = {}
         self.metrics: ClientMetrics | None = None  # once started (it names the process id)
         self._metrics_publisher: MetricsPublisher | None = None
+        self.global_thread: GlobalStreamThread | None = None  # with global tables: restored before any task
+        self._source_partition_counts: dict[str, int] = {}
 
     # ---- lifecycle ----------------------------------------------------------------------------------------
 
@@ -141,7 +147,8 @@ class KafkaStreams:
                 self.restore_progress,
                 self.refresh_standby_lags,
             )
-            creator = TaskCreator(self.topology_metadata, self.state_directory, config)
+            global_stores = await self._start_global_thread()
+            creator = TaskCreator(self.topology_metadata, self.state_directory, config, global_stores)
             self.threads = [
                 StreamThread(
                     i + 1,
@@ -181,12 +188,32 @@ class KafkaStreams:
             self.state_directory.app_dir,
         )
 
+    async def _start_global_thread(self) -> dict[str, Any]:
+        """Restore the global stores (and then keep them current) before any stream thread starts."""
+        if not self.topology.global_stores:
+            return {}
+        config = self.config
+        self.global_thread = GlobalStreamThread(
+            self.topology,
+            self.state_directory.app_dir,
+            self.client_supplier.restore_consumer(config, f"{config.application_id}-{self.process_id}-global"),
+            self._source_partition_counts,
+            commit_interval_ms=config.commit_interval_ms,
+            chunk_records=config.restore_chunk_records,
+        )
+        await self.global_thread.start()
+        return self.global_thread.stores
+
     async def _prepare_topics(self) -> list[TopicPartition]:
         """Check the source topics, create the internal ones; returns every changelog partition."""
         manager = InternalTopicManager(self.config.bootstrap_servers, replication_factor=self.config.replication_factor)
         await manager.start()
         try:
-            counts = await manager.require_source_topics(self.topology.external_source_topics())
+            await manager.ensure(self.owned_topics)
+            counts = await manager.require_source_topics(
+                self.topology.external_source_topics() + self.topology.global_topics()
+            )
+            self._source_partition_counts = dict(counts)
             internal = self.topology_metadata.names.internal_topics(counts)
             await manager.ensure(TopicSpec(t.name, t.partitions or 1, t.config) for t in internal)
             if self.config.assignment_history:
@@ -204,6 +231,8 @@ class KafkaStreams:
     async def wait(self) -> None:
         """Return when every thread stopped; raise the first thread failure."""
         tasks = [t.done for t in self.threads if t.done is not None]
+        if self.global_thread is not None and self.global_thread.done is not None:
+            tasks.append(self.global_thread.done)
         if not tasks:
             return
         done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
@@ -223,6 +252,11 @@ class KafkaStreams:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._cleaner
         await asyncio.gather(*(t.stop() for t in self.threads), return_exceptions=True)
+        if self.global_thread is not None:  # after the threads, whose joins read its stores
+            try:
+                await self.global_thread.close()
+            except Exception:
+                log.exception("closing the global stream thread failed")
         if self._metrics_publisher is not None:  # after the threads: its last event holds their final counts
             await self._metrics_publisher.close()
             self._metrics_publisher = None

@@ -214,7 +214,7 @@ def value_getter(getter: ValueGetterSpec, names: TopicNames, context: TaskContex
     """`get(key)`: the table's current value for a (non-null) key, or None (Kafka's `KTableValueGetter`)."""
     store_spec = names.topology.stores[getter.store]
     store = context.get_state_store(getter.store)
-    topic = names.changelog_topic(getter.store)
+    topic = names.serde_topic(getter.store)
     key_ser = cast(Callable[[str, Any], bytes], store_spec.key_serde.serialize)
     value_de = store_spec.value_serde.deserialize
     value_of = timestamped.value_of

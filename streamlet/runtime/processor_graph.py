@@ -24,7 +24,7 @@ from types import TracebackType
 from typing import Any, Protocol, cast, runtime_checkable
 
 from streamlet.errors import SerializationError, StreamletError, StreamsFailure, TopologyError
-from streamlet.runtime import branch_processors, ktable_processors
+from streamlet.runtime import branch_processors, global_table_join, ktable_processors
 from streamlet.runtime.pre_aggregate import pre_aggregate_node
 from streamlet.runtime.processor_context import ProcessorContext
 from streamlet.runtime.punctuation import TaskPunctuations
@@ -484,6 +484,8 @@ def _processor(
         return _aggregation(spec, forward, names, context, graph)
     if op in n.TABLE_OPS:
         return ktable_processors.build(spec, forward, names, context, graph)
+    if op in n.GLOBAL_TABLE_JOIN_OPS:
+        return global_table_join.build(spec, forward, names, context, graph)
     raise TopologyError(f"unknown processor operation {op!r} in node {spec.name}")
 
 

@@ -38,11 +38,13 @@ class StreamTask:
         record_context: RecordContext | None = None,
         local_tasks: LocalTasks | None = None,
         timestamp_extractor: TimestampExtractor | None = None,
+        global_stores: Mapping[str, Any] | None = None,
     ) -> None:
         self.task_id = task_id
         self.partitions = partitions
         self.state_manager = state_manager
         self._stores: dict[str, Any] = {} if state_manager is None else dict(state_manager.stores())
+        self._global_stores = global_stores or {}  # the client's, read by global table joins
         self._collector = collector
         self._handlers = handlers
         self._consumed: dict[TopicPartition, int] = {}
@@ -61,6 +63,8 @@ class StreamTask:
         try:
             return self._stores[name]
         except KeyError:
+            if name in self._global_stores:
+                return self._global_stores[name]
             raise KeyError(f"task {self.task_id} has no state store {name!r}; stores: {sorted(self._stores)}") from None
 
     @property

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,10 +47,17 @@ class ThreadResources:
 class TaskCreator:
     """Opens active and standby tasks for the threads of one client."""
 
-    def __init__(self, metadata: TopologyMetadata, state_directory: StateDirectory, config: StreamsConfig) -> None:
+    def __init__(
+        self,
+        metadata: TopologyMetadata,
+        state_directory: StateDirectory,
+        config: StreamsConfig,
+        global_stores: Mapping[str, Any] | None = None,
+    ) -> None:
         self._metadata = metadata
         self._state_directory = state_directory
         self._config = config
+        self._global_stores = global_stores or {}  # the client's global stores, which every active task reads
         self.local_tasks = LocalTasks()  # every active task this client creates, for tables' items()
 
     def create_active(self, task_id: TaskId, resources: ThreadResources) -> StreamTask:
@@ -86,6 +93,7 @@ class TaskCreator:
             record_context,
             local_tasks=self.local_tasks,
             timestamp_extractor=self._config.extractor,
+            global_stores=self._global_stores,
         )
 
     def create_standby(self, task_id: TaskId) -> StandbyTask:

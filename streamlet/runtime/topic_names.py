@@ -24,6 +24,7 @@ class TopicNames:
         self._changelogs = {store: prefix + raw for store, raw in topology.changelog_topics().items()}
         self._internal.update({raw: self._changelogs[store] for store, raw in topology.changelog_topics().items()})
         self._stores = {topic: store for store, topic in self._changelogs.items()}
+        self._global_topics = {g.store: g.topic for g in topology.global_stores}
 
     def topic(self, raw: str) -> str:
         """The topic actually read or written for a raw topic name."""
@@ -51,6 +52,12 @@ class TopicNames:
             return self._changelogs[store]
         except KeyError:
             raise TopologyError(f"store {store!r} has no changelog in this topology") from None
+
+    def serde_topic(self, store: str) -> str:
+        """The topic a store's keys and values are serialized for: its changelog, or for a global store its
+        source topic (which is its changelog)."""
+        global_topic = self._global_topics.get(store)
+        return self.changelog_topic(store) if global_topic is None else global_topic
 
     def store_of_changelog(self, topic: str) -> str:
         try:

@@ -12,6 +12,8 @@ streamlet's semantics are checked with. So it keeps Kafka's driver's shape:
   cache, in topology order, so aggregates are emitted after each record), then capture what was produced:
   every record is kept as output of its topic, and a record to a topic the topology reads (a repartition
   topic, or a source topic written with `to()`) is queued again for processing;
+* a record piped to a global table's topic updates its global store at once (Kafka's driver hands it to the
+  global state task and flushes it); the global stores are read by every sub-topology's joins;
 * after each record, stream-time punctuators that are due fire (the task's stream time: the largest timestamp
   processed); `advance_wall_clock_time` fires the wall-clock punctuators that are due, then commits and
   processes what is queued. The wall clock starts at `initial_wall_clock_time_ms` (0).
@@ -24,7 +26,7 @@ import tempfile
 from collections import deque
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from aiokafka.structs import TopicPartition
 
@@ -39,7 +41,9 @@ from streamlet.serdes import SerdeLike
 from streamlet.session_windows import SessionWindows
 from streamlet.state import time_ordered_buffer
 from streamlet.state.caching_store import CachingKeyValueStore
+from streamlet.state.global_state_manager import GLOBAL_DIR_NAME
 from streamlet.state.record_cache import RecordCache
+from streamlet.state.rocksdb_store import DB_FILE_DIR, RocksDBStore
 from streamlet.state.state_manager import ProcessorStateManager
 from streamlet.state.store import KeyValueStore
 from streamlet.state.time_ordered_buffer import TimeOrderedKeyValueBuffer
@@ -60,6 +64,14 @@ _PARTITION = 0
 
 #: A produced record: (topic, key, value, timestamp); a suppression buffer's changelog records have no timestamp.
 Produced = tuple[str, bytes | None, bytes | None, int | None]
+
+
+class _GlobalRecord(NamedTuple):
+    """A record piped to a global table's topic, as its store's restore path takes it."""
+
+    key: bytes | None
+    value: bytes | None
+    timestamp: int
 
 
 class _TaskContext:
@@ -131,8 +143,14 @@ class TopologyTestDriver:
         self._graphs: dict[str, TaskProcessorGraph] = {}  # source topic -> the graph that reads it
         self._state_managers: list[ProcessorStateManager] = []
         self._stores: dict[str, KeyValueStore] = {}
+        self._global_stores: dict[str, RocksDBStore] = {}  # global topic -> its store
         self._closed = False
         try:
+            global_dir = self._state_dir / self.config.application_id / GLOBAL_DIR_NAME / DB_FILE_DIR
+            for global_store in topology.global_stores:
+                store = RocksDBStore(global_store.store, global_dir / global_store.store)
+                self._global_stores[global_store.topic] = store
+                self._stores[global_store.store] = store
             for sub in topology.subtopologies:
                 self._open_subtopology(TaskId(sub.id, _PARTITION))
         except BaseException:
@@ -165,7 +183,8 @@ class TopologyTestDriver:
                 store, cache=self._cache, changelog_sink=sink, **store_kind(specs[store])
             )
         self._stores.update(stores)
-        context = _TaskContext(task_id, stores, self._produced, self._record)
+        readable = {**{store.name: store for store in self._global_stores.values()}, **stores}
+        context = _TaskContext(task_id, readable, self._produced, self._record)
         graph = build_task_graph(names, task_id, context, self._record, self.config.extractor, self._punctuations)
         for topic in graph.source_topics:
             self._graphs[topic] = graph
@@ -192,9 +211,10 @@ class TopologyTestDriver:
         start_timestamp_ms: int = 0,
         auto_advance_ms: int = 0,
     ) -> TestInputTopic:
-        """A topic to pipe records into; it must be a source topic of the topology."""
-        if topic not in self._graphs:
-            raise ValueError(f"Unknown topic: {topic} (the topology reads {sorted(self._graphs)})")
+        """A topic to pipe records into; it must be a source topic of the topology (or a global table's)."""
+        if topic not in self._graphs and topic not in self._global_stores:
+            readable = sorted([*self._graphs, *self._global_stores])
+            raise ValueError(f"Unknown topic: {topic} (the topology reads {readable})")
         return TestInputTopic(self, topic, key_serde, value_serde, start_timestamp_ms, auto_advance_ms)
 
     def create_output_topic(
@@ -206,6 +226,10 @@ class TopologyTestDriver:
     def pipe_raw(self, topic: str, key: bytes | None, value: bytes | None, timestamp: int) -> None:
         """Queue one serialized record on a source topic and process all the work it causes."""
         self._check_open()
+        global_store = self._global_stores.get(topic)
+        if global_store is not None:  # Kafka's processGlobalRecord: the global store takes it, nothing runs
+            global_store.apply_changelog_records([_GlobalRecord(key, value, timestamp)], timestamped=True)
+            return
         if topic not in self._queues:
             raise ValueError(f"Unknown topic: {topic}")
         self._queues.add(topic, timestamp, key, value)
@@ -241,21 +265,21 @@ class TopologyTestDriver:
         spec = self.topology.stores.get(name)
         if spec is not None and spec.windows is not None:
             raise TypeError(f"store {name!r} is a window store: use get_window_store()")
-        return KeyValueStoreView(self._store(name), self.topology.stores[name], self.names.changelog_topic(name))
+        return KeyValueStoreView(self._store(name), self.topology.stores[name], self.names.serde_topic(name))
 
     def get_window_store(self, name: str) -> WindowStoreView:
         """A windowed aggregation's store by name: values per key and window start."""
         spec = self.topology.stores.get(name)
         if spec is not None and (spec.windows is None or isinstance(spec.windows, SessionWindows)):
             raise TypeError(f"store {name!r} is not a window store")
-        return WindowStoreView(self._store(name), self.topology.stores[name], self.names.changelog_topic(name))
+        return WindowStoreView(self._store(name), self.topology.stores[name], self.names.serde_topic(name))
 
     def get_session_store(self, name: str) -> SessionStoreView:
         """A session-windowed aggregation's store by name: `find_sessions` and `fetch_session`."""
         spec = self.topology.stores.get(name)
         if spec is not None and not isinstance(spec.windows, SessionWindows):
             raise TypeError(f"store {name!r} is not a session store")
-        return SessionStoreView(self._store(name), self.topology.stores[name], self.names.changelog_topic(name))
+        return SessionStoreView(self._store(name), self.topology.stores[name], self.names.serde_topic(name))
 
     @property
     def dropped_records(self) -> int:
@@ -267,9 +291,7 @@ class TopologyTestDriver:
         """A timestamped store by name, values as `(value, timestamp)`."""
         if not self.topology.stores[name].timestamped:
             raise TypeError(f"store {name!r} is not a timestamped store")
-        return TimestampedKeyValueStoreView(
-            self._store(name), self.topology.stores[name], self.names.changelog_topic(name)
-        )
+        return TimestampedKeyValueStoreView(self._store(name), self.topology.stores[name], self.names.serde_topic(name))
 
     def _store(self, name: str) -> KeyValueStore:
         try:
@@ -319,7 +341,11 @@ class TopologyTestDriver:
         self._produced.clear()  # the task context appends to this very list
         for topic, key, value, timestamp in produced:
             self._outputs.setdefault(topic, deque()).append((key, value, timestamp))
-            if topic in self._queues:
+            global_store = self._global_stores.get(topic)
+            if global_store is not None:  # written to a global topic: the global store reads it (Kafka's driver)
+                record = _GlobalRecord(key, value, -1 if timestamp is None else timestamp)
+                global_store.apply_changelog_records([record], timestamped=True)
+            elif topic in self._queues:
                 self._queues.add(topic, -1 if timestamp is None else timestamp, key, value)
 
     # ---- lifecycle -------------------------------------------------------------------------------------------
@@ -332,6 +358,8 @@ class TopologyTestDriver:
         try:
             for state in self._state_managers:
                 state.close(clean=False)
+            for store in self._global_stores.values():
+                store.close()
         finally:
             shutil.rmtree(self._state_dir, ignore_errors=True)
 

@@ -15,11 +15,13 @@ from streamlet.topology.builder import (
     TimeWindowedKStream,
 )
 from streamlet.topology.description import TopologyDescription
+from streamlet.topology.global_ktable import GlobalKTable
 from streamlet.topology.topology import InternalTopic, Subtopology, Topology
 
 __all__ = [
     "Branched",
     "BranchedKStream",
+    "GlobalKTable",
     "InternalTopic",
     "KGroupedStream",
     "KStream",

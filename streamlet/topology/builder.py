@@ -41,6 +41,7 @@ from streamlet.suppressed import Suppressed
 from streamlet.topology import joins, ktable
 from streamlet.topology import nodes as n
 from streamlet.topology.branch import BRANCH_NAME, BRANCHCHILD_NAME, MERGE_NAME, Branched, Splitter
+from streamlet.topology.global_ktable import GLOBAL_JOIN_NAME, GlobalKTable
 from streamlet.topology.nodes import (
     NodeSpec,
     ProcessorSpec,
@@ -286,6 +287,21 @@ class StreamsBuilder:
         only if a join needs to read it. A null key is dropped, a null value deletes the key.
         """
         return _table(self._internal, topic, key_serde, value_serde, store_name, name)
+
+    def global_table(
+        self,
+        topic: str,
+        key_serde: SerdeLike = None,
+        value_serde: SerdeLike = None,
+        store_name: str | None = None,
+        *,
+        name: str | None = None,
+    ) -> GlobalKTable:
+        """A GlobalKTable of `topic` (Kafka's `builder.globalTable(topic, Consumed, Materialized)`): every client
+        holds all of its partitions in the store `store_name` (default `<topic>-STATE-STORE-<n>`), restored
+        from the topic (no changelog) before processing starts and kept up to date while it runs.
+        """
+        return _global_table(self._internal, topic, key_serde, value_serde, store_name, name)
 
     def build(self) -> Topology:
         """The Topology built so far (later DSL calls on this builder do not change it)."""
@@ -590,10 +606,35 @@ class KStream:
         required = self._repartition_required or other._repartition_required
         return KStream(builder, node, None, None, repartition_required=required)
 
+    @overload
     def join(
         self,
         table: KTable,
         joiner: Callable[[Any, Any], Any],
+        /,
+        *,
+        key_serde: SerdeLike = None,
+        value_serde: SerdeLike = None,
+        name: str | None = None,
+    ) -> KStream: ...
+
+    @overload
+    def join(
+        self,
+        table: GlobalKTable,
+        key_selector: Callable[[Any, Any], Any],
+        joiner: Callable[[Any, Any], Any],
+        /,
+        *,
+        name: str | None = None,
+    ) -> KStream: ...
+
+    def join(
+        self,
+        table: KTable | GlobalKTable,
+        joiner_or_key_selector: Callable[[Any, Any], Any],
+        global_joiner: Callable[[Any, Any], Any] | None = None,
+        /,
         *,
         key_serde: SerdeLike = None,
         value_serde: SerdeLike = None,
@@ -604,15 +645,54 @@ class KStream:
         Records with a null key or value are dropped; the result keeps the record's key and timestamp. A
         re-keyed stream is repartitioned first, with `key_serde` / `value_serde` (Kafka's `Joined`), default
         the stream's. The stream's and the table's topics must have equal partition counts.
+
+        With a GlobalKTable, `join(global_table, key_selector, joiner)`: the table key is
+        `key_selector(key, value)` (a record mapped to None, or with a null value, is dropped); no repartition,
+        no co-partitioning (Kafka's `join(GlobalKTable, KeyValueMapper, ValueJoiner)`).
         """
+        if isinstance(table, GlobalKTable):
+            return _stream_global_table_join(
+                self,
+                table,
+                joiner_or_key_selector,
+                global_joiner,
+                left=False,
+                name=name,
+                serdes=(key_serde, value_serde),
+            )
         return _stream_table_join(
-            self, table, joiner, left=False, key_serde=key_serde, value_serde=value_serde, name=name
+            self, table, joiner_or_key_selector, left=False, key_serde=key_serde, value_serde=value_serde, name=name
         )
 
+    @overload
     def left_join(
         self,
         table: KTable,
         joiner: Callable[[Any, Any], Any],
+        /,
+        *,
+        key_serde: SerdeLike = None,
+        value_serde: SerdeLike = None,
+        name: str | None = None,
+    ) -> KStream: ...
+
+    @overload
+    def left_join(
+        self,
+        table: GlobalKTable,
+        key_selector: Callable[[Any, Any], Any],
+        joiner: Callable[[Any, Any], Any],
+        /,
+        *,
+        name: str | None = None,
+    ) -> KStream: ...
+
+    def left_join(
+        self,
+        table: KTable | GlobalKTable,
+        joiner_or_key_selector: Callable[[Any, Any], Any],
+        global_joiner: Callable[[Any, Any], Any] | None = None,
+        /,
         *,
         key_serde: SerdeLike = None,
         value_serde: SerdeLike = None,
@@ -620,10 +700,22 @@ class KStream:
     ) -> KStream:
         """`joiner(value, table_value or None)` for every record with a value (Kafka's `leftJoin(KTable)`).
 
-        Unlike `join`, a record with a null key is joined too (with None), as Kafka Streams 3.7+ does.
+        Unlike `join`, a record with a null key is joined too (with None), as Kafka Streams 3.7+ does. With a
+        GlobalKTable, `left_join(global_table, key_selector, joiner)`: a record whose key maps to None is
+        joined with None too (Kafka's `leftJoin(GlobalKTable, ...)`).
         """
+        if isinstance(table, GlobalKTable):
+            return _stream_global_table_join(
+                self,
+                table,
+                joiner_or_key_selector,
+                global_joiner,
+                left=True,
+                name=name,
+                serdes=(key_serde, value_serde),
+            )
         return _stream_table_join(
-            self, table, joiner, left=True, key_serde=key_serde, value_serde=value_serde, name=name
+            self, table, joiner_or_key_selector, left=True, key_serde=key_serde, value_serde=value_serde, name=name
         )
 
     def __repr__(self) -> str:
@@ -1375,3 +1467,75 @@ def _repartition_for_join(stream: KStream, prefix: str, key_serde: Any, value_se
     node = KGroupedStream(internal, stream._node, ks, vs, True, None)._repartition(prefix)
     internal.join_repartitions[stream._node] = node
     return node
+
+
+# --- GlobalKTables (streamlet.topology.global_ktable) and stream-global table joins ---
+
+
+def _global_table(
+    internal: _InternalBuilder,
+    topic: str,
+    key_serde: SerdeLike,
+    value_serde: SerdeLike,
+    store_name: str | None,
+    name: str | None,
+) -> GlobalKTable:
+    """`InternalStreamsBuilder#globalTable`: names as `table()`'s (store, then source, then KTABLE-SOURCE), the
+    store always materialized, timestamped and not logged; the source is global (its group has no tasks)."""
+    if not isinstance(topic, str) or not topic:
+        raise TopologyError(f"global_table() needs a non-empty topic name, got {topic!r}")
+    ks = _or_default(_serde(key_serde, "key_serde"))
+    vs = _or_default(_serde(value_serde, "value_serde"))
+    store = validate_name(store_name, "Store name") if store_name is not None else internal.new_store_name(topic + "-")
+    generated = internal.new_processor_name(SOURCE_NAME)
+    source_name = generated if name is None else validate_name(validate_name(name) + ktable.TABLE_SOURCE_SUFFIX)
+    processor_name = internal.name_or_generate(name, ktable.TABLE_SOURCE_NAME)
+    internal.claim(source_name, processor_name)
+    internal.claim_topics(source_name, [topic])
+    internal.claim_store(store)
+
+    def write(parents: tuple[str, ...], topology: _Topology) -> None:
+        topology.add(SourceSpec(source_name, (), (topic,), ks, vs, is_global=True))
+        topology.add(ProcessorSpec(processor_name, (source_name,), n.TABLE_SOURCE, stores=(store,)))
+        topology.add_store(StoreSpec(store, ks, vs, logged=False, timestamped=True), processor_name)
+
+    internal.add_graph_node(internal.root, _GraphNode(processor_name, write))
+    return GlobalKTable(internal, store, topic, ks, vs)
+
+
+def _stream_global_table_join(
+    stream: KStream,
+    table: GlobalKTable,
+    key_selector: Callable[[Any, Any], Any],
+    joiner: Callable[[Any, Any], Any] | None,
+    *,
+    left: bool,
+    name: str | None,
+    serdes: tuple[SerdeLike, SerdeLike],
+) -> KStream:
+    """`KStreamImpl#doGlobalTableJoin`: a KSTREAM-LEFTJOIN node (for joins too) connected to no store (it reads
+    the global one), keeping the stream's key serde and whether it must be repartitioned downstream."""
+    if table._builder is not stream._builder:
+        raise TopologyError("join(): the stream and the global table come from different StreamsBuilders")
+    if joiner is None:
+        raise TopologyError(
+            "join() with a GlobalKTable takes a key selector and a joiner: join(table, key_selector, joiner)"
+        )
+    if serdes != (None, None):
+        raise TopologyError("a join with a GlobalKTable repartitions nothing: it takes no key_serde / value_serde")
+    _require_callable(key_selector, "key selector")
+    _require_callable(joiner, "joiner")
+    internal = stream._builder
+    join_name = internal.name_or_generate(name, GLOBAL_JOIN_NAME)
+    internal.claim(join_name)
+    op = n.STREAM_GLOBAL_TABLE_LEFT_JOIN if left else n.STREAM_GLOBAL_TABLE_JOIN
+    getter = ValueGetterSpec(table.store_name)
+
+    def write(parents: tuple[str, ...], topology: _Topology) -> None:
+        topology.add(ProcessorSpec(join_name, parents, op, fn=joiner, value_getter=getter, key_mapper=key_selector))
+
+    node = _GraphNode(join_name, write)
+    internal.add_graph_node(stream._node, node)
+    if left:
+        internal.null_key_relaxed.add(node)  # Kafka labels it NULL_KEY_RELAXED_JOIN too
+    return KStream(internal, node, stream._key_serde, None, repartition_required=stream._repartition_required)

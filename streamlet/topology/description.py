@@ -114,13 +114,34 @@ class SubtopologyDescription:
         return f"Sub-topology: {self.id}\n{body}\n"
 
 
+class GlobalStoreDescription:
+    """A global store's node group (Kafka's `InternalTopologyBuilder.GlobalStore`): a source and the processor
+    that writes the store, printed without the blank line a sub-topology ends with."""
+
+    def __init__(self, id: int, source: str, processor: str, store: str, topic: str) -> None:
+        self.id = id
+        self.source = SourceDescription(source, [topic])
+        self.processor = ProcessorDescription(processor, [store])
+        self.source._successors.add(self.processor)
+        self.processor._predecessors.add(self.source)
+
+    def __str__(self) -> str:
+        return (
+            f"Sub-topology: {self.id} for global store (will not generate tasks)\n"
+            f"    {self.source}\n    {self.processor}\n"
+        )
+
+
 @dataclass
 class TopologyDescription:
     subtopologies: list[SubtopologyDescription] = field(default_factory=list)
+    global_stores: list[GlobalStoreDescription] = field(default_factory=list)
 
     def __str__(self) -> str:
-        # "Topologies:\n " then "  " before each sub-topology, hence the odd first indentation.
-        return "Topologies:\n " + "".join(f"  {sub}" for sub in self.subtopologies)
+        # "Topologies:\n " then "  " before each sub-topology, hence the odd first indentation; sub-topologies
+        # and global stores share one id sequence and print in its order.
+        parts: list[SubtopologyDescription | GlobalStoreDescription] = [*self.subtopologies, *self.global_stores]
+        return "Topologies:\n " + "".join(f"  {part}" for part in sorted(parts, key=lambda p: p.id))
 
 
 def _describe_node(spec: NodeSpec) -> NodeDescription:

@@ -50,6 +50,7 @@ class SourceSpec(NodeSpec):
     topics: tuple[str, ...]  # raw names: internal topics without the application id prefix
     key_serde: Serde
     value_serde: Serde
+    is_global: bool = False  # a global table's source: its node group is a global store, with no tasks
 
 
 @dataclass(frozen=True, eq=False)
@@ -87,6 +88,10 @@ TABLE_MAP_VALUES = "table_map_values"
 TABLE_TO_STREAM = "table_to_stream"
 STREAM_TABLE_JOIN = "stream_table_join"
 STREAM_TABLE_LEFT_JOIN = "stream_table_left_join"
+# KStream-GlobalKTable joins (streamlet.runtime.global_table_join): they read a global store, no task's own
+STREAM_GLOBAL_TABLE_JOIN = "stream_global_table_join"
+STREAM_GLOBAL_TABLE_LEFT_JOIN = "stream_global_table_left_join"
+GLOBAL_TABLE_JOIN_OPS = frozenset({STREAM_GLOBAL_TABLE_JOIN, STREAM_GLOBAL_TABLE_LEFT_JOIN})
 
 AGGREGATING_OPS = frozenset({COUNT, REDUCE, AGGREGATE})
 TABLE_OPS = frozenset(
@@ -127,6 +132,7 @@ class ProcessorSpec(NodeSpec):
     suppress: Suppressed | None = None  # a suppress node, its wait resolved
     send_old_values: bool = False  # a KTable operation forwards Change(new, old), not Change(new, None)
     value_getter: ValueGetterSpec | None = None  # a stream-table join: how the table is read
+    key_mapper: Callable[[Any, Any], Any] | None = None  # a stream-global table join: the table key of a record
 
 
 @dataclass(frozen=True, eq=False)

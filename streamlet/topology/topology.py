@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from streamlet.errors import MissingTopicError, TopologyError
-from streamlet.topology.description import TopologyDescription, describe_subtopology
-from streamlet.topology.nodes import NodeSpec, ProcessorSpec, SinkSpec, SourceSpec, StoreSpec
+from streamlet.topology.description import GlobalStoreDescription, TopologyDescription, describe_subtopology
+from streamlet.topology.nodes import GLOBAL_TABLE_JOIN_OPS, NodeSpec, ProcessorSpec, SinkSpec, SourceSpec, StoreSpec
 
 CHANGELOG_SUFFIX = "-changelog"
 REPARTITION = "repartition"
@@ -78,6 +78,18 @@ class Subtopology:
         return {store: changelog_topic(store) for store in self.store_names}
 
 
+@dataclass(frozen=True)
+class GlobalStore:
+    """A global table's node group (Kafka's "sub-topology ... for global store"): its source node reads every
+    partition of `topic` into `store` on every client; it takes a sub-topology id but generates no tasks."""
+
+    id: int
+    source: str
+    processor: str
+    store: str
+    topic: str  # raw name
+
+
 #: Kafka's `windowstore.changelog.additional.retention.ms` default: a window changelog keeps a day more.
 WINDOW_CHANGELOG_ADDITIONAL_RETENTION_MS = 86_400_000
 
@@ -131,7 +143,13 @@ class Topology:
         self._internal = frozenset(internal_topics)
         self._internal_order = internal_topics
         self._groups = self._make_node_groups()
-        self._subtopologies = tuple(self._make_subtopology(i, g) for i, g in enumerate(self._groups))
+        self._global_stores = tuple(
+            self._make_global_store(i, g) for i, g in enumerate(self._groups) if self._is_global_group(g)
+        )
+        global_ids = {g.id for g in self._global_stores}
+        self._subtopologies = tuple(
+            self._make_subtopology(i, g) for i, g in enumerate(self._groups) if i not in global_ids
+        )
         self._by_id = {s.id: s for s in self._subtopologies}
 
     # --- structure -----------------------------------------------------------------------------------
@@ -149,6 +167,14 @@ class Topology:
         for spec in self._nodes:  # topological (insertion) order: upstream sub-topologies come first
             groups.setdefault(grouper.root(spec.name), []).append(spec.name)
         return list(groups.values())
+
+    def _is_global_group(self, names: list[str]) -> bool:
+        return any(isinstance(spec, SourceSpec) and spec.is_global for spec in map(self._by_name.__getitem__, names))
+
+    def _make_global_store(self, group_id: int, names: list[str]) -> GlobalStore:
+        source, processor = (self._by_name[name] for name in names)  # exactly these two, as in Kafka
+        assert isinstance(source, SourceSpec) and isinstance(processor, ProcessorSpec)
+        return GlobalStore(group_id, source.name, processor.name, processor.stores[0], source.topics[0])
 
     def _make_subtopology(self, subtopology_id: int, names: list[str]) -> Subtopology:
         sources: list[str] = []
@@ -198,10 +224,23 @@ class Topology:
         except KeyError:
             raise TopologyError(f"no sub-topology {subtopology_id}; this topology has {sorted(self._by_id)}") from None
 
+    @property
+    def global_stores(self) -> tuple[GlobalStore, ...]:
+        """The global tables' node groups (no tasks: every client reads their topics whole)."""
+        return self._global_stores
+
+    def global_topics(self) -> list[str]:
+        """The topics of the global stores (raw names; always user topics)."""
+        return [g.topic for g in self._global_stores]
+
     def describe(self) -> TopologyDescription:
         """Kafka Streams' `Topology.describe()`; `str()` of the result is its exact text."""
+        subtopologies = [
+            describe_subtopology(sub.id, [self._by_name[name] for name in sub.nodes]) for sub in self._subtopologies
+        ]
         return TopologyDescription(
-            [describe_subtopology(sub.id, [self._by_name[name] for name in sub.nodes]) for sub in self._subtopologies]
+            subtopologies,
+            [GlobalStoreDescription(g.id, g.source, g.processor, g.store, g.topic) for g in self._global_stores],
         )
 
     def __str__(self) -> str:
@@ -232,10 +271,15 @@ class Topology:
 
     def copartition_groups(self) -> list[tuple[str, ...]]:
         """Raw topics that must have equal partition counts: a stream-table join's stream and table sources
-        (Kafka's copartition groups; a repartition topic among them is sized like the others)."""
+        (Kafka's copartition groups; a repartition topic among them is sized like the others). A global
+        table is read whole by every client, so its joins need none."""
         groups: list[tuple[str, ...]] = []
         for spec in self._nodes:
-            if isinstance(spec, ProcessorSpec) and spec.value_getter is not None:
+            if (
+                isinstance(spec, ProcessorSpec)
+                and spec.value_getter is not None
+                and spec.op not in GLOBAL_TABLE_JOIN_OPS
+            ):
                 table_source = self._store_users[spec.value_getter.store][0]
                 topics = self._upstream_topics(spec.name) + self._upstream_topics(table_source)
                 groups.append(tuple(dict.fromkeys(topics)))

@@ -28,6 +28,9 @@ A program is a JSON list of ops, each reading the variable `in` and defining the
     {"op": "merge", "in": <stream>, "other": <stream>, "id": ...}
     {"op": "sessionWindowedBy", "in": <grouped>, "gap": ms, "grace": null | ms}
     (aggregate merges sessions with the merger named like its "fn"; `to` a session stream with "session": true)
+    {"op": "globalTable", "id": "g", "topic": "gin1", "store": null | "name"}     (string keys and values)
+    {"op": "globalJoin" | "globalLeftJoin", "in": <stream>, "table": <global table>, "key": "key" | <key
+     selector>, "fn": "pair"}     (KStream-GlobalKTable joins: GLOBAL_KEY_SELECTORS maps records to table keys)
     {"op": "slidingWindowedBy", "in": <grouped>, "difference": ms, "grace": null | ms}
     (`to` a sliding-windowed stream with "wsize": difference)
 
@@ -268,6 +271,8 @@ def build(program: list[dict[str, Any]]) -> StreamsBuilder:
         elif kind in ("join", "leftJoin"):
             join = source.join if kind == "join" else source.left_join
             result = join(env[op["table"]], JOINERS[fn], key_serde="str", value_serde=serde(vtype), **kw)
+        elif kind in GLOBAL_OPS:
+            result = _global_table_op(builder, op, source, env)
         elif kind == "split":
             split = source.split(name=op["name"])
             for branch in op["branches"]:
@@ -296,3 +301,19 @@ def build(program: list[dict[str, Any]]) -> StreamsBuilder:
         if "id" in op:
             env[op["id"]] = result
     return builder
+
+
+# --- global tables (Java twin: GlobalTablePrograms.java) ---
+
+GLOBAL_OPS = ("globalTable", "globalJoin", "globalLeftJoin")
+#: a stream-global table join's key selectors: the record's key, or one of KEY_SELECTORS
+GLOBAL_KEY_SELECTORS: dict[str, Callable[[Any, Any], Any]] = {"key": lambda k, v: k, **KEY_SELECTORS}
+
+
+def _global_table_op(builder: StreamsBuilder, op: dict[str, Any], source: Any, env: dict[str, Any]) -> Any:
+    name = op.get("name")
+    kw: dict[str, Any] = {} if name is None else {"name": name}
+    if op["op"] == "globalTable":
+        return builder.global_table(op["topic"], key_serde="str", value_serde="str", store_name=op.get("store"), **kw)
+    join = source.join if op["op"] == "globalJoin" else source.left_join
+    return join(env[op["table"]], GLOBAL_KEY_SELECTORS[op["key"]], JOINERS[op["fn"]], **kw)

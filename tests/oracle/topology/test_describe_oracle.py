@@ -20,6 +20,7 @@ from streamlet.session_windows import SessionWindows
 from streamlet.sliding_windows import SlidingWindows
 from streamlet.topology import Branched, StreamsBuilder
 from streamlet.windows import TimeWindows
+from tests.oracle.topology.global_table_programs import GlobalTablePrograms
 from tests.oracle.topology.table_programs import TablePrograms
 
 pytestmark = pytest.mark.oracle
@@ -43,6 +44,7 @@ def _classpath() -> str | None:
 def _program(rng: random.Random) -> tuple[list[str], list[str]]:
     """Equivalent Java and Python DSL statements for one random topology."""
     table_ops = TablePrograms()
+    global_table_ops = GlobalTablePrograms()
     java: list[str] = []
     py: list[str] = []
     streams: list[str] = []
@@ -80,6 +82,8 @@ def _program(rng: random.Random) -> tuple[list[str], list[str]]:
             new_stream()
         elif rng.random() < 0.25:  # tables and joins: tests/oracle/topology/table_programs.py
             table_ops.step(rng, java, py, streams, tables, topic, maybe_name)
+        elif rng.random() < 0.15:  # global tables and their joins: tests/oracle/topology/global_table_programs.py
+            global_table_ops.step(rng, java, py, streams, topic, maybe_name)
         elif grouped and roll < 0.25:
             g, var = rng.choice(grouped), f"k{len(tables)}"
             sessions = False

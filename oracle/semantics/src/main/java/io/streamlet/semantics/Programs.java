@@ -214,6 +214,10 @@ final class Programs {
             final String fn = op.path("fn").asText(null);
             final String vtype = op.path("vtype").asText("string");
             Object result = null;
+            if (GlobalTablePrograms.handles(kind)) {  // global tables and their joins: GlobalTablePrograms.java
+                vars.put(op.get("id").asText(), GlobalTablePrograms.apply(builder, op, in, vars));
+                continue;
+            }
             if (TablePrograms.handles(kind, in)) {  // tables and joins: TablePrograms.java
                 vars.put(op.get("id").asText(), TablePrograms.apply(builder, op, in, vars));
                 continue;
