@@ -121,7 +121,12 @@ def _streamlet(
     return launch
 
 
-def _kafka_streams(threads: int, cache: int, guarantee: str = "at_least_once") -> Callable[[PeerRun], list[Proc]]:
+def _kafka_streams(
+    threads: int, cache: int, guarantee: str = "at_least_once", configs: dict[str, str] | None = None
+) -> Callable[[PeerRun], list[Proc]]:
+    """`configs`: further Kafka Streams configs (e.g. `producer.batch.size`), passed as -Dstreams.<name>."""
+    jvm_props = [f"-Dstreams.{name}={value}" for name, value in (configs or {}).items()]
+
     def launch(r: PeerRun) -> list[Proc]:
         return [
             spawn(
@@ -129,6 +134,7 @@ def _kafka_streams(threads: int, cache: int, guarantee: str = "at_least_once") -
                 [
                     "java",
                     "-Xmx2g",
+                    *jvm_props,
                     "-cp",
                     JAVA_CP,
                     "bench.WordCount",
@@ -234,6 +240,13 @@ PEERS: list[Peer] = [
         "framework",
         "WordCountDemo topology, commit 1 s, 10 MiB cache",
         _kafka_streams(2, CACHE_BYTES),
+        requires=_needs_java,
+    ),
+    Peer(
+        "Kafka Streams 4.1.1 (2 threads), streamlet's producer batching",
+        "framework",
+        "WordCountDemo topology, commit 1 s, 10 MiB cache, producer batch.size 256 KiB and linger.ms 5 (streamlet's)",
+        _kafka_streams(2, CACHE_BYTES, configs={"producer.batch.size": "262144", "producer.linger.ms": "5"}),
         requires=_needs_java,
     ),
     Peer(
@@ -601,6 +614,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline", default="", help="git revision: add a twin of each streamlet peer running it")
     parser.add_argument("--rounds", type=int, default=1, help="run the selected peers this many times, interleaved")
     parser.add_argument("--partitions", type=int, default=PARTITIONS, help="of the input and output topics")
+    parser.add_argument("--result", default="wordcount", help="results/<RESULT>.json (focused runs keep the main one)")
     args = parser.parse_args(argv)
     PARTITIONS = args.partitions
     wanted = [s.strip().lower() for s in args.peers.split(",") if s.strip()]
@@ -653,7 +667,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nWordCount, {where}:\n" + text)
     command = " ".join(["bench/wordcount.py", *(argv or sys.argv[1:])])
     path = common.write_result(
-        "wordcount",
+        args.result,
         {"corpus": c.summary(), "partitions": PARTITIONS, "results": results, "table": text, "command": command},
     )
     log(f"wrote {path}")

@@ -24,6 +24,7 @@ app = faust.App(
     table_standby_replicas=0,
     topic_allow_declare=True,
     producer_linger=0.005,
+    broker_commit_interval=1.0,  # every peer commits every second (Faust's default is 2.8 s)
 )
 lines = app.topic(input_topic, key_serializer="raw", value_serializer="raw")
 words = app.topic(
