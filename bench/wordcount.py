@@ -155,7 +155,7 @@ def _kafka_streams(
     return launch
 
 
-def _peer_script(script: str, *extra: str) -> Callable[[PeerRun], list[Proc]]:
+def _peer_script(script: str, *extra: str, env: dict[str, str] | None = None) -> Callable[[PeerRun], list[Proc]]:
     def launch(r: PeerRun) -> list[Proc]:
         args = [
             a.format(
@@ -174,7 +174,7 @@ def _peer_script(script: str, *extra: str) -> Callable[[PeerRun], list[Proc]]:
                 script,
                 [str(PEERS_PY), str(common.BENCH / "peers" / script), *args],
                 r.work / f"{script}.log",
-                env={"PYTHONPATH": str(common.BENCH / "peers")},
+                env={"PYTHONPATH": str(common.BENCH / "peers"), **(env or {})},
                 cwd=common.BENCH / "peers",
             )
         ]
@@ -305,6 +305,25 @@ PEERS: list[Peer] = [
             "-l",
             "warn",
             "--without-web",
+        ),
+        requires=_needs_peers_module("faust"),
+    ),
+    Peer(
+        "Faust with stream.take batching",
+        "framework",
+        "the same with stream.take(1000, within=0.2 s) in both agents, one output per changed word per batch",
+        _peer_script(
+            "faust_wordcount.py",
+            "{bootstrap}",
+            "{app}",
+            "{input}",
+            "{output}",
+            "{state}",
+            "worker",
+            "-l",
+            "warn",
+            "--without-web",
+            env={"FAUST_TAKE": "1000"},
         ),
         requires=_needs_peers_module("faust"),
     ),
