@@ -75,6 +75,15 @@ def build() -> str:
             f"### Rebalance pause (streamlet, 2 -> 3 clients){_when(rb)}\n\n`{rb['command']}`: "
             f"{rb['rate_lines_per_s']:.0f} lines/s, cache off.\n\n" + rb["table"]
         )
+    mg = load("migration")
+    if mg:
+        parts.append(
+            f"### Migration pause (a stateful task moves to a new client){_when(mg)}\n\n`{mg['command']}`: "
+            "2 -> 3 clients (1 thread each, cache off, commit 1 s, probing rebalance every 60 s, Kafka Streams' "
+            "warmup defaults), the count store preloaded through its changelog; the pause of a moved task is the "
+            "gap in its output partition around the move (ownership sampled from the group every 0.5 s).\n\n"
+            + mg["table"]
+        )
     if hp:
         rows = "\n".join(f"| {100 * s:.1f}% | `{f}` |" for f, s in hp["self"][:12])
         parts.append(

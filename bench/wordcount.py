@@ -121,7 +121,12 @@ def _streamlet(
     return launch
 
 
-def _kafka_streams(threads: int, cache: int, guarantee: str = "at_least_once") -> Callable[[PeerRun], list[Proc]]:
+def _kafka_streams(
+    threads: int, cache: int, guarantee: str = "at_least_once", configs: dict[str, str] | None = None
+) -> Callable[[PeerRun], list[Proc]]:
+    """`configs`: further Kafka Streams configs (e.g. `producer.batch.size`), passed as -Dstreams.<name>."""
+    jvm_props = [f"-Dstreams.{name}={value}" for name, value in (configs or {}).items()]
+
     def launch(r: PeerRun) -> list[Proc]:
         return [
             spawn(
@@ -129,6 +134,7 @@ def _kafka_streams(threads: int, cache: int, guarantee: str = "at_least_once") -
                 [
                     "java",
                     "-Xmx2g",
+                    *jvm_props,
                     "-cp",
                     JAVA_CP,
                     "bench.WordCount",
@@ -149,7 +155,7 @@ def _kafka_streams(threads: int, cache: int, guarantee: str = "at_least_once") -
     return launch
 
 
-def _peer_script(script: str, *extra: str) -> Callable[[PeerRun], list[Proc]]:
+def _peer_script(script: str, *extra: str, env: dict[str, str] | None = None) -> Callable[[PeerRun], list[Proc]]:
     def launch(r: PeerRun) -> list[Proc]:
         args = [
             a.format(
@@ -168,7 +174,7 @@ def _peer_script(script: str, *extra: str) -> Callable[[PeerRun], list[Proc]]:
                 script,
                 [str(PEERS_PY), str(common.BENCH / "peers" / script), *args],
                 r.work / f"{script}.log",
-                env={"PYTHONPATH": str(common.BENCH / "peers")},
+                env={"PYTHONPATH": str(common.BENCH / "peers"), **(env or {})},
                 cwd=common.BENCH / "peers",
             )
         ]
@@ -237,6 +243,13 @@ PEERS: list[Peer] = [
         requires=_needs_java,
     ),
     Peer(
+        "Kafka Streams 4.1.1 (2 threads), streamlet's producer batching",
+        "framework",
+        "WordCountDemo topology, commit 1 s, 10 MiB cache, producer batch.size 256 KiB and linger.ms 5 (streamlet's)",
+        _kafka_streams(2, CACHE_BYTES, configs={"producer.batch.size": "262144", "producer.linger.ms": "5"}),
+        requires=_needs_java,
+    ),
+    Peer(
         "streamlet 1 proc x 2 threads, pre-aggregated",
         "framework",
         "examples/wordcount/app.py with count(pre_aggregate=True), commit 1 s, 10 MiB cache",
@@ -292,6 +305,25 @@ PEERS: list[Peer] = [
             "-l",
             "warn",
             "--without-web",
+        ),
+        requires=_needs_peers_module("faust"),
+    ),
+    Peer(
+        "Faust with stream.take batching",
+        "framework",
+        "the same with stream.take(1000, within=0.2 s) in both agents, one output per changed word per batch",
+        _peer_script(
+            "faust_wordcount.py",
+            "{bootstrap}",
+            "{app}",
+            "{input}",
+            "{output}",
+            "{state}",
+            "worker",
+            "-l",
+            "warn",
+            "--without-web",
+            env={"FAUST_TAKE": "1000"},
         ),
         requires=_needs_peers_module("faust"),
     ),
@@ -601,6 +633,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline", default="", help="git revision: add a twin of each streamlet peer running it")
     parser.add_argument("--rounds", type=int, default=1, help="run the selected peers this many times, interleaved")
     parser.add_argument("--partitions", type=int, default=PARTITIONS, help="of the input and output topics")
+    parser.add_argument("--result", default="wordcount", help="results/<RESULT>.json (focused runs keep the main one)")
     args = parser.parse_args(argv)
     PARTITIONS = args.partitions
     wanted = [s.strip().lower() for s in args.peers.split(",") if s.strip()]
@@ -653,7 +686,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nWordCount, {where}:\n" + text)
     command = " ".join(["bench/wordcount.py", *(argv or sys.argv[1:])])
     path = common.write_result(
-        "wordcount",
+        args.result,
         {"corpus": c.summary(), "partitions": PARTITIONS, "results": results, "table": text, "command": command},
     )
     log(f"wrote {path}")

@@ -4,6 +4,7 @@ faust's own examples/word_count.py: lines -> split -> words topic keyed by word 
 Usage: faust_wordcount.py BOOTSTRAP APP_ID INPUT OUTPUT STATE_DIR worker -l warn
 """
 
+import os
 import struct
 import sys
 
@@ -11,6 +12,7 @@ import faust
 from _split import split_words
 
 bootstrap, app_id, input_topic, output_topic, state_dir = sys.argv[1:6]
+TAKE = int(os.environ.get("FAUST_TAKE", "0"))  # > 0: the stream.take(TAKE) variant
 del sys.argv[1:6]
 
 app = faust.App(
@@ -24,6 +26,7 @@ app = faust.App(
     table_standby_replicas=0,
     topic_allow_declare=True,
     producer_linger=0.005,
+    broker_commit_interval=1.0,  # every peer commits every second (Faust's default is 2.8 s)
 )
 lines = app.topic(input_topic, key_serializer="raw", value_serializer="raw")
 words = app.topic(
@@ -39,19 +42,40 @@ out = app.topic(output_topic, key_serializer="raw", value_serializer="raw")
 counts = app.Table("counts", default=int, partitions=6)
 
 
-@app.agent(lines)
-async def shuffle_words(stream):
-    async for line in stream:
-        for word in split_words(line.decode()):
-            await words.send(key=word.encode(), value=word.encode())
+if not TAKE:
 
+    @app.agent(lines)
+    async def shuffle_words(stream):
+        async for line in stream:
+            for word in split_words(line.decode()):
+                await words.send(key=word.encode(), value=word.encode())
 
-@app.agent(words)
-async def count_words(stream):
-    async for word in stream:
-        word = word.decode() if isinstance(word, bytes) else word
-        counts[word] += 1
-        await out.send(key=word.encode(), value=struct.pack(">q", counts[word]))
+    @app.agent(words)
+    async def count_words(stream):
+        async for word in stream:
+            word = word.decode() if isinstance(word, bytes) else word
+            counts[word] += 1
+            await out.send(key=word.encode(), value=struct.pack(">q", counts[word]))
+
+else:  # Faust's own batching (`stream.take`): one output per changed word per batch, as a record cache does
+
+    @app.agent(lines)
+    async def shuffle_words(stream):
+        async for batch in stream.take(TAKE, within=0.2):
+            for line in batch:
+                for word in split_words(line.decode()):
+                    await words.send(key=word.encode(), value=word.encode())
+
+    @app.agent(words)
+    async def count_words(stream):
+        async for batch in stream.take(TAKE, within=0.2):
+            changed = set()
+            for word in batch:
+                word = word.decode() if isinstance(word, bytes) else word
+                counts[word] += 1
+                changed.add(word)
+            for word in changed:
+                await out.send(key=word.encode(), value=struct.pack(">q", counts[word]))
 
 
 async def _create_words_topic() -> None:

@@ -20,6 +20,7 @@ import org.apache.kafka.streams.processor.StateRestoreListener;
 /**
  * Kafka Streams' WordCountDemo, node for node, with its settings taken from the command line:
  * BOOTSTRAP APP_ID INPUT OUTPUT STATE_DIR THREADS COMMIT_INTERVAL_MS CACHE_MAX_BYTES [GUARANTEE [LINGER_MS]].
+ * System properties -Dstreams.NAME=VALUE set any other config NAME.
  * LINGER_MS sets the producer's linger.ms (Kafka Streams' own default is 100; the latency benchmark gives
  * every peer the same).
  * Prints "RUNNING <epoch ms>" when the client reaches RUNNING and, for the restoration benchmark,
@@ -39,6 +40,12 @@ public final class WordCount {
         }
         if (args.length > 9) {
             props.put(StreamsConfig.producerPrefix(ProducerConfig.LINGER_MS_CONFIG), Integer.parseInt(args[9]));
+        }
+        // -Dstreams.<config>=<value>: any other Kafka Streams config (the migration benchmark's probing interval)
+        for (String name : System.getProperties().stringPropertyNames()) {
+            if (name.startsWith("streams.")) {
+                props.put(name.substring("streams.".length()), System.getProperty(name));
+            }
         }
         props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);

@@ -1,0 +1,291 @@
+"""Migration pause: a stateful task moves to a new client, for streamlet and Kafka Streams on one broker.
+
+The scenario, run for each peer in turn with the same settings:
+- WordCount (1 stream thread per client, record cache off so every update is output at once, commit 1 s,
+  no standbys, Kafka Streams' defaults for warmups: 2 warmup replicas, acceptable recovery lag 10,000),
+  `probing_rebalance_interval_ms` 60 s (Kafka Streams' minimum), on 6 partitions.
+- The count store starts large: N distinct keys (default 3,000,000) are written into its changelog before
+  the first client starts, so the two first clients restore them, and a new client must warm up before a
+  stateful task can move to it (HATA keeps the task where it is until the warmup has caught up, then moves
+  it at the next probing rebalance).
+- Steady input at a fixed rate; after `--before` s a third client joins; observed for `--after` s.
+- Who owns which count task, sampled every 0.5 s from the group's assignment (DescribeGroups: the owner of
+  repartition partition p is the owner of task 1_p), the same way for both peers.
+- Output partition p is written by task 1_p only. For each task that moved to the new client: the pause, from
+  its last output before its move to its first output after it. For all tasks: the longest output gap before the
+  join (baseline) and after it.
+- Final counts are checked against an independent count of the input.
+
+Usage: .venv/bin/python bench/migration.py [--keys N] [--rate LINES_PER_S] [--before S] [--after S]
+       [--peers streamlet,kafka-streams] [--rounds R]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import statistics
+import struct
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import common  # noqa: E402
+import corpus as corpus_mod  # noqa: E402
+from common import JAVA_CP, LIB_PY, Proc, log, spawn  # noqa: E402
+from restore import write_changelog  # noqa: E402
+
+PARTITIONS = 6
+PROBING_MS = 60_000  # Kafka Streams refuses less
+COMMIT_MS = 1_000
+PEERS = ("streamlet", "kafka-streams")
+
+
+def start_client(peer: str, i: int, bootstrap: str, app_id: str, topics: tuple[str, str], work: Path) -> Proc:
+    input_topic, output_topic = topics
+    state = str(work / f"state-{i}")
+    if peer == "streamlet":
+        env = {
+            "WORDCOUNT_INPUT_TOPIC": input_topic,
+            "WORDCOUNT_OUTPUT_TOPIC": output_topic,
+            "WORDCOUNT_APPLICATION_ID": app_id,
+        }
+        settings = [f"commit_interval_ms={COMMIT_MS}", "statestore_cache_max_bytes=0"]
+        settings.append(f"probing_rebalance_interval_ms={PROBING_MS}")
+        cmd = [str(LIB_PY), "-m", "streamlet.cli", "worker", "examples.wordcount.app:app", "--threads", "1"]
+        cmd += ["--state-dir", state, "--bootstrap-servers", bootstrap, "--log-level", "info"]
+        for setting in settings:
+            cmd += ["--config", setting]
+        return spawn(f"{peer}-{i}", cmd, work / f"{peer}-{i}.log", env=env)
+    cmd = ["java", "-Xmx1g", f"-Dstreams.probing.rebalance.interval.ms={PROBING_MS}", "-cp", JAVA_CP]
+    cmd += ["bench.WordCount", bootstrap, app_id, input_topic, output_topic, state, "1", str(COMMIT_MS), "0"]
+    return spawn(f"{peer}-{i}", cmd, work / f"{peer}-{i}.log")
+
+
+async def task_owners(admin: Any, group: str, repartition: str) -> dict[int, str]:
+    """Task 1_p -> the client that owns it now (client id without its thread suffix), from DescribeGroups."""
+    from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment
+
+    owners: dict[int, str] = {}
+    for response in await admin.describe_consumer_groups([group]):
+        for described in response.groups:
+            for member in described[5]:  # (error, group, state, protocol type, protocol, members, ...)
+                client_id, assignment = member[-4], member[-1]
+                if not assignment:
+                    continue
+                client = client_id.split("-StreamThread-")[0]
+                for topic, partitions in ConsumerProtocolMemberAssignment.decode(assignment).assignment:
+                    if topic == repartition:
+                        for p in partitions:
+                            owners[p] = client
+    return owners
+
+
+async def run(peer: str, bootstrap: str, keys: int, rate: float, before: float, after: float, run_id: str) -> dict:
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    app_id = f"bench-mig-{run_id}-{peer}"
+    input_topic, output_topic = f"{app_id}-input", f"{app_id}-output"
+    changelog = f"{app_id}-counts-store-changelog"
+    repartition = f"{app_id}-counts-store-repartition"
+    work = common.WORK / run_id / "migration" / peer
+    work.mkdir(parents=True, exist_ok=True)
+    await common.recreate_topics(
+        bootstrap, {input_topic: PARTITIONS, output_topic: PARTITIONS, changelog: PARTITIONS}, compact={changelog}
+    )
+    seconds = await write_changelog(bootstrap, changelog, keys, PARTITIONS)
+    log(f"{peer}: {keys:,} keys written into {changelog} in {seconds:.1f}s")
+    pool, _ = corpus_mod.pool()
+    lines = [pool[i * 7919 % len(pool)] for i in range(int(rate * (before + after + 120)) + 1)]
+    produced: collections.Counter[str] = collections.Counter()
+    arrivals: dict[int, list[float]] = {p: [] for p in range(PARTITIONS)}
+    latest: dict[str, int] = {}
+    owners_over_time: list[tuple[float, dict[int, str]]] = []
+    stop = asyncio.Event()
+    procs: list[Proc] = []
+
+    async def produce() -> None:
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
+        await producer.start()
+        try:
+            began, i = time.monotonic(), 0
+            while not stop.is_set() and i < len(lines):
+                due = int((time.monotonic() - began) * rate)
+                while i < min(due, len(lines)):
+                    await producer.send(input_topic, lines[i].encode(), partition=i % PARTITIONS)
+                    produced.update(corpus_mod.java_split(lines[i]))
+                    i += 1
+                await asyncio.sleep(0.01)
+            await producer.flush()
+        finally:
+            await producer.stop()
+
+    consumer = AIOKafkaConsumer(output_topic, bootstrap_servers=bootstrap, group_id=None, auto_offset_reset="earliest")
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await consumer.start()
+    await admin.start()
+    watching = asyncio.Event()
+
+    async def consume() -> None:
+        while not watching.is_set():
+            batch = await consumer.getmany(timeout_ms=50)
+            now = time.time()
+            for tp, records in batch.items():
+                if records:
+                    arrivals[tp.partition].append(now)
+                for r in records:
+                    latest[r.key.decode()] = struct.unpack(">q", r.value)[0]
+
+    async def sample_owners() -> None:
+        while not watching.is_set():
+            try:
+                owners_over_time.append((time.time(), await task_owners(admin, app_id, repartition)))
+            except Exception as exc:  # a rebalance in progress: no assignment to read this time
+                log(f"{peer}: describe group: {exc!r}")
+            await asyncio.sleep(0.5)
+
+    background = [asyncio.create_task(consume()), asyncio.create_task(sample_owners())]
+    producing: asyncio.Task[None] | None = None
+    try:
+        procs = [start_client(peer, i, bootstrap, app_id, (input_topic, output_topic), work) for i in range(2)]
+        producing = asyncio.create_task(produce())
+        deadline = time.monotonic() + 180
+        while not all(arrivals.values()) and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)
+        if not all(arrivals.values()):
+            raise RuntimeError(f"{peer}: not every task produced output within 180 s: {procs[0].tail()}")
+        log(f"{peer}: two clients restored {keys:,} keys and produce; {before:.0f}s steady, then a third joins")
+        await asyncio.sleep(before)
+        t_join = time.time()
+        procs.append(start_client(peer, 2, bootstrap, app_id, (input_topic, output_topic), work))
+        await asyncio.sleep(after)
+        stop.set()
+        await producing
+        expected = dict(produced)
+        deadline = time.monotonic() + 90
+        while latest != expected and time.monotonic() < deadline:
+            await asyncio.sleep(0.5)
+    finally:
+        stop.set()
+        for proc in procs:
+            common.stop(proc)
+        watching.set()
+        await asyncio.gather(*background, return_exceptions=True)
+        await consumer.stop()
+        await admin.close()
+        if producing is not None and not producing.done():
+            producing.cancel()
+
+    wrong = [w for w in produced.keys() | latest.keys() if latest.get(w) != produced.get(w)]
+    before_join = [o for t, o in owners_over_time if t <= t_join and len(o) == PARTITIONS]
+    old_clients = set(before_join[-1].values()) if before_join else set()
+    per_task = []
+    for p in range(PARTITIONS):
+        ts = arrivals[p]
+        gaps_before = [b - a for a, b in zip(ts, ts[1:], strict=False) if b <= t_join]
+        gaps_after = [(a, b) for a, b in zip(ts, ts[1:], strict=False) if b > t_join]
+        worst = max(gaps_after, key=lambda ab: ab[1] - ab[0], default=None)
+        moved_at = next((t for t, o in owners_over_time if t > t_join and o.get(p) not in (None, *old_clients)), None)
+        pause = None
+        if moved_at is not None:  # the output gap around the move: last output before it, first after
+            last = max((a for a in ts if a <= moved_at), default=None)
+            first = min((b for b in ts if b > moved_at), default=None)
+            pause = round(first - last, 2) if last is not None and first is not None else None
+        per_task.append(
+            {
+                "task": f"1_{p}",
+                "baseline_max_gap_s": round(max(gaps_before, default=0), 2),
+                "max_gap_after_join_s": round(worst[1] - worst[0], 2) if worst else None,
+                "moved_to_new_client_s_after_join": round(moved_at - t_join, 1) if moved_at else None,
+                "migration_pause_s": pause,
+            }
+        )
+    return {
+        "peer": peer,
+        "app_id": app_id,
+        "keys": keys,
+        "rate_lines_per_s": rate,
+        "words_produced": sum(produced.values()),
+        "counts_ok": not wrong,
+        "wrong_examples": wrong[:8],
+        "per_task": per_task,
+        "logs": [str(p.log_path) for p in procs],
+    }
+
+
+def summary(res: dict[str, Any]) -> dict[str, Any]:
+    moved = [t["migration_pause_s"] for t in res["per_task"] if t["migration_pause_s"] is not None]
+    still = [t["max_gap_after_join_s"] or 0 for t in res["per_task"] if t["migration_pause_s"] is None]
+    return {
+        "moved_tasks": len(moved),
+        "max_migration_pause_s": max(moved, default=None),
+        "max_other_task_gap_s": max(still, default=None),
+        "max_baseline_gap_s": max(t["baseline_max_gap_s"] for t in res["per_task"]),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--keys", type=int, default=3_000_000, help="distinct keys in the count store at start")
+    parser.add_argument("--rate", type=float, default=300.0, help="input lines per second")
+    parser.add_argument("--before", type=float, default=20.0, help="seconds of steady state before the join")
+    parser.add_argument("--after", type=float, default=100.0, help="seconds observed after the join")
+    parser.add_argument("--peers", default=",".join(PEERS))
+    parser.add_argument("--rounds", type=int, default=1, help="repeat the peers, interleaved")
+    args = parser.parse_args(argv)
+    peers = [p.strip() for p in args.peers.split(",") if p.strip()]
+    unknown = set(peers) - set(PEERS)
+    if unknown:
+        parser.error(f"unknown peers {sorted(unknown)}; choose from {PEERS}")
+    common.quiet_logs()
+    results = []
+    with common.broker() as bootstrap:
+        for r in range(args.rounds):
+            for peer in peers:
+                run_id = time.strftime("%m%d%H%M%S") + f"r{r}"
+                res = asyncio.run(run(peer, bootstrap, args.keys, args.rate, args.before, args.after, run_id))
+                asyncio.run(common.delete_topics_with_prefix(bootstrap, res["app_id"]))
+                results.append({**res, **summary(res)})
+                log(f"{peer}: {summary(res)}")
+    rows = []
+    for res in results:
+        for t in res["per_task"]:
+            rows.append(
+                [res["peer"], t["task"], t["baseline_max_gap_s"], t["max_gap_after_join_s"],
+                 t["moved_to_new_client_s_after_join"], t["migration_pause_s"]]
+            )  # fmt: skip
+    text = common.table(
+        ["peer", "task", "max gap before join s", "max gap after join s", "moved to new client at s",
+         "migration pause s"],
+        rows,
+    )  # fmt: skip
+    lines = [text, ""]
+    for res in results:
+        lines.append(
+            f"{res['peer']}: {res['moved_tasks']} stateful task(s) moved, longest migration pause "
+            f"{res['max_migration_pause_s']} s, longest gap of the other tasks {res['max_other_task_gap_s']} s "
+            f"(baseline {res['max_baseline_gap_s']} s); final counts "
+            f"{'match' if res['counts_ok'] else 'DO NOT match'} the input ({res['words_produced']:,} words)"
+        )
+    by_peer: dict[str, list[float]] = collections.defaultdict(list)
+    for res in results:
+        if res["max_migration_pause_s"] is not None:
+            by_peer[res["peer"]].append(res["max_migration_pause_s"])
+    for peer, pauses in by_peer.items():
+        lines.append(f"{peer}: median longest migration pause {statistics.median(pauses)} s over {len(pauses)} run(s)")
+    text = "\n".join(lines)
+    print(f"\nMigration pause, 2 -> 3 clients, {args.keys:,} keys in the count store, {args.rate:.0f} lines/s:\n{text}")
+    path = common.write_result(
+        "migration", {"runs": results, "table": text, "command": " ".join(["bench/migration.py", *sys.argv[1:]])}
+    )
+    log(f"wrote {path}")
+    return 0 if all(r["counts_ok"] for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
