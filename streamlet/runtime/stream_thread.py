@@ -233,6 +233,7 @@ class StreamThread:
             restored = 0
             if restoring or tasks.standby:
                 restored = await tasks.restore(timeout_ms=0 if tasks.has_running() else 20)
+            await tasks.initialize_task_times()
         # while restoring, poll briefly so restoration keeps going; never spin without waiting
         poll_ms = 100 if not restoring else (0 if restored else 20)
         punctuation_due = tasks.ms_until_punctuation()  # a wall-clock punctuator does not wait for records

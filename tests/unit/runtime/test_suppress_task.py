@@ -110,6 +110,8 @@ async def test_the_task_manager_fires_due_wall_clock_punctuators_of_running_task
     try:
         harness.assign(T0)
         assert harness.tasks.active[T0].state is TaskState.RUNNING  # stateless: running at once
+        assert harness.tasks.ms_until_punctuation() is None  # not before its committed stream time is read
+        await harness.tasks.initialize_task_times()
         assert harness.tasks.ms_until_punctuation() is not None
         kafka.append(IN0, b"k", b"v", 5)
         await harness.poll_and_process()
