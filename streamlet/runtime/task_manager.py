@@ -119,6 +119,11 @@ class TaskManager:
     def restoring(self) -> list[StreamTask]:
         return [t for t in self.active.values() if t.state is TaskState.RESTORING]
 
+    def processing(self, task_id: TaskId) -> StreamTask | None:
+        """The active task `task_id` if it is processing here (RUNNING, with its committed time restored)."""
+        task = self.active.get(task_id)
+        return task if task is not None and _processing(task) else None
+
     def has_pending(self) -> bool:
         return bool(self._pending)
 
