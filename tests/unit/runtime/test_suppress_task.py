@@ -21,7 +21,7 @@ from tests.unit.runtime._harness import CHANGELOG, IN0, INPUT, OUTPUT, PARTITION
 BUFFER_CHANGELOG = "app-final-store-changelog"
 
 
-def final_counts() -> Topology:
+def final_counts(buffer: BufferConfig | None = None) -> Topology:
     """in --(count per key and 10 ms window, no grace, emit-final)--> out."""
     builder = StreamsBuilder()
     (
@@ -29,7 +29,7 @@ def final_counts() -> Topology:
         .group_by_key()
         .windowed_by(TimeWindows.of_size_with_no_grace(10))
         .count("counts")
-        .suppress(Suppressed.until_window_closes(BufferConfig.unbounded()).with_name("final"))
+        .suppress(Suppressed.until_window_closes(buffer or BufferConfig.unbounded()).with_name("final"))
         .to_stream()
         .to(OUTPUT, key_serde=TimeWindowedSerde(StringSerde(), 10), value_serde="int64")
     )
@@ -83,6 +83,37 @@ async def test_the_buffer_is_logged_kept_by_a_standby_and_restored_after_a_crash
         await second.poll_and_process()
         await second.tasks.commit()
         assert _outputs(kafka)[2:] == [_final(b"k", 10, 2, 15)]
+    finally:
+        second.close()
+
+
+async def test_a_buffer_with_logging_disabled_is_written_nowhere_and_lost_with_its_task(tmp_path: Path) -> None:
+    kafka = _kafka()
+    unlogged = final_counts(BufferConfig.unbounded().with_logging_disabled())
+    first = Harness(kafka, tmp_path / "first", topology=unlogged)
+    try:
+        first.assign(T0)
+        await first.tasks.restore(timeout_ms=0)
+        for key, timestamp in [(b"k", 1), (b"k", 2), (b"k", 12)]:
+            kafka.append(IN0, key, b"click", timestamp)
+        await first.poll_and_process()
+        await first.tasks.commit()
+        assert _outputs(kafka) == [_final(b"k", 0, 2, 2)]  # emitted as with a logged buffer
+        assert not any(tp.topic == BUFFER_CHANGELOG for tp in kafka.logs)
+        assert any(tp.topic == CHANGELOG for tp in kafka.logs)  # the window store keeps its changelog
+        await first.tasks.shutdown(clean=True)
+    finally:
+        first.close()
+
+    second = Harness(kafka, tmp_path / "second", topology=unlogged)
+    try:
+        second.assign(T0)
+        while second.tasks.active[T0].state is TaskState.RESTORING:
+            await second.tasks.restore(timeout_ms=0)
+        kafka.append(IN0, b"x", b"click", 30)  # closes k's [10, 20), which only the lost buffer held
+        await second.poll_and_process()
+        await second.tasks.commit()
+        assert _outputs(kafka)[1:] == []
     finally:
         second.close()
 
