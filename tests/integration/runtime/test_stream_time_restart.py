@@ -7,13 +7,15 @@ it the partition time. Phase one reaches partition time 2_100 and stops cleanly;
 state directory then reads one timeless record and one at 3_000. The timeless record only counts in window
 [2_000, 3_000) if the new client resumed at the committed 2_100 (without it the partition time is unknown,
 -1, and the record is dropped), and the record at 3_000 then closes that window, which was buffered before
-the restart: its final count is 2, not 1.
+the restart: its final count is 2, not 1. Times are offsets from a recent base: the windowed changelog's
+time retention would delete records stamped in 1970, and the restored window store with them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import struct
+import time
 from pathlib import Path
 
 import pytest
@@ -110,22 +112,24 @@ async def test_a_restarted_client_resumes_at_the_committed_partition_time(
     for suffix in ("clicks-changelog", "final-store-changelog"):
         kafka.track(f"{app_id}-{suffix}")
     topology = _topology(source, sink)
+    base = (int(time.time() * 1000) // 60_000 - 10) * 60_000
 
     client = KafkaStreams(topology, _config(kafka, app_id, tmp_path / "a", guarantee))
     await client.start()
     try:
-        await _produce(kafka, source, ["1000", "1500", "2100"])
-        assert await _finals(kafka, sink, 1) == {1_000: 2}  # 2_100 closed [1_000, 2_000); [2_000, 3_000) is buffered
+        await _produce(kafka, source, [str(base + t) for t in (1_000, 1_500, 2_100)])
+        # 2_100 closed [1_000, 2_000); [2_000, 3_000) is buffered
+        assert await _finals(kafka, sink, 1) == {base + 1_000: 2}
     finally:
         await client.close()  # clean: commits offset 3 with partition time 2_100
     metadata = await _committed_metadata(kafka, app_id, source)
-    assert TopicPartitionMetadata.decode(metadata).partition_time == 2_100, metadata
+    assert TopicPartitionMetadata.decode(metadata).partition_time == base + 2_100, metadata
 
     client = KafkaStreams(topology, _config(kafka, app_id, tmp_path / "b", guarantee))  # nothing local
     await client.start()
     try:
-        await _produce(kafka, source, ["", "3000"])
+        await _produce(kafka, source, ["", str(base + 3_000)])
         finals = await _finals(kafka, sink, 2)
     finally:
         await client.close()
-    assert finals == {1_000: 2, 2_000: 2}  # the timeless record counted at the restored 2_100
+    assert finals == {base + 1_000: 2, base + 2_000: 2}  # the timeless record counted at the restored 2_100
