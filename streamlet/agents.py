@@ -87,14 +87,15 @@ class Agent:
 
         The request carries a reply topic and a correlation id (see `streamlet.replies`); the first reply
         naming it is decoded as JSON (as `reply_type`'s model with a model type). Call it from outside the
-        agents, while the App runs: in a worker (an `@app.page`, an `@app.timer`) or in `async with
-        app.client()`. An agent cannot ask: it runs inline in its task, which cannot wait for a reply.
+        agents, while the App runs: in a worker (an `@app.page`, an `on_leader=False` `@app.timer`) or in
+        `async with app.client()`. An agent (or a leader timer) cannot ask: it runs inline in a task, which
+        cannot wait for a reply.
         No reply within `timeout` seconds raises `AskTimeoutError`.
         """
         if task_context.get() is not None:
             raise AgentError(
-                f"agent {self.name}: ask() cannot be awaited inside an agent, which runs inline in its task and "
-                "cannot wait for a reply; use send() and handle the answer in an agent of its own"
+                f"agent {self.name}: ask() cannot be awaited inside an agent or an on_leader timer, which run inline "
+                "in a task and cannot wait for a reply; use send() and handle the answer in an agent of its own"
             )
         if isinstance(self.topic, Channel):
             raise AgentError(f"agent {self.name} reads channel {self.topic.name}, in memory: it cannot be asked")

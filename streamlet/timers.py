@@ -1,18 +1,23 @@
 """`@app.timer(interval)` and `@app.crontab("0 * * * *")`: periodic jobs of a worker, as Faust has them.
 
 Each timer is an asyncio task the App starts when its worker's client is up and cancels (and awaits) when the
-worker stops. Unlike an agent's body, a timer runs outside every task, so it may await anything (a sleep, an
-HTTP call, `agent.ask(...)`).
+worker stops; it keeps the timer's schedule.
 
-`on_leader=True` (the default here) runs a timer once per application rather than once per worker: at each
-tick, only the worker whose RUNNING active tasks include the designated task `0_0` (the first partition of
-the first sub-topology, which every topology has and which the assignor gives to exactly one client) runs
-it. That plays the part of Faust's group leader, and moves with the task when it moves. While the task is
-moving (revoked here, not yet running there) a tick runs nowhere. `on_leader=False` runs it on every worker,
-as Faust's default does.
+`on_leader=True` (the default here) runs a timer once per application rather than once per worker, and in a
+task: at each tick, only the worker whose stream thread processes the designated task `0_0` (the first
+partition of the first sub-topology, which every topology has and which the assignor gives to exactly one
+client) runs it, as a wall-clock punctuation of that task (`StreamThread.run_as_punctuation`). That plays the
+part of Faust's group leader and moves with the task. Like an agent's body, the tick then sees task `0_0` as
+its task: `table[key]` reads and writes that task's stores, and `await topic.send(...)` queues a record in
+its output, stamped with the tick's time; all of it commits with the task (under exactly-once, in its
+transaction: a crash before that commit loses the whole tick, never part of it, and a committed tick is
+never redone). The stream thread waits while a tick runs, as Kafka Streams' waits for a punctuator, and
+`agent.ask()` cannot be awaited there. While the task is moving (revoked here, not yet running there) a
+tick runs nowhere. `on_leader=False` runs the timer on every worker, outside every task, as Faust's default
+does: it may await anything, and its sends go at once through the App's producer.
 
 A timer that raises is logged with its traceback and runs again at its next tick, as a Faust timer's error
-does not stop the worker.
+does not stop the worker (what a leader tick wrote before it raised still commits, as a punctuator's would).
 """
 
 from __future__ import annotations
@@ -28,10 +33,11 @@ from datetime import datetime, timedelta, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from streamlet.agent_context import task_context
 from streamlet.cron import CronSchedule
 from streamlet.errors import TopologyError
 from streamlet.runtime.kafka_streams import KafkaStreams
-from streamlet.runtime.task_state import TaskState
+from streamlet.runtime.stream_task import StreamTask
 from streamlet.task_id import TaskId
 
 __all__ = [
@@ -40,7 +46,6 @@ __all__ = [
     "TimerService",
     "crontab_timer",
     "interval_timer",
-    "owns_designated_task",
 ]
 
 log = logging.getLogger("streamlet.timers")
@@ -104,15 +109,6 @@ def crontab_timer(
     return Timer(name, fn, on_leader, next_delay, takes_app)
 
 
-def owns_designated_task(streams: KafkaStreams) -> bool:
-    """Whether `DESIGNATED_TASK` is a RUNNING active task of one of this client's stream threads."""
-    for thread in streams.threads:
-        task = thread.tasks.active.get(DESIGNATED_TASK)
-        if task is not None and task.state is TaskState.RUNNING:
-            return True
-    return False
-
-
 class TimerService:
     """A worker's timers: one owned task each, from `start()` until `stop()` cancels and awaits them."""
 
@@ -136,9 +132,27 @@ class TimerService:
     async def _run(self, timer: Timer) -> None:
         while True:
             await asyncio.sleep(timer.next_delay())
-            if timer.on_leader and not owns_designated_task(self._streams):
-                continue
             try:
-                await (timer.fn(self._app) if timer.takes_app else timer.fn())
+                if timer.on_leader:
+                    await self._tick_in_designated_task(timer)
+                else:
+                    await self._call(timer)
             except Exception:
                 log.exception("timer %s raised; it runs again at its next tick", timer.name)
+
+    async def _call(self, timer: Timer) -> None:
+        await (timer.fn(self._app) if timer.takes_app else timer.fn())
+
+    async def _tick_in_designated_task(self, timer: Timer) -> None:
+        """On the thread that processes `DESIGNATED_TASK`, as its punctuation; nowhere if no thread here does."""
+
+        async def in_task(task: StreamTask) -> None:
+            token = task_context.set(task)
+            try:
+                await self._call(timer)
+            finally:
+                task_context.reset(token)
+
+        for thread in self._streams.threads:
+            if await thread.run_as_punctuation(DESIGNATED_TASK, in_task):
+                return

@@ -24,7 +24,7 @@ missing window reads as the table's `default()`, or raises KeyError without one,
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -37,7 +37,7 @@ from streamlet.task_id import TaskId
 from streamlet.topic_ref import record_timestamp
 from streamlet.windows import TimeWindow, TimeWindows
 
-__all__ = ["DEFAULT_EXPIRES", "Seconds", "WindowSet", "WindowWrapper", "to_ms", "window_spec"]
+__all__ = ["DEFAULT_EXPIRES", "Seconds", "WindowSet", "WindowWrapper", "WindowedView", "to_ms", "window_spec"]
 
 Seconds = int | float | timedelta
 #: Kafka Streams' default window retention (one day), used when `expires` is not given.
@@ -198,8 +198,89 @@ class WindowWrapper:
         windows = self.windows.windows_for(timestamp(ctx))
         return self._get(ctx.get_state_store(self.name), self._key(key), pick(windows) if windows else None, key)
 
+    # ---- every key of the partitions this worker runs (Faust's windowed keys/items/values views) --------------
+
+    def keys(self) -> WindowedView:
+        """The keys of this worker's partitions (`for key in table.keys()`, or `.now()`, `.current()`, ...)."""
+        return WindowedView(self, lambda key, value: key)
+
+    def items(self) -> WindowedView:
+        """`(key, value)` of each key in one window each: the wrapper's relative time when iterated, or
+        `.now()`, `.current()`, `.delta(d)` as a `WindowSet` reads them; keys without it are skipped (or
+        give the default, as in Faust, when the table has one)."""
+        return WindowedView(self, lambda key, value: (key, value))
+
+    def values(self) -> WindowedView:
+        return WindowedView(self, lambda key, value: value)
+
+    def _items(
+        self, time_of: Callable[[TaskContext, Any], int], pick: Callable[[list[TimeWindow]], Any]
+    ) -> Iterator[tuple[Any, Any]]:
+        """Per local store (partition), each distinct key and its value in the window `pick` chooses among
+        those holding `time_of(ctx, store)`."""
+        ctx = self._context()
+        local = getattr(ctx, "local_stores", None)
+        stores: list[Any] = [ctx.get_state_store(self.name)] if local is None else local(self.name)
+        key_de = self.table.key_serde.deserialize
+        for store in stores:
+            windows = self.windows.windows_for(time_of(ctx, store))
+            window = pick(windows) if windows else None
+            for raw_key in dict.fromkeys(window_key_schema.key_of(k) for k, _ in store.all()):
+                key = key_de(self.name, raw_key)
+                try:
+                    yield key, self._get(store, raw_key, window, key)
+                except KeyError:
+                    continue
+
     def __repr__(self) -> str:
         return f"WindowWrapper({self.name!r}, {self.windows})"
+
+
+class WindowedView:
+    """Keys, items or values of a windowed table over this worker's partitions (Faust's `WindowedItemsView`
+    and its siblings): iterate for the wrapper's relative time, or pick the window with `now()`,
+    `current()` or `delta(d)`. In a web page there is no record: its time is the wall clock."""
+
+    __slots__ = ("wrapper", "_shape")
+
+    def __init__(self, wrapper: WindowWrapper, shape: Callable[[Any, Any], Any]) -> None:
+        self.wrapper = wrapper
+        self._shape = shape
+
+    def __iter__(self) -> Iterator[Any]:
+        wrapper = self.wrapper
+        return self._shaped(wrapper._items(lambda ctx, store: wrapper.relative_time(ctx), _latest))
+
+    def now(self) -> Iterator[Any]:
+        """In each partition's newest window (the end of the newest window its store has seen)."""
+        return self._shaped(self.wrapper._items(_store_now(self.wrapper), _earliest))
+
+    def current(self) -> Iterator[Any]:
+        """In the latest window of the current record's timestamp."""
+        return self._shaped(self.wrapper._items(lambda ctx, store: record_timestamp(ctx), _latest))
+
+    def delta(self, d: Seconds) -> Iterator[Any]:
+        """In the latest window of the current record's timestamp minus `d` seconds."""
+        ms = to_ms(d, f"table {self.wrapper.name}: delta")
+        return self._shaped(self.wrapper._items(lambda ctx, store: record_timestamp(ctx) - ms, _latest))
+
+    def _shaped(self, items: Iterator[tuple[Any, Any]]) -> Iterator[Any]:
+        shape = self._shape
+        return (shape(key, value) for key, value in items)
+
+    def __repr__(self) -> str:
+        return f"WindowedView({self.wrapper.name!r})"
+
+
+def _store_now(wrapper: WindowWrapper) -> Callable[[TaskContext, Any], int]:
+    """A partition's "now" from its own store (as `WindowSet.now()`), the wall clock where none is known."""
+    size = wrapper.windows.size_ms
+
+    def now(ctx: TaskContext, store: Any) -> int:
+        newest = _observed_window_start(store)
+        return record_timestamp(ctx) if newest < 0 else newest + size - 1
+
+    return now
 
 
 def _latest(windows: list[TimeWindow]) -> TimeWindow:

@@ -67,6 +67,12 @@ class MainConsumer(RestoreConsumer, Protocol):
 
     async def commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None: ...
 
+    async def committed_offsets(
+        self, partitions: Collection[TopicPartition]
+    ) -> dict[TopicPartition, OffsetAndMetadata]:
+        """The group's committed offsets of `partitions`, with their metadata (partitions never committed: absent)."""
+        ...
+
     def request_rejoin(self) -> None:
         """Rejoin the group on the next poll (a probing rebalance)."""
         ...
@@ -126,6 +132,16 @@ class StreamsConsumer(AIOKafkaConsumer):
         coordinator = self._coordinator
         if self._require_stable_offsets and coordinator is not None:
             coordinator._do_fetch_commit_offsets = functools.partial(fetch_stable_offsets, coordinator)
+
+    async def committed_offsets(
+        self, partitions: Collection[TopicPartition]
+    ) -> dict[TopicPartition, OffsetAndMetadata]:
+        # aiokafka's `committed()` drops the metadata; its coordinator keeps it (and, under exactly-once,
+        # waits for stable offsets, see `offset_fetch`)
+        if not partitions:
+            return {}
+        offsets = await self._coordinator.fetch_committed_offsets(list(partitions))
+        return {tp: meta for tp, meta in offsets.items() if meta.offset >= 0}
 
     def request_rejoin(self) -> None:
         coordinator = self._coordinator

@@ -42,6 +42,7 @@ from streamlet.task_id import TaskId
 from streamlet.timestamps import UNKNOWN, ConsumedRecord, InvalidTimestampError, TimestampExtractor
 from streamlet.topology import nodes as n
 from streamlet.topology.nodes import ProcessorSpec, SinkSpec, SourceSpec
+from streamlet.topology.topology import changelog_topic
 from streamlet.windows import TimeWindow, TimeWindows, Windowed
 
 __all__ = [
@@ -182,6 +183,7 @@ class TaskProcessorGraph:
         "_nodes",
         "_flushers",
         "stream_time",
+        "partition_times",
         "punctuations",
     )
 
@@ -205,12 +207,25 @@ class TaskProcessorGraph:
         self._nodes: tuple[str, ...] = ()
         self._flushers: list[Callable[[], None]] = []
         self.stream_time = -1  # the largest timestamp processed (Kafka's stream time; -1: unknown)
+        # per source topic, per partition: the largest timestamp processed there (Kafka's partition time)
+        self.partition_times: dict[str, dict[int, int]] = {}
         # the task's punctuators (shared by the graphs of a TopologyTestDriver, which is one task)
         self.punctuations = punctuations if punctuations is not None else TaskPunctuations(record)
 
     @property
     def nodes(self) -> tuple[str, ...]:
         return self._nodes
+
+    def partition_time(self, topic: str, partition: int) -> int:
+        """The largest timestamp processed on one input partition (-1: none yet): what a commit records."""
+        return self.partition_times.get(topic, {}).get(partition, UNKNOWN)
+
+    def set_partition_time(self, topic: str, partition: int, partition_time: int) -> None:
+        """Resume a partition at its committed time (Kafka's `PartitionGroup#setPartitionTime`): stream time
+        becomes at least that time."""
+        self.partition_times.setdefault(topic, {})[partition] = partition_time
+        if partition_time > self.stream_time:
+            self.stream_time = partition_time
 
     def add_flusher(self, flush: Callable[[], None]) -> None:
         """Register a node's buffer flush (a pre-aggregation's partials), run by `flush()`."""
@@ -333,7 +348,7 @@ def _source(
     key_de = spec.key_serde.deserialize
     value_de = spec.value_serde.deserialize
     record = graph.record
-    partition_times: dict[int, int] = {}  # per partition of this topic: the largest extracted timestamp
+    partition_times = graph.partition_times.setdefault(topic, {})  # per partition of this topic
 
     def source(key: bytes | None, value: bytes | None, _node: str = spec.name) -> None:
         try:
@@ -346,24 +361,26 @@ def _source(
                 record.partition,
                 record.offset,
             ) from exc
+        partition = record.partition
+        partition_time = partition_times.get(partition, UNKNOWN)
         if extractor is None:
-            if record.timestamp < 0:
+            timestamp = record.timestamp
+            if timestamp < 0:
                 raise InvalidTimestampError(
-                    f"record {record.where()} has invalid (negative) timestamp {record.timestamp}; the producer "
+                    f"record {record.where()} has invalid (negative) timestamp {timestamp}; the producer "
                     "gave it none: set a timestamp_extractor (Kafka's FailOnInvalidTimestamp)"
                 )
         else:
-            partition = record.partition
-            partition_time = partition_times.get(partition, UNKNOWN)
             consumed = ConsumedRecord(topic, partition, record.offset, record.timestamp, k, v)
             timestamp = extractor(consumed, partition_time)
             if timestamp < 0:
                 graph.dropped_records += 1  # Kafka's RecordQueue skips it, with a warning and a metric
                 return
-            partition_times[partition] = max(partition_time, timestamp)
             record.timestamp = timestamp
-        if record.timestamp > graph.stream_time:
-            graph.stream_time = record.timestamp
+        if timestamp > partition_time:
+            partition_times[partition] = timestamp
+        if timestamp > graph.stream_time:
+            graph.stream_time = timestamp
         forward(k, v)
 
     return source
@@ -474,7 +491,8 @@ def _processor(
         if not isinstance(buffer, TimeOrderedKeyValueBuffer):
             raise TopologyError(f"suppress node {spec.name}: store {store_name} is not a suppression buffer")
         store_spec = names.topology.stores[store_name]
-        topic = names.changelog_topic(store_name)
+        # the serdes are called with the changelog's name, which Kafka uses even when the buffer has none
+        topic = f"{names.application_id}-{changelog_topic(store_name)}"
         return build_suppress(spec.name, spec.suppress, buffer, store_spec, topic, graph.record, forward)
     if op in n.AGGREGATING_OPS:
         if isinstance(spec.windows, SessionWindows | SlidingWindows):

@@ -19,9 +19,10 @@ forwards carries the punctuation time.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from streamlet.assignment.java_collections import JavaPriorityQueue
 from streamlet.runtime.record_context import RecordContext
@@ -33,6 +34,8 @@ __all__ = [
     "PunctuationType",
     "Punctuator",
     "TaskPunctuations",
+    "punctuation_record",
+    "system_time_ms",
 ]
 
 #: `punctuator(timestamp)`: the punctuation time (stream time, or wall-clock time in ms).
@@ -128,6 +131,19 @@ def system_time_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+@contextlib.contextmanager
+def punctuation_record(record: RecordContext, timestamp: int) -> Iterator[None]:
+    """What a punctuator runs with: the punctuation time as timestamp, no topic, partition or offset (-1) and
+    no old value; the record being processed, if any, is put back afterwards."""
+    saved = (record.topic, record.partition, record.offset, record.timestamp, record.old_value)
+    record.topic, record.partition, record.offset, record.timestamp = None, -1, -1, timestamp
+    record.old_value = None
+    try:
+        yield
+    finally:
+        record.topic, record.partition, record.offset, record.timestamp, record.old_value = saved
+
+
 class TaskPunctuations:
     """One task's punctuation queues (one per clock), and the record context a punctuator runs with."""
 
@@ -187,14 +203,8 @@ class TaskPunctuations:
         return None if due is None else max(0, due - self.clock())
 
     def _run(self, schedule: PunctuationSchedule, timestamp: int) -> None:
-        record = self._record
-        saved = (record.topic, record.partition, record.offset, record.timestamp, record.old_value)
-        record.topic, record.partition, record.offset, record.timestamp = None, -1, -1, timestamp
-        record.old_value = None
-        try:
+        with punctuation_record(self._record, timestamp):
             schedule.punctuator(timestamp)
-        finally:
-            record.topic, record.partition, record.offset, record.timestamp, record.old_value = saved
 
     def close(self) -> None:
         self.stream_time.clear()

@@ -28,7 +28,8 @@ from streamlet.errors import StreamletError
 from streamlet.runtime.task_state import TaskState
 from streamlet.runtime.topology_metadata import TopologyMetadata
 from streamlet.serdes import Serde
-from streamlet.state import timestamped
+from streamlet.session_windows import SessionWindows
+from streamlet.state import session_key_schema, timestamped, window_key_schema
 from streamlet.task_id import TaskId
 
 __all__ = [
@@ -146,6 +147,14 @@ class StreamsMetadataState:
         spec = self._metadata.topology.stores[store]
         return spec.key_serde, spec.value_serde
 
+    def routing_key(self, store: str) -> Callable[[bytes], bytes]:
+        """What a store key is partitioned by: itself, or for a window or session store the record key in it
+        (a windowed table read in a page finds the key's partition)."""
+        windows = self._metadata.topology.stores[store].windows
+        if windows is None:
+            return _same
+        return session_key_schema.key_of if isinstance(windows, SessionWindows) else window_key_schema.key_of
+
     def is_timestamped(self, store: str) -> bool:
         """A DSL aggregation's store keeps timestamp + value (Kafka's TimestampedKeyValueStore); queries read values."""
         return bool(self._metadata.topology.stores[store].timestamped)
@@ -236,6 +245,7 @@ class ReadOnlyKeyValueStore:
         self._sub = state.subtopology_of(name)
         self._key_serde, self._value_serde = state.store_serdes(name)
         self._timestamped = state.is_timestamped(name)
+        self._routing_key = state.routing_key(name)
         self._max_standby_lag = max_standby_lag
         self._standby_end_offset = standby_end_offset
 
@@ -297,8 +307,9 @@ class ReadOnlyKeyValueStore:
 
     def get_raw(self, key: bytes) -> bytes | None:
         self._check_available()
-        partition = self._state.partition_for(self.name, key)
-        store = self._local_store(TaskId(self._sub, partition), partition, key)
+        routing = self._routing_key(key)
+        partition = self._state.partition_for(self.name, routing)
+        store = self._local_store(TaskId(self._sub, partition), partition, routing)
         result: bytes | None = store.get(key)
         if result is not None and self._timestamped:
             return timestamped.value_of(result)
@@ -380,3 +391,7 @@ class ReadOnlyKeyValueStore:
                 f"{self._max_standby_lag})",
             )
         return manager.stores()[self.name]
+
+
+def _same(key: bytes) -> bytes:
+    return key

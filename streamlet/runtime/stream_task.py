@@ -19,6 +19,7 @@ from streamlet.runtime.record_collector import RecordCollector
 from streamlet.runtime.record_context import RecordContext
 from streamlet.runtime.task_state import TaskState
 from streamlet.runtime.topic_names import TopicNames
+from streamlet.runtime.topic_partition_metadata import TopicPartitionMetadata, merge_processor_metadata
 from streamlet.state.state_manager import ProcessorStateManager
 from streamlet.task_id import TaskId
 from streamlet.timestamps import TimestampExtractor
@@ -49,6 +50,10 @@ class StreamTask:
         self._handlers = handlers
         self._consumed: dict[TopicPartition, int] = {}
         self._committed: dict[TopicPartition, int] = {}
+        # False until the partition times of the last commit are read back (`initialize_time`): till then the
+        # task neither processes nor punctuates, as Kafka's task is not RUNNING before completeRestoration
+        self.time_initialized = False
+        self._processor_metadata: dict[str, int] = {}  # Kafka's ProcessorMetadata, carried from commit to commit
         # shared with the changelog sinks of the task's stores, which stamp records with its timestamp
         self.record_context = record_context if record_context is not None else RecordContext()
         self.state = TaskState.RESTORING if state_manager is not None else TaskState.RUNNING
@@ -128,11 +133,28 @@ class StreamTask:
         if self.state_manager is not None:
             self.state_manager.flush_caches()
 
+    def initialize_time(self, committed: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
+        """Resume each input partition at the partition time its last commit recorded, and stream time at
+        the largest (Kafka's `StreamTask#initializeTaskTimeAndProcessorMetadata`)."""
+        for tp in sorted(self.partitions):
+            offset = committed.get(tp)
+            if offset is None:
+                continue
+            metadata = TopicPartitionMetadata.decode(offset.metadata)
+            self.graph.set_partition_time(tp.topic, tp.partition, metadata.partition_time)
+            merge_processor_metadata(self._processor_metadata, metadata.processor_metadata)
+        self.time_initialized = True
+
     def committable_offsets(self) -> dict[TopicPartition, OffsetAndMetadata]:
+        """The next offset of each partition that consumed since the last commit, with its partition time."""
         out = {}
+        graph = self.graph
         for tp, offset in self._consumed.items():
             if self._committed.get(tp) != offset:
-                out[tp] = OffsetAndMetadata(offset + 1, "")
+                metadata = TopicPartitionMetadata(
+                    graph.partition_time(tp.topic, tp.partition), self._processor_metadata
+                )
+                out[tp] = OffsetAndMetadata(offset + 1, metadata.encode())
         return out
 
     def mark_committed(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:

@@ -17,7 +17,7 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from aiokafka import AIOKafkaProducer, ConsumerRebalanceListener
@@ -32,10 +32,12 @@ from streamlet.runtime.changelog_end_offsets import ChangelogEndOffsets
 from streamlet.runtime.changelog_reader import ChangelogReader
 from streamlet.runtime.clients import KafkaClientSupplier
 from streamlet.runtime.handlers import ThreadHandlers
+from streamlet.runtime.punctuation import punctuation_record, system_time_ms
 from streamlet.runtime.queries import StreamsMetadataState
 from streamlet.runtime.record_collector import RecordCollector
 from streamlet.runtime.restore_listener import StateRestoreListener
 from streamlet.runtime.stall_watch import StallWatch
+from streamlet.runtime.stream_task import StreamTask
 from streamlet.runtime.task_creator import TaskCreator, ThreadResources
 from streamlet.runtime.task_manager import TaskManager
 from streamlet.runtime.topology_metadata import TopologyMetadata
@@ -233,6 +235,7 @@ class StreamThread:
             restored = 0
             if restoring or tasks.standby:
                 restored = await tasks.restore(timeout_ms=0 if tasks.has_running() else 20)
+            await tasks.initialize_task_times()
         # while restoring, poll briefly so restoration keeps going; never spin without waiting
         poll_ms = 100 if not restoring else (0 if restored else 20)
         punctuation_due = tasks.ms_until_punctuation()  # a wall-clock punctuator does not wait for records
@@ -261,6 +264,25 @@ class StreamThread:
             )
             self._probing_deadline_ms = None
             self.consumer.request_rejoin()
+
+    async def run_as_punctuation(self, task_id: TaskId, body: Callable[[StreamTask], Awaitable[None]]) -> bool:
+        """Run `body(task)` as a wall-clock punctuation of active task `task_id`, if this thread processes it.
+
+        It holds the loop's lock throughout, so no record is processed and nothing commits meanwhile: what
+        `body` writes to the task's stores and sends is drained into the task's output and commits with it,
+        all of it or (a crash before that commit) none. The record context is a punctuation's (now, no topic).
+        False if the task is not processing here; `body`'s error propagates, after what it did was drained.
+        """
+        async with self._lock:
+            task = self.tasks.processing(task_id)
+            if self._closing or task is None or await self.tasks.drop_if_frozen():
+                return False
+            try:
+                with punctuation_record(task.record_context, system_time_ms()):
+                    await body(task)
+            finally:
+                await self.tasks.drain()
+        return True
 
     # ---- rebalance callbacks and the assignor's host interface ----------------------------------------------
 

@@ -68,7 +68,8 @@ class TaskCreator:
         metadata = self._metadata
         record_context = RecordContext()
         state_manager = None
-        if metadata.is_stateful(task_id):
+        unlogged = metadata.unlogged_buffers(task_id)
+        if metadata.is_stateful(task_id) or unlogged:
             state_manager = self._state_manager(task_id)
             with _closed_on_error(state_manager):
                 for store, tp in metadata.changelog_partitions(task_id).items():
@@ -81,6 +82,8 @@ class TaskCreator:
                         continue
                     sink = changelog_sink(resources.collector.send, tp, record_context, spec.timestamped)
                     state_manager.register_store(store, cache=resources.cache, changelog_sink=sink, **store_kind(spec))
+                for store in unlogged:  # in memory, written nowhere: starts empty
+                    state_manager.register_buffer(TimeOrderedKeyValueBuffer(store))
                 if self._config.exactly_once:
                     state_manager.delete_checkpoint_file()
         return StreamTask(

@@ -119,6 +119,11 @@ class TaskManager:
     def restoring(self) -> list[StreamTask]:
         return [t for t in self.active.values() if t.state is TaskState.RESTORING]
 
+    def processing(self, task_id: TaskId) -> StreamTask | None:
+        """The active task `task_id` if it is processing here (RUNNING, with its committed time restored)."""
+        task = self.active.get(task_id)
+        return task if task is not None and _processing(task) else None
+
     def has_pending(self) -> bool:
         return bool(self._pending)
 
@@ -308,7 +313,7 @@ class TaskManager:
         assigned = self._consumer.assignment()
         for tp, records in batch.items():
             task = by_partition.get(tp)
-            if task is None or task.state is not TaskState.RUNNING:
+            if task is None or not _processing(task):
                 # the consumer's position already moved past these records: rewind, or they are lost
                 if tp in assigned:
                     self._consumer.seek(tp, records[0].offset)
@@ -320,13 +325,13 @@ class TaskManager:
         """Fire the due punctuators of every running task (Kafka's `TaskManager#punctuate`, once per loop)."""
         punctuated = False
         for task in self.active.values():
-            if task.state is TaskState.RUNNING and task.punctuate():
+            if _processing(task) and task.punctuate():
                 punctuated = True
         return punctuated
 
     def ms_until_punctuation(self) -> int | None:
         """How long until some running task's wall-clock punctuator is due (None: none scheduled)."""
-        waits = [task.ms_until_punctuation() for task in self.active.values() if task.state is TaskState.RUNNING]
+        waits = [task.ms_until_punctuation() for task in self.active.values() if _processing(task)]
         return min((wait for wait in waits if wait is not None), default=None)
 
     async def restore(self, timeout_ms: int) -> int:
@@ -338,6 +343,16 @@ class TaskManager:
             self._consumer.resume(*[tp for tp in task.partitions if tp in assigned])
             log.info("stream-thread [%s] task %s restored, now RUNNING", self.name, task.task_id)
         return result.applied
+
+    async def initialize_task_times(self) -> None:
+        """Give every task that just went RUNNING the partition times of its last commit (one OffsetFetch for
+        all of them), before it processes or punctuates: stream time survives restarts and migrations."""
+        waiting = [t for t in self.active.values() if t.state is TaskState.RUNNING and not t.time_initialized]
+        if not waiting:
+            return
+        committed = await self._consumer.committed_offsets([tp for task in waiting for tp in task.partitions])
+        for task in waiting:
+            task.initialize_time(committed)
 
     async def drain(self) -> bool:
         """Hand the processed records to the producer; False if that showed the transaction is gone (the
@@ -471,6 +486,11 @@ class TaskManager:
         finally:
             self.standby.pop(standby.task_id, None)
             self._state_directory.unlock_task(standby.task_id, self.name)
+
+
+def _processing(task: StreamTask) -> bool:
+    """A task processes and punctuates once RUNNING with its committed stream time restored."""
+    return task.state is TaskState.RUNNING and task.time_initialized
 
 
 async def _maybe_checkpoint(state_manager: ProcessorStateManager | None, force: bool) -> None:

@@ -54,6 +54,10 @@ class TopologyMetadata:
     def is_stateful(self, task: TaskId) -> bool:
         return task.subtopology in self._stateful
 
+    def unlogged_buffers(self, task: TaskId) -> tuple[str, ...]:
+        """The task's suppression buffers without a changelog (`with_logging_disabled`): local only."""
+        return self.topology.subtopology(task.subtopology).unlogged_store_names
+
     def store_names(self, task: TaskId) -> frozenset[str]:
         return frozenset(self.topology.subtopology(task.subtopology).store_names)
 

@@ -7,6 +7,8 @@ with the latest counts in the output topic. PySpark is imported lazily, inside t
 
 - `streamlet.spark.session`: `get_spark()`, one local SparkSession per process with Spark's Kafka connector.
 - `streamlet.spark.wordcount`: `ground_truth_wordcount`, `latest_counts`, `compare`, `split_words_column`.
+- `streamlet.spark.windowed_count`: a windowed count's ground truth and the emit-final check of its output
+  (`python -m streamlet.spark.windowed_count ...`).
 - `streamlet.spark.cli`: `add_verify_parser(subparsers)` for `streamlet verify wordcount`.
 """
 

@@ -167,7 +167,7 @@ class TopologyTestDriver:
         state = ProcessorStateManager(task_id, self._state_dir / self.config.application_id / str(task_id), changelogs)
         self._state_managers.append(state)
         stores: dict[str, KeyValueStore] = {}
-        for store in sub.store_names:
+        for store in sub.store_names + sub.unlogged_store_names:
             if specs[store].buffer:
                 buffer_sink = None
                 if store in changelogs:

@@ -1236,8 +1236,9 @@ class KTable:
         """Hold back updates until they are due (Kafka's `KTable#suppress`): see `streamlet.suppressed`.
 
         The processor is `KTABLE-SUPPRESS-<n>` (or the `with_name` name) and its buffer the store
-        `KTABLE-SUPPRESS-STATE-STORE-<n>` (or `<name>-store`), change-logged; the result is a table of the
-        same keys and values, whose updates come out of the buffer.
+        `KTABLE-SUPPRESS-STATE-STORE-<n>` (or `<name>-store`), change-logged unless its buffer config is
+        `with_logging_disabled()`; the result is a table of the same keys and values, whose updates come out
+        of the buffer.
         """
         if not isinstance(suppressed, Suppressed):
             raise TopologyError(f"suppress() takes a Suppressed, got {suppressed!r}")
@@ -1256,7 +1257,13 @@ class KTable:
         store = given + "-store" if given is not None else builder.new_store_name(SUPPRESS_NAME)
         builder.claim(name)
         builder.claim_store(store)
-        store_spec = StoreSpec(store, _or_default(self._key_serde), _or_default(self._value_serde), buffer=True)
+        store_spec = StoreSpec(
+            store,
+            _or_default(self._key_serde),
+            _or_default(self._value_serde),
+            buffer=True,
+            logged=suppressed.buffer_config.logging_enabled,
+        )
 
         def write(parents: tuple[str, ...], topology: _Topology) -> None:
             topology.add(ProcessorSpec(name, parents, n.SUPPRESS, stores=(store,), suppress=suppressed))

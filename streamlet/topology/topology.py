@@ -66,7 +66,8 @@ class Subtopology:
     sink_topics: tuple[str, ...]
     repartition_source_topics: tuple[str, ...]
     repartition_sink_topics: tuple[str, ...]
-    store_names: tuple[str, ...]
+    store_names: tuple[str, ...]  # the logged stores: each has a changelog and makes the task stateful
+    unlogged_store_names: tuple[str, ...] = ()  # local only (a suppression buffer `with_logging_disabled`)
 
     @property
     def stateful(self) -> bool:
@@ -197,6 +198,7 @@ class Topology:
             repartition_source_topics=tuple(t for t in sources if t in self._internal),
             repartition_sink_topics=tuple(t for t in sinks if t in self._internal),
             store_names=tuple(s for s in stores if self._stores[s].logged),
+            unlogged_store_names=tuple(s for s in stores if not self._stores[s].logged),
         )
 
     @property

@@ -1,7 +1,7 @@
 """`@app.timer` on the real broker with two workers: an `on_leader` timer ticks on exactly one of them (the
 owner of task 0_0, which each worker's agent reports as it processes partition 0), an `on_leader=False`
-timer ticks on both, and both stop with their worker. The leader timer's `topic.send` (outside any task) goes
-through the App's producer: the topic holds one record per leader tick."""
+timer ticks on both, and both stop with their worker. The leader timer's `topic.send` runs in task 0_0 and is
+written with its output: the topic holds one record per leader tick."""
 
 from __future__ import annotations
 

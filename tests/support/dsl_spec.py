@@ -16,7 +16,8 @@ A program is a JSON list of ops, each reading the variable `in` and defining the
     {"op": "windowedBy", "in": <grouped>, "size": ms, "grace": null | ms, "advance": null | ms}
     (then count/reduce/aggregate on it give a windowed table; `to` a windowed stream with "wsize": size)
     {"op": "suppress", "in": <table>, "until": "window_close" | "time_limit", "wait": ms (time_limit),
-     "buffer": "unbounded" | "max_records" | "max_bytes", "limit": n, "when_full": null | "emit" | "shut_down"}
+     "buffer": "unbounded" | "max_records" | "max_bytes", "limit": n, "when_full": null | "emit" | "shut_down",
+     "logging": false (withLoggingDisabled; default: logged)}
     {"op": "process", "in": <stream>, "interval": ms, "ptype": "stream" | "wall", "cancel_after": null | n}
     (the "counting" processor: forwards each record, and every interval forwards ("punct", <records seen>))
     {"op": "table", "id": "t", "topic": "tin1", "store": null | "name"}     (string keys and values)
@@ -180,6 +181,8 @@ def suppressed(op: dict[str, Any]) -> Suppressed:
         config = config.shut_down_when_full()
     elif op.get("when_full") == "emit":
         config = config.emit_early_when_full()
+    if op.get("logging") is False:
+        config = config.with_logging_disabled()
     if op["until"] == "window_close":
         result = Suppressed.until_window_closes(config)
     else:

@@ -217,6 +217,8 @@ def suppression(
             op["limit"] = draw(st.integers(1, 3))
         elif op["buffer"] == "max_bytes":
             op["limit"] = draw(st.integers(50, 250))
+    if draw(st.integers(0, 3)) == 0:
+        op["logging"] = False  # withLoggingDisabled: no buffer changelog
     program.append(op)
     return var, ttype, size
 

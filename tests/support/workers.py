@@ -29,6 +29,7 @@ class Workers:
         root: Path,
         config: dict[str, str] | None = None,
         target: str = "examples.wordcount.app:app",
+        env: dict[str, str] | None = None,
     ) -> None:
         self.bootstrap, self.root, self.target = bootstrap, root, target
         self.config = {"commit_interval_ms": "500", **(config or {})}
@@ -38,6 +39,7 @@ class Workers:
             "WORDCOUNT_INPUT_TOPIC": source,
             "WORDCOUNT_OUTPUT_TOPIC": sink,
             "WORDCOUNT_APPLICATION_ID": app_id,
+            **(env or {}),
         }
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
         self._terminating: set[int] = set()

@@ -24,6 +24,33 @@ def test_buffer_configs_are_kafkas() -> None:
         BufferConfig.max_records(-1)
 
 
+def test_logging_disabled_keeps_the_rest_of_the_config_and_is_kept_by_it() -> None:
+    unlogged = BufferConfig.max_records(3).with_logging_disabled()
+    assert unlogged == BufferConfig(3, UNBOUNDED, "emit", logging_enabled=False)
+    assert not unlogged.shut_down_when_full().with_max_bytes(10).logging_enabled  # as Kafka's logConfig() is kept
+
+
+def test_a_buffer_without_logging_has_no_changelog_and_the_same_description() -> None:
+    def build(buffer: BufferConfig) -> tuple[dict[str, str], tuple[str, ...], str]:
+        builder = StreamsBuilder()
+        (
+            builder.stream("in", key_serde="str", value_serde="str")
+            .group_by_key()
+            .windowed_by(TimeWindows.of_size_with_no_grace(10))
+            .count("counts")
+            .suppress(Suppressed.until_window_closes(buffer).with_name("final"))
+        )
+        topology = builder.build()
+        [sub] = topology.subtopologies
+        return sub.changelog_topics(), sub.unlogged_store_names, str(topology.describe())
+
+    logged, logged_local, described = build(BufferConfig.unbounded())
+    unlogged, unlogged_local, described_unlogged = build(BufferConfig.unbounded().with_logging_disabled())
+    assert logged == {"counts": "counts-changelog", "final-store": "final-store-changelog"} and logged_local == ()
+    assert unlogged == {"counts": "counts-changelog"} and unlogged_local == ("final-store",)
+    assert described_unlogged == described
+
+
 def test_until_window_closes_needs_a_strict_buffer() -> None:
     with pytest.raises(TopologyError, match="strict buffer config"):
         Suppressed.until_window_closes(BufferConfig.max_records(10))

@@ -1,66 +1,57 @@
 """`@app.timer` / `@app.crontab` without a broker: ticks, the designated-task rule, errors, and shutdown.
 
-The client is a stand-in holding only what `owns_designated_task` reads: its threads' active tasks."""
+The client is a stand-in holding only what the timer service uses: its threads, each of which runs a
+punctuation of the designated task only while it owns it (`StreamThread.run_as_punctuation`)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
 from streamlet import App
+from streamlet.agent_context import current_context, task_context
 from streamlet.errors import TopologyError
-from streamlet.runtime.task_state import TaskState
 from streamlet.task_id import TaskId
-from streamlet.timers import DESIGNATED_TASK, TimerService, crontab_timer, interval_timer, owns_designated_task
+from streamlet.timers import DESIGNATED_TASK, TimerService, crontab_timer, interval_timer
 
 
 @dataclass
 class _Task:
-    state: TaskState
-
-
-@dataclass
-class _Tasks:
-    active: dict[TaskId, _Task] = field(default_factory=dict)
+    task_id: TaskId
 
 
 @dataclass
 class _Thread:
-    tasks: _Tasks = field(default_factory=_Tasks)
+    owned: _Task | None = None
+
+    async def run_as_punctuation(self, task_id: TaskId, body: Callable[[Any], Awaitable[None]]) -> bool:
+        if self.owned is None or self.owned.task_id != task_id:
+            return False
+        await body(self.owned)
+        return True
 
 
 @dataclass
 class _Client:
     threads: list[_Thread] = field(default_factory=lambda: [_Thread(), _Thread()])
 
-    def own(self, state: TaskState | None) -> None:
-        active = self.threads[1].tasks.active
-        active.pop(DESIGNATED_TASK, None)
-        if state is not None:
-            active[DESIGNATED_TASK] = _Task(state)
-
-
-def test_only_a_running_designated_task_makes_the_owner() -> None:
-    client = _Client()
-    assert not owns_designated_task(client)  # type: ignore[arg-type]
-    client.threads[0].tasks.active[TaskId(0, 1)] = _Task(TaskState.RUNNING)
-    client.own(TaskState.RESTORING)
-    assert not owns_designated_task(client)  # type: ignore[arg-type]
-    client.own(TaskState.RUNNING)
-    assert owns_designated_task(client)  # type: ignore[arg-type]
+    def own(self) -> None:
+        self.threads[1].owned = _Task(DESIGNATED_TASK)
 
 
 async def test_leader_timers_tick_only_on_the_owner_and_others_everywhere() -> None:
     fired: list[str] = []
 
     async def leader() -> None:
-        fired.append("leader")
+        fired.append(f"leader in {current_context('test').task_id}")  # the designated task is its task
 
     async def everywhere(app: Any) -> None:
+        assert task_context.get() is None  # outside every task
         fired.append(f"everywhere:{app}")
 
     client = _Client()
@@ -75,11 +66,11 @@ async def test_leader_timers_tick_only_on_the_owner_and_others_everywhere() -> N
     service.start()
     try:
         await asyncio.sleep(0.5)  # 10 ticks; a loaded machine may run fewer
-        assert "leader" not in fired and fired.count("everywhere:the-app") >= 3
-        client.own(TaskState.RUNNING)
+        assert fired and set(fired) == {"everywhere:the-app"}
+        client.own()
         fired.clear()
         await asyncio.sleep(0.5)
-        assert fired.count("leader") >= 3 and fired.count("everywhere:the-app") >= 3
+        assert fired.count("leader in 0_0") >= 3 and fired.count("everywhere:the-app") >= 3
     finally:
         await service.stop()
     fired.clear()

@@ -176,3 +176,56 @@ async def test_misuse_is_a_clear_error() -> None:
     ]:
         with pytest.raises(TopologyError, match=match):
             bad(app.Table(f"t{len(match)}"))
+
+
+def test_keys_items_and_values_read_one_window_per_key_as_faust_views() -> None:
+    app = App("windowed-views")
+    table = app.Table("clicks", key_type=str, value_type=int, default=int)  # a key without the window: 0
+    wrapper = table.tumbling(60)
+    out = app.topic("out", key_type=str, value_serde="json")
+
+    @app.agent(app.topic("in", key_type=str, value_type=Click), tables=[wrapper])
+    async def count(stream):
+        async for user, _click in stream.items():
+            wrapper[user] += 1
+            items = wrapper.items()
+            await out.send(
+                key=user,
+                value={
+                    "items": sorted(items),
+                    "now": sorted(items.now()),
+                    "delta": sorted(wrapper.items().delta(60)),
+                    "keys": sorted(wrapper.keys().current()),
+                    "values": sorted(wrapper.values()),
+                },
+            )
+
+    outputs = _run(app, [("u", 10_000, 0), ("v", 15_000, 0), ("u", 70_000, 0), ("u", 20_000, 0)])  # type: ignore[arg-type]
+    assert [value for _, value in outputs] == [  # type: ignore[comparison-overlap]
+        # window [0, 60): u=1; 60 s before is no window (the default)
+        {"items": [["u", 1]], "now": [["u", 1]], "delta": [["u", 0]], "keys": ["u"], "values": [1]},
+        # window [0, 60): u=1, v=1
+        {
+            "items": [["u", 1], ["v", 1]],
+            "now": [["u", 1], ["v", 1]],
+            "delta": [["u", 0], ["v", 0]],
+            "keys": ["u", "v"],
+            "values": [1, 1],
+        },
+        # u in window [60, 120), which v has not; 60 s before is window 0 (u=1, v=1); now is window 60
+        {
+            "items": [["u", 1], ["v", 0]],
+            "now": [["u", 1], ["v", 0]],
+            "delta": [["u", 1], ["v", 1]],
+            "keys": ["u", "v"],
+            "values": [0, 1],
+        },
+        # out of order, window 0: u=2 there; now is still window 60
+        {
+            "items": [["u", 2], ["v", 1]],
+            "now": [["u", 1], ["v", 0]],
+            "delta": [["u", 0], ["v", 0]],
+            "keys": ["u", "v"],
+            "values": [1, 2],
+        },
+    ]

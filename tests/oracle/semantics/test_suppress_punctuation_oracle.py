@@ -69,6 +69,19 @@ CASES: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any
         ),
         {},
     ),
+    # withLoggingDisabled: the same final counts, and no buffer changelog at all (the counts' store keeps its)
+    "emit_final_with_logging_disabled": (
+        _windowed_count(10, 5, None, {**FINAL, "name": "final", "logging": False}),
+        _records(("a", "x", 1), ("a", "x", 3), ("b", "x", 12), ("a", "x", 14), ("b", "x", 19), ("a", "x", 40)),
+        {"statestore_cache_max_bytes": 0},
+    ),
+    "time_limit_with_logging_disabled": (
+        _windowed_count(
+            10, 5, None, {"op": "suppress", "in": "c", "id": "f", "until": "time_limit", "wait": 5, "logging": False}
+        ),
+        _records(("a", "x", 1), ("b", "x", 4), ("a", "x", 7), ("a", "x", 12), ("b", "x", 30)),
+        {},
+    ),
     # no grace: a window closes as soon as stream time reaches its end; hopping windows close one by one
     "emit_final_hopping_without_grace": (
         _windowed_count(10, 0, 5, FINAL),

@@ -25,6 +25,7 @@ class FakeKafka:
         self.partition_counts = dict(partitions)
         self.logs: dict[TopicPartition, list[tuple[bytes | None, bytes | None, int]]] = {}
         self.committed: dict[TopicPartition, int] = {}
+        self.committed_metadata: dict[TopicPartition, str] = {}  # what each commit carried (partition times)
         self.events: list[str] = []
         # records of another producer's open transaction at a partition's end: in the log end (high
         # watermark), not readable (a read_committed consumer stops at the last stable offset before them)
@@ -148,6 +149,17 @@ class FakeConsumer:
         )
         for tp, meta in offsets.items():
             self.kafka.committed[tp] = meta.offset
+            self.kafka.committed_metadata[tp] = meta.metadata
+
+    async def committed_offsets(
+        self, partitions: Collection[TopicPartition]
+    ) -> dict[TopicPartition, OffsetAndMetadata]:
+        kafka = self.kafka
+        return {
+            tp: OffsetAndMetadata(kafka.committed[tp], kafka.committed_metadata.get(tp, ""))
+            for tp in partitions
+            if tp in kafka.committed
+        }
 
     def request_rejoin(self) -> None:
         self.rejoin_requested = True
@@ -208,7 +220,7 @@ class FakeProducer:
         self._pending: (
             list[tuple[TopicPartition, bytes | None, bytes | None, int, Sequence[tuple[str, bytes]]]] | None
         ) = None
-        self._pending_offsets: dict[TopicPartition, int] = {}
+        self._pending_offsets: dict[TopicPartition, OffsetAndMetadata] = {}
         self.commit_error: Exception | None = None
         self.send_error: Exception | None = None  # raised by send_batch, as aiokafka does once fenced
 
@@ -221,7 +233,7 @@ class FakeProducer:
         self, offsets: Mapping[TopicPartition, OffsetAndMetadata], group: str
     ) -> None:
         assert self._pending is not None
-        self._pending_offsets.update({tp: m.offset for tp, m in offsets.items()})
+        self._pending_offsets.update(offsets)
         self.kafka.events.append(
             "send offsets " + " ".join(f"{tp.topic}-{tp.partition}:{m.offset}" for tp, m in offsets.items())
         )
@@ -234,7 +246,8 @@ class FakeProducer:
             raise self.commit_error
         for tp, key, value, timestamp, headers in pending:
             self.kafka.append(tp, key, value, timestamp, headers)
-        self.kafka.committed.update(offsets)
+        self.kafka.committed.update({tp: m.offset for tp, m in offsets.items()})
+        self.kafka.committed_metadata.update({tp: m.metadata for tp, m in offsets.items()})
         self.kafka.events.append("commit txn")
 
     async def abort_transaction(self) -> None:

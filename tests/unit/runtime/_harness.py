@@ -117,6 +117,7 @@ class Harness:
         self.tasks.handle_assignment(AssignmentInfo(active_tasks=tuple(active), standby_tasks=standby))
 
     async def poll_and_process(self) -> int:
+        await self.tasks.initialize_task_times()  # as the stream thread's loop does before it polls
         batch = await self.consumer.getmany(max_records=1000)
         self.tasks.process(batch)
         await self.collector.drain()

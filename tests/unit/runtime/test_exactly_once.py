@@ -33,6 +33,7 @@ def harness(kafka: FakeKafka, tmp_path: Path) -> Iterator[Harness]:
 async def running(h: Harness) -> None:
     h.assign(T0)
     await h.tasks.restore(timeout_ms=0)
+    await h.tasks.initialize_task_times()
     assert h.tasks.active[T0].state is TaskState.RUNNING
 
 

@@ -3,6 +3,7 @@ dropped the member or the loop stalled past the session timeout, and the happy p
 
 from __future__ import annotations
 
+import struct
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -15,7 +16,9 @@ from streamlet.assignment.api import AssignmentConfigs
 from streamlet.assignment.high_availability import HighAvailabilityTaskAssignor
 from streamlet.assignment.protocol import AssignmentInfo
 from streamlet.runtime.changelog_end_offsets import ChangelogEndOffsets
+from streamlet.runtime.punctuation import system_time_ms
 from streamlet.runtime.restore_listener import CompositeRestoreListener
+from streamlet.runtime.stream_task import StreamTask
 from streamlet.runtime.stream_thread import StreamThread
 from streamlet.runtime.task_creator import TaskCreator
 from streamlet.runtime.task_state import TaskState
@@ -26,10 +29,9 @@ from tests.unit.runtime._fakes import FakeClientSupplier, FakeConsumer, FakeKafk
 from tests.unit.runtime._harness import APP, CHANGELOG, IN0, OUTPUT, T0, config, latest, metadata, new_kafka
 
 
-@pytest.fixture
-async def thread(tmp_path: Path) -> AsyncIterator[StreamThread]:
+def new_thread(tmp_path: Path, **overrides: object) -> tuple[StreamThread, StateDirectory]:
     kafka = new_kafka()
-    cfg = config(tmp_path, commit_interval_ms=60_000, session_timeout_ms=10_000)
+    cfg = config(tmp_path, commit_interval_ms=60_000, session_timeout_ms=10_000, **overrides)
     meta = metadata()
     directory = StateDirectory(tmp_path, APP)
     clients = FakeClientSupplier(kafka)
@@ -48,6 +50,12 @@ async def thread(tmp_path: Path) -> AsyncIterator[StreamThread]:
         restore_listener=CompositeRestoreListener(),
         clients=clients,
     )
+    return thread, directory
+
+
+@pytest.fixture
+async def thread(tmp_path: Path) -> AsyncIterator[StreamThread]:
+    thread, directory = new_thread(tmp_path)
     yield thread
     directory.close()
 
@@ -83,6 +91,49 @@ async def test_the_loop_restores_processes_and_commits(thread: StreamThread) -> 
     _, kafka = fake(thread)
     assert latest(kafka, OUTPUT) == {"a": 2, "b": 1}
     assert kafka.committed == {IN0: 3}
+
+
+async def _tick(task: StreamTask) -> None:
+    """A timer's tick: one record sent from the task, with the task's (punctuation) timestamp."""
+    task.send(OUTPUT, b"tick", struct.pack(">q", 1), task.timestamp, 0)
+
+
+async def test_a_punctuation_run_from_outside_the_loop_runs_in_its_task_and_is_drained(thread: StreamThread) -> None:
+    seen: list[tuple[TaskId, str | None, int]] = []
+
+    async def tick(task: StreamTask) -> None:
+        seen.append((task.task_id, task.record_context.topic, task.timestamp))
+        await _tick(task)
+
+    assert not await thread.run_as_punctuation(T0, tick)  # not assigned yet
+    await assigned_and_running(thread)
+    await counted(thread, "a")
+    before = system_time_ms()
+    assert await thread.run_as_punctuation(T0, tick)
+    assert not await thread.run_as_punctuation(TaskId(0, 1), tick)  # not this thread's task
+
+    [(task_id, topic, timestamp)] = seen
+    assert task_id == T0 and topic is None and before <= timestamp <= system_time_ms()  # a punctuation's context
+    assert thread.tasks.active[T0].record_context.topic == "in"  # the last record's context is back
+    _, kafka = fake(thread)
+    assert [(r.key, r.timestamp) for r in kafka.records(TopicPartition(OUTPUT, 0))] == [(b"tick", timestamp)]
+
+
+async def test_under_exactly_once_a_punctuation_commits_with_its_task_or_not_at_all(tmp_path: Path) -> None:
+    thread, directory = new_thread(tmp_path, processing_guarantee="exactly_once_v2")
+    try:
+        await assigned_and_running(thread)
+        _, kafka = fake(thread)
+        assert await thread.run_as_punctuation(T0, _tick)
+        assert kafka.records(TopicPartition(OUTPUT, 0)) == []  # in the task's open transaction
+        await thread.tasks.commit()
+        assert [r.key for r in kafka.records(TopicPartition(OUTPUT, 0))] == [b"tick"]
+
+        assert await thread.run_as_punctuation(T0, _tick)
+        await thread.tasks.handle_lost_all("a crash before the next commit")
+        assert [r.key for r in kafka.records(TopicPartition(OUTPUT, 0))] == [b"tick"]  # the second tick: gone
+    finally:
+        directory.close()
 
 
 async def test_revocation_after_the_member_was_dropped_takes_the_lost_path(thread: StreamThread) -> None:

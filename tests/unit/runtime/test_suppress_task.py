@@ -21,7 +21,7 @@ from tests.unit.runtime._harness import CHANGELOG, IN0, INPUT, OUTPUT, PARTITION
 BUFFER_CHANGELOG = "app-final-store-changelog"
 
 
-def final_counts() -> Topology:
+def final_counts(buffer: BufferConfig | None = None) -> Topology:
     """in --(count per key and 10 ms window, no grace, emit-final)--> out."""
     builder = StreamsBuilder()
     (
@@ -29,7 +29,7 @@ def final_counts() -> Topology:
         .group_by_key()
         .windowed_by(TimeWindows.of_size_with_no_grace(10))
         .count("counts")
-        .suppress(Suppressed.until_window_closes(BufferConfig.unbounded()).with_name("final"))
+        .suppress(Suppressed.until_window_closes(buffer or BufferConfig.unbounded()).with_name("final"))
         .to_stream()
         .to(OUTPUT, key_serde=TimeWindowedSerde(StringSerde(), 10), value_serde="int64")
     )
@@ -87,6 +87,37 @@ async def test_the_buffer_is_logged_kept_by_a_standby_and_restored_after_a_crash
         second.close()
 
 
+async def test_a_buffer_with_logging_disabled_is_written_nowhere_and_lost_with_its_task(tmp_path: Path) -> None:
+    kafka = _kafka()
+    unlogged = final_counts(BufferConfig.unbounded().with_logging_disabled())
+    first = Harness(kafka, tmp_path / "first", topology=unlogged)
+    try:
+        first.assign(T0)
+        await first.tasks.restore(timeout_ms=0)
+        for key, timestamp in [(b"k", 1), (b"k", 2), (b"k", 12)]:
+            kafka.append(IN0, key, b"click", timestamp)
+        await first.poll_and_process()
+        await first.tasks.commit()
+        assert _outputs(kafka) == [_final(b"k", 0, 2, 2)]  # emitted as with a logged buffer
+        assert not any(tp.topic == BUFFER_CHANGELOG for tp in kafka.logs)
+        assert any(tp.topic == CHANGELOG for tp in kafka.logs)  # the window store keeps its changelog
+        await first.tasks.shutdown(clean=True)
+    finally:
+        first.close()
+
+    second = Harness(kafka, tmp_path / "second", topology=unlogged)
+    try:
+        second.assign(T0)
+        while second.tasks.active[T0].state is TaskState.RESTORING:
+            await second.tasks.restore(timeout_ms=0)
+        kafka.append(IN0, b"x", b"click", 30)  # closes k's [10, 20), which only the lost buffer held
+        await second.poll_and_process()
+        await second.tasks.commit()
+        assert _outputs(kafka)[1:] == []
+    finally:
+        second.close()
+
+
 def ticking() -> Topology:
     """in --(a processor forwarding ("tick", <records seen>) every 1 ms of wall-clock time)--> out."""
 
@@ -110,6 +141,8 @@ async def test_the_task_manager_fires_due_wall_clock_punctuators_of_running_task
     try:
         harness.assign(T0)
         assert harness.tasks.active[T0].state is TaskState.RUNNING  # stateless: running at once
+        assert harness.tasks.ms_until_punctuation() is None  # not before its committed stream time is read
+        await harness.tasks.initialize_task_times()
         assert harness.tasks.ms_until_punctuation() is not None
         kafka.append(IN0, b"k", b"v", 5)
         await harness.poll_and_process()

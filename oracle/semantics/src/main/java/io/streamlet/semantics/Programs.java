@@ -183,6 +183,9 @@ final class Programs {
         } else if ("emit".equals(op.path("when_full").asText(null))) {
             config = config.emitEarlyWhenFull();
         }
+        if (op.has("logging") && !op.get("logging").asBoolean()) {
+            config = (Suppressed.BufferConfig) config.withLoggingDisabled();
+        }
         final Suppressed result = "window_close".equals(op.get("until").asText())
             ? Suppressed.untilWindowCloses((Suppressed.StrictBufferConfig) config)
             : Suppressed.untilTimeLimit(Duration.ofMillis(op.get("wait").asLong()), config);
