@@ -73,7 +73,8 @@ class TaskCreator:
                         state_manager.register_buffer(TimeOrderedKeyValueBuffer(store, buffer_sink))
                         continue
                     sink = changelog_sink(resources.collector.send, tp, record_context, spec.timestamped)
-                    state_manager.register_store(store, cache=resources.cache, changelog_sink=sink, **store_kind(spec))
+                    cache = resources.cache if spec.cached else None
+                    state_manager.register_store(store, cache=cache, changelog_sink=sink, **store_kind(spec))
                 if self._config.exactly_once:
                     state_manager.delete_checkpoint_file()
         return StreamTask(
@@ -123,6 +124,7 @@ def store_kind(spec: StoreSpec) -> dict[str, Any]:
         "timestamped": spec.timestamped,
         "window_retention_ms": None if sessions else retention,
         "session_retention_ms": retention if sessions else None,
+        "retain_duplicates": spec.retain_duplicates,
     }
 
 

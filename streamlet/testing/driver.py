@@ -161,12 +161,14 @@ class TopologyTestDriver:
             sink = None
             if store in changelogs:
                 sink = changelog_sink(self._send, changelogs[store], self._record, specs[store].timestamped)
-            stores[store] = state.register_store(
-                store, cache=self._cache, changelog_sink=sink, **store_kind(specs[store])
-            )
+            cache = self._cache if specs[store].cached else None
+            stores[store] = state.register_store(store, cache=cache, changelog_sink=sink, **store_kind(specs[store]))
         self._stores.update(stores)
         context = _TaskContext(task_id, stores, self._produced, self._record)
-        graph = build_task_graph(names, task_id, context, self._record, self.config.extractor, self._punctuations)
+        # as Kafka's driver, outer stream-stream joins look for closed windows on every record (no throttle)
+        graph = build_task_graph(
+            names, task_id, context, self._record, self.config.extractor, self._punctuations, join_emit_interval_ms=0
+        )
         for topic in graph.source_topics:
             self._graphs[topic] = graph
 
