@@ -37,6 +37,7 @@ from streamlet.runtime.task_creator import changelog_sink, store_kind
 from streamlet.runtime.topic_names import TopicNames
 from streamlet.serdes import SerdeLike
 from streamlet.session_windows import SessionWindows
+from streamlet.sliding_windows import SlidingWindows
 from streamlet.state import time_ordered_buffer
 from streamlet.state.caching_store import CachingKeyValueStore
 from streamlet.state.record_cache import RecordCache
@@ -53,6 +54,7 @@ from streamlet.testing.stores import (
 )
 from streamlet.testing.topics import TestInputTopic, TestOutputTopic
 from streamlet.topology import StreamsBuilder, Topology
+from streamlet.windows import TimeWindows
 
 #: The application id when the config gives none (Kafka's driver makes up a random one).
 DEFAULT_APPLICATION_ID = "topology-test-driver"
@@ -248,8 +250,8 @@ class TopologyTestDriver:
     def get_window_store(self, name: str) -> WindowStoreView:
         """A windowed aggregation's store by name: values per key and window start."""
         spec = self.topology.stores.get(name)
-        if spec is not None and (spec.windows is None or isinstance(spec.windows, SessionWindows)):
-            raise TypeError(f"store {name!r} is not a window store")
+        if spec is not None and not isinstance(spec.windows, TimeWindows | SlidingWindows):
+            raise TypeError(f"store {name!r} is not a window store of an aggregation")
         return WindowStoreView(self._store(name), self.topology.stores[name], self.names.changelog_topic(name))
 
     def get_session_store(self, name: str) -> SessionStoreView:

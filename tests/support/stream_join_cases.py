@@ -1,8 +1,9 @@
 """Random semantics-oracle cases with KStream-KStream joins (the language of tests/support/dsl_spec.py).
 
-``stream_join_cases()`` draws 1-3 streams, stateless operations on them (some re-keying, so joins repartition),
-then 1-3 joins, left joins and outer joins of two of them (or of one with itself, or of a join's result), with
-random `JoinWindows` (grace, asymmetric `before`/`after`) and `StreamJoined` names; every join is written out.
+``stream_join_cases()`` draws 1-3 streams, stateless operations and merges of them (some re-keying, so joins
+repartition), then 1-3 joins, left joins and outer joins of two of them (or of one with itself, or of a join's
+result), with random `JoinWindows` (grace, asymmetric `before`/`after`) and `StreamJoined` names; every join is
+written out, and some are counted per key.
 Inputs hit every topic with few keys, null keys and null values, timestamps in any order (some far apart, so
 window segments expire), and wall-clock advances that let unmatched records be emitted.
 """
@@ -35,6 +36,12 @@ def stream_join_programs(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[st
         streams.append((s, "string"))
     for _ in range(draw(st.integers(0, 3))):
         s, stype = draw(st.sampled_from(streams))
+        same_type = [x for x in streams if x[1] == stype]
+        if draw(st.integers(0, 4)) == 0:  # a merge of two streams (the join then reads both topics)
+            v = var("m")
+            program.append({"op": "merge", "in": s, "id": v, "other": draw(st.sampled_from(same_type))[0]})
+            streams.append((v, stype))
+            continue
         kind = draw(st.sampled_from(["filter", "mapValues", "selectKey"] if stype == "string" else ["filter"]))
         v = var("s")
         op: dict[str, Any] = {"op": kind, "in": s, "id": v}
@@ -75,6 +82,13 @@ def stream_join_programs(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[st
         streams.append((j, "string"))
         counter["out"] += 1
         program.append({"op": "to", "in": j, "topic": f"out{counter['out']}", "vtype": "string"})
+        if draw(st.integers(0, 3)) == 0:  # the join's results counted per key (a cached store downstream)
+            g, t, ts = var("g"), var("t"), var("s")
+            program.append({"op": "groupByKey", "in": j, "id": g, "vtype": "string"})
+            program.append({"op": "count", "in": g, "id": t, "store": None})
+            program.append({"op": "toStream", "in": t, "id": ts})
+            counter["out"] += 1
+            program.append({"op": "to", "in": ts, "topic": f"out{counter['out']}", "vtype": "long"})
     return program, topics
 
 
