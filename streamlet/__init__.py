@@ -2,6 +2,7 @@
 
 from streamlet.app import App
 from streamlet.config import StreamsConfig
+from streamlet.join_windows import JoinWindows, StreamJoined
 from streamlet.models import Record
 from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.runtime.processor_context import ProcessorContext
@@ -18,6 +19,7 @@ __all__ = [
     "BufferConfig",
     "Cancellable",
     "Branched",
+    "JoinWindows",
     "KafkaStreams",
     "ProcessorContext",
     "PunctuationType",
@@ -26,6 +28,7 @@ __all__ = [
     "SessionWindowedSerde",
     "SessionWindows",
     "SlidingWindows",
+    "StreamJoined",
     "StreamsBuilder",
     "StreamsConfig",
     "Suppressed",

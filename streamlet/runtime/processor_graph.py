@@ -24,7 +24,7 @@ from types import TracebackType
 from typing import Any, Protocol, cast, runtime_checkable
 
 from streamlet.errors import SerializationError, StreamletError, StreamsFailure, TopologyError
-from streamlet.runtime import branch_processors, global_table_join, ktable_processors
+from streamlet.runtime import branch_processors, global_table_join, ktable_processors, stream_join
 from streamlet.runtime.pre_aggregate import pre_aggregate_node
 from streamlet.runtime.processor_context import ProcessorContext
 from streamlet.runtime.punctuation import TaskPunctuations
@@ -185,6 +185,8 @@ class TaskProcessorGraph:
         "stream_time",
         "partition_times",
         "punctuations",
+        "join_trackers",
+        "join_emit_interval_ms",
     )
 
     def __init__(
@@ -194,6 +196,7 @@ class TaskProcessorGraph:
         subtopology: int,
         record: RecordContext,
         punctuations: TaskPunctuations | None = None,
+        join_emit_interval_ms: int = stream_join.EMIT_INTERVAL_MS,
     ) -> None:
         self.task_id = task_id
         self.application_id = application_id
@@ -211,6 +214,9 @@ class TaskProcessorGraph:
         self.partition_times: dict[str, dict[int, int]] = {}
         # the task's punctuators (shared by the graphs of a TopologyTestDriver, which is one task)
         self.punctuations = punctuations if punctuations is not None else TaskPunctuations(record)
+        self.join_trackers: dict[str, stream_join.TimeTracker] = {}  # per stream-stream join: its stream time
+        # how often (wall-clock ms) a left/outer stream-stream join scans for unmatched records whose window closed
+        self.join_emit_interval_ms = join_emit_interval_ms
 
     @property
     def nodes(self) -> tuple[str, ...]:
@@ -295,6 +301,7 @@ def build_task_graph(
     record: RecordContext | None = None,
     timestamp_extractor: TimestampExtractor | None = None,
     punctuations: TaskPunctuations | None = None,
+    join_emit_interval_ms: int = stream_join.EMIT_INTERVAL_MS,
 ) -> TaskProcessorGraph:
     """Compile the sub-topology of `task_id` into a `TaskProcessorGraph` bound to `context`.
 
@@ -306,7 +313,7 @@ def build_task_graph(
     topology = names.topology
     sub = topology.subtopology(task_id.subtopology)
     record = record if record is not None else RecordContext()
-    graph = TaskProcessorGraph(task_id, names.application_id, sub.id, record, punctuations)
+    graph = TaskProcessorGraph(task_id, names.application_id, sub.id, record, punctuations, join_emit_interval_ms)
     specs = [topology.node(name) for name in sub.nodes]
     children: dict[str, list[str]] = {spec.name: [] for spec in specs}
     for spec in specs:
@@ -504,6 +511,8 @@ def _processor(
         return ktable_processors.build(spec, forward, names, context, graph)
     if op in n.GLOBAL_TABLE_JOIN_OPS:
         return global_table_join.build(spec, forward, names, context, graph)
+    if op in n.STREAM_JOIN_OPS:
+        return stream_join.build(spec, forward, names, context, graph)
     raise TopologyError(f"unknown processor operation {op!r} in node {spec.name}")
 
 

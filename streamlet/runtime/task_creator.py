@@ -81,7 +81,8 @@ class TaskCreator:
                         state_manager.register_buffer(TimeOrderedKeyValueBuffer(store, buffer_sink))
                         continue
                     sink = changelog_sink(resources.collector.send, tp, record_context, spec.timestamped)
-                    state_manager.register_store(store, cache=resources.cache, changelog_sink=sink, **store_kind(spec))
+                    cache = resources.cache if spec.cached else None
+                    state_manager.register_store(store, cache=cache, changelog_sink=sink, **store_kind(spec))
                 for store in unlogged:  # in memory, written nowhere: starts empty
                     state_manager.register_buffer(TimeOrderedKeyValueBuffer(store))
                 if self._config.exactly_once:
@@ -134,6 +135,7 @@ def store_kind(spec: StoreSpec) -> dict[str, Any]:
         "timestamped": spec.timestamped,
         "window_retention_ms": None if sessions else retention,
         "session_retention_ms": retention if sessions else None,
+        "retain_duplicates": spec.retain_duplicates,
     }
 
 

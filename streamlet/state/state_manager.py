@@ -148,6 +148,7 @@ class ProcessorStateManager:
         timestamped: bool = False,
         window_retention_ms: int | None = None,
         session_retention_ms: int | None = None,
+        retain_duplicates: bool = False,
     ) -> KeyValueStore:
         """Open (or take) the store `name`, wrap it, and return what processors should use.
 
@@ -159,7 +160,8 @@ class ProcessorStateManager:
         * `timestamped`: the store holds `streamlet.state.timestamped` values; restoration rebuilds them from
           each changelog record's value and timestamp (the changelog sink must strip them likewise).
         * `window_retention_ms`: a persistent store is a `RocksDBWindowStore` (WindowKeySchema keys, segmented
-          by time) keeping windows that long behind stream time.
+          by time) keeping windows that long behind stream time; with `retain_duplicates`, a stream-stream
+          join's store (every key unique: a put of None is skipped).
         * `session_retention_ms`: a persistent store is a `RocksDBSessionStore` (SessionKeySchema keys).
 
         A logged persistent store whose directory holds data while the checkpoint has no entry for its
@@ -188,7 +190,9 @@ class ProcessorStateManager:
                     shutil.rmtree(path)
                 inner: KeyValueStore
                 if window_retention_ms is not None:
-                    inner = RocksDBWindowStore(name, path, retention_ms=window_retention_ms)
+                    inner = RocksDBWindowStore(
+                        name, path, retention_ms=window_retention_ms, retain_duplicates=retain_duplicates
+                    )
                 elif session_retention_ms is not None:
                     inner = RocksDBSessionStore(name, path, retention_ms=session_retention_ms)
                 else:

@@ -40,10 +40,19 @@ class RocksDBWindowStore:
     """A persistent window store keyed by `WindowKeySchema` store keys (see the module docstring)."""
 
     def __init__(
-        self, name: str, path: str | os.PathLike[str], *, retention_ms: int, segment_interval_ms: int | None = None
+        self,
+        name: str,
+        path: str | os.PathLike[str],
+        *,
+        retention_ms: int,
+        segment_interval_ms: int | None = None,
+        retain_duplicates: bool = False,
     ) -> None:
         self._db = RocksDBStore(name, path)
         self.retention_ms = retention_ms
+        # a stream-stream join's store: every key is new (a sequence number in it), so a put of None deletes
+        # nothing and is skipped, leaving stream time alone (Kafka's RocksDBWindowStore#put)
+        self.retain_duplicates = retain_duplicates
         self.segment_interval_ms = segment_interval_ms or default_segment_interval(retention_ms)
         self.observed_stream_time = NO_TIMESTAMP
         self.expired_writes = 0
@@ -116,6 +125,8 @@ class RocksDBWindowStore:
     # ------------------------------------------------------------------ writes
 
     def put(self, key: bytes, value: bytes | None) -> None:
+        if value is None and self.retain_duplicates:
+            return
         self.put_all([(key, value)])
 
     def put_all(self, entries: Iterable[Entry]) -> None:

@@ -39,6 +39,7 @@ from streamlet.runtime.task_creator import changelog_sink, store_kind
 from streamlet.runtime.topic_names import TopicNames
 from streamlet.serdes import SerdeLike
 from streamlet.session_windows import SessionWindows
+from streamlet.sliding_windows import SlidingWindows
 from streamlet.state import time_ordered_buffer
 from streamlet.state.caching_store import CachingKeyValueStore
 from streamlet.state.global_state_manager import GLOBAL_DIR_NAME
@@ -57,6 +58,7 @@ from streamlet.testing.stores import (
 )
 from streamlet.testing.topics import TestInputTopic, TestOutputTopic
 from streamlet.topology import StreamsBuilder, Topology
+from streamlet.windows import TimeWindows
 
 #: The application id when the config gives none (Kafka's driver makes up a random one).
 DEFAULT_APPLICATION_ID = "topology-test-driver"
@@ -179,13 +181,15 @@ class TopologyTestDriver:
             sink = None
             if store in changelogs:
                 sink = changelog_sink(self._send, changelogs[store], self._record, specs[store].timestamped)
-            stores[store] = state.register_store(
-                store, cache=self._cache, changelog_sink=sink, **store_kind(specs[store])
-            )
+            cache = self._cache if specs[store].cached else None
+            stores[store] = state.register_store(store, cache=cache, changelog_sink=sink, **store_kind(specs[store]))
         self._stores.update(stores)
         readable = {**{store.name: store for store in self._global_stores.values()}, **stores}
         context = _TaskContext(task_id, readable, self._produced, self._record)
-        graph = build_task_graph(names, task_id, context, self._record, self.config.extractor, self._punctuations)
+        # as Kafka's driver, outer stream-stream joins look for closed windows on every record (no throttle)
+        graph = build_task_graph(
+            names, task_id, context, self._record, self.config.extractor, self._punctuations, join_emit_interval_ms=0
+        )
         for topic in graph.source_topics:
             self._graphs[topic] = graph
 
@@ -270,8 +274,8 @@ class TopologyTestDriver:
     def get_window_store(self, name: str) -> WindowStoreView:
         """A windowed aggregation's store by name: values per key and window start."""
         spec = self.topology.stores.get(name)
-        if spec is not None and (spec.windows is None or isinstance(spec.windows, SessionWindows)):
-            raise TypeError(f"store {name!r} is not a window store")
+        if spec is not None and not isinstance(spec.windows, TimeWindows | SlidingWindows):
+            raise TypeError(f"store {name!r} is not a window store of an aggregation")
         return WindowStoreView(self._store(name), self.topology.stores[name], self.names.serde_topic(name))
 
     def get_session_store(self, name: str) -> SessionStoreView:

@@ -34,11 +34,12 @@ from dataclasses import replace
 from typing import Any, overload
 
 from streamlet.errors import TopologyError
+from streamlet.join_windows import JoinWindows, StreamJoined
 from streamlet.serdes import BytesSerde, LongSerde, Serde, SerdeLike, resolve_serde
 from streamlet.session_windows import SessionWindowedSerde, SessionWindows
 from streamlet.sliding_windows import SlidingWindows
 from streamlet.suppressed import Suppressed
-from streamlet.topology import joins, ktable
+from streamlet.topology import joins, ktable, stream_joins
 from streamlet.topology import nodes as n
 from streamlet.topology.branch import BRANCH_NAME, BRANCHCHILD_NAME, MERGE_NAME, Branched, Splitter
 from streamlet.topology.global_ktable import GLOBAL_JOIN_NAME, GlobalKTable
@@ -609,7 +610,7 @@ class KStream:
     @overload
     def join(
         self,
-        table: KTable,
+        other: KTable,
         joiner: Callable[[Any, Any], Any],
         /,
         *,
@@ -621,7 +622,18 @@ class KStream:
     @overload
     def join(
         self,
-        table: GlobalKTable,
+        other: KStream,
+        joiner: Callable[[Any, Any], Any],
+        windows: JoinWindows,
+        /,
+        *,
+        stream_joined: StreamJoined | None = None,
+    ) -> KStream: ...
+
+    @overload
+    def join(
+        self,
+        other: GlobalKTable,
         key_selector: Callable[[Any, Any], Any],
         joiner: Callable[[Any, Any], Any],
         /,
@@ -631,43 +643,42 @@ class KStream:
 
     def join(
         self,
-        table: KTable | GlobalKTable,
+        other: KTable | KStream | GlobalKTable,
         joiner_or_key_selector: Callable[[Any, Any], Any],
-        global_joiner: Callable[[Any, Any], Any] | None = None,
+        windows_or_joiner: Any = None,
         /,
         *,
+        windows: JoinWindows | None = None,
+        stream_joined: StreamJoined | None = None,
         key_serde: SerdeLike = None,
         value_serde: SerdeLike = None,
         name: str | None = None,
     ) -> KStream:
-        """`joiner(value, table_value)` for each record whose key the table holds (Kafka's `join(KTable)`).
+        """`joiner(value, other_value)` for each record that has a partner (Kafka's `join`).
 
-        Records with a null key or value are dropped; the result keeps the record's key and timestamp. A
-        re-keyed stream is repartitioned first, with `key_serde` / `value_serde` (Kafka's `Joined`), default
-        the stream's. The stream's and the table's topics must have equal partition counts.
+        With a KTable: the table's current value for the record's key (Kafka's `join(KTable)`); records with a
+        null key or value are dropped; the result keeps the record's key and timestamp. A re-keyed stream is
+        repartitioned first, with `key_serde` / `value_serde` (Kafka's `Joined`), default the stream's. The
+        stream's and the table's topics must have equal partition counts.
+
+        With a KStream and `windows` (`JoinWindows`): every pair of records of the same key whose timestamps
+        are within the windows, in both directions, at the later of the two timestamps (see
+        `streamlet.join_windows`); `stream_joined` gives the serdes, a name and a store name (Kafka's
+        `StreamJoined`).
 
         With a GlobalKTable, `join(global_table, key_selector, joiner)`: the table key is
         `key_selector(key, value)` (a record mapped to None, or with a null value, is dropped); no repartition,
         no co-partitioning (Kafka's `join(GlobalKTable, KeyValueMapper, ValueJoiner)`).
         """
-        if isinstance(table, GlobalKTable):
-            return _stream_global_table_join(
-                self,
-                table,
-                joiner_or_key_selector,
-                global_joiner,
-                left=False,
-                name=name,
-                serdes=(key_serde, value_serde),
-            )
-        return _stream_table_join(
-            self, table, joiner_or_key_selector, left=False, key_serde=key_serde, value_serde=value_serde, name=name
-        )
+        return _join(
+            self, other, joiner_or_key_selector, windows_or_joiner, windows, stream_joined, (key_serde, value_serde),
+            name, left=False,
+        )  # fmt: skip
 
     @overload
     def left_join(
         self,
-        table: KTable,
+        other: KTable,
         joiner: Callable[[Any, Any], Any],
         /,
         *,
@@ -679,7 +690,18 @@ class KStream:
     @overload
     def left_join(
         self,
-        table: GlobalKTable,
+        other: KStream,
+        joiner: Callable[[Any, Any], Any],
+        windows: JoinWindows,
+        /,
+        *,
+        stream_joined: StreamJoined | None = None,
+    ) -> KStream: ...
+
+    @overload
+    def left_join(
+        self,
+        other: GlobalKTable,
         key_selector: Callable[[Any, Any], Any],
         joiner: Callable[[Any, Any], Any],
         /,
@@ -689,34 +711,41 @@ class KStream:
 
     def left_join(
         self,
-        table: KTable | GlobalKTable,
+        other: KTable | KStream | GlobalKTable,
         joiner_or_key_selector: Callable[[Any, Any], Any],
-        global_joiner: Callable[[Any, Any], Any] | None = None,
+        windows_or_joiner: Any = None,
         /,
         *,
+        windows: JoinWindows | None = None,
+        stream_joined: StreamJoined | None = None,
         key_serde: SerdeLike = None,
         value_serde: SerdeLike = None,
         name: str | None = None,
     ) -> KStream:
-        """`joiner(value, table_value or None)` for every record with a value (Kafka's `leftJoin(KTable)`).
+        """`joiner(value, other_value or None)` for every record with a value (Kafka's `leftJoin`).
 
-        Unlike `join`, a record with a null key is joined too (with None), as Kafka Streams 3.7+ does. With a
+        With a KTable, unlike `join`, a record with a null key is joined too (with None), as Kafka Streams 3.7+
+        does. With a KStream and `windows`, a record of this stream that found no partner is emitted with None
+        once stream time passes the end of its window plus the grace period (never early, KIP-633). With a
         GlobalKTable, `left_join(global_table, key_selector, joiner)`: a record whose key maps to None is
         joined with None too (Kafka's `leftJoin(GlobalKTable, ...)`).
         """
-        if isinstance(table, GlobalKTable):
-            return _stream_global_table_join(
-                self,
-                table,
-                joiner_or_key_selector,
-                global_joiner,
-                left=True,
-                name=name,
-                serdes=(key_serde, value_serde),
-            )
-        return _stream_table_join(
-            self, table, joiner_or_key_selector, left=True, key_serde=key_serde, value_serde=value_serde, name=name
-        )
+        return _join(
+            self, other, joiner_or_key_selector, windows_or_joiner, windows, stream_joined, (key_serde, value_serde),
+            name, left=True,
+        )  # fmt: skip
+
+    def outer_join(
+        self,
+        other: KStream,
+        joiner: Callable[[Any, Any], Any],
+        windows: JoinWindows,
+        *,
+        stream_joined: StreamJoined | None = None,
+    ) -> KStream:
+        """A windowed join in which the unmatched records of both streams are emitted once their windows close:
+        `joiner(value, None)` or `joiner(None, other_value)` (Kafka's `outerJoin`)."""
+        return _stream_stream_join(self, other, joiner, windows, stream_joined, left_outer=True, right_outer=True)
 
     def __repr__(self) -> str:
         return f"KStream({self._node.name})"
@@ -1546,3 +1575,147 @@ def _stream_global_table_join(
     if left:
         internal.null_key_relaxed.add(node)  # Kafka labels it NULL_KEY_RELAXED_JOIN too
     return KStream(internal, node, stream._key_serde, None, repartition_required=stream._repartition_required)
+
+
+# --- KStream-KStream joins (names and stores: streamlet.topology.stream_joins) ---
+
+
+def _join(
+    stream: KStream,
+    other: Any,
+    joiner_or_key_selector: Callable[[Any, Any], Any],
+    third: Any,
+    windows: JoinWindows | None,
+    stream_joined: StreamJoined | None,
+    serdes: tuple[SerdeLike, SerdeLike],
+    name: str | None,
+    *,
+    left: bool,
+) -> KStream:
+    """What `join` / `left_join` do with their arguments: the third positional one is a stream-stream join's
+    windows, or a global table join's joiner."""
+    key_serde, value_serde = serdes
+    if isinstance(other, GlobalKTable):
+        _check_join_options(stream=False, windows=windows, stream_joined=stream_joined)
+        return _stream_global_table_join(
+            stream, other, joiner_or_key_selector, third, left=left, name=name, serdes=serdes
+        )
+    if third is not None:
+        if windows is not None:
+            raise TopologyError("join(): the windows are given twice (positionally and as windows=)")
+        windows = third
+    if isinstance(other, KStream):
+        _check_join_options(stream=True, key_serde=key_serde, value_serde=value_serde, name=name)
+        return _stream_stream_join(
+            stream, other, joiner_or_key_selector, windows, stream_joined, left_outer=left, right_outer=False
+        )
+    _check_join_options(stream=False, windows=windows, stream_joined=stream_joined)
+    return _stream_table_join(
+        stream, other, joiner_or_key_selector, left=left, key_serde=key_serde, value_serde=value_serde, name=name
+    )
+
+
+def _stream_stream_join(
+    stream: KStream,
+    other: KStream,
+    joiner: Callable[[Any, Any], Any],
+    windows: JoinWindows | None,
+    stream_joined: StreamJoined | None,
+    *,
+    left_outer: bool,
+    right_outer: bool,
+) -> KStream:
+    """`KStreamImpl#doJoin` and `KStreamImplJoin#join`: repartition a re-keyed side (`<name>-left` /
+    `<name>-right`, or after the stream's node), then a windowed node per side and the join's three nodes."""
+    if other._builder is not stream._builder:
+        raise TopologyError("join(): the two streams come from different StreamsBuilders")
+    _require_callable(joiner, "joiner")
+    if not isinstance(windows, JoinWindows):
+        raise TopologyError(f"a stream-stream join takes JoinWindows, got {windows!r}")
+    joined = StreamJoined() if stream_joined is None else stream_joined
+    if not isinstance(joined, StreamJoined):
+        raise TopologyError(f"stream_joined must be a StreamJoined, got {joined!r}")
+    name = joined.name
+    if name is not None:
+        validate_name(name)
+    if joined.store_name is not None:
+        validate_name(joined.store_name, "Store name")
+    internal = stream._builder
+    this_node, other_node = stream._node, other._node
+    if stream._repartition_required:
+        prefix = stream.node_name if name is None else name + "-left"
+        this_node = _repartition_for_join(stream, prefix, joined.key_serde, joined.value_serde)
+    if other._repartition_required:
+        prefix = other.node_name if name is None else name + "-right"
+        other_node = _repartition_for_join(other, prefix, joined.key_serde, joined.other_value_serde)
+    names = stream_joins.join_names(
+        internal.new_processor_name, name, joined.store_name, left_outer=left_outer, right_outer=right_outer
+    )
+    internal.claim(*names.processors)
+    for store in names.stores:
+        internal.claim_store(store)
+    key_serde = _or_default(_first(joined.key_serde, stream._key_serde))
+    this_store = stream_joins.window_store(
+        names.this_store, key_serde, _or_default(_first(joined.value_serde, stream._value_serde)), windows
+    )
+    other_store = stream_joins.window_store(
+        names.other_store, key_serde, _or_default(_first(joined.other_value_serde, other._value_serde)), windows
+    )
+    outer = names.outer_store
+
+    def windowed(processor: str, store: n.StoreSpec) -> Callable[[tuple[str, ...], _Topology], None]:
+        def write(parents: tuple[str, ...], topology: _Topology) -> None:
+            topology.add(ProcessorSpec(processor, parents, n.STREAM_JOIN_WINDOW, stores=(store.name,)))
+            topology.add_store(store, processor)
+
+        return write
+
+    def side(left: bool) -> ProcessorSpec:
+        mine, theirs = (this_store, other_store) if left else (other_store, this_store)
+        spec = n.StreamJoinSpec(
+            windows, left, left_outer if left else right_outer, mine.name, theirs.name, outer, names.merge
+        )
+        processor = names.join_this if left else names.join_other
+        parent = names.this_windowed if left else names.other_windowed
+        stores = (theirs.name,) if outer is None else (theirs.name, outer)
+        fn = joiner if left else _reversed(joiner)
+        return ProcessorSpec(processor, (parent,), n.STREAM_JOIN, stores=stores, fn=fn, stream_join=spec)
+
+    def write_join(parents: tuple[str, ...], topology: _Topology) -> None:
+        for left in (True, False):
+            spec = side(left)
+            topology.add(spec)
+            topology.store_users[spec.stores[0]].append(spec.name)
+            if outer is not None and outer in topology.stores:
+                topology.store_users[outer].append(spec.name)
+            elif outer is not None:
+                topology.add_store(stream_joins.outer_store(outer), spec.name)
+        topology.add(ProcessorSpec(names.merge, (names.join_this, names.join_other), n.STREAM_JOIN_MERGE))
+
+    internal.add_graph_node(this_node, _GraphNode(names.this_windowed, windowed(names.this_windowed, this_store)))
+    internal.add_graph_node(other_node, _GraphNode(names.other_windowed, windowed(names.other_windowed, other_store)))
+    node = _GraphNode(names.merge, write_join)
+    internal.add_graph_node(this_node, node)
+    internal.add_graph_node(other_node, node)
+    if left_outer:
+        internal.null_key_relaxed.add(node)  # Kafka's GraphNode.Label.NULL_KEY_RELAXED_JOIN
+    # no serde for the joined values; the key serde is StreamJoined's (or this stream's)
+    return KStream(internal, node, _first(joined.key_serde, stream._key_serde), None, repartition_required=False)
+
+
+def _check_join_options(*, stream: bool, **options: Any) -> None:
+    """Each kind of join takes its own options: a stream-stream join's are in `windows` and `stream_joined`."""
+    given = sorted(option for option, value in options.items() if value is not None)
+    if given and stream:
+        raise TopologyError(f"a stream-stream join takes JoinWindows and stream_joined=StreamJoined(...), not {given}")
+    if given:
+        raise TopologyError(f"{given} are for stream-stream joins; a stream-table join takes key_serde, value_serde")
+
+
+def _reversed(joiner: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """The other side's joiner takes its own value first (Kafka's `reverseJoinerWithKey`)."""
+
+    def reversed_joiner(other_value: Any, value: Any) -> Any:
+        return joiner(value, other_value)
+
+    return reversed_joiner

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from streamlet.errors import TopologyError
+from streamlet.join_windows import JoinWindows
 from streamlet.serdes import Serde
 from streamlet.session_windows import SessionWindows
 from streamlet.sliding_windows import SlidingWindows
@@ -92,8 +93,13 @@ STREAM_TABLE_LEFT_JOIN = "stream_table_left_join"
 STREAM_GLOBAL_TABLE_JOIN = "stream_global_table_join"
 STREAM_GLOBAL_TABLE_LEFT_JOIN = "stream_global_table_left_join"
 GLOBAL_TABLE_JOIN_OPS = frozenset({STREAM_GLOBAL_TABLE_JOIN, STREAM_GLOBAL_TABLE_LEFT_JOIN})
+# KStream-KStream joins (streamlet.runtime.stream_join; the DSL in streamlet.topology.stream_joins)
+STREAM_JOIN_WINDOW = "stream_join_window"  # KStreamJoinWindow: forwards a record, then keeps it in its side's store
+STREAM_JOIN = "stream_join"  # one side of KStreamKStreamJoin: joins a record with the other side's store
+STREAM_JOIN_MERGE = "stream_join_merge"  # the join's result: both sides' outputs (a pass-through)
 
 AGGREGATING_OPS = frozenset({COUNT, REDUCE, AGGREGATE})
+STREAM_JOIN_OPS = frozenset({STREAM_JOIN_WINDOW, STREAM_JOIN, STREAM_JOIN_MERGE})
 TABLE_OPS = frozenset(
     {
         TABLE_SOURCE,
@@ -121,6 +127,19 @@ class ValueGetterSpec:
 Windows = TimeWindows | SlidingWindows | SessionWindows
 
 
+@dataclass(frozen=True)
+class StreamJoinSpec:
+    """One side of a KStream-KStream join (Kafka's `KStreamKStreamJoinLeftSide` / `RightSide`)."""
+
+    windows: JoinWindows
+    left: bool  # the side of the stream `join()` was called on (its records are the joiner's first value)
+    outer: bool  # this side's unmatched records are emitted with None as the other value
+    this_store: str  # this side's window store (its serdes; the windowed node writes it)
+    other_store: str  # the other side's window store, searched for partners
+    outer_store: str | None  # a left/outer join's shared store of records still waiting for a partner
+    join: str  # the join's merge node: both sides of one join share its time tracker, per task
+
+
 @dataclass(frozen=True, eq=False)
 class ProcessorSpec(NodeSpec):
     op: str
@@ -133,6 +152,7 @@ class ProcessorSpec(NodeSpec):
     send_old_values: bool = False  # a KTable operation forwards Change(new, old), not Change(new, None)
     value_getter: ValueGetterSpec | None = None  # a stream-table join: how the table is read
     key_mapper: Callable[[Any, Any], Any] | None = None  # a stream-global table join: the table key of a record
+    stream_join: StreamJoinSpec | None = None  # a side of a stream-stream join
 
 
 @dataclass(frozen=True, eq=False)
@@ -150,6 +170,9 @@ class StoreSpec:
     value_serde: Serde
     logged: bool = True
     timestamped: bool = False
-    # a window store (WindowKeySchema keys), or with SessionWindows a session store (SessionKeySchema keys)
-    windows: Windows | None = None
+    # a window store (WindowKeySchema keys), or with SessionWindows a session store (SessionKeySchema keys);
+    # JoinWindows: a stream-stream join's window store, which keeps every record (`retain_duplicates`)
+    windows: Windows | JoinWindows | None = None
     buffer: bool = False  # a suppression buffer (in memory, time-ordered): see streamlet.state.time_ordered_buffer
+    cached: bool = True  # behind the record cache (stream-stream join stores never are, as in Kafka)
+    retain_duplicates: bool = False  # a join window store: each put is a new entry (a sequence number in its key)

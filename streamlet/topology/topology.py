@@ -17,7 +17,15 @@ from types import MappingProxyType
 
 from streamlet.errors import MissingTopicError, TopologyError
 from streamlet.topology.description import GlobalStoreDescription, TopologyDescription, describe_subtopology
-from streamlet.topology.nodes import GLOBAL_TABLE_JOIN_OPS, NodeSpec, ProcessorSpec, SinkSpec, SourceSpec, StoreSpec
+from streamlet.topology.nodes import (
+    GLOBAL_TABLE_JOIN_OPS,
+    STREAM_JOIN_MERGE,
+    NodeSpec,
+    ProcessorSpec,
+    SinkSpec,
+    SourceSpec,
+    StoreSpec,
+)
 
 CHANGELOG_SUFFIX = "-changelog"
 REPARTITION = "repartition"
@@ -95,12 +103,13 @@ class GlobalStore:
 WINDOW_CHANGELOG_ADDITIONAL_RETENTION_MS = 86_400_000
 
 
-def windowed_changelog_config(retention_ms: int) -> Mapping[str, str]:
+def windowed_changelog_config(retention_ms: int, retain_duplicates: bool = False) -> Mapping[str, str]:
     """A window store's changelog: compacted and deleted after the store's retention plus a day
-    (Kafka's `WindowedChangelogTopicConfig`), so expired windows leave the topic too."""
+    (Kafka's `WindowedChangelogTopicConfig`), so expired windows leave the topic too. A stream-stream join's
+    store keeps every record (each under its own sequence number): only deleted, never compacted."""
     return MappingProxyType(
         {
-            "cleanup.policy": "compact,delete",
+            "cleanup.policy": "delete" if retain_duplicates else "compact,delete",
             "retention.ms": str(retention_ms + WINDOW_CHANGELOG_ADDITIONAL_RETENTION_MS),
             "message.timestamp.type": "CreateTime",
         }
@@ -272,9 +281,9 @@ class Topology:
         return {store: topic for sub in self._subtopologies for store, topic in sub.changelog_topics().items()}
 
     def copartition_groups(self) -> list[tuple[str, ...]]:
-        """Raw topics that must have equal partition counts: a stream-table join's stream and table sources
-        (Kafka's copartition groups; a repartition topic among them is sized like the others). A global
-        table is read whole by every client, so its joins need none."""
+        """Raw topics that must have equal partition counts: a stream-table join's stream and table sources, a
+        stream-stream join's two streams' sources (Kafka's copartition groups; a repartition topic among them is
+        sized like the others). A global table is read whole by every client, so its joins need none."""
         groups: list[tuple[str, ...]] = []
         for spec in self._nodes:
             if (
@@ -285,6 +294,8 @@ class Topology:
                 table_source = self._store_users[spec.value_getter.store][0]
                 topics = self._upstream_topics(spec.name) + self._upstream_topics(table_source)
                 groups.append(tuple(dict.fromkeys(topics)))
+            elif isinstance(spec, ProcessorSpec) and spec.op == STREAM_JOIN_MERGE:  # both joined streams' sources
+                groups.append(tuple(dict.fromkeys(self._upstream_topics(spec.name))))
         return groups
 
     def _upstream_topics(self, name: str) -> tuple[str, ...]:
@@ -330,8 +341,13 @@ class Topology:
         for sub in self._subtopologies:
             partitions = None if resolver is None or not sub.store_names else resolver.subtopology(sub.id)
             for store, topic in sub.changelog_topics().items():
-                windows = self._stores[store].windows
-                config = CHANGELOG_TOPIC_CONFIG if windows is None else windowed_changelog_config(windows.retention_ms)
+                spec = self._stores[store]
+                windows = spec.windows
+                config = (
+                    CHANGELOG_TOPIC_CONFIG
+                    if windows is None
+                    else windowed_changelog_config(windows.retention_ms, spec.retain_duplicates)
+                )
                 result.append(InternalTopic(topic, partitions, CHANGELOG, config))
         return result
 

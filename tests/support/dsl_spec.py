@@ -34,6 +34,9 @@ A program is a JSON list of ops, each reading the variable `in` and defining the
      selector>, "fn": "pair"}     (KStream-GlobalKTable joins: GLOBAL_KEY_SELECTORS maps records to table keys)
     {"op": "slidingWindowedBy", "in": <grouped>, "difference": ms, "grace": null | ms}
     (`to` a sliding-windowed stream with "wsize": difference)
+    {"op": "streamJoin", "in": <stream>, "other": <stream>, "kind": "join" | "leftJoin" | "outerJoin", "fn": "pair",
+     "difference": ms, "grace": null | ms, "before": null | ms, "after": null | ms, "store": null | "name",
+     "vtype": <in's value type>, "othervtype": <other's value type>}   (JoinWindows, StreamJoined)
 
 Any op may have a processor `name` (Kafka's `Named`/`Grouped`/`Consumed`/`Produced` names). Keys are
 strings (or null); values are strings or longs, and every serde is explicit on both sides, so output bytes
@@ -46,6 +49,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from streamlet.join_windows import JoinWindows, StreamJoined
 from streamlet.runtime.punctuation import Cancellable, PunctuationType
 from streamlet.serdes import StringSerde
 from streamlet.session_windows import SessionWindowedSerde, SessionWindows
@@ -190,6 +194,25 @@ def suppressed(op: dict[str, Any]) -> Suppressed:
     return result if op.get("name") is None else result.with_name(op["name"])
 
 
+def stream_join(source: KStream, other: KStream, op: dict[str, Any]) -> KStream:
+    """A "streamJoin" op (Java twin: StreamJoinPrograms.java)."""
+    if op.get("grace") is None:
+        windows = JoinWindows.of_time_difference_with_no_grace(op["difference"])
+    else:
+        windows = JoinWindows.of_time_difference_and_grace(op["difference"], op["grace"])
+    if op.get("before") is not None:
+        windows = windows.before(op["before"])
+    if op.get("after") is not None:
+        windows = windows.after(op["after"])
+    joined = StreamJoined.with_("str", serde(op.get("vtype", "string")), serde(op.get("othervtype", "string")))
+    if op.get("name") is not None:
+        joined = joined.with_name(op["name"])
+    if op.get("store") is not None:
+        joined = joined.with_store_name(op["store"])
+    join = {"join": source.join, "leftJoin": source.left_join, "outerJoin": source.outer_join}[op["kind"]]
+    return join(other, JOINERS[op["fn"]], windows, stream_joined=joined)
+
+
 def serde(vtype: str) -> str:
     return "int64" if vtype == "long" else "str"
 
@@ -290,6 +313,8 @@ def build(program: list[dict[str, Any]]) -> StreamsBuilder:
                 suffixes.append("0" if default["name"] is None else default["name"])
             for var, suffix in zip(op["ids"], suffixes, strict=True):
                 env[var] = branches[op["name"] + suffix]
+        elif kind == "streamJoin":
+            result = stream_join(source, env[op["other"]], op)
         elif kind == "merge":
             result = source.merge(env[op["other"]], **kw)
         elif kind == "toStream":

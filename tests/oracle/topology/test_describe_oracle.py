@@ -16,11 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from streamlet.join_windows import JoinWindows, StreamJoined
 from streamlet.session_windows import SessionWindows
 from streamlet.sliding_windows import SlidingWindows
 from streamlet.topology import Branched, StreamsBuilder
 from streamlet.windows import TimeWindows
 from tests.oracle.topology.global_table_programs import GlobalTablePrograms
+from tests.oracle.topology.stream_join_programs import stream_join_step
 from tests.oracle.topology.table_programs import TablePrograms
 
 pytestmark = pytest.mark.oracle
@@ -41,8 +43,9 @@ def _classpath() -> str | None:
     return os.pathsep.join(str(j) for j in jars)
 
 
-def _program(rng: random.Random) -> tuple[list[str], list[str]]:
-    """Equivalent Java and Python DSL statements for one random topology."""
+def _program(rng: random.Random, stream_joins: bool = False) -> tuple[list[str], list[str]]:
+    """Equivalent Java and Python DSL statements for one random topology (`stream_joins`: with KStream-KStream
+    joins, tests/oracle/topology/stream_join_programs.py)."""
     table_ops = TablePrograms()
     global_table_ops = GlobalTablePrograms()
     java: list[str] = []
@@ -80,6 +83,8 @@ def _program(rng: random.Random) -> tuple[list[str], list[str]]:
         roll = rng.random()
         if roll < 0.08:
             new_stream()
+        elif stream_joins and rng.random() < 0.25:
+            stream_join_step(rng, java, py, streams, maybe_name)
         elif rng.random() < 0.25:  # tables and joins: tests/oracle/topology/table_programs.py
             table_ops.step(rng, java, py, streams, tables, topic, maybe_name)
         elif rng.random() < 0.15:  # global tables and their joins: tests/oracle/topology/global_table_programs.py
@@ -236,6 +241,8 @@ def _python_describe(statements: list[str]) -> str:
         "SessionWindows": SessionWindows,
         "SlidingWindows": SlidingWindows,
         "Branched": Branched,
+        "JoinWindows": JoinWindows,
+        "StreamJoined": StreamJoined,
     }
     with contextlib.redirect_stdout(io.StringIO()):
         for statement in statements:
@@ -244,11 +251,19 @@ def _python_describe(statements: list[str]) -> str:
 
 
 def test_random_topologies_describe_exactly_like_kafka_streams(tmp_path: Path) -> None:
+    rng = random.Random(20240601)
+    _check_against_kafka_streams(tmp_path, [_program(rng) for _ in range(150)])
+
+
+def test_random_stream_stream_joins_describe_exactly_like_kafka_streams(tmp_path: Path) -> None:
+    rng = random.Random(20261124)
+    _check_against_kafka_streams(tmp_path, [_program(rng, stream_joins=True) for _ in range(150)])
+
+
+def _check_against_kafka_streams(tmp_path: Path, programs: list[tuple[list[str], list[str]]]) -> None:
     assert shutil.which("javac") and shutil.which("java"), "this test compiles Java: install a JDK 17+"
     classpath = _classpath()
     assert classpath is not None, "oracle/target/lib has no kafka-streams jar after the oracle build"
-    rng = random.Random(20240601)
-    programs = [_program(rng) for _ in range(150)]
     java_lines = [
         "import java.util.*;",
         "import java.time.Duration;",

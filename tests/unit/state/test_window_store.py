@@ -78,3 +78,19 @@ def test_a_range_reads_every_segment_also_after_reopening(tmp_path: Path) -> Non
     ]
     assert len(list(reopened.all())) == 8
     reopened.close()
+
+
+def test_a_join_store_skips_a_null_put_but_restores_a_tombstone(tmp_path: Path) -> None:
+    """Kafka's RocksDBWindowStore with retainDuplicates: a null put (a record with a null value, logged as a
+    tombstone) neither writes nor moves stream time; restoring that tombstone does move it."""
+    store = RocksDBWindowStore("j", tmp_path / "j", retention_ms=10, retain_duplicates=True)
+    try:
+        store.put(schema.to_store_key(b"k", 5, 1), b"a")
+        store.put(schema.to_store_key(b"k", 500_000, 2), None)
+        assert store.observed_stream_time == 5
+        assert list(store.all()) == [(schema.to_store_key(b"k", 5, 1), b"a")]
+        store.put_all([(schema.to_store_key(b"k", 500_000, 2), None)])
+        assert store.observed_stream_time == 500_000
+        assert list(store.all()) == []  # expired behind the restored stream time
+    finally:
+        store.close()

@@ -77,7 +77,9 @@ def test_table_and_join_errors() -> None:
     with pytest.raises(TopologyError, match="not supported yet"):
         counts.filter(lambda k, v: True)
     with pytest.raises(TopologyError, match="takes a KTable"):
-        orders.join(orders, lambda a, b: a)  # type: ignore[arg-type]
+        orders.join(42, lambda a, b: a)  # type: ignore[arg-type]
+    with pytest.raises(TopologyError, match="takes JoinWindows"):
+        orders.join(orders, lambda a, b: a)  # a stream-stream join needs its windows
     with pytest.raises(TopologyError, match="must be callable"):
         orders.left_join(table, "joiner")  # type: ignore[arg-type]
     with pytest.raises(TopologyError, match="already been registered"):

@@ -225,6 +225,10 @@ final class Programs {
                 vars.put(op.get("id").asText(), TablePrograms.apply(builder, op, in, vars));
                 continue;
             }
+            if (StreamJoinPrograms.handles(kind)) {  // stream-stream joins: StreamJoinPrograms.java
+                vars.put(op.get("id").asText(), StreamJoinPrograms.apply(op, in, vars));
+                continue;
+            }
             if (BranchPrograms.handles(kind)) {  // split and merge: BranchPrograms.java
                 BranchPrograms.apply(op, in, vars);
                 continue;
