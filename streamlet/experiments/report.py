@@ -339,7 +339,7 @@ def render_rounds(summary: RunSummary) -> list[str]:
     return _table(header, rows)
 
 
-def _metrics(summary: RunSummary) -> dict[str, str]:
+def metrics_table(summary: RunSummary) -> dict[str, str]:
     record = summary.record or {}
     verification = record.get("verification") if isinstance(record, Mapping) else None
     if isinstance(verification, Mapping):
@@ -380,7 +380,7 @@ def _metrics(summary: RunSummary) -> dict[str, str]:
 def render_report(summaries: Sequence[RunSummary]) -> str:
     """One run: its numbers, its problems and its round table. Several: the numbers side by side first."""
     out: list[str] = []
-    metrics = [_metrics(s) for s in summaries]
+    metrics = [metrics_table(s) for s in summaries]
     if len(summaries) > 1:
         out += ["# Runs side by side", ""]
         keys = list(metrics[0])
