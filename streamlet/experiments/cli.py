@@ -24,6 +24,7 @@ from streamlet.experiments.runner import ExperimentRunner, RunRecord
 from streamlet.experiments.scenario import load_scenario
 from streamlet.spark import SparkNotInstalledError, SparkSetupError
 from streamlet.spark.experiment_report import write_html_report
+from streamlet.spark.session import stop_spark
 
 
 def add_experiment_parser(sub: Any) -> None:
@@ -106,6 +107,8 @@ def report_command(args: argparse.Namespace) -> int:
     except (SparkNotInstalledError, SparkSetupError) as exc:
         print(f"error: report.html needs Spark: {exc}", file=sys.stderr)
         return 2
+    finally:
+        stop_spark()
     print(f"\nwrote {html} and {summary}")
     return 0
 

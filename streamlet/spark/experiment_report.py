@@ -34,9 +34,11 @@ def _from_topics(spark: SparkSession, bootstrap: str, summary: RunSummary) -> tu
         summary.problems.append("run.json names no application_id: read the run dir's files, not the topics")
         return summary, None
     assignments = collect_lines(lines_from_topic(spark, bootstrap, assignment_history_topic(application_id)))
-    topical = summarize(summary.label, summary.record, assignments or None)
-    topical.clients, topical.notes = summary.clients, [*summary.notes, f"events read from the topics on {bootstrap}"]
-    return topical, lines_from_topic(spark, bootstrap, metrics_topic(application_id))
+    metrics = lines_from_topic(spark, bootstrap, metrics_topic(application_id))
+    # the per-client totals are the report module's (pure, over the lines); Spark aggregates the same frame
+    topical = summarize(summary.label, summary.record, assignments or None, collect_lines(metrics))
+    topical.notes.append(f"events read from the topics on {bootstrap}")
+    return topical, metrics
 
 
 def analyse(
@@ -46,8 +48,8 @@ def analyse(
     master: str | None = None,
     from_kafka: str | None = None,
 ) -> list[RunView]:
-    """Spark's aggregates for each run, next to its summary."""
-    from streamlet.spark.session import get_spark, stop_spark
+    """Spark's aggregates for each run, next to its summary (the session stays up for the caller to stop)."""
+    from streamlet.spark.session import get_spark
 
     spark: SparkSession | None = None
     if from_kafka:
@@ -59,22 +61,19 @@ def analyse(
     if spark is None:
         spark = get_spark(master or DEFAULT_REPORT_MASTER, kafka=False, app_name="streamlet-experiment-report")
     views: list[RunView] = []
-    try:
-        for run_dir, summary in zip(run_dirs, summaries, strict=True):
-            lines: DataFrame | None = None
-            if from_kafka:
-                summary, lines = _from_topics(spark, from_kafka, summary)
-            if lines is None and (run_dir / "metrics.jsonl").is_file():
-                lines = lines_from_file(spark, (run_dir / "metrics.jsonl").resolve())
-            aggregates = None
-            if lines is not None:
-                try:
-                    aggregates = aggregate_metrics(spark, lines, summary.rounds, client_names(summary.record))
-                except Exception as exc:  # one run's unreadable events must not hide the others
-                    summary.problems.append(f"Spark could not aggregate the metrics events: {exc}")
-            views.append(RunView(summary, aggregates))
-    finally:
-        stop_spark()
+    for run_dir, summary in zip(run_dirs, summaries, strict=True):
+        lines: DataFrame | None = None
+        if from_kafka:
+            summary, lines = _from_topics(spark, from_kafka, summary)
+        if lines is None and (run_dir / "metrics.jsonl").is_file():
+            lines = lines_from_file(spark, (run_dir / "metrics.jsonl").resolve())
+        aggregates = None
+        if lines is not None:
+            try:
+                aggregates = aggregate_metrics(spark, lines, summary.rounds, client_names(summary.record))
+            except Exception as exc:  # one run's unreadable events must not hide the others
+                summary.problems.append(f"Spark could not aggregate the metrics events: {exc}")
+        views.append(RunView(summary, aggregates))
     return views
 
 
