@@ -168,6 +168,7 @@ def run_json(view: RunView) -> dict[str, Any]:
                 "seconds": c.seconds,
                 "superseded_after": c.superseded_after,
                 "moves": c.moves,
+                "max_above_even_share": c.excess,
             }
             for c in convergences(summary.rounds)
         ],

@@ -194,6 +194,7 @@ class Convergence:
     superseded_after: int | None = None  # rebalances before the next membership change, if one came first
     moves: int = 0  # stateful active tasks that changed client from the change up to convergence
     seconds: float | None = None  # from the change's first rebalance to the converging one (event times)
+    excess: float | None = None  # most stateful actives above a client's even share in the change's rounds
 
     def describe(self) -> str:
         moved = f", {self.moves} stateful move{'s' if self.moves != 1 else ''}" if self.moves else ""
@@ -226,10 +227,12 @@ def convergences(rounds: Sequence[Round]) -> list[Convergence]:
         rebalances = superseded = None
         seconds: float | None = None
         moves = 0
+        last = i
         for j in range(i, len(rounds)):
             if rounds[j].membership() != membership:
                 superseded = j - i
                 break
+            last = j
             moves += moved.get(rounds[j].number, 0)
             if not rounds[j].followup:
                 rebalances = j - i + 1
@@ -237,7 +240,12 @@ def convergences(rounds: Sequence[Round]) -> list[Convergence]:
                 if began is not None and ended is not None:
                     seconds = (ended - began) / 1000.0
                 break
-        out.append(Convergence(round_.number, change, rebalances, superseded, moves, seconds))
+        excess = max_excess(rounds[i : last + 1])
+        out.append(
+            Convergence(
+                round_.number, change, rebalances, superseded, moves, seconds, None if excess is None else excess[0]
+            )
+        )
         previous, before = membership, now
     return out
 

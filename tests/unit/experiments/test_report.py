@@ -87,6 +87,7 @@ def test_seed_rounds_convergence_moves_and_skew() -> None:
     assert [(c.change, c.rebalances) for c in conv] == [("start: A, B", 1), ("+C", 3)]
     # the events are 1 s apart: C's join (generation 2) to the converging generation 4 took 2 s
     assert [c.seconds for c in conv] == [0.0, 2.0]
+    assert [c.excess for c in conv] == [0.0, 2.0]  # 3 of 6 on each of 2 clients; then B's 4 where 2 is even
     # 1_0 A->C (round 3), 1_2 A->B (round 3), 1_1 B->A and 1_3 B->C (round 4)
     assert stateful_moves(summary.rounds) == [(2, 0), (3, 2), (4, 2)]
     assert task_moves(summary.rounds) == [
