@@ -16,7 +16,9 @@ from tests.unit.experiments.test_report import RECORD, SEED
 
 pytest.importorskip("pyspark")
 
+from streamlet.experiments.cli import read_run_dir  # noqa: E402
 from streamlet.spark.experiment_events import aggregate_metrics  # noqa: E402
+from streamlet.spark.experiment_report import write_html_report  # noqa: E402
 from streamlet.spark.session import cached_connector_jars, get_spark  # noqa: E402
 
 A, B = RECORD["clients"]["A"]["process_id"], RECORD["clients"]["B"]["process_id"]
@@ -82,3 +84,17 @@ def test_no_event_no_aggregates_and_old_events_say_restores_are_unknown(spark) -
     agg = aggregate_metrics(spark, spark.createDataFrame([(json.dumps(old),)], "value string"), rounds, NAMES)
     assert agg is not None and not agg.restored_recorded and agg.restored == {}
     assert agg.throughput == [(1.0, 100.0)]
+
+
+def test_a_partial_run_dir_reports_what_is_missing_and_the_rest(spark, tmp_path) -> None:
+    run_dir = tmp_path / "crashed"
+    run_dir.mkdir()  # no run.json, no metrics.jsonl, a truncated last event
+    (run_dir / "assignments.jsonl").write_text("\n".join(SEED[:3]) + "\n" + SEED[3][:40] + "\n")
+    html, summary = write_html_report([run_dir], [read_run_dir(run_dir)], tmp_path / "out")
+    [run] = json.loads(summary.read_text())["runs"]
+    assert [r["round"] for r in run["rounds"]] == [1, 2, 3] and run["series"] is None
+    problems = " ".join(run["problems"])
+    assert "run.json is missing" in problems and "metrics.jsonl is missing" in problems
+    assert "event line 4: not JSON" in problems
+    page = html.read_text()
+    assert page.count('<table class="round" data-round=') == 3 and "no readable metrics event" in page
