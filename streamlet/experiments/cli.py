@@ -153,6 +153,7 @@ def run_command(args: argparse.Namespace) -> int:
     (run_dir / "report.md").write_text(report)
     print(report, end="")
     print(f"\nrun {record.status} in {(record.ended_at or time.time()) - record.started_at:.0f}s: {run_dir}")
+    print(f"plots and summary.json (PySpark): streamlet experiment report {run_dir}")
     if record.error:
         print(f"error: {record.error}", file=sys.stderr)
     return 0 if record.status == "passed" else 1

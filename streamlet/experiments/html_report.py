@@ -184,6 +184,7 @@ def run_json(view: RunView) -> dict[str, Any]:
         if agg is None
         else {
             "bucket_s": agg.bucket_s,
+            "events": agg.events,
             "throughput": agg.throughput,
             "lag": agg.lag,
             "load": agg.load,

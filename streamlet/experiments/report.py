@@ -8,7 +8,8 @@ the rest is reported; nothing here raises on bad input.
 Numbers, per run:
 * rounds: one per rebalance (event);
 * rebalances to converge: for each change of membership (a client joins or leaves, or its thread count
-  changes), the rebalances from that change up to the first one that schedules no follow-up;
+  changes), the rebalances from that change up to the first one that schedules no follow-up, and the time
+  between the two events;
 * stateful task moves: stateful active tasks whose client changed from one round to the next (each one is
   a restore somewhere, or a warmup paying off);
 * skew: the most stateful active tasks one client held in any round, against the even share;

@@ -1,4 +1,4 @@
-"""Headless Chromium for the browser tests: the rendered DOM of a page (after its scripts ran), or a screenshot.
+"""Headless Chromium for the browser tests: the DOM of a page as the browser rendered it.
 
 Debian's `chromium`, installed by scripts/_chromium.sh (sourced by scripts/_venv.sh). The flags are the ones
 that work on the project's machines: no sandbox (root), no GPU, and no background networking, which the
@@ -11,7 +11,6 @@ import shutil
 import subprocess
 import tempfile
 from html.parser import HTMLParser
-from pathlib import Path
 
 import pytest
 
@@ -53,11 +52,6 @@ def dump_dom(url: str, *, budget_ms: int = 1000, timeout: float = 90.0) -> str:
     done = _run([f"--virtual-time-budget={budget_ms}", "--dump-dom", url], timeout)
     assert done.returncode == 0 and "<html" in done.stdout, done.stderr[-2000:]
     return done.stdout
-
-
-def screenshot(url: str, path: Path, *, width: int = 1400, height: int = 2000, timeout: float = 90.0) -> None:
-    done = _run([f"--window-size={width},{height}", f"--screenshot={path}", url], timeout)
-    assert done.returncode == 0 and path.is_file(), done.stderr[-2000:]
 
 
 class Elements(HTMLParser):
