@@ -9,6 +9,7 @@ with the problem named; only a Spark that cannot start at all is an error.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,6 +21,7 @@ from streamlet.experiments.report import RunSummary, client_names, summarize
 from streamlet.runtime.metrics_event import metrics_topic
 from streamlet.spark import SparkSetupError
 from streamlet.spark.experiment_events import aggregate_metrics, collect_lines, lines_from_file, lines_from_topic
+from streamlet.spark.session import get_spark
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -49,22 +51,24 @@ def analyse(
     from_kafka: str | None = None,
 ) -> list[RunView]:
     """Spark's aggregates for each run, next to its summary (the session stays up for the caller to stop)."""
-    from streamlet.spark.session import get_spark
-
+    master = master or os.environ.get("STREAMLET_SPARK_MASTER") or DEFAULT_REPORT_MASTER
     spark: SparkSession | None = None
     if from_kafka:
         try:
-            spark = get_spark(master or DEFAULT_REPORT_MASTER, kafka=True, app_name="streamlet-experiment-report")
+            spark = get_spark(master, kafka=True, app_name="streamlet-experiment-report")
         except SparkSetupError as exc:
             print(f"streamlet: Spark's Kafka source is unavailable ({exc}); reading the run dirs", file=sys.stderr)
             from_kafka = None
     if spark is None:
-        spark = get_spark(master or DEFAULT_REPORT_MASTER, kafka=False, app_name="streamlet-experiment-report")
+        spark = get_spark(master, kafka=False, app_name="streamlet-experiment-report")
     views: list[RunView] = []
     for run_dir, summary in zip(run_dirs, summaries, strict=True):
         lines: DataFrame | None = None
         if from_kafka:
-            summary, lines = _from_topics(spark, from_kafka, summary)
+            try:
+                summary, lines = _from_topics(spark, from_kafka, summary)
+            except Exception as exc:  # e.g. the topics are gone (retention): the run dir still has the events
+                summary.problems.append(f"could not read the topics on {from_kafka} ({exc}); read the run dir")
         if lines is None and (run_dir / "metrics.jsonl").is_file():
             lines = lines_from_file(spark, (run_dir / "metrics.jsonl").resolve())
         aggregates = None
