@@ -17,3 +17,6 @@ if [ ! -f "$STAMP" ] || [ "$ROOT/pyproject.toml" -nt "$STAMP" ] || [ "$ROOT/stre
   touch "$STAMP"
 fi
 export PATH="$VENV/bin:$PATH"
+case ",$EXTRAS," in
+  *,dev,*) source "$ROOT/scripts/_chromium.sh" ;;
+esac

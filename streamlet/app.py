@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import signal
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
@@ -26,6 +27,7 @@ from streamlet.replies import ReplyConsumer
 from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.runtime.restore_listener import StateRestoreListener
 from streamlet.serdes import Serde
+from streamlet.status import read_group_events
 from streamlet.topology import KStream, KTable, StreamsBuilder, Topology
 from streamlet.web import Page, WebServer
 from streamlet.windowed_tables import WindowWrapper
@@ -336,7 +338,13 @@ class App:
         self._client = AppClient(config)
         web_server = None
         if config.web_port:  # up before the client starts: it answers 503 until the first assignment
-            web_server = WebServer(streams, host=config.web_host, port=config.web_port, pages=self._pages)
+            web_server = WebServer(
+                streams,
+                host=config.web_host,
+                port=config.web_port,
+                pages=self._pages,
+                group_events=functools.partial(read_group_events, config.bootstrap_servers, config.application_id),
+            )
             await web_server.start()
         stop = self._stop_requested = asyncio.Event()
         loop = asyncio.get_running_loop()

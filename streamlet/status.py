@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,16 +100,50 @@ def _ago(now_ms: int, then_ms: int) -> str:
     return f"{seconds:.1f}s ago" if seconds < 60 else f"{format_eta(seconds)} ago"
 
 
-def _task_line(kind: str, task: str, metrics: Mapping[str, Any] | None, lag: Any) -> str:
-    entry = (metrics or {}).get("tasks", {}).get(task) if metrics else None
-    # "?": no metrics for the task; "-": the client does not own it (yet, or any more: e.g. it stopped)
-    state = "?" if entry is None else str(entry.get("state") or "-")
-    parts = [f"    {kind:<8}{task:<7}{state:<10}"]
-    if entry is not None:
-        parts.append(f"processed {entry.get('records_processed', 0):>9}")
-        parts.append(f"  not running {float(entry.get('not_running_ms', 0.0)) / 1000:.1f}s")
-    if isinstance(lag, int) and lag >= 0 and kind != "active":
-        parts.append(f"  lag {lag} (as the assignor saw it)")
+@dataclass(frozen=True)
+class TaskRow:
+    """One task of a client as `streamlet status` and the workers' /group page show it."""
+
+    kind: str  # active, standby, warmup; "" for a client missing from the latest assignment
+    task: str
+    state: str  # "?": no metrics for the task; "-": the client does not own it (yet, or any more)
+    processed: int | None = None
+    not_running_s: float | None = None
+    lag: int | None = None  # changelog lag as the assignor saw it (standbys and warmups)
+
+
+def task_rows(client: Mapping[str, Any] | None, metrics: Mapping[str, Any] | None) -> list[TaskRow]:
+    """The client's tasks from the latest assignment (or, without one, from its metrics), with their states."""
+    tasks = (metrics or {}).get("tasks", {})
+    if client is None:
+        listed = [("", t) for t in sorted(tasks) if tasks[t].get("state")]
+    else:
+        listed = [(kind, t) for kind in ("active", "standby", "warmup") for t in client.get(kind, [])]
+    lags = (client or {}).get("lags", {})
+    rows = []
+    for kind, task in listed:
+        entry = tasks.get(task) if metrics else None
+        lag = lags.get(task)
+        rows.append(
+            TaskRow(
+                kind,
+                task,
+                "?" if entry is None else str(entry.get("state") or "-"),
+                None if entry is None else int(entry.get("records_processed", 0)),
+                None if entry is None else float(entry.get("not_running_ms", 0.0)) / 1000,
+                lag if isinstance(lag, int) and lag >= 0 and kind != "active" else None,
+            )
+        )
+    return rows
+
+
+def _task_line(row: TaskRow) -> str:
+    parts = [f"    {row.kind:<8}{row.task:<7}{row.state:<10}"]
+    if row.processed is not None:
+        parts.append(f"processed {row.processed:>9}")
+        parts.append(f"  not running {row.not_running_s or 0.0:.1f}s")
+    if row.lag is not None:
+        parts.append(f"  lag {row.lag} (as the assignor saw it)")
     return "".join(parts).rstrip()
 
 
@@ -140,12 +174,7 @@ def _client_lines(client: Mapping[str, Any] | None, metrics: Mapping[str, Any] |
         )
     if client is None:
         lines.append("  not in the latest assignment (joined since, or left)")
-        tasks = sorted((metrics or {}).get("tasks", {}))
-        rows = [("", t) for t in tasks if (metrics or {})["tasks"][t].get("state")]
-    else:
-        rows = [(kind, t) for kind in ("active", "standby", "warmup") for t in client.get(kind, [])]
-    lags = (client or {}).get("lags", {})
-    lines += [_task_line(kind, task, metrics, lags.get(task)) for kind, task in rows]
+    lines += [_task_line(row) for row in task_rows(client, metrics)]
     if metrics is not None:
         consumer = metrics.get("consumer_lag", [])
         if consumer:
@@ -162,38 +191,47 @@ def _client_lines(client: Mapping[str, Any] | None, metrics: Mapping[str, Any] |
     return lines
 
 
+def group_clients(events: GroupEvents, now_ms: int) -> list[tuple[Mapping[str, Any] | None, Mapping[str, Any] | None]]:
+    """(assignment entry, latest metrics) per client: the latest assignment's clients, then clients that
+    published metrics recently but are not in it (joined since); silent ones that are not are history."""
+    out: list[tuple[Mapping[str, Any] | None, Mapping[str, Any] | None]] = []
+    seen: set[str] = set()
+    for client in (events.assignment or {}).get("clients", []):
+        pid = str(client.get("process_id"))
+        seen.add(pid)
+        out.append((client, events.metrics.get(pid)))
+    for pid, metrics in sorted(events.metrics.items()):
+        interval = int(metrics.get("interval_ms") or 5000)
+        if pid not in seen and now_ms - int(metrics.get("timestamp_ms", 0)) <= STALE_INTERVALS * interval:
+            out.append((None, metrics))
+    return out
+
+
+def group_headline(events: GroupEvents, now_ms: int) -> list[str]:
+    """The latest rebalance (generation, assignor, time, trigger, size) and the pending probing rebalance."""
+    assignment = events.assignment
+    if assignment is None:
+        missing = f" (missing topics: {', '.join(events.missing)})" if events.missing else ""
+        return [f"no assignment event yet{missing}"]
+    clients = assignment.get("clients", [])
+    out = [
+        f"generation {assignment.get('generation')} by {assignment.get('assignor')} at "
+        f"{_clock(int(assignment.get('timestamp_ms', 0)))} ({assignment.get('trigger')}): "
+        f"{len(clients)} clients, {len(assignment.get('tasks', []))} tasks"
+    ]
+    deadline = assignment.get("followup_deadline_ms")
+    if assignment.get("followup_scheduled") and isinstance(deadline, int):
+        when = "due now" if deadline <= now_ms else f"in {format_eta((deadline - now_ms) / 1000)}"
+        out.append(f"probing rebalance pending: scheduled for {_clock(deadline)} ({when})")
+    else:
+        out.append("no probing rebalance pending")
+    return out
+
+
 def format_status(events: GroupEvents, now_ms: int | None = None) -> str:
     """The group as `streamlet status` prints it."""
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
-    out = [f"application {events.application_id}"]
-    assignment = events.assignment
-    if assignment is None:
-        out.append(
-            "  no assignment event yet" + (f" (missing topics: {', '.join(events.missing)})" if events.missing else "")
-        )
-        clients: Sequence[Mapping[str, Any]] = []
-    else:
-        clients = assignment.get("clients", [])
-        out.append(
-            f"  generation {assignment.get('generation')} by {assignment.get('assignor')} at "
-            f"{_clock(int(assignment.get('timestamp_ms', 0)))} ({assignment.get('trigger')}): "
-            f"{len(clients)} clients, {len(assignment.get('tasks', []))} tasks"
-        )
-        deadline = assignment.get("followup_deadline_ms")
-        if assignment.get("followup_scheduled") and isinstance(deadline, int):
-            when = "due now" if deadline <= now_ms else f"in {format_eta((deadline - now_ms) / 1000)}"
-            out.append(f"  probing rebalance pending: scheduled for {_clock(deadline)} ({when})")
-        else:
-            out.append("  no probing rebalance pending")
-    seen: set[str] = set()
-    for client in clients:
-        pid = str(client.get("process_id"))
-        seen.add(pid)
-        out += ["", *_client_lines(client, events.metrics.get(pid), now_ms)]
-    for pid, metrics in sorted(events.metrics.items()):
-        if pid in seen:
-            continue
-        interval = int(metrics.get("interval_ms") or 5000)
-        if now_ms - int(metrics.get("timestamp_ms", 0)) <= STALE_INTERVALS * interval:  # gone ones are history
-            out += ["", *_client_lines(None, metrics, now_ms)]
+    out = [f"application {events.application_id}", *[f"  {line}" for line in group_headline(events, now_ms)]]
+    for client, metrics in group_clients(events, now_ms):
+        out += ["", *_client_lines(client, metrics, now_ms)]
     return "\n".join(out) + "\n"

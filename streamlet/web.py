@@ -10,6 +10,8 @@ Endpoints (JSON):
   `streamsMetadataForStore`, `queryMetadataForKey`);
 * `GET /metrics`: this client's metrics in Prometheus' text format; `GET /status`: the same as the JSON
   event the client appends to `<application_id>-metrics` (`streamlet.runtime.metrics_event`);
+* `GET /group` (HTML): the whole group's placement and task states, read from the application's
+  assignments and metrics topics as `streamlet status` reads them (`streamlet.group_page`);
 * every `@app.page(path)`: `async def handler(web, request, **match_info)`, as in Faust. Tables read in a
   handler read the store partition of the key; a key owned by another worker forwards the whole request
   to that worker. Tables are read-only there.
@@ -20,6 +22,7 @@ While the client rebalances, a task restores, or the client is not running, a qu
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import dataclasses
 import json
@@ -34,6 +37,7 @@ from aiokafka.structs import TopicPartition
 
 from streamlet.agent_context import AgentError, task_context
 from streamlet.errors import StreamletError
+from streamlet.group_page import render_group_page
 from streamlet.runtime.metrics_event import build_metrics_event
 from streamlet.runtime.metrics_publisher import ClientMetrics
 from streamlet.runtime.prometheus import CONTENT_TYPE, prometheus_text
@@ -47,6 +51,7 @@ from streamlet.runtime.queries import (
     UnknownStoreError,
 )
 from streamlet.serdes import BytesSerde, IntegerSerde, JsonSerde, LongSerde, Serde, StringSerde
+from streamlet.status import GroupEvents
 from streamlet.task_id import TaskId
 
 __all__ = ["FORWARDED_HEADER", "Page", "QueryClient", "Web", "WebServer"]
@@ -56,6 +61,7 @@ log = logging.getLogger("streamlet.web")
 #: set on a forwarded request (to the forwarding host): a client forwards a request at most once
 FORWARDED_HEADER = "X-Streamlet-Forwarded-By"
 SERVED_BY_HEADER = "X-Streamlet-Served-By"
+GROUP_READ_TIMEOUT_S = 15.0
 
 PageHandler = Callable[..., Awaitable[Any]]
 
@@ -107,8 +113,10 @@ class WebServer:
         port: int = 0,
         pages: Sequence[Page] = (),
         forward_timeout_s: float = 10.0,
+        group_events: Callable[[], Awaitable[GroupEvents]] | None = None,
     ) -> None:
         self._client = client
+        self._group_events = group_events
         self._host = host
         self._port = port
         self._forward_timeout = aiohttp.ClientTimeout(total=forward_timeout_s)
@@ -120,6 +128,8 @@ class WebServer:
         self._app.router.add_get("/stores/{store}/{key:.*}", self._get_key)  # the empty word is a key too
         self._app.router.add_get("/metrics", self._metrics)
         self._app.router.add_get("/status", self._status)
+        if group_events is not None:
+            self._app.router.add_get("/group", self._group)
         for page in pages:
             self._app.router.add_route(page.method, page.path, self._page_handler(page))
         self._runner: web.AppRunner | None = None
@@ -202,6 +212,14 @@ class WebServer:
         if event is None:
             return self._unavailable("not_running", "the client has not started")
         return self._web.json(event)
+
+    async def _group(self, request: web.Request) -> web.StreamResponse:
+        assert self._group_events is not None
+        try:
+            events = await asyncio.wait_for(self._group_events(), GROUP_READ_TIMEOUT_S)
+        except TimeoutError:
+            return self._unavailable("topics_unreachable", "the assignments and metrics topics did not answer")
+        return self._web.text(render_group_page(events), content_type="text/html")
 
     def _page_handler(self, page: Page) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
         async def handle(request: web.Request) -> web.StreamResponse:

@@ -22,6 +22,9 @@ from typing import Any
 from streamlet.experiments.report import RunSummary, render_report, summarize
 from streamlet.experiments.runner import ExperimentRunner, RunRecord
 from streamlet.experiments.scenario import load_scenario
+from streamlet.spark import SparkNotInstalledError, SparkSetupError
+from streamlet.spark.experiment_report import write_html_report
+from streamlet.spark.session import stop_spark
 
 
 def add_experiment_parser(sub: Any) -> None:
@@ -38,8 +41,30 @@ def add_experiment_parser(sub: Any) -> None:
     run.add_argument("-l", "--log-level", dest="log_level", default="info")
     run.set_defaults(handler=run_command)
 
-    report = actions.add_parser("report", help="round-by-round tables of one or more run directories")
+    report = actions.add_parser(
+        "report",
+        help="analyse one or more run directories with PySpark: report.html (tables, plots) and summary.json",
+    )
     report.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    report.add_argument(
+        "--out",
+        default=None,
+        help="where report.html and summary.json go (default: the run dir, or for several "
+        "runs a compare-<labels> dir beside the first)",
+    )
+    report.add_argument(
+        "--master",
+        default=None,
+        help="Spark master, e.g. spark://host:7077 (default $STREAMLET_SPARK_MASTER or local[*])",
+    )
+    report.add_argument(
+        "--from-kafka",
+        default=None,
+        metavar="BOOTSTRAP_SERVERS",
+        help="read the events from the run's <application_id>-assignments/-metrics topics with Spark's Kafka "
+        "source instead of the run dir's files (falls back to the files if the connector is unavailable)",
+    )
+    report.add_argument("--markdown-only", action="store_true", help="print the markdown tables; no Spark, no HTML")
     report.set_defaults(handler=report_command)
 
 
@@ -64,8 +89,27 @@ def read_run_dir(run_dir: Path) -> RunSummary:
     return summary
 
 
+def default_out_dir(run_dirs: list[Path]) -> Path:
+    if len(run_dirs) == 1:
+        return run_dirs[0]
+    return run_dirs[0].parent / ("compare-" + "-".join(d.name for d in run_dirs))
+
+
 def report_command(args: argparse.Namespace) -> int:
-    print(render_report([read_run_dir(Path(d)) for d in args.run_dirs]), end="")
+    run_dirs = [Path(d) for d in args.run_dirs]
+    summaries = [read_run_dir(d) for d in run_dirs]
+    print(render_report(summaries), end="")
+    if args.markdown_only:
+        return 0
+    out = Path(args.out) if args.out else default_out_dir(run_dirs)
+    try:
+        html, summary = write_html_report(run_dirs, summaries, out, master=args.master, from_kafka=args.from_kafka)
+    except (SparkNotInstalledError, SparkSetupError) as exc:
+        print(f"error: report.html needs Spark: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        stop_spark()
+    print(f"\nwrote {html} and {summary}")
     return 0
 
 
@@ -109,6 +153,7 @@ def run_command(args: argparse.Namespace) -> int:
     (run_dir / "report.md").write_text(report)
     print(report, end="")
     print(f"\nrun {record.status} in {(record.ended_at or time.time()) - record.started_at:.0f}s: {run_dir}")
+    print(f"plots and summary.json (PySpark): streamlet experiment report {run_dir}")
     if record.error:
         print(f"error: {record.error}", file=sys.stderr)
     return 0 if record.status == "passed" else 1

@@ -8,7 +8,8 @@ the rest is reported; nothing here raises on bad input.
 Numbers, per run:
 * rounds: one per rebalance (event);
 * rebalances to converge: for each change of membership (a client joins or leaves, or its thread count
-  changes), the rebalances from that change up to the first one that schedules no follow-up;
+  changes), the rebalances from that change up to the first one that schedules no follow-up, and the time
+  between the two events;
 * stateful task moves: stateful active tasks whose client changed from one round to the next (each one is
   a restore somewhere, or a warmup paying off);
 * skew: the most stateful active tasks one client held in any round, against the even share;
@@ -193,11 +194,14 @@ class Convergence:
     rebalances: int | None  # None: did not converge before the next change (superseded) or the run's end
     superseded_after: int | None = None  # rebalances before the next membership change, if one came first
     moves: int = 0  # stateful active tasks that changed client from the change up to convergence
+    seconds: float | None = None  # from the change's first rebalance to the converging one (event times)
+    excess: float | None = None  # most stateful actives above a client's even share in the change's rounds
 
     def describe(self) -> str:
         moved = f", {self.moves} stateful move{'s' if self.moves != 1 else ''}" if self.moves else ""
+        took = f" in {self.seconds:.1f}s" if self.seconds is not None else ""
         if self.rebalances is not None:
-            return f"{self.change}: {self.rebalances}{moved}"
+            return f"{self.change}: {self.rebalances}{took}{moved}"
         if self.superseded_after is not None:
             return f"{self.change}: superseded after {self.superseded_after}{moved}"
         return f"{self.change}: not converged{moved}"
@@ -222,28 +226,54 @@ def convergences(rounds: Sequence[Round]) -> list[Convergence]:
             parts += [f"{n} threads {before[n]}->{now[n]}" for n in sorted(now) if n in before and before[n] != now[n]]
             change = ", ".join(parts)
         rebalances = superseded = None
+        seconds: float | None = None
         moves = 0
+        last = i
         for j in range(i, len(rounds)):
             if rounds[j].membership() != membership:
                 superseded = j - i
                 break
+            last = j
             moves += moved.get(rounds[j].number, 0)
             if not rounds[j].followup:
                 rebalances = j - i + 1
+                began, ended = round_.timestamp_ms, rounds[j].timestamp_ms
+                if began is not None and ended is not None:
+                    seconds = (ended - began) / 1000.0
                 break
-        out.append(Convergence(round_.number, change, rebalances, superseded, moves))
+        excess = max_excess(rounds[i : last + 1])
+        out.append(
+            Convergence(
+                round_.number, change, rebalances, superseded, moves, seconds, None if excess is None else excess[0]
+            )
+        )
         previous, before = membership, now
+    return out
+
+
+@dataclass(frozen=True)
+class TaskMove:
+    round: int
+    task: str
+    source: str  # client names
+    destination: str
+
+
+def task_moves(rounds: Sequence[Round]) -> list[TaskMove]:
+    """Every stateful active that changed client from one round to the next; a task of a client that left
+    counts as moved when another client takes it."""
+    out: list[TaskMove] = []
+    for before, after in zip(rounds, rounds[1:], strict=False):
+        old = before.owners()
+        out += [TaskMove(after.number, t, old[t], c) for t, c in sorted(after.owners().items()) if old.get(t, c) != c]
     return out
 
 
 def stateful_moves(rounds: Sequence[Round]) -> list[tuple[int, int]]:
     """(round number, stateful actives that changed client since the previous round), for every round after
-    the first; a task of a client that left counts as moved when another client takes it."""
-    out: list[tuple[int, int]] = []
-    for before, after in zip(rounds, rounds[1:], strict=False):
-        old, new = before.owners(), after.owners()
-        out.append((after.number, sum(1 for t, c in new.items() if t in old and old[t] != c)))
-    return out
+    the first."""
+    moves = task_moves(rounds)
+    return [(r.number, sum(1 for m in moves if m.round == r.number)) for r in rounds[1:]]
 
 
 def max_skew(rounds: Sequence[Round]) -> tuple[int, str, int, float] | None:
@@ -318,7 +348,7 @@ def render_rounds(summary: RunSummary) -> list[str]:
     return _table(header, rows)
 
 
-def _metrics(summary: RunSummary) -> dict[str, str]:
+def metrics_table(summary: RunSummary) -> dict[str, str]:
     record = summary.record or {}
     verification = record.get("verification") if isinstance(record, Mapping) else None
     if isinstance(verification, Mapping):
@@ -359,7 +389,7 @@ def _metrics(summary: RunSummary) -> dict[str, str]:
 def render_report(summaries: Sequence[RunSummary]) -> str:
     """One run: its numbers, its problems and its round table. Several: the numbers side by side first."""
     out: list[str] = []
-    metrics = [_metrics(s) for s in summaries]
+    metrics = [metrics_table(s) for s in summaries]
     if len(summaries) > 1:
         out += ["# Runs side by side", ""]
         keys = list(metrics[0])

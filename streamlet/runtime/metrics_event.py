@@ -63,6 +63,7 @@ class ClientSample:
     restoring: Sequence[RestoreProgress]
     standby_lags: Mapping[TopicPartition, int]
     now: float  # monotonic, for restoration rates
+    restored_totals: Mapping[tuple[TopicPartition, str], int] = field(default_factory=dict)
 
 
 def _ms(seconds: float) -> float:
@@ -120,6 +121,14 @@ def build_metrics_event(sample: ClientSample) -> dict[str, Any]:
         "consumer_lag": _partitions(consumer_lags),
         "restore": restore,
         "standby_lag": _partitions(sample.standby_lags),
+        # records restored per store and changelog partition since the client started (finished ones too),
+        # so a report can count what each task move cost even when a restore fell between two events
+        "restored_total": [
+            {"store": store, "topic": tp.topic, "partition": tp.partition, "records": records}
+            for (tp, store), records in sorted(
+                sample.restored_totals.items(), key=lambda kv: (kv[0][1], kv[0][0].topic, kv[0][0].partition)
+            )
+        ],
         "commit_latency_ms": {
             "count": len(latencies),
             "p50": _ms(statistics.median(latencies)) if latencies else None,

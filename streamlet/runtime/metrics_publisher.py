@@ -101,6 +101,7 @@ class ClientMetrics:
             interval_ms=self.interval_ms,
             threads=[sample_thread(t, since) for t in self._threads()],
             restoring=self._restore_progress.in_progress(),
+            restored_totals=self._restore_progress.restored_totals(),
             standby_lags=standby,
             now=now,
         )

@@ -102,9 +102,19 @@ class RestoreProgressTracker:
 
     def __init__(self) -> None:
         self._progress: dict[tuple[TopicPartition, str], RestoreProgress] = {}
+        # records restored by finished (or suspended) restorations, since the client started: a restore that
+        # ends between two metrics events is never "in progress" in one, yet an experiment must count it
+        self._finished: dict[tuple[TopicPartition, str], int] = {}
 
     def in_progress(self) -> list[RestoreProgress]:
         return sorted(self._progress.values(), key=lambda p: (p.store, p.partition.topic, p.partition.partition))
+
+    def restored_totals(self) -> dict[tuple[TopicPartition, str], int]:
+        """Records restored per (changelog partition, store) since the client started, under way ones included."""
+        totals = dict(self._finished)
+        for key, progress in self._progress.items():
+            totals[key] = totals.get(key, 0) + progress.restored
+        return totals
 
     def on_restore_start(self, partition: TopicPartition, store_name: str, start_offset: int, end_offset: int) -> None:
         self._progress[(partition, store_name)] = RestoreProgress(store_name, partition, start_offset, end_offset)
@@ -118,10 +128,16 @@ class RestoreProgressTracker:
             progress.position = max(progress.position, batch_end_offset + 1)
 
     def on_restore_end(self, partition: TopicPartition, store_name: str, total_restored: int) -> None:
-        self._progress.pop((partition, store_name), None)
+        self._finish(partition, store_name)
 
     def on_restore_suspended(self, partition: TopicPartition, store_name: str, total_restored: int) -> None:
-        self._progress.pop((partition, store_name), None)
+        self._finish(partition, store_name)
+
+    def _finish(self, partition: TopicPartition, store_name: str) -> None:
+        progress = self._progress.pop((partition, store_name), None)
+        if progress is not None:
+            key = (partition, store_name)
+            self._finished[key] = self._finished.get(key, 0) + progress.restored
 
 
 class LoggingRestoreListener(RestoreProgressTracker):

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.chromium import Elements, dump_dom
 from tests.support.workers import ROOT
 
 pytestmark = pytest.mark.e2e
@@ -108,7 +109,9 @@ def test_seed_000_scenario_runs_and_reports(bootstrap_servers: str, tmp_path: Pa
     # tasks are SUSPENDED from each revocation to the next assignment: several rebalances took some time
     assert sum(t["not_running_ms"] for e in last_metrics.values() for t in e["tasks"].values()) > 0
 
-    report = subprocess.run(_cli("report", str(run_dir)), cwd=ROOT, capture_output=True, text=True, timeout=60)
+    report = subprocess.run(
+        _cli("report", str(run_dir), "--markdown-only"), cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
     assert report.returncode == 0, report.stderr
     assert "| client | records processed | time tasks not RUNNING (s) |" in report.stdout
     assert "metrics.jsonl" not in "".join(line for line in report.stdout.splitlines() if "missing" in line)
@@ -117,6 +120,40 @@ def test_seed_000_scenario_runs_and_reports(bootstrap_servers: str, tmp_path: Pa
     assert "| round | gen | trigger | client |" in report.stdout
     assert (run_dir / "report.md").read_text() == report.stdout
     assert elapsed < 120, f"the e2e scenario took {elapsed:.0f}s"
+
+    _check_html_report(run_dir, tmp_path / "report", events, last_metrics)
+
+
+def _check_html_report(run_dir: Path, out: Path, events: list[dict], last_metrics: dict[str, dict]) -> None:
+    """The PySpark report of the run: summary.json's numbers against the events, report.html in Chromium."""
+    began = time.monotonic()
+    report = subprocess.run(
+        _cli("report", str(run_dir), "--out", str(out)), cwd=ROOT, capture_output=True, text=True, timeout=150
+    )
+    assert report.returncode == 0, report.stdout[-2000:] + report.stderr[-3000:]
+    spark_s = time.monotonic() - began
+    summary = json.loads((out / "summary.json").read_text())
+    [run] = summary["runs"]
+    assert [r["generation"] for r in run["rounds"]] == [e["generation"] for e in events]
+    assert run["problems"] == [] and run["convergence"][-1]["rebalances"] is not None
+    # every record the clients counted is in the throughput curve once (no client restarted in this run)
+    series = run["series"]
+    counted = sum(e["records_processed"] for e in last_metrics.values())
+    assert round(sum(v for _, v in series["throughput"]) * series["bucket_s"]) == counted
+    assert max(v for _, v in series["throughput"]) > 0 and set(series["load"]) == {"A", "B", "C"}
+    # the moves are the rounds' own, each with the records its destination restored (0 when a warmup caught up)
+    assert len(run["moves"]) == sum(c["moves"] for c in run["convergence"])
+    assert all(isinstance(m["restored"], int) and m["restored"] >= 0 for m in run["moves"])
+
+    page = Elements(dump_dom((out / "report.html").as_uri()))
+    rendered_rounds = [int(t["data-round"]) for t in page.find("table", class_="round")]
+    assert rendered_rounds == [r["round"] for r in run["rounds"]]
+    plots = {p["data-plot"]: int(p["data-points"]) for p in page.find("svg", class_="plot")}
+    assert {"throughput", "lag", "load", "stateful", "placement A", "placement B", "placement C"} <= set(plots)
+    assert all(n > 0 for n in plots.values()), plots
+    assert all(line["points"].strip() for line in page.find("polyline", class_="series"))
+    assert len(page.find("rect", class_="bar")) == sum(n for k, n in plots.items() if k.startswith("placement"))
+    print(f"report: Spark job + HTML in {spark_s:.0f}s")
 
 
 def _default_sigint() -> None:

@@ -8,12 +8,14 @@ from typing import Any
 
 from streamlet.experiments.cli import read_run_dir
 from streamlet.experiments.report import (
+    TaskMove,
     convergences,
     max_excess,
     max_skew,
     render_report,
     stateful_moves,
     summarize,
+    task_moves,
 )
 
 A = "4b61083e-57d0-457d-951f-d06556c148ca"
@@ -83,8 +85,17 @@ def test_seed_rounds_convergence_moves_and_skew() -> None:
     assert [c.name for c in summary.rounds[1].clients] == ["C", "A", "B"]
     conv = convergences(summary.rounds)
     assert [(c.change, c.rebalances) for c in conv] == [("start: A, B", 1), ("+C", 3)]
+    # the events are 1 s apart: C's join (generation 2) to the converging generation 4 took 2 s
+    assert [c.seconds for c in conv] == [0.0, 2.0]
+    assert [c.excess for c in conv] == [0.0, 2.0]  # 3 of 6 on each of 2 clients; then B's 4 where 2 is even
     # 1_0 A->C (round 3), 1_2 A->B (round 3), 1_1 B->A and 1_3 B->C (round 4)
     assert stateful_moves(summary.rounds) == [(2, 0), (3, 2), (4, 2)]
+    assert task_moves(summary.rounds) == [
+        TaskMove(3, "1_0", "A", "C"),
+        TaskMove(3, "1_2", "A", "B"),
+        TaskMove(4, "1_1", "B", "A"),
+        TaskMove(4, "1_3", "B", "C"),
+    ]
     # the seed's pitfall: B holds 4 stateful actives in round 3 while the even share is 2
     assert max_skew(summary.rounds) == (4, "B", 3, 2.0)
     assert max_excess(summary.rounds) == (2.0, "B", 3)
@@ -94,7 +105,7 @@ def test_the_markdown_has_seed_000s_round_table() -> None:
     text = render_report([summarize("hata", RECORD, SEED)])
     assert "| 2 | 2 | join | C | 2 | 0_0 0_1 0_2 0_3 | - | 1_0 | 0 | yes |" in text
     assert "|  |  |  | B | 2 | 1_1 1_2 1_3 1_5 | - | - | 4 |  |" in text
-    assert "| rebalances to converge | start: A, B: 1; +C: 3, 4 stateful moves |" in text
+    assert "| rebalances to converge | start: A, B: 1 in 0.0s; +C: 3 in 2.0s, 4 stateful moves |" in text
     assert "| max stateful actives on one client | 4 (B, round 3; even share 2.0) |" in text
     assert "| final stateful split | A=2 B=2 C=2 |" in text
     assert "| max stateful actives above even share | +2.0 (B, round 3) |" in text
@@ -115,9 +126,9 @@ def test_a_change_that_comes_before_convergence_supersedes_the_previous_one() ->
     four = _event(3, False, *json.loads(SEED[2])["clients"], _client(d, ""), trigger="join")
     summary = summarize("superseded", record, [*SEED[:2], four])
     assert [c.describe() for c in convergences(summary.rounds)] == [
-        "start: A, B: 1",
+        "start: A, B: 1 in 0.0s",
         "+C: superseded after 1",
-        "+D: 1, 2 stateful moves",
+        "+D: 1 in 0.0s, 2 stateful moves",
     ]
 
 
@@ -128,8 +139,8 @@ def test_several_runs_side_by_side() -> None:
     assert "|  | hata | balanced |" in text
     assert "| assignor | high_availability | balanced |" in text
     assert (
-        "| rebalances to converge | start: A, B: 1; +C: 3, 4 stateful moves | start: A, B: 1; +C: not converged |"
-        in text
+        "| rebalances to converge | start: A, B: 1 in 0.0s; +C: 3 in 2.0s, 4 stateful moves "
+        "| start: A, B: 1 in 0.0s; +C: not converged |" in text
     )
 
 

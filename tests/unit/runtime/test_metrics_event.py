@@ -37,7 +37,11 @@ def thread(name: str, **fields: object) -> ThreadSample:
     return ThreadSample(name=name, **defaults)  # type: ignore[arg-type]
 
 
-def sample(*threads: ThreadSample, restoring: list[RestoreProgress] | None = None) -> ClientSample:
+def sample(
+    *threads: ThreadSample,
+    restoring: list[RestoreProgress] | None = None,
+    restored_totals: dict[tuple[TopicPartition, str], int] | None = None,
+) -> ClientSample:
     return ClientSample(
         application_id="app",
         process_id="4b61083e-57d0-457d-951f-d06556c148ca",
@@ -49,6 +53,7 @@ def sample(*threads: ThreadSample, restoring: list[RestoreProgress] | None = Non
         restoring=restoring or [],
         standby_lags={TopicPartition("app-counts-changelog", 1): 12},
         now=110.0,
+        restored_totals=restored_totals or {},
     )
 
 
@@ -77,7 +82,8 @@ def test_the_event_adds_up_the_threads_of_a_client() -> None:
     )
     progress = RestoreProgress("counts", CL2, start_offset=100, end_offset=1100, started=100.0, restored=250)
     progress.position = 350
-    event = build_metrics_event(sample(one, two, restoring=[progress]))
+    totals = {(CL2, "counts"): 250, (TopicPartition("app-counts-changelog", 0), "counts"): 9}
+    event = build_metrics_event(sample(one, two, restoring=[progress], restored_totals=totals))
 
     assert event["type"] == EVENT_TYPE and event["version"] == METRICS_VERSION
     assert event["tasks"] == {
@@ -107,6 +113,10 @@ def test_the_event_adds_up_the_threads_of_a_client() -> None:
             "rate": 25.0,
             "eta_s": 30.0,
         }
+    ]
+    assert event["restored_total"] == [
+        {"store": "counts", "topic": "app-counts-changelog", "partition": 0, "records": 9},
+        {"store": "counts", "topic": "app-counts-changelog", "partition": 2, "records": 250},
     ]
     assert (event["process_id"], event["host"], event["sequence"], event["threads"]) == (
         "4b61083e-57d0-457d-951f-d06556c148ca",

@@ -50,6 +50,19 @@ def test_the_tracker_follows_start_batches_and_end_or_suspension() -> None:
     assert tracker.in_progress() == []
 
 
+def test_the_tracker_keeps_what_finished_restorations_restored() -> None:
+    tracker = RestoreProgressTracker()
+    tracker.on_restore_start(TP, "counts", 0, 100)
+    tracker.on_batch_restored(TP, "counts", batch_end_offset=59, num_restored=60)
+    tracker.on_restore_end(TP, "counts", 60)
+    assert tracker.restored_totals() == {(TP, "counts"): 60}
+    tracker.on_restore_start(TP, "counts", 60, 100)  # the task came back later: counts add up
+    tracker.on_batch_restored(TP, "counts", batch_end_offset=69, num_restored=7)
+    assert tracker.restored_totals() == {(TP, "counts"): 67}
+    tracker.on_restore_suspended(TP, "counts", 7)
+    assert tracker.restored_totals() == {(TP, "counts"): 67} and tracker.in_progress() == []
+
+
 def test_the_default_listener_logs_percentage_rate_and_eta(caplog: pytest.LogCaptureFixture) -> None:
     listener = LoggingRestoreListener(interval=0.0)
     with caplog.at_level(logging.INFO, logger="streamlet.restore"):
