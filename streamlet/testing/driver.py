@@ -74,6 +74,7 @@ class _GlobalRecord(NamedTuple):
     key: bytes | None
     value: bytes | None
     timestamp: int
+    offset: int = -1  # the driver keeps no offsets for global topics
 
 
 class _TaskContext:
