@@ -38,7 +38,7 @@ class CachingKeyValueStore:
         self.namespace = namespace
         self._listener: FlushListener | None = None
         self._passthrough = cache.max_bytes == 0
-        cache.register(namespace, self._on_cache_flush)
+        self._named = cache.register(namespace, self._on_cache_flush)
         self._open = True
 
     @property
@@ -64,7 +64,7 @@ class CachingKeyValueStore:
         check_key(key)
         if self._passthrough:
             return self.inner.get(key)
-        entry = self.cache.get(self.namespace, key)
+        entry = self._named.get(key)
         if entry is not None:
             return entry.value
         value = self.inner.get(key)
@@ -96,7 +96,7 @@ class CachingKeyValueStore:
         check_value(value)
         if self._passthrough:
             self._write_through([(key, value)])
-        else:
+        elif not self.cache.replace_dirty(self._named, key, value):
             self.cache.put(self.namespace, key, value, dirty=True)
 
     def put_all(self, entries: Iterable[Entry]) -> None:

@@ -97,6 +97,20 @@ class NamedCache:
             self._dirty[key] = None
         self._adjust(delta)
 
+    def replace(self, key: bytes, value: bytes) -> bool:
+        """`put(key, value, dirty=True)` over a cached value of the same length, in one lookup and without size
+        bookkeeping (an aggregation's read-modify-write: a count stays 8 bytes); False if that does not apply."""
+        entry = self._entries.get(key)
+        if entry is None or entry.value is None or len(entry.value) != len(value):
+            return False
+        entry.value = value
+        entry.dirty = True
+        self._entries.move_to_end(key)
+        dirty = self._dirty
+        dirty.pop(key, None)
+        dirty[key] = None
+        return True
+
     def remove(self, key: bytes) -> None:
         """Drop an entry without flushing it."""
         entry = self._entries.pop(key, None)
@@ -191,6 +205,16 @@ class RecordCache:
         """Cache `value` for `key` (dirty = a write not yet in the store), then evict while over the bound."""
         cache = self._cache(namespace)
         cache.put(key, value, dirty)
+        self._evict_over_bound(cache)
+
+    def replace_dirty(self, cache: NamedCache, key: bytes, value: bytes | None) -> bool:
+        """The fused write of a read-modify-write (see `NamedCache.replace`); False: use `put` instead."""
+        if value is None or not cache.replace(key, value):
+            return False
+        self._evict_over_bound(cache)  # the size did not change, but the cache may already be over its bound
+        return True
+
+    def _evict_over_bound(self, cache: NamedCache) -> None:
         # Only the namespace just written is evicted (Kafka's rule): if it runs empty while the cache is
         # still over the bound, other namespaces shrink on their own next write or flush.
         while self.size_bytes > self.max_bytes and len(cache):
