@@ -311,7 +311,7 @@ PEERS: list[Peer] = [
     Peer(
         "Faust with stream.take batching",
         "framework",
-        "the same with stream.take(1000, within=0.2 s) in both agents, one output per changed word per batch",
+        "the same with stream.take(1000, within=0.2 s) in the split agent (Faust refuses table writes there)",
         _peer_script(
             "faust_wordcount.py",
             "{bootstrap}",
