@@ -85,18 +85,23 @@ class ChangelogReader:
         if not wanted:
             return result
         data = await self.consumer.getmany(timeout_ms=timeout_ms, max_records=self._chunk_records)
+        step = self._chunk_records
         for tp, records in data.items():
             changelog = self._changelogs.get(tp)
             if changelog is None or not records:
                 continue
             state_manager = changelog.owner.state_manager
             assert state_manager is not None
-            state_manager.restore_records(tp, records)
-            result.applied += len(records)
-            if changelog.end_offset is not None:
-                changelog.restored += len(records)
-                self._listener.on_batch_restored(tp, changelog.store, records[-1].offset, len(records))
-            await asyncio.sleep(0)  # a restore chunk holds the GIL inside RocksDB; let heartbeats run
+            # the restore consumer returns whole record batches (up to a fetch's size): apply and report them
+            # a chunk at a time, each one write batch, with the event loop running in between
+            for start in range(0, len(records), step):
+                chunk = records[start : start + step]
+                state_manager.restore_records(tp, chunk)
+                result.applied += len(chunk)
+                if changelog.end_offset is not None:
+                    changelog.restored += len(chunk)
+                    self._listener.on_batch_restored(tp, changelog.store, chunk[-1].offset, len(chunk))
+                await asyncio.sleep(0)  # a restore chunk holds the GIL inside RocksDB; let heartbeats run
         for task in restoring:
             if await self._caught_up(task):
                 self._complete(task)
