@@ -13,13 +13,15 @@ cannot tell whether the key was there; with old values it drops a change whose o
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple, Protocol, cast
+from typing import Any, Protocol, cast
 
 from streamlet.errors import TopologyError
 from streamlet.runtime.record_context import RecordContext
+from streamlet.runtime.table_aggregation import table_aggregation, table_select
 from streamlet.runtime.topic_names import TopicNames
 from streamlet.state import timestamped
 from streamlet.topology import nodes as n
+from streamlet.topology.change import Change
 from streamlet.topology.nodes import ProcessorSpec, ValueGetterSpec
 
 Forward = Callable[[Any, Any], None]
@@ -39,13 +41,6 @@ class TaskProcessorGraph(Protocol):
 
     record: RecordContext
     dropped_records: int
-
-
-class Change(NamedTuple):
-    """A table update (Kafka's `Change`): the new value (None = deleted) and, if sent, the old one."""
-
-    new: Any
-    old: Any
 
 
 def build(
@@ -68,6 +63,10 @@ def build(
         return table_to_stream
     if op in (n.STREAM_TABLE_JOIN, n.STREAM_TABLE_LEFT_JOIN):
         return _stream_table_join(spec, forward, names, context, graph)
+    if op == n.TABLE_SELECT:
+        return table_select(spec, forward)
+    if op in (n.TABLE_AGGREGATE, n.TABLE_REDUCE):
+        return table_aggregation(spec, forward, names, context.get_state_store(spec.stores[0]), graph)
     raise TopologyError(f"unknown table operation {op!r} in node {spec.name}")
 
 

@@ -8,6 +8,7 @@ from streamlet.topology.branch import Branched
 from streamlet.topology.builder import (
     BranchedKStream,
     KGroupedStream,
+    KGroupedTable,
     KStream,
     KTable,
     SessionWindowedKStream,
@@ -22,6 +23,7 @@ __all__ = [
     "BranchedKStream",
     "InternalTopic",
     "KGroupedStream",
+    "KGroupedTable",
     "KStream",
     "KTable",
     "SessionWindowedKStream",

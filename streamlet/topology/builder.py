@@ -41,6 +41,7 @@ from streamlet.suppressed import Suppressed
 from streamlet.topology import joins, ktable
 from streamlet.topology import nodes as n
 from streamlet.topology.branch import BRANCH_NAME, BRANCHCHILD_NAME, MERGE_NAME, Branched, Splitter
+from streamlet.topology.change import ChangeSerde
 from streamlet.topology.nodes import (
     NodeSpec,
     ProcessorSpec,
@@ -1174,8 +1175,175 @@ class KTable:
         builder.add_graph_node(self._node, node)
         return KTable(builder, node, self._key_serde, self._value_serde, store, grace_ms=self._grace_ms)
 
+    def group_by(
+        self,
+        selector: Callable[[Any, Any], tuple[Any, Any]],
+        key_serde: SerdeLike = None,
+        value_serde: SerdeLike = None,
+        *,
+        name: str | None = None,
+    ) -> KGroupedTable:
+        """Re-group the table's rows by `selector(key, value) -> (group key, value)` (Kafka's `KTable#groupBy`).
+
+        An update moves its row between groups: the aggregations of the result subtract the old value from
+        its old group and add the new one to its new group, through a repartition topic that carries both
+        (`<application_id>-<name or store>-repartition`). `name` (Kafka's `Grouped.as`) names the key-selecting
+        processor and the topic. `key_serde` / `value_serde` default to the table's.
+        """
+        return _group_table(self, selector, key_serde, value_serde, name)
+
     def __repr__(self) -> str:
         return f"KTable({self._node.name}, store={self._store_name})"
+
+
+class KGroupedTable:
+    """A table re-grouped by `KTable.group_by`: `count`, `reduce`, `aggregate` with adders and subtractors.
+
+    Each aggregation reads the grouped updates from a repartition topic of its own, named after its store,
+    unless the grouping was named, when they share `<name>-repartition` (Kafka's `KGroupedTableImpl`). Node
+    and store names are Kafka's: `KTABLE-AGGREGATE-<n>` (`KTABLE-REDUCE-<n>`) in a store
+    `KTABLE-AGGREGATE-STATE-STORE-<n>`, the topic's sink and source `KSTREAM-SINK-`/`KSTREAM-SOURCE-<n>`, or
+    `<name>-sink` / `<name>-source` after a named aggregation.
+    """
+
+    __slots__ = ("_builder", "_node", "_key_serde", "_value_serde", "_repartition_name", "_repartition_node")
+
+    def __init__(
+        self,
+        builder: _InternalBuilder,
+        node: _GraphNode,
+        key_serde: Serde | None,
+        value_serde: Serde | None,
+        repartition_name: str | None,
+    ) -> None:
+        self._builder = builder
+        self._node = node
+        self._key_serde = key_serde
+        self._value_serde = value_serde
+        self._repartition_name = repartition_name
+        self._repartition_node: _GraphNode | None = None
+
+    def count(self, store_name: str | None = None, *, name: str | None = None) -> KTable:
+        """Rows per group, in a store with int64 values; a group whose rows all left keeps its count of 0."""
+        return self._aggregate(
+            ktable.TABLE_AGGREGATE_NAME,
+            n.TABLE_AGGREGATE,
+            store_name,
+            name,
+            LongSerde(),
+            fn=ktable.count_adder,
+            subtractor=ktable.count_subtractor,
+            initializer=ktable.count_initializer,
+        )
+
+    def reduce(
+        self,
+        adder: Callable[[Any, Any], Any],
+        subtractor: Callable[[Any, Any], Any],
+        store_name: str | None = None,
+        *,
+        name: str | None = None,
+    ) -> KTable:
+        """`adder(aggregate, value)` for a row joining the group (its first row's value starts it) and
+        `subtractor(aggregate, value)` for a row leaving it; values are stored with the grouping's serde."""
+        _require_callable(adder, "adder")
+        _require_callable(subtractor, "subtractor")
+        value_serde = _or_default(self._value_serde)
+        return self._aggregate(
+            ktable.TABLE_REDUCE_NAME, n.TABLE_REDUCE, store_name, name, value_serde, fn=adder, subtractor=subtractor
+        )
+
+    def aggregate(
+        self,
+        initializer: Callable[[], Any],
+        adder: Callable[[Any, Any, Any], Any],
+        subtractor: Callable[[Any, Any, Any], Any],
+        store_name: str | None = None,
+        value_serde: SerdeLike = None,
+        *,
+        name: str | None = None,
+    ) -> KTable:
+        """`adder(key, value, aggregate)` for a row joining the group (from `initializer()` when the group has
+        no aggregate), `subtractor(key, value, aggregate)` for a row leaving it; `value_serde` stores it."""
+        _require_callable(initializer, "initializer")
+        _require_callable(adder, "adder")
+        _require_callable(subtractor, "subtractor")
+        agg_serde = _or_default(_serde(value_serde, "value_serde"))
+        return self._aggregate(
+            ktable.TABLE_AGGREGATE_NAME,
+            n.TABLE_AGGREGATE,
+            store_name,
+            name,
+            agg_serde,
+            fn=adder,
+            subtractor=subtractor,
+            initializer=initializer,
+        )
+
+    def _aggregate(
+        self,
+        prefix: str,
+        op: str,
+        store_name: str | None,
+        name: str | None,
+        store_value_serde: Serde,
+        *,
+        fn: Callable[..., Any],
+        subtractor: Callable[..., Any],
+        initializer: Callable[[], Any] | None = None,
+    ) -> KTable:
+        """`KGroupedTableImpl#doAggregate`: store name, then sink, source and processor names."""
+        builder = self._builder
+        if store_name is not None:
+            store = validate_name(store_name, "Store name")
+        else:
+            store = builder.new_store_name(ktable.TABLE_AGGREGATE_NAME)  # reduce's store too (MaterializedInternal)
+        if name is not None:
+            validate_name(name)
+        gen_sink = builder.new_processor_name(SINK_NAME)  # NamedInternal#suffixWithOrElseGet burns them
+        gen_source = builder.new_processor_name(SOURCE_NAME)
+        sink, source = (gen_sink, gen_source) if name is None else (name + "-sink", name + "-source")
+        processor = builder.name_or_generate(name, prefix)
+        topic = (self._repartition_name or store) + REPARTITION_TOPIC_SUFFIX
+        if self._repartition_node is None or self._repartition_name is None:
+            self._repartition_node = self._repartition(sink, source, topic)
+        repartition = self._repartition_node
+        builder.add_graph_node(self._node, repartition)
+        builder.claim(processor)
+        builder.claim_store(store)
+        key_serde = _or_default(self._key_serde)
+        store_spec = StoreSpec(store, key_serde, store_value_serde, timestamped=True)
+
+        def write(parents: tuple[str, ...], topology: _Topology) -> None:
+            spec = ProcessorSpec(
+                processor, parents, op, stores=(store,), fn=fn, initializer=initializer, subtractor=subtractor
+            )
+            topology.add(spec)
+            topology.add_store(store_spec, processor)
+
+        node = _GraphNode(processor, write)
+        builder.add_graph_node(repartition, node)
+        return KTable(builder, node, self._key_serde, store_value_serde, store)
+
+    def _repartition(self, sink: str, source: str, topic: str) -> _GraphNode:
+        """Kafka's `GroupedTableOperationRepartitionNode`: a sink and a source of Change values, no filter."""
+        builder = self._builder
+        validate_name(sink)
+        validate_name(source)
+        builder.claim(sink, source)
+        builder.claim_topics(source, [topic])
+        key_serde = _or_default(self._key_serde)
+        value_serde = ChangeSerde(_or_default(self._value_serde))
+
+        def write(parents: tuple[str, ...], topology: _Topology) -> None:
+            topology.internal_topics[topic] = None
+            topology.add(SinkSpec(sink, parents, topic, key_serde, value_serde))
+            topology.add(SourceSpec(source, (), (topic,), key_serde, value_serde))
+
+        return _GraphNode(source, write)
+
+    def __repr__(self) -> str:
+        return f"KGroupedTable({self._node.name})"
 
 
 # --- source KTables and KTable operations (streamlet.topology.ktable) and stream-table joins (joins) ---
@@ -1224,6 +1392,26 @@ def _table(
     node = _GraphNode(table_source_name, write)
     internal.add_graph_node(internal.root, node)
     return KTable(internal, node, ks, vs, store, state)
+
+
+def _group_table(
+    table: KTable,
+    selector: Callable[[Any, Any], tuple[Any, Any]],
+    key_serde: SerdeLike,
+    value_serde: SerdeLike,
+    name: str | None,
+) -> KGroupedTable:
+    """`KTableImpl#groupBy`: a KTABLE-SELECT node, which needs the table's old values (Kafka's
+    `enableSendingOldValues(true)`, materializing a source table if it must)."""
+    _require_callable(selector, "group_by selector")
+    state = _table_state(table, "group_by()")
+    ks = _first(_serde(key_serde, "key_serde"), table._key_serde)
+    vs = _first(_serde(value_serde, "value_serde"), table._value_serde)
+    internal = table._builder
+    select_name = internal.name_or_generate(name, ktable.TABLE_SELECT_NAME)
+    node = _processor_node(internal, table._node, select_name, n.TABLE_SELECT, selector)
+    state.enable_sending_old_values(True)
+    return KGroupedTable(internal, node, ks, vs, name)
 
 
 def _table_state(table: KTable, what: str) -> ktable.TableState:

@@ -25,6 +25,22 @@ TABLE_SOURCE_NAME = "KTABLE-SOURCE-"
 TABLE_FILTER_NAME = "KTABLE-FILTER-"
 TABLE_MAPVALUES_NAME = "KTABLE-MAPVALUES-"
 TABLE_SOURCE_SUFFIX = "-source"
+TABLE_SELECT_NAME = "KTABLE-SELECT-"
+TABLE_AGGREGATE_NAME = "KTABLE-AGGREGATE-"
+TABLE_REDUCE_NAME = "KTABLE-REDUCE-"
+
+
+# count() of a grouped table is an aggregate (KGroupedTableImpl's countInitializer, countAdder, countSubtractor)
+def count_initializer() -> int:
+    return 0
+
+
+def count_adder(key: Any, value: Any, aggregate: int) -> int:
+    return aggregate + 1
+
+
+def count_subtractor(key: Any, value: Any, aggregate: int) -> int:
+    return aggregate - 1
 
 
 class TableSource:

@@ -87,6 +87,10 @@ TABLE_MAP_VALUES = "table_map_values"
 TABLE_TO_STREAM = "table_to_stream"
 STREAM_TABLE_JOIN = "stream_table_join"
 STREAM_TABLE_LEFT_JOIN = "stream_table_left_join"
+# KTable.group_by (streamlet.runtime.table_aggregation): the re-grouping map, and count/aggregate and reduce
+TABLE_SELECT = "table_select"
+TABLE_AGGREGATE = "table_aggregate"
+TABLE_REDUCE = "table_reduce"
 
 AGGREGATING_OPS = frozenset({COUNT, REDUCE, AGGREGATE})
 TABLE_OPS = frozenset(
@@ -98,6 +102,9 @@ TABLE_OPS = frozenset(
         TABLE_TO_STREAM,
         STREAM_TABLE_JOIN,
         STREAM_TABLE_LEFT_JOIN,
+        TABLE_SELECT,
+        TABLE_AGGREGATE,
+        TABLE_REDUCE,
     }
 )
 
@@ -124,6 +131,7 @@ class ProcessorSpec(NodeSpec):
     initializer: Callable[[], Any] | None = None  # aggregate only
     windows: Windows | None = None  # a windowed count/reduce/aggregate
     merger: Callable[[Any, Any, Any], Any] | None = None  # a session aggregate only
+    subtractor: Callable[..., Any] | None = None  # a grouped table's aggregate or reduce
     suppress: Suppressed | None = None  # a suppress node, its wait resolved
     send_old_values: bool = False  # a KTable operation forwards Change(new, old), not Change(new, None)
     value_getter: ValueGetterSpec | None = None  # a stream-table join: how the table is read

@@ -3,7 +3,8 @@
 `TablePrograms.step` adds one Java statement and its Python twin: a `builder.table` (with or without a
 `Consumed` name and a store), a KTable `filter` / `filterNot` / `mapValues` (some materialized), a stream's
 `join` / `leftJoin` with one of those tables (with or without a `Joined` name; joins of re-keyed streams
-insert repartitions), a `split()` with branches of every `Branched` kind, or a `merge`.
+insert repartitions), a `split()` with branches of every `Branched` kind, a `merge`, or a table's `groupBy` and
+an aggregation of it (`count` / `reduce` / `aggregate` with subtractors).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ class TablePrograms:
     def __init__(self) -> None:
         self.tables: list[str] = []
         self.stores = 0
+        self.grouped: list[str] = []  # KTable groupBy results
+        self.aggregations = 0
 
     def step(
         self,
@@ -57,6 +60,9 @@ class TablePrograms:
             py.append(f"{var} = {t}.{pop}({pfn}{pnamed})")
             self.tables.append(var)
             to_streamable.append(var)
+        elif roll < 0.7:
+            self._grouped_aggregation(rng, java, py, maybe_name)
+            to_streamable.append(f"kg{self.aggregations}")
         else:
             s, t, var = rng.choice(streams), rng.choice(self.tables), f"s{len(streams)}"
             left = rng.random() < 0.5
@@ -67,6 +73,53 @@ class TablePrograms:
             java.append(f"KStream {var} = {s}.{jop}({t}, (v, tv) -> v{jjoined});")
             py.append(f"{var} = {s}.{pop}({t}, lambda v, tv: v{pnamed})")
             streams.append(var)
+
+    # --- KTable groupBy and its aggregations ---
+
+    def _grouped_aggregation(
+        self, rng: random.Random, java: list[str], py: list[str], maybe_name: Callable[[str], str | None]
+    ) -> None:
+        """A count / reduce / aggregate of a new or earlier `groupBy` of a table (named or not, with a store
+        or not); its table is `kg<n>`."""
+        if not self.grouped or rng.random() < 0.6:
+            g, t = f"gt{len(self.grouped)}", rng.choice(self.tables)
+            name = maybe_name("grp")
+            java.append(
+                f"KGroupedTable {g} = {t}.groupBy((k, v) -> KeyValue.pair(v, k)"
+                f"{f', Grouped.as({chr(34)}{name}{chr(34)})' if name else ''});"
+            )
+            py.append(f"{g} = {t}.group_by(lambda k, v: (v, k){f', name={name!r}' if name else ''})")
+            self.grouped.append(g)
+        g = rng.choice(self.grouped)
+        self.aggregations += 1
+        var = f"kg{self.aggregations}"
+        name = maybe_name("agg")
+        store = None
+        if rng.random() < 0.4:
+            self.stores += 1
+            store = f"gstore{self.stores}"
+        jnamed = f'Named.as("{name}"), ' if name else ""
+        pnamed = f", name={name!r}" if name else ""
+        materialized = f'Materialized.as("{store}")' if store else "Materialized.with(null, null)"
+        pstore = f"{store!r}, " if store else ""
+        kind = rng.choice(["count", "reduce", "aggregate"])
+        if kind == "count":
+            if store:
+                java.append(f"KTable {var} = {g}.count({jnamed}{materialized});")
+            else:
+                java.append(f"KTable {var} = {g}.count({jnamed.rstrip(', ')});")
+            py.append(f"{var} = {g}.count({pstore}{pnamed.lstrip(', ')})")
+        elif kind == "reduce":
+            java.append(f"KTable {var} = {g}.reduce((a, v) -> v, (a, v) -> a, {jnamed}{materialized});")
+            py.append(f"{var} = {g}.reduce(lambda a, v: v, lambda a, v: a, {pstore}{pnamed.lstrip(', ')})")
+        else:
+            java.append(
+                f'KTable {var} = {g}.aggregate(() -> "", (k, v, a) -> a, (k, v, a) -> a, {jnamed}{materialized});'
+            )
+            py.append(
+                f"{var} = {g}.aggregate(lambda: '', lambda k, v, a: a, lambda k, v, a: a, "
+                f"{pstore}{pnamed.lstrip(', ')})"
+            )
 
     def _split(
         self,

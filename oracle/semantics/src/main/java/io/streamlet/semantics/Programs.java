@@ -214,6 +214,10 @@ final class Programs {
             final String fn = op.path("fn").asText(null);
             final String vtype = op.path("vtype").asText("string");
             Object result = null;
+            if (GroupedTablePrograms.handles(kind, in)) {  // KTable groupBy and its aggregations
+                vars.put(op.get("id").asText(), GroupedTablePrograms.apply(op, in));
+                continue;
+            }
             if (TablePrograms.handles(kind, in)) {  // tables and joins: TablePrograms.java
                 vars.put(op.get("id").asText(), TablePrograms.apply(builder, op, in, vars));
                 continue;
