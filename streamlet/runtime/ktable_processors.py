@@ -47,6 +47,46 @@ def build(
     spec: ProcessorSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
 ) -> Forward:
     """The processor of a table operation or stream-table join (an op of `nodes.TABLE_OPS`)."""
+    processor = _build(spec, forward, names, context, graph)
+    parent = names.topology.node(spec.predecessors[0]) if spec.predecessors else None
+    if isinstance(parent, ProcessorSpec) and parent.op in AGGREGATIONS and spec.op in n.TABLE_OPS - _STREAM_INPUT:
+        return _changes_of_aggregation(spec, parent, processor, names, graph)
+    return processor
+
+
+#: what aggregates, forwarding plain values with the value it replaced in `record.old_value`
+AGGREGATIONS = n.AGGREGATING_OPS | {n.TABLE_AGGREGATE, n.TABLE_REDUCE}
+#: table ops that take stream records (a join's stream side), not table updates
+_STREAM_INPUT = frozenset({n.STREAM_TABLE_JOIN, n.STREAM_TABLE_LEFT_JOIN})
+
+
+def _changes_of_aggregation(
+    spec: ProcessorSpec, parent: ProcessorSpec, processor: Forward, names: TopicNames, graph: TaskProcessorGraph
+) -> Forward:
+    """A table op below an aggregation gets its updates as `Change(new, old)`: the old value is the aggregate
+    it replaced (plain bytes of the aggregation's store) if the aggregation sends old values, as Kafka's
+    aggregations do once a downstream table asks (`enableSendingOldValues`)."""
+    if not parent.send_old_values:
+
+        def change_of(key: Any, value: Any, _node: str = spec.name) -> None:
+            processor(key, Change(value, None))
+
+        return change_of
+    (store_name,) = parent.stores
+    value_de = names.topology.stores[store_name].value_serde.deserialize
+    topic = names.changelog_topic(store_name)
+    record = graph.record
+
+    def change_with_old_of(key: Any, value: Any, _node: str = spec.name) -> None:
+        old = record.old_value
+        processor(key, Change(value, None if old is None else value_de(topic, old)))
+
+    return change_with_old_of
+
+
+def _build(
+    spec: ProcessorSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
+) -> Forward:
     op = spec.op
     if op == n.TABLE_SOURCE:
         return _table_source(spec, forward, names, context, graph)

@@ -844,6 +844,7 @@ class KGroupedStream:
         key_serde = _or_default(self._key_serde)
         sessions = isinstance(windows, SessionWindows)  # a session store's values carry no timestamp, as Kafka's
         store_spec = StoreSpec(store, key_serde, store_value_serde, timestamped=not sessions, windows=windows)
+        state = ktable.aggregation_state(store)
 
         def write(parents: tuple[str, ...], topology: _Topology) -> None:
             topology.add(
@@ -856,6 +857,7 @@ class KGroupedStream:
                     initializer=initializer,
                     windows=windows,
                     merger=merger,
+                    send_old_values=state.send_old_values,
                 )
             )
             topology.add_store(store_spec, processor)
@@ -874,7 +876,7 @@ class KGroupedStream:
         grace = None if windows is None else windows.grace_ms
         if isinstance(windows, SessionWindows):
             grace = windows.grace_ms + windows.inactivity_gap_ms
-        return KTable(builder, node, table_key_serde, store_value_serde, store, grace_ms=grace)
+        return KTable(builder, node, table_key_serde, store_value_serde, store, state, grace_ms=grace)
 
     def _check_pre_aggregation(self, processor: str) -> None:
         if not self._repartition_required:
@@ -1150,6 +1152,8 @@ class KTable:
         """
         if not isinstance(suppressed, Suppressed):
             raise TopologyError(f"suppress() takes a Suppressed, got {suppressed!r}")
+        if self._state is not None and not self._state.aggregation:
+            raise TopologyError(f"suppress() of {self!r}, which is not an aggregation's table, is not supported yet")
         builder = self._builder
         given = suppressed.name
         if given is not None:
@@ -1313,17 +1317,25 @@ class KGroupedTable:
         builder.claim_store(store)
         key_serde = _or_default(self._key_serde)
         store_spec = StoreSpec(store, key_serde, store_value_serde, timestamped=True)
+        state = ktable.aggregation_state(store)
 
         def write(parents: tuple[str, ...], topology: _Topology) -> None:
             spec = ProcessorSpec(
-                processor, parents, op, stores=(store,), fn=fn, initializer=initializer, subtractor=subtractor
+                processor,
+                parents,
+                op,
+                stores=(store,),
+                fn=fn,
+                initializer=initializer,
+                subtractor=subtractor,
+                send_old_values=state.send_old_values,
             )
             topology.add(spec)
             topology.add_store(store_spec, processor)
 
         node = _GraphNode(processor, write)
         builder.add_graph_node(repartition, node)
-        return KTable(builder, node, self._key_serde, store_value_serde, store)
+        return KTable(builder, node, self._key_serde, store_value_serde, store, state)
 
     def _repartition(self, sink: str, source: str, topic: str) -> _GraphNode:
         """Kafka's `GroupedTableOperationRepartitionNode`: a sink and a source of Change values, no filter."""
@@ -1417,7 +1429,7 @@ def _group_table(
 def _table_state(table: KTable, what: str) -> ktable.TableState:
     state = table._state
     if state is None:
-        raise TopologyError(f"{what} on the table of an aggregation ({table.store_name}) is not supported yet")
+        raise TopologyError(f"{what} on a suppressed table ({table.store_name}) is not supported yet")
     return state
 
 
@@ -1495,7 +1507,8 @@ def _to_stream(table: KTable, name: str | None) -> KStream:
     """`KTable#toStream`: each update's new value (null for a delete), with the update's timestamp."""
     internal = table._builder
     node_name = internal.name_or_generate(name, TOSTREAM_NAME)
-    op = n.TO_STREAM if table._state is None else n.TABLE_TO_STREAM
+    # an aggregation forwards plain values (with the replaced one in its record context), not Changes
+    op = n.TO_STREAM if table._state is None or table._state.aggregation else n.TABLE_TO_STREAM
     node = _processor_node(internal, table._node, node_name, op)
     return KStream(internal, node, table._key_serde, table._value_serde, repartition_required=False)
 

@@ -57,7 +57,7 @@ class TableSource:
 class TableState:
     """A KTable made by `table()` or a table operation: its source, its parent and its own operation."""
 
-    __slots__ = ("source", "parent", "op", "fn", "store", "send_old_values")
+    __slots__ = ("source", "parent", "op", "fn", "store", "send_old_values", "aggregation")
 
     def __init__(
         self,
@@ -71,8 +71,9 @@ class TableState:
         self.parent = parent
         self.op = op
         self.fn = fn
-        self.store = store  # a materialized filter / mapValues has its own store
+        self.store = store  # a materialized filter / mapValues has its own store, an aggregation its own
         self.send_old_values = False
+        self.aggregation = False  # the table of an aggregation (KTableAggregate, KStreamAggregate, ...)
 
     def enable_sending_old_values(self, force_materialization: bool) -> bool:
         """`KTableImpl#enableSendingOldValues`: True if this table now forwards old values."""
@@ -105,3 +106,12 @@ class TableState:
             return ValueGetterSpec(state.store, tuple(reversed(steps)))
         self.source.materialized = True
         return ValueGetterSpec(self.source.store_name, tuple(reversed(steps)))
+
+
+def aggregation_state(store: str) -> TableState:
+    """The table of a count / reduce / aggregate in `store`: like a materialized operation, it gives old values
+    whenever a downstream table asks (Kafka's `KTableProcessorSupplier#enableSendingOldValues` and
+    `KStreamAggProcessorSupplier#enableSendingOldValues`), and joins read its store."""
+    state = TableState(TableSource(store, materialized=True), None, "aggregation", None, store)
+    state.aggregation = True
+    return state

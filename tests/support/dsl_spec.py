@@ -204,6 +204,7 @@ TABLE_KEY_SELECTORS: dict[str, Callable[[Any, Any], tuple[Any, Any]]] = {
     "first": lambda k, v: (_first(v), v),
     "swap": lambda k, v: (v, k),
     "long_only": lambda k, v: (v if len(v) > 2 else None, v),
+    "value_as_key": lambda k, v: (_java_str(v), k),
     "parity": lambda k, v: ("even" if v % 2 == 0 else None, v),
 }
 #: subtractors, as (value, aggregate) -> aggregate

@@ -59,10 +59,12 @@ def table_programs(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str]]:
         program.append({"op": "stream", "id": s, "topics": [topic], "name": None})
         streams.append((s, "string"))
 
+    aggregated: set[str] = set()  # tables of aggregations, and tables made from them
     for _ in range(draw(st.integers(1, 10))):
         roll = draw(st.integers(0, 99))
+        aggregated.update(t for t, _ in aggregations)
         if roll < 26:  # a KTable operation
-            t, ttype = draw(st.sampled_from(tables))
+            t, ttype = draw(st.sampled_from(tables + aggregations))
             kind = draw(st.sampled_from(["filter", "filterNot", "mapValues"]))
             v = var("t")
             if kind == "mapValues":
@@ -73,11 +75,15 @@ def table_programs(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str]]:
                 fn = "even" if ttype == "long" else draw(st.sampled_from(["short", "has_a"]))
                 vtype = ttype
             op = {"op": kind, "in": t, "id": v, "fn": fn, "name": maybe_name("top")}
-            if draw(st.integers(0, 3)) == 0:  # materialized
+            # materialized (not below an aggregation: a cached delete is logged with the flushing record's
+            # timestamp, not the aggregate's, a known gap pinned by test_grouped_table_oracle.py)
+            if t not in aggregated and draw(st.integers(0, 3)) == 0:
                 counter["name"] += 1
                 op.update(store=f"opstore{counter['name']}", vtype=vtype)
             program.append(op)
             tables.append((v, vtype))
+            if t in aggregated:
+                aggregated.add(v)
         elif roll < 46:  # split a stream, or merge two
             s, stype = draw(st.sampled_from(streams))
             if draw(st.booleans()):
@@ -119,10 +125,9 @@ def table_programs(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str]]:
             program.append(op)
             streams.append((v, vtype))
         elif roll < 64:  # a table re-grouped and aggregated
-            aggregations.append(
-                _grouped_table_aggregation(draw, program, draw(st.sampled_from(tables)), var, maybe_name)
-            )
-        elif roll < 70:  # an aggregation's table (joined through its store; no KTable operations on it yet)
+            table = draw(st.sampled_from(tables + aggregations))
+            aggregations.append(_grouped_table_aggregation(draw, program, table, var, maybe_name))
+        elif roll < 70:  # an aggregation's table (joined, streamed, filtered, mapped and re-grouped)
             s, stype = draw(st.sampled_from(streams))
             g, t = var("g"), var("a")
             if stype == "string" and draw(st.booleans()):  # re-keyed: the aggregation reads a repartition
@@ -173,7 +178,9 @@ def _grouped_table_aggregation(
     t, ttype = table
     g = var("g")
     selectors = ["key", "const", "parity"] if ttype == "long" else ["key", "const", "first", "swap", "long_only"]
-    grouping = {"op": "groupBy", "in": t, "id": g, "fn": draw(st.sampled_from(selectors)), "vtype": ttype}
+    selector = draw(st.sampled_from([*selectors, "value_as_key"]))
+    ttype = "string" if selector in ("swap", "value_as_key") else ttype  # these select the row's key as value
+    grouping = {"op": "groupBy", "in": t, "id": g, "fn": selector, "vtype": ttype}
     program.append({**grouping, "name": maybe_name("grp")})
     result: tuple[str, str] = ("", "")
     for _ in range(draw(st.integers(1, 2))):

@@ -14,13 +14,14 @@ from collections.abc import Callable
 
 
 class TablePrograms:
-    """The tables of one random program (aggregations' tables cannot be joined yet, so they are not here)."""
+    """The joinable tables of one random program (sources, their operations, grouped tables' aggregations)."""
 
     def __init__(self) -> None:
         self.tables: list[str] = []
         self.stores = 0
         self.grouped: list[str] = []  # KTable groupBy results
         self.aggregations = 0
+        self.operations = 0
 
     def step(
         self,
@@ -45,7 +46,11 @@ class TablePrograms:
             self._table(rng, java, py, topic(), maybe_name("tab"))
             to_streamable.append(self.tables[-1])
         elif roll < 0.6:
-            t, var = rng.choice(self.tables), f"kt{len(self.tables)}"
+            # any table, an aggregation's (windowed too) included; only non-windowed ones are joined later
+            aggregated = [x for x in to_streamable if x not in self.tables or x.startswith("kg")]
+            t = rng.choice(aggregated if aggregated and rng.random() < 0.5 else self.tables)
+            self.operations += 1
+            var = f"kto{self.operations}"
             name = maybe_name("top")
             op = rng.choice(["filter", "filterNot", "mapValues"])
             jfn, pfn = ("v -> v", "lambda v: v") if op == "mapValues" else ("(k, v) -> true", "lambda k, v: True")
@@ -58,11 +63,13 @@ class TablePrograms:
                 pnamed += f", store_name='opstore{self.stores}'"
             java.append(f"KTable {var} = {t}.{op}({jfn}{jnamed});")
             py.append(f"{var} = {t}.{pop}({pfn}{pnamed})")
-            self.tables.append(var)
+            if t in self.tables:
+                self.tables.append(var)
             to_streamable.append(var)
         elif roll < 0.7:
-            self._grouped_aggregation(rng, java, py, maybe_name)
+            self._grouped_aggregation(rng, java, py, maybe_name, self.tables + to_streamable)
             to_streamable.append(f"kg{self.aggregations}")
+            self.tables.append(f"kg{self.aggregations}")  # filtered, mapped, re-grouped and joined like any table
         else:
             s, t, var = rng.choice(streams), rng.choice(self.tables), f"s{len(streams)}"
             left = rng.random() < 0.5
@@ -77,12 +84,17 @@ class TablePrograms:
     # --- KTable groupBy and its aggregations ---
 
     def _grouped_aggregation(
-        self, rng: random.Random, java: list[str], py: list[str], maybe_name: Callable[[str], str | None]
+        self,
+        rng: random.Random,
+        java: list[str],
+        py: list[str],
+        maybe_name: Callable[[str], str | None],
+        tables: list[str],
     ) -> None:
         """A count / reduce / aggregate of a new or earlier `groupBy` of a table (named or not, with a store
         or not); its table is `kg<n>`."""
         if not self.grouped or rng.random() < 0.6:
-            g, t = f"gt{len(self.grouped)}", rng.choice(self.tables)
+            g, t = f"gt{len(self.grouped)}", rng.choice(tables)
             name = maybe_name("grp")
             java.append(
                 f"KGroupedTable {g} = {t}.groupBy((k, v) -> KeyValue.pair(v, k)"

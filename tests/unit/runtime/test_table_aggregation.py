@@ -7,6 +7,9 @@ driver, whose caches flush after every record; these tests cover a flush that co
 from __future__ import annotations
 
 from streamlet.serdes import LongSerde, StringSerde
+from streamlet.state.caching_store import CachingKeyValueStore
+from streamlet.state.record_cache import RecordCache
+from streamlet.state.store import InMemoryKeyValueStore
 from streamlet.task_id import TaskId
 from streamlet.topology import StreamsBuilder, Topology
 from streamlet.topology.change import Change, ChangeSerde
@@ -58,3 +61,31 @@ def test_the_aggregate_subtracts_then_adds_and_a_cache_flush_emits_each_group_on
         (b"a", 1, 10),
         (b"b", 1, 12),
     ]
+
+
+def test_a_filter_of_a_count_gets_the_flushed_count_it_replaces_as_the_old_value() -> None:
+    builder = StreamsBuilder()
+    counts = builder.stream("words", "str", "str").group_by_key().count("counts")
+    counts.filter(lambda k, n: n % 2 == 0).to_stream().to("even", "str", "int64")
+    cache = RecordCache(1 << 20)  # a real cache: its flush reports the value each write replaces
+    ctx = FakeContext(
+        TaskId(0, 0), store_factory=lambda name: CachingKeyValueStore(InMemoryKeyValueStore(name), cache, name)
+    )
+    graph = graph_of(builder.build(), TaskId(0, 0), ctx)
+    longs = LongSerde()
+
+    def flush_and_take() -> list[tuple[bytes | None, int | None]]:
+        ctx.stores["counts"].flush_cache()
+        sent = [(s.key, longs.deserialize("even", s.value)) for s in ctx.sent]
+        ctx.sent.clear()
+        return sent
+
+    offsets = iter(range(100))
+    for key in (b"a", b"a", b"b"):
+        graph.process("words", 0, next(offsets), 1, key, b"w")
+    # a: 2 (its 1 was never flushed), b: 1, filtered out with no old value: no tombstone
+    assert flush_and_take() == [(b"a", 2)]
+    for key in (b"a", b"b", b"b"):
+        graph.process("words", 0, next(offsets), 2, key, b"w")
+    # a: 2 -> 3 leaves the filter (a tombstone), b: 1 -> 3 was never in it (nothing)
+    assert flush_and_take() == [(b"a", None)]

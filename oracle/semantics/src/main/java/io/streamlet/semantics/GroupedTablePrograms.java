@@ -30,6 +30,7 @@ final class GroupedTablePrograms {
             case "first": return KeyValue.pair(Programs.first(v), v);
             case "swap": return KeyValue.pair(v, k);
             case "long_only": return KeyValue.pair(((String) v).length() > 2 ? v : null, v);
+            case "value_as_key": return KeyValue.pair(String.valueOf(v), k);
             case "parity": return KeyValue.pair(((Long) v) % 2 == 0 ? "even" : null, v);
             default: throw new IllegalArgumentException("unknown table key selector " + fn);
         }
