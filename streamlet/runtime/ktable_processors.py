@@ -18,6 +18,7 @@ from typing import Any, Protocol, cast
 from streamlet.errors import TopologyError
 from streamlet.runtime.record_context import RecordContext
 from streamlet.runtime.table_aggregation import table_aggregation, table_select
+from streamlet.runtime.table_table_join import join_merger, table_table_join
 from streamlet.runtime.topic_names import TopicNames
 from streamlet.state import timestamped
 from streamlet.topology import nodes as n
@@ -103,6 +104,11 @@ def _build(
         return table_to_stream
     if op in (n.STREAM_TABLE_JOIN, n.STREAM_TABLE_LEFT_JOIN):
         return _stream_table_join(spec, forward, names, context, graph)
+    if op in n.TABLE_JOIN_SIDES:
+        assert spec.value_getter is not None
+        return table_table_join(spec, forward, timestamped_value_getter(spec.value_getter, names, context), graph)
+    if op == n.TABLE_JOIN_MERGE:
+        return join_merger(spec, forward)
     if op == n.TABLE_SELECT:
         return table_select(spec, forward)
     if op in (n.TABLE_AGGREGATE, n.TABLE_REDUCE):
@@ -251,16 +257,29 @@ def _table_map_values(spec: ProcessorSpec, forward: Forward, write: Write | None
 
 def value_getter(getter: ValueGetterSpec, names: TopicNames, context: TaskContext) -> Callable[[Any], Any]:
     """`get(key)`: the table's current value for a (non-null) key, or None (Kafka's `KTableValueGetter`)."""
+    get_with_timestamp = timestamped_value_getter(getter, names, context)
+
+    def get(key: Any) -> Any:
+        found = get_with_timestamp(key)
+        return None if found is None else found[0]
+
+    return get
+
+
+def timestamped_value_getter(
+    getter: ValueGetterSpec, names: TopicNames, context: TaskContext
+) -> Callable[[Any], tuple[Any, int] | None]:
+    """`get(key)`: the table's current `(value, timestamp)` for a key, or None (a `ValueAndTimestamp`)."""
     store_spec = names.topology.stores[getter.store]
     store = context.get_state_store(getter.store)
     topic = names.changelog_topic(getter.store)
     key_ser = cast(Callable[[str, Any], bytes], store_spec.key_serde.serialize)
     value_de = store_spec.value_serde.deserialize
-    value_of = timestamped.value_of
+    value_of, timestamp_of = timestamped.value_of, timestamped.timestamp_of
     steps = getter.steps
     read = store.get
 
-    def get(key: Any) -> Any:
+    def get(key: Any) -> tuple[Any, int] | None:
         raw = read(key_ser(topic, key))
         if raw is None:
             return None
@@ -274,7 +293,7 @@ def value_getter(getter: ValueGetterSpec, names: TopicNames, context: TaskContex
                 value = None if fn(key, value) else value
             else:
                 value = fn(value)
-        return value
+        return None if value is None else (value, timestamp_of(raw))
 
     return get
 

@@ -1196,6 +1196,23 @@ class KTable:
         """
         return _group_table(self, selector, key_serde, value_serde, name)
 
+    def join(self, other: KTable, joiner: Callable[[Any, Any], Any], *, name: str | None = None) -> KTable:
+        """`joiner(value, other_value)` for each key both tables hold (Kafka's `KTable#join(KTable)`).
+
+        An update of either table joins with the other's current value; the result's timestamp is the larger
+        of the two. A key leaving either table is deleted from the result. Both tables get a store if they
+        have none, and their topics must be co-partitioned.
+        """
+        return _table_table_join(self, other, joiner, n.TABLE_JOIN_INNER, name)
+
+    def left_join(self, other: KTable, joiner: Callable[[Any, Any], Any], *, name: str | None = None) -> KTable:
+        """`joiner(value, other_value or None)` for each key of this table (Kafka's `KTable#leftJoin`)."""
+        return _table_table_join(self, other, joiner, n.TABLE_JOIN_LEFT, name)
+
+    def outer_join(self, other: KTable, joiner: Callable[[Any, Any], Any], *, name: str | None = None) -> KTable:
+        """`joiner(value or None, other_value or None)` for each key of either table (Kafka's `outerJoin`)."""
+        return _table_table_join(self, other, joiner, n.TABLE_JOIN_OUTER, name)
+
     def __repr__(self) -> str:
         return f"KTable({self._node.name}, store={self._store_name})"
 
@@ -1424,6 +1441,56 @@ def _group_table(
     node = _processor_node(internal, table._node, select_name, n.TABLE_SELECT, selector)
     state.enable_sending_old_values(True)
     return KGroupedTable(internal, node, ks, vs, name)
+
+
+def _table_table_join(
+    table: KTable, other: KTable, joiner: Callable[[Any, Any], Any], op: str, name: str | None
+) -> KTable:
+    """`KTableImpl#doJoin` (unmaterialized): KTABLE-JOINTHIS and -JOINOTHER nodes, each reading the other table
+    through its value getter, and a KTABLE-MERGE node; names `<name>-join-this` / `-join-other` / `<name>`."""
+    if not isinstance(other, KTable) or other._builder is not table._builder:
+        raise TopologyError(f"join() takes a KTable of the same StreamsBuilder, got {other!r}")
+    _require_callable(joiner, "joiner")
+    this_state, other_state = _table_state(table, "join()"), _table_state(other, "join()")
+    internal = table._builder
+    merge_name = internal.name_or_generate(name, ktable.TABLE_MERGE_NAME)
+    if op != n.TABLE_JOIN_INNER:
+        this_state.enable_sending_old_values(True)
+    if op == n.TABLE_JOIN_OUTER:
+        other_state.enable_sending_old_values(True)
+    this_getter, other_getter = this_state.value_getter(), other_state.value_getter()  # materializes them
+    this_name = internal.new_processor_name(ktable.TABLE_JOINTHIS_NAME)  # suffixWithOrElseGet burns both
+    other_name = internal.new_processor_name(ktable.TABLE_JOINOTHER_NAME)
+    if name is not None:
+        this_name, other_name = validate_name(name + "-join-this"), validate_name(name + "-join-other")
+    internal.claim(merge_name, this_name, other_name)
+    other_op = n.TABLE_JOIN_RIGHT if op == n.TABLE_JOIN_LEFT else op
+    state = ktable.join_state(merge_name, this_state, other_state)
+
+    def reversed_joiner(other_value: Any, value: Any) -> Any:
+        return joiner(value, other_value)
+
+    def write(parents: tuple[str, ...], topology: _Topology) -> None:
+        send_old = state.send_old_values
+        for side, parent, side_op, fn, getter in (
+            (this_name, table.node_name, op, joiner, other_getter),
+            (other_name, other.node_name, other_op, reversed_joiner, this_getter),
+        ):
+            if getter.store not in topology.stores:
+                raise TopologyError(f"join {merge_name}: the table's store {getter.store} is not in the topology")
+            if topology.stores[getter.store].windows is not None:
+                raise TopologyError(f"join {merge_name}: joining a windowed table ({getter.store}) is not supported")
+            spec = ProcessorSpec(
+                side, (parent,), side_op, stores=(getter.store,), fn=fn, value_getter=getter, send_old_values=send_old
+            )
+            topology.add(spec)
+            topology.store_users[getter.store].append(side)
+        topology.add(ProcessorSpec(merge_name, (this_name, other_name), n.TABLE_JOIN_MERGE, send_old_values=send_old))
+
+    node = _GraphNode(merge_name, write)
+    internal.add_graph_node(table._node, node)
+    internal.add_graph_node(other._node, node)
+    return KTable(internal, node, table._key_serde, None, merge_name, state)
 
 
 def _table_state(table: KTable, what: str) -> ktable.TableState:

@@ -91,6 +91,13 @@ STREAM_TABLE_LEFT_JOIN = "stream_table_left_join"
 TABLE_SELECT = "table_select"
 TABLE_AGGREGATE = "table_aggregate"
 TABLE_REDUCE = "table_reduce"
+# KTable-KTable joins (streamlet.runtime.table_table_join): each side's join, and the merger of both sides
+TABLE_JOIN_INNER = "table_join_inner"
+TABLE_JOIN_LEFT = "table_join_left"
+TABLE_JOIN_RIGHT = "table_join_right"  # the right side of a left join
+TABLE_JOIN_OUTER = "table_join_outer"
+TABLE_JOIN_MERGE = "table_join_merge"
+TABLE_JOIN_SIDES = frozenset({TABLE_JOIN_INNER, TABLE_JOIN_LEFT, TABLE_JOIN_RIGHT, TABLE_JOIN_OUTER})
 
 AGGREGATING_OPS = frozenset({COUNT, REDUCE, AGGREGATE})
 TABLE_OPS = frozenset(
@@ -105,6 +112,8 @@ TABLE_OPS = frozenset(
         TABLE_SELECT,
         TABLE_AGGREGATE,
         TABLE_REDUCE,
+        *TABLE_JOIN_SIDES,
+        TABLE_JOIN_MERGE,
     }
 )
 

@@ -31,6 +31,7 @@ A program is a JSON list of ops, each reading the variable `in` and defining the
     {"op": "slidingWindowedBy", "in": <grouped>, "difference": ms, "grace": null | ms}
     (`to` a sliding-windowed stream with "wsize": difference)
 
+    {"op": "join" | "leftJoin" | "outerJoin", "in": <table>, "table": <table>, "fn": "pair"}   (table-table)
     {"op": "groupBy", "in": <table>, "fn": <table key selector>, "vtype": ...}      (KTable#groupBy; then
     "count", "reduce" / "aggregate" with a subtractor "sub": "remove" | "len_sub" | "minus" on the grouped table)
 
@@ -215,10 +216,14 @@ SUBTRACTORS: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 
-def grouped_table_op(op: dict[str, Any], source: Any, kw: dict[str, Any]) -> Any:
-    """The result of a KTable `groupBy` or of an aggregation of a grouped table; None if `op` is neither."""
+def grouped_table_op(op: dict[str, Any], source: Any, kw: dict[str, Any], env: dict[str, Any]) -> Any:
+    """The result of a KTable `groupBy`, of an aggregation of a grouped table or of a KTable-KTable join
+    (Java twin: TableJoinPrograms.java); None if `op` is none of them."""
     kind, fn, sub = op["op"], op.get("fn"), op.get("sub")
     vtype = op.get("vtype", "string")
+    if kind in ("join", "leftJoin", "outerJoin") and isinstance(source, KTable):
+        join = {"join": source.join, "leftJoin": source.left_join, "outerJoin": source.outer_join}[kind]
+        return join(env[op["table"]], JOINERS[fn], **kw)
     if kind == "groupBy" and isinstance(source, KTable):
         return source.group_by(TABLE_KEY_SELECTORS[fn], key_serde="str", value_serde=serde(vtype), **kw)
     if not isinstance(source, KGroupedTable):
@@ -256,7 +261,7 @@ def build(program: list[dict[str, Any]]) -> StreamsBuilder:
         result: (
             KStream | KGroupedStream | KGroupedTable | TimeWindowedKStream | SessionWindowedKStream | KTable | None
         ) = None
-        grouped_table = grouped_table_op(op, source, kw)
+        grouped_table = grouped_table_op(op, source, kw, env)
         if grouped_table is not None:
             result = grouped_table
         elif kind == "stream":

@@ -141,6 +141,17 @@ def table_programs(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str]]:
                 fn = "sum" if stype == "long" else "concat"
                 program.append({"op": "reduce", "in": g, "id": t, "fn": fn, "vtype": stype, "store": None})
                 aggregations.append((t, stype))
+        elif roll < 76:  # a table-table join, streamed out or re-grouped and aggregated
+            (a, _), (b, _) = draw(st.sampled_from(tables + aggregations)), draw(st.sampled_from(tables + aggregations))
+            v = var("tj")
+            kind = draw(st.sampled_from(["join", "leftJoin", "outerJoin"]))
+            program.append({"op": kind, "in": a, "id": v, "table": b, "fn": "pair", "name": maybe_name("tj")})
+            if draw(st.booleans()):
+                aggregations.append(_grouped_table_aggregation(draw, program, (v, "string"), var, maybe_name))
+            else:
+                s = var("s")
+                program.append({"op": "toStream", "in": v, "id": s})
+                output(s, "string")
         elif roll < 85:  # a join
             s, stype = draw(st.sampled_from(streams))
             t, _ = draw(st.sampled_from(tables + aggregations))

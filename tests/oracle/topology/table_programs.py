@@ -22,6 +22,7 @@ class TablePrograms:
         self.grouped: list[str] = []  # KTable groupBy results
         self.aggregations = 0
         self.operations = 0
+        self.joins = 0
 
     def step(
         self,
@@ -70,6 +71,9 @@ class TablePrograms:
             self._grouped_aggregation(rng, java, py, maybe_name, self.tables + to_streamable)
             to_streamable.append(f"kg{self.aggregations}")
             self.tables.append(f"kg{self.aggregations}")  # filtered, mapped, re-grouped and joined like any table
+        elif roll < 0.8:
+            self._table_join(rng, java, py, maybe_name)
+            to_streamable.append(f"ktj{self.joins}")
         else:
             s, t, var = rng.choice(streams), rng.choice(self.tables), f"s{len(streams)}"
             left = rng.random() < 0.5
@@ -132,6 +136,19 @@ class TablePrograms:
                 f"{var} = {g}.aggregate(lambda: '', lambda k, v, a: a, lambda k, v, a: a, "
                 f"{pstore}{pnamed.lstrip(', ')})"
             )
+
+    def _table_join(
+        self, rng: random.Random, java: list[str], py: list[str], maybe_name: Callable[[str], str | None]
+    ) -> None:
+        """A table-table join, left join or outer join of two joinable tables (named or not): `ktj<n>`."""
+        a, b = rng.choice(self.tables), rng.choice(self.tables)
+        self.joins += 1
+        var, name = f"ktj{self.joins}", maybe_name("tj")
+        jop, pop = rng.choice([("join", "join"), ("leftJoin", "left_join"), ("outerJoin", "outer_join")])
+        jnamed = f', Named.as("{name}")' if name else ""
+        pnamed = f", name={name!r}" if name else ""
+        java.append(f"KTable {var} = {a}.{jop}({b}, (v, w) -> v{jnamed});")
+        py.append(f"{var} = {a}.{pop}({b}, lambda v, w: v{pnamed})")
 
     def _split(
         self,

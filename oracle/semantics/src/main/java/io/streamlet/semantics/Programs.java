@@ -214,6 +214,10 @@ final class Programs {
             final String fn = op.path("fn").asText(null);
             final String vtype = op.path("vtype").asText("string");
             Object result = null;
+            if (TableJoinPrograms.handles(kind, in)) {  // KTable-KTable joins
+                vars.put(op.get("id").asText(), TableJoinPrograms.apply(op, in, vars));
+                continue;
+            }
             if (GroupedTablePrograms.handles(kind, in)) {  // KTable groupBy and its aggregations
                 vars.put(op.get("id").asText(), GroupedTablePrograms.apply(op, in));
                 continue;
