@@ -1,5 +1,6 @@
 """Processors of source KTables, KTable operations and KStream-KTable joins (Kafka Streams' `KTableSource`,
-`KTableFilter`, `KTableMapValues`, `KTable#toStream` and `KStreamKTableJoin`).
+`KTableFilter`, `KTableMapValues`, `KTable#toStream` and `KStreamKTableJoin`); `build` also dispatches to
+grouped-table aggregations (`table_aggregation`) and table-table joins (`table_table_join`).
 
 Table nodes forward `Change(new, old)` values, as Kafka's do: `new` None is a delete, and `old` is the
 previous value only where the downstream asked for old values (`send_old_values`), else None.

@@ -51,3 +51,24 @@ def test_join_results_cannot_be_read_and_windowed_tables_cannot_be_joined() -> N
     left.join(windowed.count(), lambda v, w: v)
     with pytest.raises(TopologyError, match="windowed table"):
         builder.build()
+
+
+def test_the_joined_tables_topics_must_be_co_partitioned() -> None:
+    builder = StreamsBuilder()
+    employees = builder.table("employees", "str", "str")
+    headcount = employees.group_by(lambda e, d: (d, e)).count("headcount")
+    builder.table("departments", "str", "str").join(headcount, lambda name, n: n).to_stream().to("out")
+    topology = builder.build()
+    # each side of the join reads the other's store: one group per side
+    assert topology.copartition_groups() == [
+        ("departments", "headcount-repartition"),
+        ("headcount-repartition", "departments"),
+    ]
+    # the repartition topic is sized like the table it is joined with, not like its own input
+    sizes = {t.name: t.partitions for t in topology.internal_topics({"employees": 6, "departments": 4})}
+    assert sizes["headcount-repartition"] == 4
+
+    builder = StreamsBuilder()
+    builder.table("a", "str", "str").outer_join(builder.table("b", "str", "str"), lambda x, y: x)
+    with pytest.raises(TopologyError, match=r"a \(4 partitions\), b \(6 partitions\)"):
+        builder.build().internal_topics({"a": 4, "b": 6})
