@@ -109,7 +109,7 @@ def _build(
         assert spec.value_getter is not None
         return table_table_join(spec, forward, timestamped_value_getter(spec.value_getter, names, context), graph)
     if op == n.TABLE_JOIN_MERGE:
-        return join_merger(spec, forward)
+        return join_merger(spec, forward, _materialized(spec, forward, names, context, graph) if spec.stores else None)
     if op == n.TABLE_SELECT:
         return table_select(spec, forward)
     if op in (n.TABLE_AGGREGATE, n.TABLE_REDUCE):

@@ -1,5 +1,5 @@
 """KTable-KTable joins: Kafka Streams' `KTableKTableInnerJoin`, `LeftJoin`, `RightJoin`, `OuterJoin` and the
-unmaterialized `KTableKTableJoinMerger`.
+`KTableKTableJoinMerger` (which writes the result to its store when the join is materialized).
 
 Each side's update looks up the other side's current value (its value getter, with its timestamp) and
 forwards the joined `Change(new, old)` under the larger of the two timestamps; the merger forwards what
@@ -59,8 +59,15 @@ def table_table_join(spec: ProcessorSpec, forward: Forward, get: Getter, graph: 
     return table_table_join
 
 
-def join_merger(spec: ProcessorSpec, forward: Forward) -> Forward:
-    """`KTableKTableJoinMerger` without a store: either side's result, its old value only if asked for."""
+def join_merger(spec: ProcessorSpec, forward: Forward, write: Callable[[Any, Any], None] | None) -> Forward:
+    """`KTableKTableJoinMerger`: either side's result, its old value only if asked for; with `write` (its
+    store's writer, which forwards what it stores with the stored old value) materialized."""
+    if write is not None:
+
+        def materialized_merge(key: Any, change: Change, _node: str = spec.name) -> None:
+            write(key, change.new)
+
+        return materialized_merge
     if spec.send_old_values:
         return forward
 

@@ -1196,22 +1196,47 @@ class KTable:
         """
         return _group_table(self, selector, key_serde, value_serde, name)
 
-    def join(self, other: KTable, joiner: Callable[[Any, Any], Any], *, name: str | None = None) -> KTable:
+    def join(
+        self,
+        other: KTable,
+        joiner: Callable[[Any, Any], Any],
+        *,
+        name: str | None = None,
+        store_name: str | None = None,
+        value_serde: SerdeLike = None,
+    ) -> KTable:
         """`joiner(value, other_value)` for each key both tables hold (Kafka's `KTable#join(KTable)`).
 
         An update of either table joins with the other's current value; the result's timestamp is the larger
         of the two. A key leaving either table is deleted from the result. Both tables get a store if they
-        have none, and their topics must be co-partitioned.
+        have none, and their topics must be co-partitioned. `store_name` materializes the result (its values
+        written with `value_serde`, default bytes), so it can be read, by a stream join for one.
         """
-        return _table_table_join(self, other, joiner, n.TABLE_JOIN_INNER, name)
+        return _table_table_join(self, other, joiner, n.TABLE_JOIN_INNER, name, store_name, value_serde)
 
-    def left_join(self, other: KTable, joiner: Callable[[Any, Any], Any], *, name: str | None = None) -> KTable:
+    def left_join(
+        self,
+        other: KTable,
+        joiner: Callable[[Any, Any], Any],
+        *,
+        name: str | None = None,
+        store_name: str | None = None,
+        value_serde: SerdeLike = None,
+    ) -> KTable:
         """`joiner(value, other_value or None)` for each key of this table (Kafka's `KTable#leftJoin`)."""
-        return _table_table_join(self, other, joiner, n.TABLE_JOIN_LEFT, name)
+        return _table_table_join(self, other, joiner, n.TABLE_JOIN_LEFT, name, store_name, value_serde)
 
-    def outer_join(self, other: KTable, joiner: Callable[[Any, Any], Any], *, name: str | None = None) -> KTable:
+    def outer_join(
+        self,
+        other: KTable,
+        joiner: Callable[[Any, Any], Any],
+        *,
+        name: str | None = None,
+        store_name: str | None = None,
+        value_serde: SerdeLike = None,
+    ) -> KTable:
         """`joiner(value or None, other_value or None)` for each key of either table (Kafka's `outerJoin`)."""
-        return _table_table_join(self, other, joiner, n.TABLE_JOIN_OUTER, name)
+        return _table_table_join(self, other, joiner, n.TABLE_JOIN_OUTER, name, store_name, value_serde)
 
     def __repr__(self) -> str:
         return f"KTable({self._node.name}, store={self._store_name})"
@@ -1444,7 +1469,13 @@ def _group_table(
 
 
 def _table_table_join(
-    table: KTable, other: KTable, joiner: Callable[[Any, Any], Any], op: str, name: str | None
+    table: KTable,
+    other: KTable,
+    joiner: Callable[[Any, Any], Any],
+    op: str,
+    name: str | None,
+    store_name: str | None = None,
+    value_serde: SerdeLike = None,
 ) -> KTable:
     """`KTableImpl#doJoin` (unmaterialized): KTABLE-JOINTHIS and -JOINOTHER nodes, each reading the other table
     through its value getter, and a KTABLE-MERGE node; names `<name>-join-this` / `-join-other` / `<name>`."""
@@ -1453,6 +1484,8 @@ def _table_table_join(
     _require_callable(joiner, "joiner")
     this_state, other_state = _table_state(table, "join()"), _table_state(other, "join()")
     internal = table._builder
+    vs = _serde(value_serde, "value_serde")
+    store = _table_store_name(internal, store_name)
     merge_name = internal.name_or_generate(name, ktable.TABLE_MERGE_NAME)
     if op != n.TABLE_JOIN_INNER:
         this_state.enable_sending_old_values(True)
@@ -1465,7 +1498,10 @@ def _table_table_join(
         this_name, other_name = validate_name(name + "-join-this"), validate_name(name + "-join-other")
     internal.claim(merge_name, this_name, other_name)
     other_op = n.TABLE_JOIN_RIGHT if op == n.TABLE_JOIN_LEFT else op
-    state = ktable.join_state(merge_name, this_state, other_state)
+    state = ktable.join_state(merge_name, this_state, other_state, store)
+    store_spec = (
+        None if store is None else StoreSpec(store, _or_default(table._key_serde), _or_default(vs), timestamped=True)
+    )
 
     def reversed_joiner(other_value: Any, value: Any) -> Any:
         return joiner(value, other_value)
@@ -1485,12 +1521,16 @@ def _table_table_join(
             )
             topology.add(spec)
             topology.store_users[getter.store].append(side)
-        topology.add(ProcessorSpec(merge_name, (this_name, other_name), n.TABLE_JOIN_MERGE, send_old_values=send_old))
+        stores = () if store is None else (store,)
+        merge = ProcessorSpec(merge_name, (this_name, other_name), n.TABLE_JOIN_MERGE, stores, send_old_values=send_old)
+        topology.add(merge)
+        if store_spec is not None:
+            topology.add_store(store_spec, merge_name)
 
     node = _GraphNode(merge_name, write)
     internal.add_graph_node(table._node, node)
     internal.add_graph_node(other._node, node)
-    return KTable(internal, node, table._key_serde, None, merge_name, state)
+    return KTable(internal, node, table._key_serde, vs, store or merge_name, state)
 
 
 def _table_state(table: KTable, what: str) -> ktable.TableState:

@@ -84,12 +84,12 @@ class TableState:
         """`KTableImpl#enableSendingOldValues`: True if this table now forwards old values."""
         if self.send_old_values:
             return True
-        if self.store is not None:  # its own store knows the old values
-            self.send_old_values = True
-            return True
-        if self.joined is not None:  # KTableKTableJoinMerger: both sides, materialized
+        if self.joined is not None:  # KTableKTableJoinMerger: both sides, materialized (before its own store)
             for side in self.joined:
                 side.enable_sending_old_values(True)
+            self.send_old_values = True
+            return True
+        if self.store is not None:  # its own store knows the old values
             self.send_old_values = True
             return True
         if self.parent is None:
@@ -116,8 +116,8 @@ class TableState:
             return ValueGetterSpec(state.store, tuple(reversed(steps)))
         if state.joined is not None:
             raise TopologyError(
-                f"reading the result of a table-table join ({state.source.store_name}) is not supported yet: "
-                "it has no store (Kafka's join value getter)"
+                f"reading the result of a table-table join ({state.source.store_name}) without a store is not "
+                "supported yet (Kafka's join value getter): give the join a store_name"
             )
         self.source.materialized = True
         return ValueGetterSpec(self.source.store_name, tuple(reversed(steps)))
@@ -132,8 +132,8 @@ def aggregation_state(store: str) -> TableState:
     return state
 
 
-def join_state(merge_name: str, this: TableState, other: TableState) -> TableState:
-    """The table of a table-table join: no store of its own; old values come from both sides."""
-    state = TableState(TableSource(merge_name, materialized=False), None, "join", None)
+def join_state(merge_name: str, this: TableState, other: TableState, store: str | None) -> TableState:
+    """The table of a table-table join (with its own store if materialized); old values come from both sides."""
+    state = TableState(TableSource(merge_name, materialized=False), None, "join", None, store)
     state.joined = (this, other)
     return state

@@ -31,7 +31,7 @@ A program is a JSON list of ops, each reading the variable `in` and defining the
     {"op": "slidingWindowedBy", "in": <grouped>, "difference": ms, "grace": null | ms}
     (`to` a sliding-windowed stream with "wsize": difference)
 
-    {"op": "join" | "leftJoin" | "outerJoin", "in": <table>, "table": <table>, "fn": "pair"}   (table-table)
+    {"op": "join" | "leftJoin" | "outerJoin", "in": <table>, "table": <table>, "fn": "pair", "store": null | name}
     {"op": "groupBy", "in": <table>, "fn": <table key selector>, "vtype": ...}      (KTable#groupBy; then
     "count", "reduce" / "aggregate" with a subtractor "sub": "remove" | "len_sub" | "minus" on the grouped table)
 
@@ -223,6 +223,8 @@ def grouped_table_op(op: dict[str, Any], source: Any, kw: dict[str, Any], env: d
     vtype = op.get("vtype", "string")
     if kind in ("join", "leftJoin", "outerJoin") and isinstance(source, KTable):
         join = {"join": source.join, "leftJoin": source.left_join, "outerJoin": source.outer_join}[kind]
+        if op.get("store") is not None:
+            kw.update(store_name=op["store"], value_serde="str")
         return join(env[op["table"]], JOINERS[fn], **kw)
     if kind == "groupBy" and isinstance(source, KTable):
         return source.group_by(TABLE_KEY_SELECTORS[fn], key_serde="str", value_serde=serde(vtype), **kw)

@@ -36,11 +36,18 @@ BOTH_SIDES = [
 ]
 
 
-def _join(kind: str, *after: dict[str, Any], left_store: str | None = None, right_store: str | None = "rs", name=None):
+def _join(
+    kind: str,
+    *after: dict[str, Any],
+    left_store: str | None = None,
+    right_store: str | None = "rs",
+    name: str | None = None,
+    store: str | None = None,
+) -> list[dict[str, Any]]:
     return [
         {"op": "table", "id": "l", "topic": "left", "store": left_store},
         {"op": "table", "id": "r", "topic": "right", "store": right_store},
-        {"op": kind, "in": "l", "id": "j", "table": "r", "fn": "pair", "name": name},
+        {"op": kind, "in": "l", "id": "j", "table": "r", "fn": "pair", "name": name, "store": store},
         *(
             after
             or [{"op": "toStream", "in": "j", "id": "s"}, {"op": "to", "in": "s", "topic": "out", "vtype": "string"}]
@@ -86,9 +93,35 @@ HAND_WRITTEN: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {
         ],
         [*_in("left", ("a", "l1", 5), ("b", "l2", 6)), *_in("clicks", ("a", "x", 7), ("a", "y", 2), ("c", "z", 9))],
     ),
+    # materialized: the result's store forwards (old values from it), and a stream join reads it
+    "materialized_left_join_read_by_a_stream": (
+        [
+            {"op": "table", "id": "l", "topic": "left", "store": None},
+            {"op": "table", "id": "r", "topic": "right", "store": None},
+            {"op": "leftJoin", "in": "l", "id": "j", "table": "r", "fn": "pair", "store": "joined"},
+            {"op": "filter", "in": "j", "id": "f", "fn": "has_a"},
+            {"op": "toStream", "in": "f", "id": "fs"},
+            {"op": "to", "in": "fs", "topic": "out", "vtype": "string"},
+            {"op": "stream", "id": "o", "topics": ["orders"]},
+            {"op": "join", "in": "o", "id": "oj", "table": "j", "fn": "pair"},
+            {"op": "to", "in": "oj", "topic": "enriched", "vtype": "string"},
+        ],
+        [*BOTH_SIDES, *_in("right", ("a", "ra", 20)), *_in("orders", ("a", "o1", 21), ("b", "o2", 3), ("c", "o3", 22))],
+    ),
+    "materialized_named_outer_join": (_join("outerJoin", name="oj", store="outer"), BOTH_SIDES),
+    "materialized_inner_join": (_join("join", store="inner"), BOTH_SIDES),
 }
 
-for _name in ("inner_join", "left_join", "outer_join", "filtered_left_join", "outer_join_regrouped"):
+for _name in (
+    "inner_join",
+    "left_join",
+    "outer_join",
+    "filtered_left_join",
+    "outer_join_regrouped",
+    "materialized_left_join_read_by_a_stream",
+    "materialized_named_outer_join",
+    "materialized_inner_join",
+):
     HAND_WRITTEN[_name + "_without_cache"] = HAND_WRITTEN[_name]
 
 

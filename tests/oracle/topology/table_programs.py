@@ -147,6 +147,11 @@ class TablePrograms:
         jop, pop = rng.choice([("join", "join"), ("leftJoin", "left_join"), ("outerJoin", "outer_join")])
         jnamed = f', Named.as("{name}")' if name else ""
         pnamed = f", name={name!r}" if name else ""
+        if rng.random() < 0.3:  # materialized: the result has a store, so it is joinable like a source table
+            self.stores += 1
+            jnamed += f', Materialized.as("jstore{self.stores}")'
+            pnamed += f", store_name='jstore{self.stores}'"
+            self.tables.append(var)
         java.append(f"KTable {var} = {a}.{jop}({b}, (v, w) -> v{jnamed});")
         py.append(f"{var} = {a}.{pop}({b}, lambda v, w: v{pnamed})")
 
