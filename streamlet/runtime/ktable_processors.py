@@ -109,7 +109,10 @@ def _build(
         assert spec.value_getter is not None
         return table_table_join(spec, forward, timestamped_value_getter(spec.value_getter, names, context), graph)
     if op == n.TABLE_JOIN_MERGE:
-        return join_merger(spec, forward, _materialized(spec, forward, names, context, graph) if spec.stores else None)
+        if not spec.stores:
+            return join_merger(spec, forward, None, None)
+        direct_old: list[Any] = [None]
+        return join_merger(spec, forward, _materialized(spec, forward, names, context, graph, direct_old), direct_old)
     if op == n.TABLE_SELECT:
         return table_select(spec, forward)
     if op in (n.TABLE_AGGREGATE, n.TABLE_REDUCE):
@@ -148,7 +151,12 @@ class Write(Protocol):
 
 
 def _materialized(
-    spec: ProcessorSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
+    spec: ProcessorSpec,
+    forward: Forward,
+    names: TopicNames,
+    context: TaskContext,
+    graph: TaskProcessorGraph,
+    direct_old: list[Any] | None = None,
 ) -> Write:
     """`write(key, value)` into the node's timestamped store (None deletes), whose flush listener forwards
     `Change(new, old if spec.send_old_values)` under the update's timestamp (Kafka's TimestampedTupleForwarder
@@ -166,20 +174,23 @@ def _materialized(
     send_old = spec.send_old_values
     value_of, timestamp_of, encode = timestamped.value_of, timestamped.timestamp_of, timestamped.encode
 
-    # The store keeps no timestamp for a delete, so a cached one waits here to be forwarded with its own
-    # timestamp, as Kafka's cache entry keeps its record context (bounded: if it overflows, the flushed
-    # deletes fall back to the flushing record's timestamp).
-    pending_deletes: dict[bytes, int] = {}
+    # The store keeps no timestamp for a delete, so a cached one waits in the record context to be logged and
+    # forwarded with its own timestamp, as Kafka's cache entry keeps its record context (bounded: if it
+    # overflows, the flushed deletes fall back to the flushing record's timestamp).
+    pending_deletes = record.delete_timestamps
 
     # always installed, as Kafka's is
     def on_flush(
         key: bytes, new_value: bytes | None, old_value: bytes | None = None, timestamp: int | None = None
     ) -> None:
         k = key_de(topic, key)
-        old = value_de(topic, value_of(old_value)) if send_old and old_value is not None else None
+        if direct_old is not None and passthrough:  # written through: the writer's old value, as Kafka forwards
+            old = direct_old[0] if send_old else None
+        else:
+            old = value_de(topic, value_of(old_value)) if send_old and old_value is not None else None
         if new_value is None:
             current = record.timestamp
-            record.timestamp = pending_deletes.pop(key, current if timestamp is None else timestamp)
+            record.timestamp = pending_deletes.pop((topic, key), current if timestamp is None else timestamp)
             try:
                 forward(k, Change(None, old))
             finally:
@@ -193,6 +204,7 @@ def _materialized(
             record.timestamp = current
 
     store.set_flush_listener(on_flush)
+    passthrough = bool(getattr(store, "passthrough", False))
 
     def write(key: Any, value: Any, *, skip_absent_delete: bool = False) -> None:
         store_key = key_ser(topic, key)
@@ -201,13 +213,13 @@ def _materialized(
             if skip_absent_delete and not present:
                 return  # Kafka's materialized filter with old values: neither the new nor the stored one passes
             # a delete of a key the store does not have is not flushed downstream: nothing to remember
-            if store_key in pending_deletes or present:
+            if (topic, store_key) in pending_deletes or present:
                 if len(pending_deletes) >= MAX_PENDING_DELETES:
                     pending_deletes.clear()
-                pending_deletes[store_key] = record.timestamp
+                pending_deletes[(topic, store_key)] = record.timestamp
             put(store_key, None)
             return
-        pending_deletes.pop(store_key, None)
+        pending_deletes.pop((topic, store_key), None)
         serialized = value_ser(topic, value)
         put(store_key, None if serialized is None else encode(record.timestamp, serialized))
 

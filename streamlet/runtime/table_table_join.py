@@ -59,12 +59,17 @@ def table_table_join(spec: ProcessorSpec, forward: Forward, get: Getter, graph: 
     return table_table_join
 
 
-def join_merger(spec: ProcessorSpec, forward: Forward, write: Callable[[Any, Any], None] | None) -> Forward:
+def join_merger(
+    spec: ProcessorSpec, forward: Forward, write: Callable[[Any, Any], None] | None, direct_old: list[Any] | None
+) -> Forward:
     """`KTableKTableJoinMerger`: either side's result, its old value only if asked for; with `write` (its
-    store's writer, which forwards what it stores with the stored old value) materialized."""
+    store's writer, which forwards what it stores) materialized. The forwarded old value is then the stored one
+    when a cache flushes, and the join's own (put in `direct_old`) when the write goes straight through."""
     if write is not None:
+        assert direct_old is not None
 
         def materialized_merge(key: Any, change: Change, _node: str = spec.name) -> None:
+            direct_old[0] = change.old
             write(key, change.new)
 
         return materialized_merge

@@ -189,7 +189,7 @@ def suppressed(op: dict[str, Any]) -> Suppressed:
     return result if op.get("name") is None else result.with_name(op["name"])
 
 
-# --- KTable groupBy and its aggregations (Java twin: GroupedTablePrograms.java) ---
+# --- KTable groupBy, its aggregations and KTable-KTable joins (GroupedTablePrograms / TableJoinPrograms.java) ---
 
 
 def _remove(agg: str, v: str) -> str:
@@ -216,9 +216,9 @@ SUBTRACTORS: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 
-def grouped_table_op(op: dict[str, Any], source: Any, kw: dict[str, Any], env: dict[str, Any]) -> Any:
-    """The result of a KTable `groupBy`, of an aggregation of a grouped table or of a KTable-KTable join
-    (Java twin: TableJoinPrograms.java); None if `op` is none of them."""
+def grouped_or_joined_table_op(op: dict[str, Any], source: Any, kw: dict[str, Any], env: dict[str, Any]) -> Any:
+    """The result of a KTable `groupBy`, of an aggregation of a grouped table or of a KTable-KTable join;
+    None if `op` is none of them."""
     kind, fn, sub = op["op"], op.get("fn"), op.get("sub")
     vtype = op.get("vtype", "string")
     if kind in ("join", "leftJoin", "outerJoin") and isinstance(source, KTable):
@@ -263,9 +263,9 @@ def build(program: list[dict[str, Any]]) -> StreamsBuilder:
         result: (
             KStream | KGroupedStream | KGroupedTable | TimeWindowedKStream | SessionWindowedKStream | KTable | None
         ) = None
-        grouped_table = grouped_table_op(op, source, kw, env)
-        if grouped_table is not None:
-            result = grouped_table
+        table_result = grouped_or_joined_table_op(op, source, kw, env)
+        if table_result is not None:
+            result = table_result
         elif kind == "stream":
             result = builder.stream(op["topics"], key_serde="str", value_serde="str", **kw)
         elif kind in ("filter", "filterNot", "mapValues") and op.get("store") is not None:  # materialized KTable op

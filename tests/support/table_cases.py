@@ -4,7 +4,8 @@
 filter / filterNot / mapValues (some materialized), 1-2 streams with stateless operations (some re-keying,
 so joins repartition), splits into branches and merges, joins and left joins of streams with tables, and
 outputs of streams, joined streams and tables. Tables of count / reduce aggregations, of streams or of
-re-grouped tables (`groupBy` with adders and subtractors), are joined and streamed too.
+re-grouped tables (`groupBy` with adders and subtractors), are filtered, mapped, joined and streamed too,
+and tables are joined with tables (join / leftJoin / outerJoin), then streamed or re-grouped.
 Input records hit every topic with colliding keys, null keys and null values, in any timestamp order.
 """
 
@@ -59,10 +60,8 @@ def table_programs(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str]]:
         program.append({"op": "stream", "id": s, "topics": [topic], "name": None})
         streams.append((s, "string"))
 
-    aggregated: set[str] = set()  # tables of aggregations, and tables made from them
     for _ in range(draw(st.integers(1, 10))):
         roll = draw(st.integers(0, 99))
-        aggregated.update(t for t, _ in aggregations)
         if roll < 26:  # a KTable operation
             t, ttype = draw(st.sampled_from(tables + aggregations))
             kind = draw(st.sampled_from(["filter", "filterNot", "mapValues"]))
@@ -75,15 +74,11 @@ def table_programs(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str]]:
                 fn = "even" if ttype == "long" else draw(st.sampled_from(["short", "has_a"]))
                 vtype = ttype
             op = {"op": kind, "in": t, "id": v, "fn": fn, "name": maybe_name("top")}
-            # materialized (not below an aggregation: a cached delete is logged with the flushing record's
-            # timestamp, not the aggregate's, a known gap pinned by test_grouped_table_oracle.py)
-            if t not in aggregated and draw(st.integers(0, 3)) == 0:
+            if draw(st.integers(0, 3)) == 0:  # materialized
                 counter["name"] += 1
                 op.update(store=f"opstore{counter['name']}", vtype=vtype)
             program.append(op)
             tables.append((v, vtype))
-            if t in aggregated:
-                aggregated.add(v)
         elif roll < 46:  # split a stream, or merge two
             s, stype = draw(st.sampled_from(streams))
             if draw(st.booleans()):
@@ -145,7 +140,12 @@ def table_programs(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str]]:
             (a, _), (b, _) = draw(st.sampled_from(tables + aggregations)), draw(st.sampled_from(tables + aggregations))
             v = var("tj")
             kind = draw(st.sampled_from(["join", "leftJoin", "outerJoin"]))
-            program.append({"op": kind, "in": a, "id": v, "table": b, "fn": "pair", "name": maybe_name("tj")})
+            op = {"op": kind, "in": a, "id": v, "table": b, "fn": "pair", "name": maybe_name("tj"), "store": None}
+            if draw(st.integers(0, 3)) == 0:  # materialized: readable by joins, like a source table
+                counter["name"] += 1
+                op["store"] = f"jstore{counter['name']}"
+                tables.append((v, "string"))
+            program.append(op)
             if draw(st.booleans()):
                 aggregations.append(_grouped_table_aggregation(draw, program, (v, "string"), var, maybe_name))
             else:

@@ -244,14 +244,11 @@ def test_operations_on_aggregation_tables_match_kafka_streams(oracle: SemanticsO
     check(oracle, {"program": program, "inputs": inputs, "config": config})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap: a materialized table op's cached delete is logged to its changelog with the timestamp of "
-    "the record that flushes the cache, where Kafka's cache entry keeps the delete's own (here the aggregate's)",
-)
 def test_a_materialized_filter_of_an_aggregation_logs_its_deletes_with_their_own_timestamp(
     oracle: SemanticsOracle,
 ) -> None:
+    """The delete of "a" (the aggregate's timestamp, 47) is cached and flushed while a record at 0 is processed:
+    its changelog record keeps 47, as Kafka's cache entry keeps its record context."""
     program = [
         {"op": "stream", "id": "s", "topics": ["in1"]},
         {"op": "groupByKey", "in": "s", "id": "g", "vtype": "string"},

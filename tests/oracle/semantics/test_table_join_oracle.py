@@ -109,6 +109,18 @@ HAND_WRITTEN: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {
         [*BOTH_SIDES, *_in("right", ("a", "ra", 20)), *_in("orders", ("a", "o1", 21), ("b", "o2", 3), ("c", "o3", 22))],
     ),
     "materialized_named_outer_join": (_join("outerJoin", name="oj", store="outer"), BOTH_SIDES),
+    # a materialized self-join re-grouped: written through (no cache), the old value is the join's, not the store's
+    "materialized_self_join_regrouped": (
+        [
+            {"op": "table", "id": "t", "topic": "left", "store": None},
+            {"op": "join", "in": "t", "id": "j", "table": "t", "fn": "pair", "store": "self"},
+            {"op": "groupBy", "in": "j", "id": "g", "fn": "key", "vtype": "string"},
+            {"op": "count", "in": "g", "id": "n", "store": None},
+            {"op": "toStream", "in": "n", "id": "s"},
+            {"op": "to", "in": "s", "topic": "out", "vtype": "long"},
+        ],
+        [step for step in BOTH_SIDES if step["topic"] == "left"],
+    ),
     "materialized_inner_join": (_join("join", store="inner"), BOTH_SIDES),
 }
 
@@ -121,6 +133,7 @@ for _name in (
     "materialized_left_join_read_by_a_stream",
     "materialized_named_outer_join",
     "materialized_inner_join",
+    "materialized_self_join_regrouped",
 ):
     HAND_WRITTEN[_name + "_without_cache"] = HAND_WRITTEN[_name]
 

@@ -3,8 +3,9 @@
 `TablePrograms.step` adds one Java statement and its Python twin: a `builder.table` (with or without a
 `Consumed` name and a store), a KTable `filter` / `filterNot` / `mapValues` (some materialized), a stream's
 `join` / `leftJoin` with one of those tables (with or without a `Joined` name; joins of re-keyed streams
-insert repartitions), a `split()` with branches of every `Branched` kind, a `merge`, or a table's `groupBy` and
-an aggregation of it (`count` / `reduce` / `aggregate` with subtractors).
+insert repartitions), a `split()` with branches of every `Branched` kind, a `merge`, a table's `groupBy` and
+an aggregation of it (`count` / `reduce` / `aggregate` with subtractors), or a table-table `join` / `leftJoin` /
+`outerJoin` (some materialized). Table operations and groupBy also take aggregations' tables, windowed ones too.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from collections.abc import Callable
 
 
 class TablePrograms:
-    """The joinable tables of one random program (sources, their operations, grouped tables' aggregations)."""
+    """The joinable tables of one random program: sources, their operations, grouped tables' aggregations and
+    materialized table-table joins."""
 
     def __init__(self) -> None:
         self.tables: list[str] = []
