@@ -1,5 +1,6 @@
 """Processors of source KTables, KTable operations and KStream-KTable joins (Kafka Streams' `KTableSource`,
-`KTableFilter`, `KTableMapValues`, `KTable#toStream` and `KStreamKTableJoin`).
+`KTableFilter`, `KTableMapValues`, `KTable#toStream` and `KStreamKTableJoin`); `build` also dispatches to
+grouped-table aggregations (`table_aggregation`) and table-table joins (`table_table_join`).
 
 Table nodes forward `Change(new, old)` values, as Kafka's do: `new` None is a delete, and `old` is the
 previous value only where the downstream asked for old values (`send_old_values`), else None.
@@ -13,13 +14,16 @@ cannot tell whether the key was there; with old values it drops a change whose o
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple, Protocol, cast
+from typing import Any, Protocol, cast
 
 from streamlet.errors import TopologyError
 from streamlet.runtime.record_context import RecordContext
+from streamlet.runtime.table_aggregation import table_aggregation, table_select
+from streamlet.runtime.table_table_join import join_merger, table_table_join
 from streamlet.runtime.topic_names import TopicNames
 from streamlet.state import timestamped
 from streamlet.topology import nodes as n
+from streamlet.topology.change import Change
 from streamlet.topology.nodes import ProcessorSpec, ValueGetterSpec
 
 Forward = Callable[[Any, Any], None]
@@ -41,17 +45,50 @@ class TaskProcessorGraph(Protocol):
     dropped_records: int
 
 
-class Change(NamedTuple):
-    """A table update (Kafka's `Change`): the new value (None = deleted) and, if sent, the old one."""
-
-    new: Any
-    old: Any
-
-
 def build(
     spec: ProcessorSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
 ) -> Forward:
     """The processor of a table operation or stream-table join (an op of `nodes.TABLE_OPS`)."""
+    processor = _build(spec, forward, names, context, graph)
+    parent = names.topology.node(spec.predecessors[0]) if spec.predecessors else None
+    if isinstance(parent, ProcessorSpec) and parent.op in AGGREGATIONS and spec.op in n.TABLE_OPS - _STREAM_INPUT:
+        return _changes_of_aggregation(spec, parent, processor, names, graph)
+    return processor
+
+
+#: what aggregates, forwarding plain values with the value it replaced in `record.old_value`
+AGGREGATIONS = n.AGGREGATING_OPS | {n.TABLE_AGGREGATE, n.TABLE_REDUCE}
+#: table ops that take stream records (a join's stream side), not table updates
+_STREAM_INPUT = frozenset({n.STREAM_TABLE_JOIN, n.STREAM_TABLE_LEFT_JOIN})
+
+
+def _changes_of_aggregation(
+    spec: ProcessorSpec, parent: ProcessorSpec, processor: Forward, names: TopicNames, graph: TaskProcessorGraph
+) -> Forward:
+    """A table op below an aggregation gets its updates as `Change(new, old)`: the old value is the aggregate
+    it replaced (plain bytes of the aggregation's store) if the aggregation sends old values, as Kafka's
+    aggregations do once a downstream table asks (`enableSendingOldValues`)."""
+    if not parent.send_old_values:
+
+        def change_of(key: Any, value: Any, _node: str = spec.name) -> None:
+            processor(key, Change(value, None))
+
+        return change_of
+    (store_name,) = parent.stores
+    value_de = names.topology.stores[store_name].value_serde.deserialize
+    topic = names.changelog_topic(store_name)
+    record = graph.record
+
+    def change_with_old_of(key: Any, value: Any, _node: str = spec.name) -> None:
+        old = record.old_value
+        processor(key, Change(value, None if old is None else value_de(topic, old)))
+
+    return change_with_old_of
+
+
+def _build(
+    spec: ProcessorSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
+) -> Forward:
     op = spec.op
     if op == n.TABLE_SOURCE:
         return _table_source(spec, forward, names, context, graph)
@@ -68,6 +105,18 @@ def build(
         return table_to_stream
     if op in (n.STREAM_TABLE_JOIN, n.STREAM_TABLE_LEFT_JOIN):
         return _stream_table_join(spec, forward, names, context, graph)
+    if op in n.TABLE_JOIN_SIDES:
+        assert spec.value_getter is not None
+        return table_table_join(spec, forward, timestamped_value_getter(spec.value_getter, names, context), graph)
+    if op == n.TABLE_JOIN_MERGE:
+        if not spec.stores:
+            return join_merger(spec, forward, None, None)
+        direct_old: list[Any] = [None]
+        return join_merger(spec, forward, _materialized(spec, forward, names, context, graph, direct_old), direct_old)
+    if op == n.TABLE_SELECT:
+        return table_select(spec, forward)
+    if op in (n.TABLE_AGGREGATE, n.TABLE_REDUCE):
+        return table_aggregation(spec, forward, names, context.get_state_store(spec.stores[0]), graph)
     raise TopologyError(f"unknown table operation {op!r} in node {spec.name}")
 
 
@@ -102,7 +151,12 @@ class Write(Protocol):
 
 
 def _materialized(
-    spec: ProcessorSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
+    spec: ProcessorSpec,
+    forward: Forward,
+    names: TopicNames,
+    context: TaskContext,
+    graph: TaskProcessorGraph,
+    direct_old: list[Any] | None = None,
 ) -> Write:
     """`write(key, value)` into the node's timestamped store (None deletes), whose flush listener forwards
     `Change(new, old if spec.send_old_values)` under the update's timestamp (Kafka's TimestampedTupleForwarder
@@ -120,20 +174,23 @@ def _materialized(
     send_old = spec.send_old_values
     value_of, timestamp_of, encode = timestamped.value_of, timestamped.timestamp_of, timestamped.encode
 
-    # The store keeps no timestamp for a delete, so a cached one waits here to be forwarded with its own
-    # timestamp, as Kafka's cache entry keeps its record context (bounded: if it overflows, the flushed
-    # deletes fall back to the flushing record's timestamp).
-    pending_deletes: dict[bytes, int] = {}
+    # The store keeps no timestamp for a delete, so a cached one waits in the record context to be logged and
+    # forwarded with its own timestamp, as Kafka's cache entry keeps its record context (bounded: if it
+    # overflows, the flushed deletes fall back to the flushing record's timestamp).
+    pending_deletes = record.delete_timestamps
 
     # always installed, as Kafka's is
     def on_flush(
         key: bytes, new_value: bytes | None, old_value: bytes | None = None, timestamp: int | None = None
     ) -> None:
         k = key_de(topic, key)
-        old = value_de(topic, value_of(old_value)) if send_old and old_value is not None else None
+        if direct_old is not None and passthrough:  # written through: the writer's old value, as Kafka forwards
+            old = direct_old[0] if send_old else None
+        else:
+            old = value_de(topic, value_of(old_value)) if send_old and old_value is not None else None
         if new_value is None:
             current = record.timestamp
-            record.timestamp = pending_deletes.pop(key, current if timestamp is None else timestamp)
+            record.timestamp = pending_deletes.pop((topic, key), current if timestamp is None else timestamp)
             try:
                 forward(k, Change(None, old))
             finally:
@@ -147,6 +204,7 @@ def _materialized(
             record.timestamp = current
 
     store.set_flush_listener(on_flush)
+    passthrough = bool(getattr(store, "passthrough", False))
 
     def write(key: Any, value: Any, *, skip_absent_delete: bool = False) -> None:
         store_key = key_ser(topic, key)
@@ -155,13 +213,13 @@ def _materialized(
             if skip_absent_delete and not present:
                 return  # Kafka's materialized filter with old values: neither the new nor the stored one passes
             # a delete of a key the store does not have is not flushed downstream: nothing to remember
-            if store_key in pending_deletes or present:
+            if (topic, store_key) in pending_deletes or present:
                 if len(pending_deletes) >= MAX_PENDING_DELETES:
                     pending_deletes.clear()
-                pending_deletes[store_key] = record.timestamp
+                pending_deletes[(topic, store_key)] = record.timestamp
             put(store_key, None)
             return
-        pending_deletes.pop(store_key, None)
+        pending_deletes.pop((topic, store_key), None)
         serialized = value_ser(topic, value)
         put(store_key, None if serialized is None else encode(record.timestamp, serialized))
 
@@ -212,16 +270,29 @@ def _table_map_values(spec: ProcessorSpec, forward: Forward, write: Write | None
 
 def value_getter(getter: ValueGetterSpec, names: TopicNames, context: TaskContext) -> Callable[[Any], Any]:
     """`get(key)`: the table's current value for a (non-null) key, or None (Kafka's `KTableValueGetter`)."""
+    get_with_timestamp = timestamped_value_getter(getter, names, context)
+
+    def get(key: Any) -> Any:
+        found = get_with_timestamp(key)
+        return None if found is None else found[0]
+
+    return get
+
+
+def timestamped_value_getter(
+    getter: ValueGetterSpec, names: TopicNames, context: TaskContext
+) -> Callable[[Any], tuple[Any, int] | None]:
+    """`get(key)`: the table's current `(value, timestamp)` for a key, or None (a `ValueAndTimestamp`)."""
     store_spec = names.topology.stores[getter.store]
     store = context.get_state_store(getter.store)
     topic = names.serde_topic(getter.store)
     key_ser = cast(Callable[[str, Any], bytes], store_spec.key_serde.serialize)
     value_de = store_spec.value_serde.deserialize
-    value_of = timestamped.value_of
+    value_of, timestamp_of = timestamped.value_of, timestamped.timestamp_of
     steps = getter.steps
     read = store.get
 
-    def get(key: Any) -> Any:
+    def get(key: Any) -> tuple[Any, int] | None:
         raw = read(key_ser(topic, key))
         if raw is None:
             return None
@@ -235,7 +306,7 @@ def value_getter(getter: ValueGetterSpec, names: TopicNames, context: TaskContex
                 value = None if fn(key, value) else value
             else:
                 value = fn(value)
-        return value
+        return None if value is None else (value, timestamp_of(raw))
 
     return get
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 class RecordContext:
     """Mutable on purpose: it is overwritten for every record, on the hot path."""
 
-    __slots__ = ("topic", "partition", "offset", "timestamp", "headers", "old_value")
+    __slots__ = ("topic", "partition", "offset", "timestamp", "headers", "old_value", "delete_timestamps")
 
     def __init__(self) -> None:
         self.topic: str | None = None
@@ -24,6 +24,10 @@ class RecordContext:
         # while a table forwards an update: the serialized value it replaced (Kafka's `Change.oldValue`),
         # which a suppression buffer keeps; None otherwise
         self.old_value: bytes | None = None
+        # deletes a table writes into its cache, (changelog topic, key) -> the delete's own timestamp: the store
+        # keeps none, so its changelog sink and its flush listener read it here when the cache flushes (Kafka's
+        # cache entries keep their record context)
+        self.delete_timestamps: dict[tuple[str, bytes], int] = {}
 
     def where(self) -> str:
         """`topic-partition@offset`, as error messages name a record."""

@@ -155,14 +155,16 @@ def changelog_sink(
     """Changelog records carry the timestamp of the record being processed when the store writes.
 
     A timestamped store's record carries the plain value with the stored timestamp instead (Kafka's
-    `ChangeLoggingTimestampedKeyValueBytesStore`), so the changelog says when each aggregate was last updated.
+    `ChangeLoggingTimestampedKeyValueBytesStore`), so the changelog says when each aggregate was last updated;
+    a delete that a table op registered in `record_context.delete_timestamps` carries that timestamp.
     """
     topic, partition = tp.topic, tp.partition
     if stamped:
 
         def stamped_sink(key: bytes, value: bytes | None) -> None:
             if value is None:
-                send(topic, key, None, record_context.timestamp, partition)
+                timestamp = record_context.delete_timestamps.get((topic, key), record_context.timestamp)
+                send(topic, key, None, timestamp, partition)
             else:
                 send(topic, key, timestamped.value_of(value), timestamped.timestamp_of(value), partition)
 

@@ -8,6 +8,7 @@ from streamlet.topology.branch import Branched
 from streamlet.topology.builder import (
     BranchedKStream,
     KGroupedStream,
+    KGroupedTable,
     KStream,
     KTable,
     SessionWindowedKStream,
@@ -24,6 +25,7 @@ __all__ = [
     "GlobalKTable",
     "InternalTopic",
     "KGroupedStream",
+    "KGroupedTable",
     "KStream",
     "KTable",
     "SessionWindowedKStream",

@@ -42,6 +42,7 @@ from streamlet.suppressed import Suppressed
 from streamlet.topology import joins, ktable, stream_joins
 from streamlet.topology import nodes as n
 from streamlet.topology.branch import BRANCH_NAME, BRANCHCHILD_NAME, MERGE_NAME, Branched, Splitter
+from streamlet.topology.change import ChangeSerde
 from streamlet.topology.global_ktable import GLOBAL_JOIN_NAME, GlobalKTable
 from streamlet.topology.nodes import (
     NodeSpec,
@@ -964,6 +965,7 @@ class KGroupedStream:
         key_serde = _or_default(self._key_serde)
         sessions = isinstance(windows, SessionWindows)  # a session store's values carry no timestamp, as Kafka's
         store_spec = StoreSpec(store, key_serde, store_value_serde, timestamped=not sessions, windows=windows)
+        state = ktable.aggregation_state(store)
 
         def write(parents: tuple[str, ...], topology: _Topology) -> None:
             topology.add(
@@ -976,6 +978,7 @@ class KGroupedStream:
                     initializer=initializer,
                     windows=windows,
                     merger=merger,
+                    send_old_values=state.send_old_values,
                 )
             )
             topology.add_store(store_spec, processor)
@@ -994,7 +997,7 @@ class KGroupedStream:
         grace = None if windows is None else windows.grace_ms
         if isinstance(windows, SessionWindows):
             grace = windows.grace_ms + windows.inactivity_gap_ms
-        return KTable(builder, node, table_key_serde, store_value_serde, store, grace_ms=grace)
+        return KTable(builder, node, table_key_serde, store_value_serde, store, state, grace_ms=grace)
 
     def _check_pre_aggregation(self, processor: str) -> None:
         if not self._repartition_required:
@@ -1271,6 +1274,8 @@ class KTable:
         """
         if not isinstance(suppressed, Suppressed):
             raise TopologyError(f"suppress() takes a Suppressed, got {suppressed!r}")
+        if self._state is not None and not self._state.aggregation:
+            raise TopologyError(f"suppress() of {self!r}, which is not an aggregation's table, is not supported yet")
         builder = self._builder
         given = suppressed.name
         if given is not None:
@@ -1302,8 +1307,225 @@ class KTable:
         builder.add_graph_node(self._node, node)
         return KTable(builder, node, self._key_serde, self._value_serde, store, grace_ms=self._grace_ms)
 
+    def group_by(
+        self,
+        selector: Callable[[Any, Any], tuple[Any, Any]],
+        key_serde: SerdeLike = None,
+        value_serde: SerdeLike = None,
+        *,
+        name: str | None = None,
+    ) -> KGroupedTable:
+        """Re-group the table's rows by `selector(key, value) -> (group key, value)` (Kafka's `KTable#groupBy`).
+
+        An update moves its row between groups: the aggregations of the result subtract the old value from
+        its old group and add the new one to its new group, through a repartition topic that carries both
+        (`<application_id>-<name or store>-repartition`). `name` (Kafka's `Grouped.as`) names the key-selecting
+        processor and the topic. `key_serde` / `value_serde` default to the table's.
+        """
+        return _group_table(self, selector, key_serde, value_serde, name)
+
+    def join(
+        self,
+        other: KTable,
+        joiner: Callable[[Any, Any], Any],
+        *,
+        name: str | None = None,
+        store_name: str | None = None,
+        value_serde: SerdeLike = None,
+    ) -> KTable:
+        """`joiner(value, other_value)` for each key both tables hold (Kafka's `KTable#join(KTable)`).
+
+        An update of either table joins with the other's current value; the result's timestamp is the larger
+        of the two. A key leaving either table is deleted from the result. Both tables get a store if they
+        have none, and their topics must be co-partitioned. `store_name` materializes the result (its values
+        written with `value_serde`, default bytes), so it can be read, by a stream join for one.
+        """
+        return _table_table_join(self, other, joiner, n.TABLE_JOIN_INNER, name, store_name, value_serde)
+
+    def left_join(
+        self,
+        other: KTable,
+        joiner: Callable[[Any, Any], Any],
+        *,
+        name: str | None = None,
+        store_name: str | None = None,
+        value_serde: SerdeLike = None,
+    ) -> KTable:
+        """`joiner(value, other_value or None)` for each key of this table (Kafka's `KTable#leftJoin`)."""
+        return _table_table_join(self, other, joiner, n.TABLE_JOIN_LEFT, name, store_name, value_serde)
+
+    def outer_join(
+        self,
+        other: KTable,
+        joiner: Callable[[Any, Any], Any],
+        *,
+        name: str | None = None,
+        store_name: str | None = None,
+        value_serde: SerdeLike = None,
+    ) -> KTable:
+        """`joiner(value or None, other_value or None)` for each key of either table (Kafka's `outerJoin`)."""
+        return _table_table_join(self, other, joiner, n.TABLE_JOIN_OUTER, name, store_name, value_serde)
+
     def __repr__(self) -> str:
         return f"KTable({self._node.name}, store={self._store_name})"
+
+
+class KGroupedTable:
+    """A table re-grouped by `KTable.group_by`: `count`, `reduce`, `aggregate` with adders and subtractors.
+
+    Each aggregation reads the grouped updates from a repartition topic of its own, named after its store,
+    unless the grouping was named, when they share `<name>-repartition` (Kafka's `KGroupedTableImpl`). Node
+    and store names are Kafka's: `KTABLE-AGGREGATE-<n>` (`KTABLE-REDUCE-<n>`) in a store
+    `KTABLE-AGGREGATE-STATE-STORE-<n>`, the topic's sink and source `KSTREAM-SINK-`/`KSTREAM-SOURCE-<n>`, or
+    `<name>-sink` / `<name>-source` after a named aggregation.
+    """
+
+    __slots__ = ("_builder", "_node", "_key_serde", "_value_serde", "_repartition_name", "_repartition_node")
+
+    def __init__(
+        self,
+        builder: _InternalBuilder,
+        node: _GraphNode,
+        key_serde: Serde | None,
+        value_serde: Serde | None,
+        repartition_name: str | None,
+    ) -> None:
+        self._builder = builder
+        self._node = node
+        self._key_serde = key_serde
+        self._value_serde = value_serde
+        self._repartition_name = repartition_name
+        self._repartition_node: _GraphNode | None = None
+
+    def count(self, store_name: str | None = None, *, name: str | None = None) -> KTable:
+        """Rows per group, in a store with int64 values; a group whose rows all left keeps its count of 0."""
+        return self._aggregate(
+            ktable.TABLE_AGGREGATE_NAME,
+            n.TABLE_AGGREGATE,
+            store_name,
+            name,
+            LongSerde(),
+            fn=ktable.count_adder,
+            subtractor=ktable.count_subtractor,
+            initializer=ktable.count_initializer,
+        )
+
+    def reduce(
+        self,
+        adder: Callable[[Any, Any], Any],
+        subtractor: Callable[[Any, Any], Any],
+        store_name: str | None = None,
+        *,
+        name: str | None = None,
+    ) -> KTable:
+        """`adder(aggregate, value)` for a row joining the group (its first row's value starts it) and
+        `subtractor(aggregate, value)` for a row leaving it; values are stored with the grouping's serde."""
+        _require_callable(adder, "adder")
+        _require_callable(subtractor, "subtractor")
+        value_serde = _or_default(self._value_serde)
+        return self._aggregate(
+            ktable.TABLE_REDUCE_NAME, n.TABLE_REDUCE, store_name, name, value_serde, fn=adder, subtractor=subtractor
+        )
+
+    def aggregate(
+        self,
+        initializer: Callable[[], Any],
+        adder: Callable[[Any, Any, Any], Any],
+        subtractor: Callable[[Any, Any, Any], Any],
+        store_name: str | None = None,
+        value_serde: SerdeLike = None,
+        *,
+        name: str | None = None,
+    ) -> KTable:
+        """`adder(key, value, aggregate)` for a row joining the group (from `initializer()` when the group has
+        no aggregate), `subtractor(key, value, aggregate)` for a row leaving it; `value_serde` stores it."""
+        _require_callable(initializer, "initializer")
+        _require_callable(adder, "adder")
+        _require_callable(subtractor, "subtractor")
+        agg_serde = _or_default(_serde(value_serde, "value_serde"))
+        return self._aggregate(
+            ktable.TABLE_AGGREGATE_NAME,
+            n.TABLE_AGGREGATE,
+            store_name,
+            name,
+            agg_serde,
+            fn=adder,
+            subtractor=subtractor,
+            initializer=initializer,
+        )
+
+    def _aggregate(
+        self,
+        prefix: str,
+        op: str,
+        store_name: str | None,
+        name: str | None,
+        store_value_serde: Serde,
+        *,
+        fn: Callable[..., Any],
+        subtractor: Callable[..., Any],
+        initializer: Callable[[], Any] | None = None,
+    ) -> KTable:
+        """`KGroupedTableImpl#doAggregate`: store name, then sink, source and processor names."""
+        builder = self._builder
+        if store_name is not None:
+            store = validate_name(store_name, "Store name")
+        else:
+            store = builder.new_store_name(ktable.TABLE_AGGREGATE_NAME)  # reduce's store too (MaterializedInternal)
+        if name is not None:
+            validate_name(name)
+        gen_sink = builder.new_processor_name(SINK_NAME)  # NamedInternal#suffixWithOrElseGet burns them
+        gen_source = builder.new_processor_name(SOURCE_NAME)
+        sink, source = (gen_sink, gen_source) if name is None else (name + "-sink", name + "-source")
+        processor = builder.name_or_generate(name, prefix)
+        topic = (self._repartition_name or store) + REPARTITION_TOPIC_SUFFIX
+        if self._repartition_node is None or self._repartition_name is None:
+            self._repartition_node = self._repartition(sink, source, topic)
+        repartition = self._repartition_node
+        builder.add_graph_node(self._node, repartition)
+        builder.claim(processor)
+        builder.claim_store(store)
+        key_serde = _or_default(self._key_serde)
+        store_spec = StoreSpec(store, key_serde, store_value_serde, timestamped=True)
+        state = ktable.aggregation_state(store)
+
+        def write(parents: tuple[str, ...], topology: _Topology) -> None:
+            spec = ProcessorSpec(
+                processor,
+                parents,
+                op,
+                stores=(store,),
+                fn=fn,
+                initializer=initializer,
+                subtractor=subtractor,
+                send_old_values=state.send_old_values,
+            )
+            topology.add(spec)
+            topology.add_store(store_spec, processor)
+
+        node = _GraphNode(processor, write)
+        builder.add_graph_node(repartition, node)
+        return KTable(builder, node, self._key_serde, store_value_serde, store, state)
+
+    def _repartition(self, sink: str, source: str, topic: str) -> _GraphNode:
+        """Kafka's `GroupedTableOperationRepartitionNode`: a sink and a source of Change values, no filter."""
+        builder = self._builder
+        validate_name(sink)
+        validate_name(source)
+        builder.claim(sink, source)
+        builder.claim_topics(source, [topic])
+        key_serde = _or_default(self._key_serde)
+        value_serde = ChangeSerde(_or_default(self._value_serde))
+
+        def write(parents: tuple[str, ...], topology: _Topology) -> None:
+            topology.internal_topics[topic] = None
+            topology.add(SinkSpec(sink, parents, topic, key_serde, value_serde))
+            topology.add(SourceSpec(source, (), (topic,), key_serde, value_serde))
+
+        return _GraphNode(source, write)
+
+    def __repr__(self) -> str:
+        return f"KGroupedTable({self._node.name})"
 
 
 # --- source KTables and KTable operations (streamlet.topology.ktable) and stream-table joins (joins) ---
@@ -1354,10 +1576,95 @@ def _table(
     return KTable(internal, node, ks, vs, store, state)
 
 
+def _group_table(
+    table: KTable,
+    selector: Callable[[Any, Any], tuple[Any, Any]],
+    key_serde: SerdeLike,
+    value_serde: SerdeLike,
+    name: str | None,
+) -> KGroupedTable:
+    """`KTableImpl#groupBy`: a KTABLE-SELECT node, which needs the table's old values (Kafka's
+    `enableSendingOldValues(true)`, materializing a source table if it must)."""
+    _require_callable(selector, "group_by selector")
+    state = _table_state(table, "group_by()")
+    ks = _first(_serde(key_serde, "key_serde"), table._key_serde)
+    vs = _first(_serde(value_serde, "value_serde"), table._value_serde)
+    internal = table._builder
+    select_name = internal.name_or_generate(name, ktable.TABLE_SELECT_NAME)
+    node = _processor_node(internal, table._node, select_name, n.TABLE_SELECT, selector)
+    state.enable_sending_old_values(True)
+    return KGroupedTable(internal, node, ks, vs, name)
+
+
+def _table_table_join(
+    table: KTable,
+    other: KTable,
+    joiner: Callable[[Any, Any], Any],
+    op: str,
+    name: str | None,
+    store_name: str | None = None,
+    value_serde: SerdeLike = None,
+) -> KTable:
+    """`KTableImpl#doJoin` (unmaterialized): KTABLE-JOINTHIS and -JOINOTHER nodes, each reading the other table
+    through its value getter, and a KTABLE-MERGE node; names `<name>-join-this` / `-join-other` / `<name>`."""
+    if not isinstance(other, KTable) or other._builder is not table._builder:
+        raise TopologyError(f"join() takes a KTable of the same StreamsBuilder, got {other!r}")
+    _require_callable(joiner, "joiner")
+    this_state, other_state = _table_state(table, "join()"), _table_state(other, "join()")
+    internal = table._builder
+    vs = _serde(value_serde, "value_serde")
+    store = _table_store_name(internal, store_name)
+    merge_name = internal.name_or_generate(name, ktable.TABLE_MERGE_NAME)
+    if op != n.TABLE_JOIN_INNER:
+        this_state.enable_sending_old_values(True)
+    if op == n.TABLE_JOIN_OUTER:
+        other_state.enable_sending_old_values(True)
+    this_getter, other_getter = this_state.value_getter(), other_state.value_getter()  # materializes them
+    this_name = internal.new_processor_name(ktable.TABLE_JOINTHIS_NAME)  # suffixWithOrElseGet burns both
+    other_name = internal.new_processor_name(ktable.TABLE_JOINOTHER_NAME)
+    if name is not None:
+        this_name, other_name = validate_name(name + "-join-this"), validate_name(name + "-join-other")
+    internal.claim(merge_name, this_name, other_name)
+    other_op = n.TABLE_JOIN_RIGHT if op == n.TABLE_JOIN_LEFT else op
+    state = ktable.join_state(merge_name, this_state, other_state, store)
+    store_spec = (
+        None if store is None else StoreSpec(store, _or_default(table._key_serde), _or_default(vs), timestamped=True)
+    )
+
+    def reversed_joiner(other_value: Any, value: Any) -> Any:
+        return joiner(value, other_value)
+
+    def write(parents: tuple[str, ...], topology: _Topology) -> None:
+        send_old = state.send_old_values
+        for side, parent, side_op, fn, getter in (
+            (this_name, table.node_name, op, joiner, other_getter),
+            (other_name, other.node_name, other_op, reversed_joiner, this_getter),
+        ):
+            if getter.store not in topology.stores:
+                raise TopologyError(f"join {merge_name}: the table's store {getter.store} is not in the topology")
+            if topology.stores[getter.store].windows is not None:
+                raise TopologyError(f"join {merge_name}: joining a windowed table ({getter.store}) is not supported")
+            spec = ProcessorSpec(
+                side, (parent,), side_op, stores=(getter.store,), fn=fn, value_getter=getter, send_old_values=send_old
+            )
+            topology.add(spec)
+            topology.store_users[getter.store].append(side)
+        stores = () if store is None else (store,)
+        merge = ProcessorSpec(merge_name, (this_name, other_name), n.TABLE_JOIN_MERGE, stores, send_old_values=send_old)
+        topology.add(merge)
+        if store_spec is not None:
+            topology.add_store(store_spec, merge_name)
+
+    node = _GraphNode(merge_name, write)
+    internal.add_graph_node(table._node, node)
+    internal.add_graph_node(other._node, node)
+    return KTable(internal, node, table._key_serde, vs, store or merge_name, state)
+
+
 def _table_state(table: KTable, what: str) -> ktable.TableState:
     state = table._state
     if state is None:
-        raise TopologyError(f"{what} on the table of an aggregation ({table.store_name}) is not supported yet")
+        raise TopologyError(f"{what} on a suppressed table ({table.store_name}) is not supported yet")
     return state
 
 
@@ -1435,7 +1742,8 @@ def _to_stream(table: KTable, name: str | None) -> KStream:
     """`KTable#toStream`: each update's new value (null for a delete), with the update's timestamp."""
     internal = table._builder
     node_name = internal.name_or_generate(name, TOSTREAM_NAME)
-    op = n.TO_STREAM if table._state is None else n.TABLE_TO_STREAM
+    # an aggregation forwards plain values (with the replaced one in its record context), not Changes
+    op = n.TO_STREAM if table._state is None or table._state.aggregation else n.TABLE_TO_STREAM
     node = _processor_node(internal, table._node, node_name, op)
     return KStream(internal, node, table._key_serde, table._value_serde, repartition_required=False)
 

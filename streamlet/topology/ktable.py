@@ -19,12 +19,32 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from streamlet.errors import TopologyError
 from streamlet.topology.nodes import ValueGetterSpec
 
 TABLE_SOURCE_NAME = "KTABLE-SOURCE-"
 TABLE_FILTER_NAME = "KTABLE-FILTER-"
 TABLE_MAPVALUES_NAME = "KTABLE-MAPVALUES-"
 TABLE_SOURCE_SUFFIX = "-source"
+TABLE_SELECT_NAME = "KTABLE-SELECT-"
+TABLE_AGGREGATE_NAME = "KTABLE-AGGREGATE-"
+TABLE_REDUCE_NAME = "KTABLE-REDUCE-"
+TABLE_MERGE_NAME = "KTABLE-MERGE-"
+TABLE_JOINTHIS_NAME = "KTABLE-JOINTHIS-"
+TABLE_JOINOTHER_NAME = "KTABLE-JOINOTHER-"
+
+
+# count() of a grouped table is an aggregate (KGroupedTableImpl's countInitializer, countAdder, countSubtractor)
+def count_initializer() -> int:
+    return 0
+
+
+def count_adder(key: Any, value: Any, aggregate: int) -> int:
+    return aggregate + 1
+
+
+def count_subtractor(key: Any, value: Any, aggregate: int) -> int:
+    return aggregate - 1
 
 
 class TableSource:
@@ -41,7 +61,7 @@ class TableSource:
 class TableState:
     """A KTable made by `table()` or a table operation: its source, its parent and its own operation."""
 
-    __slots__ = ("source", "parent", "op", "fn", "store", "send_old_values")
+    __slots__ = ("source", "parent", "op", "fn", "store", "send_old_values", "aggregation", "joined")
 
     def __init__(
         self,
@@ -55,12 +75,19 @@ class TableState:
         self.parent = parent
         self.op = op
         self.fn = fn
-        self.store = store  # a materialized filter / mapValues has its own store
+        self.store = store  # a materialized filter / mapValues has its own store, an aggregation its own
         self.send_old_values = False
+        self.aggregation = False  # the table of an aggregation (KTableAggregate, KStreamAggregate, ...)
+        self.joined: tuple[TableState, TableState] | None = None  # a table-table join's two tables
 
     def enable_sending_old_values(self, force_materialization: bool) -> bool:
         """`KTableImpl#enableSendingOldValues`: True if this table now forwards old values."""
         if self.send_old_values:
+            return True
+        if self.joined is not None:  # KTableKTableJoinMerger: both sides, materialized (before its own store)
+            for side in self.joined:
+                side.enable_sending_old_values(True)
+            self.send_old_values = True
             return True
         if self.store is not None:  # its own store knows the old values
             self.send_old_values = True
@@ -87,5 +114,26 @@ class TableState:
             state = state.parent
         if state.store is not None:
             return ValueGetterSpec(state.store, tuple(reversed(steps)))
+        if state.joined is not None:
+            raise TopologyError(
+                f"reading the result of a table-table join ({state.source.store_name}) without a store is not "
+                "supported yet (Kafka's join value getter): give the join a store_name"
+            )
         self.source.materialized = True
         return ValueGetterSpec(self.source.store_name, tuple(reversed(steps)))
+
+
+def aggregation_state(store: str) -> TableState:
+    """The table of a count / reduce / aggregate in `store`: like a materialized operation, it gives old values
+    whenever a downstream table asks (Kafka's `KTableProcessorSupplier#enableSendingOldValues` and
+    `KStreamAggProcessorSupplier#enableSendingOldValues`), and joins read its store."""
+    state = TableState(TableSource(store, materialized=True), None, "aggregation", None, store)
+    state.aggregation = True
+    return state
+
+
+def join_state(merge_name: str, this: TableState, other: TableState, store: str | None) -> TableState:
+    """The table of a table-table join (with its own store if materialized); old values come from both sides."""
+    state = TableState(TableSource(merge_name, materialized=False), None, "join", None, store)
+    state.joined = (this, other)
+    return state

@@ -97,6 +97,17 @@ GLOBAL_TABLE_JOIN_OPS = frozenset({STREAM_GLOBAL_TABLE_JOIN, STREAM_GLOBAL_TABLE
 STREAM_JOIN_WINDOW = "stream_join_window"  # KStreamJoinWindow: forwards a record, then keeps it in its side's store
 STREAM_JOIN = "stream_join"  # one side of KStreamKStreamJoin: joins a record with the other side's store
 STREAM_JOIN_MERGE = "stream_join_merge"  # the join's result: both sides' outputs (a pass-through)
+# KTable.group_by (streamlet.runtime.table_aggregation): the re-grouping map, and count/aggregate and reduce
+TABLE_SELECT = "table_select"
+TABLE_AGGREGATE = "table_aggregate"
+TABLE_REDUCE = "table_reduce"
+# KTable-KTable joins (streamlet.runtime.table_table_join): each side's join, and the merger of both sides
+TABLE_JOIN_INNER = "table_join_inner"
+TABLE_JOIN_LEFT = "table_join_left"
+TABLE_JOIN_RIGHT = "table_join_right"  # the right side of a left join
+TABLE_JOIN_OUTER = "table_join_outer"
+TABLE_JOIN_MERGE = "table_join_merge"
+TABLE_JOIN_SIDES = frozenset({TABLE_JOIN_INNER, TABLE_JOIN_LEFT, TABLE_JOIN_RIGHT, TABLE_JOIN_OUTER})
 
 AGGREGATING_OPS = frozenset({COUNT, REDUCE, AGGREGATE})
 STREAM_JOIN_OPS = frozenset({STREAM_JOIN_WINDOW, STREAM_JOIN, STREAM_JOIN_MERGE})
@@ -109,6 +120,11 @@ TABLE_OPS = frozenset(
         TABLE_TO_STREAM,
         STREAM_TABLE_JOIN,
         STREAM_TABLE_LEFT_JOIN,
+        TABLE_SELECT,
+        TABLE_AGGREGATE,
+        TABLE_REDUCE,
+        *TABLE_JOIN_SIDES,
+        TABLE_JOIN_MERGE,
     }
 )
 
@@ -148,6 +164,7 @@ class ProcessorSpec(NodeSpec):
     initializer: Callable[[], Any] | None = None  # aggregate only
     windows: Windows | None = None  # a windowed count/reduce/aggregate
     merger: Callable[[Any, Any, Any], Any] | None = None  # a session aggregate only
+    subtractor: Callable[..., Any] | None = None  # a grouped table's aggregate or reduce
     suppress: Suppressed | None = None  # a suppress node, its wait resolved
     send_old_values: bool = False  # a KTable operation forwards Change(new, old), not Change(new, None)
     value_getter: ValueGetterSpec | None = None  # a stream-table join: how the table is read

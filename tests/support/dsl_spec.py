@@ -38,6 +38,10 @@ A program is a JSON list of ops, each reading the variable `in` and defining the
      "difference": ms, "grace": null | ms, "before": null | ms, "after": null | ms, "store": null | "name",
      "vtype": <in's value type>, "othervtype": <other's value type>}   (JoinWindows, StreamJoined)
 
+    {"op": "join" | "leftJoin" | "outerJoin", "in": <table>, "table": <table>, "fn": "pair", "store": null | name}
+    {"op": "groupBy", "in": <table>, "fn": <table key selector>, "vtype": ...}      (KTable#groupBy; then
+    "count", "reduce" / "aggregate" with a subtractor "sub": "remove" | "len_sub" | "minus" on the grouped table)
+
 Any op may have a processor `name` (Kafka's `Named`/`Grouped`/`Consumed`/`Produced` names). Keys are
 strings (or null); values are strings or longs, and every serde is explicit on both sides, so output bytes
 are comparable. `oracle/semantics/.../Programs.java` is the Java twin of `build()`; each named function is
@@ -59,6 +63,7 @@ from streamlet.timestamps import ConsumedRecord
 from streamlet.topology import (
     Branched,
     KGroupedStream,
+    KGroupedTable,
     KStream,
     KTable,
     SessionWindowedKStream,
@@ -213,6 +218,62 @@ def stream_join(source: KStream, other: KStream, op: dict[str, Any]) -> KStream:
     return join(other, JOINERS[op["fn"]], windows, stream_joined=joined)
 
 
+# --- KTable groupBy, its aggregations and KTable-KTable joins (GroupedTablePrograms / TableJoinPrograms.java) ---
+
+
+def _remove(agg: str, v: str) -> str:
+    """The aggregate without the first occurrence of `v` (Java's indexOf / substring)."""
+    i = agg.find(v)
+    return agg if i < 0 else agg[:i] + agg[i + len(v) :]
+
+
+#: (group key, value) of a table row; a null key drops the row from every group
+TABLE_KEY_SELECTORS: dict[str, Callable[[Any, Any], tuple[Any, Any]]] = {
+    "key": lambda k, v: (k, v),
+    "const": lambda k, v: ("k", v),
+    "first": lambda k, v: (_first(v), v),
+    "swap": lambda k, v: (v, k),
+    "long_only": lambda k, v: (v if len(v) > 2 else None, v),
+    "value_as_key": lambda k, v: (_java_str(v), k),
+    "parity": lambda k, v: ("even" if v % 2 == 0 else None, v),
+}
+#: subtractors, as (value, aggregate) -> aggregate
+SUBTRACTORS: dict[str, Callable[[Any, Any], Any]] = {
+    "remove": lambda v, agg: _remove(agg, v),
+    "len_sub": lambda v, agg: agg - len(v),
+    "minus": lambda v, agg: agg - v,
+}
+
+
+def grouped_or_joined_table_op(op: dict[str, Any], source: Any, kw: dict[str, Any], env: dict[str, Any]) -> Any:
+    """The result of a KTable `groupBy`, of an aggregation of a grouped table or of a KTable-KTable join;
+    None if `op` is none of them."""
+    kind, fn, sub = op["op"], op.get("fn"), op.get("sub")
+    vtype = op.get("vtype", "string")
+    if kind in ("join", "leftJoin", "outerJoin") and isinstance(source, KTable):
+        join = {"join": source.join, "leftJoin": source.left_join, "outerJoin": source.outer_join}[kind]
+        if op.get("store") is not None:
+            kw.update(store_name=op["store"], value_serde="str")
+        return join(env[op["table"]], JOINERS[fn], **kw)
+    if kind == "groupBy" and isinstance(source, KTable):
+        return source.group_by(TABLE_KEY_SELECTORS[fn], key_serde="str", value_serde=serde(vtype), **kw)
+    if not isinstance(source, KGroupedTable):
+        return None
+    if kind == "count":
+        return source.count(op.get("store"), **kw)
+    subtract = SUBTRACTORS[sub]
+    if kind == "reduce":
+        return source.reduce(REDUCERS[fn], lambda agg, v: subtract(v, agg), op.get("store"), **kw)
+    return source.aggregate(
+        INITIALIZERS[fn],
+        AGGREGATORS[fn],
+        lambda k, v, agg: subtract(v, agg),
+        op.get("store"),
+        value_serde=serde(vtype),
+        **kw,
+    )
+
+
 def serde(vtype: str) -> str:
     return "int64" if vtype == "long" else "str"
 
@@ -228,8 +289,13 @@ def build(program: list[dict[str, Any]]) -> StreamsBuilder:
         fn = op.get("fn")
         vtype = op.get("vtype", "string")
         kw: dict[str, Any] = {} if name is None else {"name": name}
-        result: KStream | KGroupedStream | TimeWindowedKStream | SessionWindowedKStream | KTable | None = None
-        if kind == "stream":
+        result: (
+            KStream | KGroupedStream | KGroupedTable | TimeWindowedKStream | SessionWindowedKStream | KTable | None
+        ) = None
+        table_result = grouped_or_joined_table_op(op, source, kw, env)
+        if table_result is not None:
+            result = table_result
+        elif kind == "stream":
             result = builder.stream(op["topics"], key_serde="str", value_serde="str", **kw)
         elif kind in ("filter", "filterNot", "mapValues") and op.get("store") is not None:  # materialized KTable op
             table_op = {"filter": source.filter, "filterNot": source.filter_not, "mapValues": source.map_values}[kind]

@@ -3,12 +3,15 @@
 ``table_semantic_cases()`` draws 1-2 source tables (materialized or not, named or not) with chains of KTable
 filter / filterNot / mapValues (some materialized), 1-2 streams with stateless operations (some re-keying,
 so joins repartition), splits into branches and merges, joins and left joins of streams with tables, and
-outputs of streams, joined streams and tables. Tables of count / reduce aggregations are joined and streamed
-too. Input records hit every topic with colliding keys, null keys and null values, in any timestamp order.
+outputs of streams, joined streams and tables. Tables of count / reduce aggregations, of streams or of
+re-grouped tables (`groupBy` with adders and subtractors), are filtered, mapped, joined and streamed too,
+and tables are joined with tables (join / leftJoin / outerJoin), then streamed or re-grouped.
+Input records hit every topic with colliding keys, null keys and null values, in any timestamp order.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from hypothesis import strategies as st
@@ -59,8 +62,8 @@ def table_programs(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str]]:
 
     for _ in range(draw(st.integers(1, 10))):
         roll = draw(st.integers(0, 99))
-        if roll < 30:  # a KTable operation
-            t, ttype = draw(st.sampled_from(tables))
+        if roll < 26:  # a KTable operation
+            t, ttype = draw(st.sampled_from(tables + aggregations))
             kind = draw(st.sampled_from(["filter", "filterNot", "mapValues"]))
             v = var("t")
             if kind == "mapValues":
@@ -76,7 +79,7 @@ def table_programs(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str]]:
                 op.update(store=f"opstore{counter['name']}", vtype=vtype)
             program.append(op)
             tables.append((v, vtype))
-        elif roll < 52:  # split a stream, or merge two
+        elif roll < 46:  # split a stream, or merge two
             s, stype = draw(st.sampled_from(streams))
             if draw(st.booleans()):
                 other, _ = draw(st.sampled_from([x for x in streams if x[1] == stype]))
@@ -98,7 +101,7 @@ def table_programs(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str]]:
             split = {"op": "split", "in": s, "name": f"sp{counter['name']}-", "branches": branches}
             program.append({**split, "default": default, "ids": ids})
             streams.extend((i, stype) for i in ids)
-        elif roll < 60:  # a stateless stream operation
+        elif roll < 54:  # a stateless stream operation
             s, stype = draw(st.sampled_from(streams))
             choices = ["filter", "mapValues"] + (["selectKey", "map"] if stype == "string" else [])
             kind = draw(st.sampled_from(choices))
@@ -116,7 +119,10 @@ def table_programs(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str]]:
                 op["fn"] = "swap"
             program.append(op)
             streams.append((v, vtype))
-        elif roll < 66:  # an aggregation's table (joined through its store; no KTable operations on it yet)
+        elif roll < 64:  # a table re-grouped and aggregated
+            table = draw(st.sampled_from(tables + aggregations))
+            aggregations.append(_grouped_table_aggregation(draw, program, table, var, maybe_name))
+        elif roll < 70:  # an aggregation's table (joined, streamed, filtered, mapped and re-grouped)
             s, stype = draw(st.sampled_from(streams))
             g, t = var("g"), var("a")
             if stype == "string" and draw(st.booleans()):  # re-keyed: the aggregation reads a repartition
@@ -130,6 +136,22 @@ def table_programs(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str]]:
                 fn = "sum" if stype == "long" else "concat"
                 program.append({"op": "reduce", "in": g, "id": t, "fn": fn, "vtype": stype, "store": None})
                 aggregations.append((t, stype))
+        elif roll < 76:  # a table-table join, streamed out or re-grouped and aggregated
+            (a, _), (b, _) = draw(st.sampled_from(tables + aggregations)), draw(st.sampled_from(tables + aggregations))
+            v = var("tj")
+            kind = draw(st.sampled_from(["join", "leftJoin", "outerJoin"]))
+            op = {"op": kind, "in": a, "id": v, "table": b, "fn": "pair", "name": maybe_name("tj"), "store": None}
+            if draw(st.integers(0, 3)) == 0:  # materialized: readable by joins, like a source table
+                counter["name"] += 1
+                op["store"] = f"jstore{counter['name']}"
+                tables.append((v, "string"))
+            program.append(op)
+            if draw(st.booleans()):
+                aggregations.append(_grouped_table_aggregation(draw, program, (v, "string"), var, maybe_name))
+            else:
+                s = var("s")
+                program.append({"op": "toStream", "in": v, "id": s})
+                output(s, "string")
         elif roll < 85:  # a join
             s, stype = draw(st.sampled_from(streams))
             t, _ = draw(st.sampled_from(tables + aggregations))
@@ -150,6 +172,49 @@ def table_programs(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str]]:
     for s, stype in streams[-2:]:
         output(s, stype)
     return program, topics
+
+
+# --- KTable groupBy and its aggregations (GroupedTablePrograms.java) ---
+
+
+def _grouped_table_aggregation(
+    draw: st.DrawFn,
+    program: list[dict[str, Any]],
+    table: tuple[str, str],
+    var: Callable[[str], str],
+    maybe_name: Callable[[str], str | None],
+) -> tuple[str, str]:
+    """`table.groupBy(...)` then a count, reduce or aggregate of it (with its subtractor); one or two
+    aggregations share a grouping. Returns the (last) aggregation's table and value type."""
+    t, ttype = table
+    g = var("g")
+    selectors = ["key", "const", "parity"] if ttype == "long" else ["key", "const", "first", "swap", "long_only"]
+    selector = draw(st.sampled_from([*selectors, "value_as_key"]))
+    ttype = "string" if selector in ("swap", "value_as_key") else ttype  # these select the row's key as value
+    grouping = {"op": "groupBy", "in": t, "id": g, "fn": selector, "vtype": ttype}
+    program.append({**grouping, "name": maybe_name("grp")})
+    result: tuple[str, str] = ("", "")
+    for _ in range(draw(st.integers(1, 2))):
+        a = var("a")
+        store = maybe_name("gstore")
+        kinds = ["count", "reduce", "aggregate"]
+        kind = draw(st.sampled_from(kinds))
+        op: dict[str, Any] = {"op": kind, "in": g, "id": a, "store": store, "name": maybe_name("agg")}
+        if kind == "count":
+            result = (a, "long")
+        elif kind == "reduce":
+            op.update(fn="sum", sub="minus") if ttype == "long" else op.update(fn="concat", sub="remove")
+            op["vtype"] = ttype
+            result = (a, ttype)
+        elif ttype == "long":
+            op.update(fn="sum", sub="minus", vtype="long")
+            result = (a, "long")
+        else:
+            fn, sub = draw(st.sampled_from([("append", "remove"), ("len_sum", "len_sub")]))
+            op.update(fn=fn, sub=sub, vtype=dsl_spec.RESULT_TYPE[fn])
+            result = (a, op["vtype"])
+        program.append(op)
+    return result
 
 
 @st.composite

@@ -3,7 +3,9 @@
 `TablePrograms.step` adds one Java statement and its Python twin: a `builder.table` (with or without a
 `Consumed` name and a store), a KTable `filter` / `filterNot` / `mapValues` (some materialized), a stream's
 `join` / `leftJoin` with one of those tables (with or without a `Joined` name; joins of re-keyed streams
-insert repartitions), a `split()` with branches of every `Branched` kind, or a `merge`.
+insert repartitions), a `split()` with branches of every `Branched` kind, a `merge`, a table's `groupBy` and
+an aggregation of it (`count` / `reduce` / `aggregate` with subtractors), or a table-table `join` / `leftJoin` /
+`outerJoin` (some materialized). Table operations and groupBy also take aggregations' tables, windowed ones too.
 """
 
 from __future__ import annotations
@@ -13,11 +15,16 @@ from collections.abc import Callable
 
 
 class TablePrograms:
-    """The tables of one random program (aggregations' tables cannot be joined yet, so they are not here)."""
+    """The joinable tables of one random program: sources, their operations, grouped tables' aggregations and
+    materialized table-table joins."""
 
     def __init__(self) -> None:
         self.tables: list[str] = []
         self.stores = 0
+        self.grouped: list[str] = []  # KTable groupBy results
+        self.aggregations = 0
+        self.operations = 0
+        self.joins = 0
 
     def step(
         self,
@@ -42,7 +49,11 @@ class TablePrograms:
             self._table(rng, java, py, topic(), maybe_name("tab"))
             to_streamable.append(self.tables[-1])
         elif roll < 0.6:
-            t, var = rng.choice(self.tables), f"kt{len(self.tables)}"
+            # any table, an aggregation's (windowed too) included; only non-windowed ones are joined later
+            aggregated = [x for x in to_streamable if x not in self.tables or x.startswith("kg")]
+            t = rng.choice(aggregated if aggregated and rng.random() < 0.5 else self.tables)
+            self.operations += 1
+            var = f"kto{self.operations}"
             name = maybe_name("top")
             op = rng.choice(["filter", "filterNot", "mapValues"])
             jfn, pfn = ("v -> v", "lambda v: v") if op == "mapValues" else ("(k, v) -> true", "lambda k, v: True")
@@ -55,8 +66,16 @@ class TablePrograms:
                 pnamed += f", store_name='opstore{self.stores}'"
             java.append(f"KTable {var} = {t}.{op}({jfn}{jnamed});")
             py.append(f"{var} = {t}.{pop}({pfn}{pnamed})")
-            self.tables.append(var)
+            if t in self.tables:
+                self.tables.append(var)
             to_streamable.append(var)
+        elif roll < 0.7:
+            self._grouped_aggregation(rng, java, py, maybe_name, self.tables + to_streamable)
+            to_streamable.append(f"kg{self.aggregations}")
+            self.tables.append(f"kg{self.aggregations}")  # filtered, mapped, re-grouped and joined like any table
+        elif roll < 0.8:
+            self._table_join(rng, java, py, maybe_name)
+            to_streamable.append(f"ktj{self.joins}")
         else:
             s, t, var = rng.choice(streams), rng.choice(self.tables), f"s{len(streams)}"
             left = rng.random() < 0.5
@@ -67,6 +86,76 @@ class TablePrograms:
             java.append(f"KStream {var} = {s}.{jop}({t}, (v, tv) -> v{jjoined});")
             py.append(f"{var} = {s}.{pop}({t}, lambda v, tv: v{pnamed})")
             streams.append(var)
+
+    # --- KTable groupBy and its aggregations ---
+
+    def _grouped_aggregation(
+        self,
+        rng: random.Random,
+        java: list[str],
+        py: list[str],
+        maybe_name: Callable[[str], str | None],
+        tables: list[str],
+    ) -> None:
+        """A count / reduce / aggregate of a new or earlier `groupBy` of a table (named or not, with a store
+        or not); its table is `kg<n>`."""
+        if not self.grouped or rng.random() < 0.6:
+            g, t = f"gt{len(self.grouped)}", rng.choice(tables)
+            name = maybe_name("grp")
+            java.append(
+                f"KGroupedTable {g} = {t}.groupBy((k, v) -> KeyValue.pair(v, k)"
+                f"{f', Grouped.as({chr(34)}{name}{chr(34)})' if name else ''});"
+            )
+            py.append(f"{g} = {t}.group_by(lambda k, v: (v, k){f', name={name!r}' if name else ''})")
+            self.grouped.append(g)
+        g = rng.choice(self.grouped)
+        self.aggregations += 1
+        var = f"kg{self.aggregations}"
+        name = maybe_name("agg")
+        store = None
+        if rng.random() < 0.4:
+            self.stores += 1
+            store = f"gstore{self.stores}"
+        jnamed = f'Named.as("{name}"), ' if name else ""
+        pnamed = f", name={name!r}" if name else ""
+        materialized = f'Materialized.as("{store}")' if store else "Materialized.with(null, null)"
+        pstore = f"{store!r}, " if store else ""
+        kind = rng.choice(["count", "reduce", "aggregate"])
+        if kind == "count":
+            if store:
+                java.append(f"KTable {var} = {g}.count({jnamed}{materialized});")
+            else:
+                java.append(f"KTable {var} = {g}.count({jnamed.rstrip(', ')});")
+            py.append(f"{var} = {g}.count({pstore}{pnamed.lstrip(', ')})")
+        elif kind == "reduce":
+            java.append(f"KTable {var} = {g}.reduce((a, v) -> v, (a, v) -> a, {jnamed}{materialized});")
+            py.append(f"{var} = {g}.reduce(lambda a, v: v, lambda a, v: a, {pstore}{pnamed.lstrip(', ')})")
+        else:
+            java.append(
+                f'KTable {var} = {g}.aggregate(() -> "", (k, v, a) -> a, (k, v, a) -> a, {jnamed}{materialized});'
+            )
+            py.append(
+                f"{var} = {g}.aggregate(lambda: '', lambda k, v, a: a, lambda k, v, a: a, "
+                f"{pstore}{pnamed.lstrip(', ')})"
+            )
+
+    def _table_join(
+        self, rng: random.Random, java: list[str], py: list[str], maybe_name: Callable[[str], str | None]
+    ) -> None:
+        """A table-table join, left join or outer join of two joinable tables (named or not): `ktj<n>`."""
+        a, b = rng.choice(self.tables), rng.choice(self.tables)
+        self.joins += 1
+        var, name = f"ktj{self.joins}", maybe_name("tj")
+        jop, pop = rng.choice([("join", "join"), ("leftJoin", "left_join"), ("outerJoin", "outer_join")])
+        jnamed = f', Named.as("{name}")' if name else ""
+        pnamed = f", name={name!r}" if name else ""
+        if rng.random() < 0.3:  # materialized: the result has a store, so it is joinable like a source table
+            self.stores += 1
+            jnamed += f', Materialized.as("jstore{self.stores}")'
+            pnamed += f", store_name='jstore{self.stores}'"
+            self.tables.append(var)
+        java.append(f"KTable {var} = {a}.{jop}({b}, (v, w) -> v{jnamed});")
+        py.append(f"{var} = {a}.{pop}({b}, lambda v, w: v{pnamed})")
 
     def _split(
         self,

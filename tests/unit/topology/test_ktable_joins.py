@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from streamlet.errors import TopologyError
+from streamlet.suppressed import BufferConfig, Suppressed
 from streamlet.topology import StreamsBuilder
 from streamlet.topology.nodes import ProcessorSpec
 from streamlet.windows import TimeWindows
@@ -74,8 +75,11 @@ def test_table_and_join_errors() -> None:
     windowed = builder.stream("clicks", "str", "str").group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(5))
     with pytest.raises(TopologyError, match="windowed table"):
         orders.join(windowed.count(), lambda a, b: a)
-    with pytest.raises(TopologyError, match="not supported yet"):
-        counts.filter(lambda k, v: True)
+    counts.filter(lambda k, v: True)  # an aggregation's table is a table like any other
+    with pytest.raises(TopologyError, match="suppressed table .* not supported yet"):
+        counts.suppress(Suppressed.until_time_limit(5, BufferConfig.unbounded())).filter(lambda k, v: True)
+    with pytest.raises(TopologyError, match="not an aggregation's table, is not supported yet"):
+        table.filter(lambda k, v: True).suppress(Suppressed.until_time_limit(5, BufferConfig.unbounded()))
     with pytest.raises(TopologyError, match="takes a KTable"):
         orders.join(42, lambda a, b: a)  # type: ignore[arg-type]
     with pytest.raises(TopologyError, match="takes JoinWindows"):

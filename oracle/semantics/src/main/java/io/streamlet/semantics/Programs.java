@@ -221,6 +221,14 @@ final class Programs {
                 vars.put(op.get("id").asText(), GlobalTablePrograms.apply(builder, op, in, vars));
                 continue;
             }
+            if (TableJoinPrograms.handles(kind, in)) {  // KTable-KTable joins
+                vars.put(op.get("id").asText(), TableJoinPrograms.apply(op, in, vars));
+                continue;
+            }
+            if (GroupedTablePrograms.handles(kind, in)) {  // KTable groupBy and its aggregations
+                vars.put(op.get("id").asText(), GroupedTablePrograms.apply(op, in));
+                continue;
+            }
             if (TablePrograms.handles(kind, in)) {  // tables and joins: TablePrograms.java
                 vars.put(op.get("id").asText(), TablePrograms.apply(builder, op, in, vars));
                 continue;

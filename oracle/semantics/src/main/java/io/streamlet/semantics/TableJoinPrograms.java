@@ -1,0 +1,44 @@
+package io.streamlet.semantics;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.util.Map;
+import org.apache.kafka.streams.kstream.KTable;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Named;
+import org.apache.kafka.streams.kstream.ValueJoiner;
+
+/**
+ * KTable-KTable join / leftJoin / outerJoin of the program language (tests/support/dsl_spec.py): "join",
+ * "leftJoin" or "outerJoin" whose "in" is a KTable, joined with the KTable "table" by the joiner "fn"; with a
+ * "store", materialized.
+ */
+@SuppressWarnings({"unchecked", "rawtypes"})
+final class TableJoinPrograms {
+    private TableJoinPrograms() {
+    }
+
+    static boolean handles(final String kind, final Object in) {
+        return in instanceof KTable && ("join".equals(kind) || "leftJoin".equals(kind) || "outerJoin".equals(kind));
+    }
+
+    static Object apply(final JsonNode op, final Object in, final Map<String, Object> vars) {
+        final String kind = op.get("op").asText();
+        final KTable t = (KTable) in;
+        final KTable other = (KTable) vars.get(op.get("table").asText());
+        final ValueJoiner joiner = TablePrograms.joiner(op.path("fn").asText(null));
+        final Named named = Programs.named(op);
+        if (op.hasNonNull("store")) {  // materialized: Materialized.as(store) with string keys and values
+            final Materialized m = TablePrograms.stored(op);
+            switch (kind) {
+                case "join": return named == null ? t.join(other, joiner, m) : t.join(other, joiner, named, m);
+                case "leftJoin": return named == null ? t.leftJoin(other, joiner, m) : t.leftJoin(other, joiner, named, m);
+                default: return named == null ? t.outerJoin(other, joiner, m) : t.outerJoin(other, joiner, named, m);
+            }
+        }
+        switch (kind) {
+            case "join": return named == null ? t.join(other, joiner) : t.join(other, joiner, named);
+            case "leftJoin": return named == null ? t.leftJoin(other, joiner) : t.leftJoin(other, joiner, named);
+            default: return named == null ? t.outerJoin(other, joiner) : t.outerJoin(other, joiner, named);
+        }
+    }
+}
