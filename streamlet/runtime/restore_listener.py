@@ -116,16 +116,18 @@ class RestoreProgressTracker:
 
     def restored_totals(self) -> dict[tuple[TopicPartition, str], int]:
         """Records restored per (changelog partition, store) since the client started, under way ones included."""
-        totals = dict(self._finished)
-        for key, progress in self._progress.items():
-            totals[key] = totals.get(key, 0) + progress.restored
-        return totals
+        return self._totals(self._finished, "restored")
 
     def restored_bytes_totals(self) -> dict[tuple[TopicPartition, str], int]:
         """Key + value bytes restored per (changelog partition, store), as `restored_totals` counts records."""
-        totals = dict(self._finished_bytes)
+        return self._totals(self._finished_bytes, "restored_bytes")
+
+    def _totals(
+        self, finished: dict[tuple[TopicPartition, str], int], attribute: str
+    ) -> dict[tuple[TopicPartition, str], int]:
+        totals = dict(finished)
         for key, progress in self._progress.items():
-            totals[key] = totals.get(key, 0) + progress.restored_bytes
+            totals[key] = totals.get(key, 0) + getattr(progress, attribute)
         return totals
 
     def on_bytes_restored(self, partition: TopicPartition, store_name: str, num_bytes: int) -> None:
