@@ -21,3 +21,6 @@ class RunAggregates:
     pauses: list[tuple[int, str, float]] = field(default_factory=list)  # (round, task, seconds not RUNNING)
     restored: dict[tuple[int, str, int], int] = field(default_factory=dict)  # (round, client, partition) -> records
     restored_recorded: bool = False  # the events carry restored_total (older workers' do not)
+    # (round, client, partition) -> key + value bytes of the records restored (version 2 events)
+    restored_bytes: dict[tuple[int, str, int], int] = field(default_factory=dict)
+    restored_bytes_recorded: bool = False  # the events carry restored_bytes_total (version 1 ones do not)

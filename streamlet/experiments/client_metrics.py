@@ -26,6 +26,9 @@ class ClientTotals:
     records_processed: int = 0
     rebalances: int = 0
     not_running_s: dict[str, float] = field(default_factory=dict)  # task -> seconds assigned but not RUNNING
+    # records and key + value bytes restored; None when an event lacks the field (older workers, version 1)
+    restored_records: int | None = 0
+    restored_bytes: int | None = 0
 
     @property
     def total_not_running_s(self) -> float:
@@ -40,6 +43,24 @@ def _add_run(totals: ClientTotals, last: Mapping[str, Any]) -> None:
     for task, entry in last.get("tasks", {}).items():
         seconds = float(entry.get("not_running_ms", 0.0)) / 1000.0
         totals.not_running_s[task] = totals.not_running_s.get(task, 0.0) + seconds
+    totals.restored_records = _add_restored(totals.restored_records, last.get("restored_total"), "records")
+    totals.restored_bytes = _add_restored(totals.restored_bytes, last.get("restored_bytes_total"), "bytes")
+
+
+def _add_restored(total: int | None, entries: Sequence[Mapping[str, Any]] | None, unit: str) -> int | None:
+    if total is None or entries is None:
+        return None
+    return total + sum(int(e.get(unit, 0)) for e in entries)
+
+
+def _known(value: int | None) -> str:
+    return "?" if value is None else str(value)
+
+
+def total_restored(totals: Sequence[ClientTotals], unit: str) -> str:
+    """All clients' restored `unit` ("records" or "bytes") as report text; "?" if a client's events lack it."""
+    values = [c.restored_records if unit == "records" else c.restored_bytes for c in totals]
+    return "?" if None in values else str(sum(filter(None, values)))
 
 
 def client_totals(lines: Sequence[str], names: Mapping[str, str]) -> tuple[list[ClientTotals], list[str]]:
@@ -75,17 +96,19 @@ def client_totals(lines: Sequence[str], names: Mapping[str, str]) -> tuple[list[
 
 
 def render_client_totals(totals: Sequence[ClientTotals]) -> list[str]:
-    """Markdown: records processed and time not RUNNING per client, then each task's time over all clients."""
+    """Markdown: records processed, time not RUNNING and records and key + value bytes restored per client,
+    then each task's time over all clients."""
     out = [
-        "| client | records processed | time tasks not RUNNING (s) | longest task (s) | rebalances | starts |",
-        "|---|---|---|---|---|---|",
+        "| client | records processed | time tasks not RUNNING (s) | longest task (s) | rebalances | starts "
+        "| records restored | bytes restored |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for c in totals:
         worst = max(c.not_running_s.items(), key=lambda kv: (kv[1], kv[0]), default=None)
         longest = "-" if worst is None else f"{worst[0]} {worst[1]:.1f}"
         out.append(
             f"| {c.name} | {c.records_processed} | {c.total_not_running_s:.1f} | {longest} | {c.rebalances} "
-            f"| {c.starts} |"
+            f"| {c.starts} | {_known(c.restored_records)} | {_known(c.restored_bytes)} |"
         )
     by_task: dict[str, float] = {}
     for c in totals:

@@ -24,7 +24,13 @@ from streamlet.experiments.report import (
 )
 from streamlet.experiments.svg import ROLE_COLOURS, line_chart, placement_timeline
 
-BYTES_NOTE = "bytes restored are not recorded: metrics events count restored records, not bytes"
+BYTES_NOTE = (
+    "bytes restored are the key + value bytes of the changelog records restored (Kafka's bytes consumed without "
+    "headers and batch framing); workers whose metrics events predate version 2 do not report them"
+)
+
+
+MOVE_COUNTS = ("restored", "restored_bytes")
 
 
 @dataclass
@@ -60,18 +66,24 @@ def _partition(task: str) -> int | None:
 
 
 def moves_with_restores(view: RunView) -> list[dict[str, Any]]:
-    """Each stateful move, with the records its destination restored for that task's partition after it
-    (None when the events do not say). Changelog partitions are matched to tasks by partition number."""
+    """Each stateful move, with the records and key + value bytes its destination restored for that task's
+    partition after it (None when the events do not say). Changelog partitions are matched to tasks by
+    partition number."""
     agg = view.aggregates
+    recorded = {  # the keys are MOVE_COUNTS
+        "restored": agg.restored if agg is not None and agg.restored_recorded else None,
+        "restored_bytes": agg.restored_bytes if agg is not None and agg.restored_bytes_recorded else None,
+    }
     out = []
     for move in task_moves(view.summary.rounds):
-        restored = None
-        if agg is not None and agg.restored_recorded:
-            partition = _partition(move.task)
-            restored = 0 if partition is None else agg.restored.get((move.round, move.destination, partition), 0)
-        out.append(
-            {"round": move.round, "task": move.task, "from": move.source, "to": move.destination, "restored": restored}
-        )
+        partition = _partition(move.task)
+        entry: dict[str, Any] = {"round": move.round, "task": move.task, "from": move.source, "to": move.destination}
+        for name, counts in recorded.items():
+            if counts is None:
+                entry[name] = None  # the events do not say
+            else:
+                entry[name] = 0 if partition is None else counts.get((move.round, move.destination, partition), 0)
+        out.append(entry)
     return out
 
 
@@ -156,6 +168,7 @@ def run_json(view: RunView) -> dict[str, Any]:
     skew, excess = max_skew(summary.rounds), max_excess(summary.rounds)
     moves = moves_with_restores(view)
     restored = [m["restored"] for m in moves if m["restored"] is not None]
+    restored_bytes = [m["restored_bytes"] for m in moves if m["restored_bytes"] is not None]
     return {
         "label": summary.label,
         "metrics": metrics_table(summary),
@@ -174,6 +187,7 @@ def run_json(view: RunView) -> dict[str, Any]:
         ],
         "moves": moves,
         "restored_records_for_moves": sum(restored) if agg is not None and agg.restored_recorded else None,
+        "restored_bytes_for_moves": sum(restored_bytes) if agg is not None and agg.restored_bytes_recorded else None,
         "max_stateful_on_one_client": None if skew is None else {"tasks": skew[0], "client": skew[1], "round": skew[2]},
         "max_above_even_share": None
         if excess is None
@@ -257,6 +271,8 @@ def _run_section(view: RunView) -> str:
         problems.append("no readable metrics event: no throughput, lag, load, pause or restore figures")
     elif not agg.restored_recorded:
         problems.append("the metrics events carry no restored_total (workers older than this report): restores unknown")
+    elif not agg.restored_bytes_recorded:
+        problems.append("the metrics events carry no restored_bytes_total (version 1 events): bytes restored unknown")
     if problems:
         out.append('<div class="problems"><h3>Problems (the rest is reported)</h3><ul>')
         out += [f"<li>{escape(p)}</li>" for p in problems]
@@ -300,14 +316,16 @@ def _run_section(view: RunView) -> str:
     moves = moves_with_restores(view)
     if moves:
         rows = [
-            [m["round"], m["task"], m["from"], m["to"], "?" if m["restored"] is None else m["restored"]] for m in moves
+            [m["round"], m["task"], m["from"], m["to"], *("?" if m[k] is None else m[k] for k in MOVE_COUNTS)]
+            for m in moves
         ]
+        totals = [sum(m[k] for m in moves) if all(m[k] is not None for m in moves) else "?" for k in MOVE_COUNTS]
         out.append(
             _table(
-                ["round", "task", "from", "to", "records restored"],
-                rows,
+                ["round", "task", "from", "to", "records restored", "bytes restored"],
+                [*rows, ["total", "", "", "", *totals]],
                 "moves",
-                "Stateful task moves (records restored by the destination after the move)",
+                "Stateful task moves (records and key + value bytes restored by the destination after the move)",
             )
         )
     pauses = pauses_by_round(view)

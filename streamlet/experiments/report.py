@@ -14,7 +14,8 @@ Numbers, per run:
   a restore somewhere, or a warmup paying off);
 * skew: the most stateful active tasks one client held in any round, against the even share;
 * per client, from `metrics.jsonl` (the clients' metrics events) when the run collected it: records
-  processed and the time its tasks spent assigned but not RUNNING (restoring, waiting, rebalancing).
+  processed, the time its tasks spent assigned but not RUNNING (restoring, waiting, rebalancing), and the
+  records and key + value bytes it restored (per move, they need the round windows: the Spark report).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streamlet.assignment.history import EVENT_TYPE, HISTORY_VERSION
-from streamlet.experiments.client_metrics import ClientTotals, client_totals, render_client_totals
+from streamlet.experiments.client_metrics import ClientTotals, client_totals, render_client_totals, total_restored
 
 
 @dataclass(frozen=True)
@@ -382,6 +383,12 @@ def metrics_table(summary: RunSummary) -> dict[str, str]:
         "time tasks not RUNNING (all clients)": "-"
         if summary.clients is None
         else f"{sum(c.total_not_running_s for c in summary.clients):.1f}s",
+        "records restored (all clients)": "-"
+        if summary.clients is None
+        else total_restored(summary.clients, "records"),
+        "bytes restored, key + value (all clients)": "-"
+        if summary.clients is None
+        else total_restored(summary.clients, "bytes"),
         "problems": str(len(summary.problems)),
     }
 

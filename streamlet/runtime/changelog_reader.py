@@ -18,9 +18,12 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
+from typing import Any
 
 from aiokafka.structs import TopicPartition
 
+from streamlet.kafka.record_blocks import RecordBlock
 from streamlet.runtime.clients import RestoreConsumer
 from streamlet.runtime.restore_listener import StateRestoreListener
 from streamlet.runtime.standby_task import StandbyTask
@@ -29,6 +32,7 @@ from streamlet.runtime.stream_task import StreamTask
 log = logging.getLogger("streamlet.thread")
 
 Owner = StreamTask | StandbyTask
+_key, _value = attrgetter("key"), attrgetter("value")
 
 
 @dataclass
@@ -48,6 +52,18 @@ class RestoreResult:
     completed: list[StreamTask] = field(default_factory=list)  # active tasks that caught up in this step
 
 
+def record_bytes(records: Sequence[Any]) -> int:
+    """Key + value bytes of `records` (a RecordBlock's columns, or record objects): Kafka's bytes-consumed
+    measure without headers and batch framing. Null keys and values (tombstones) count 0."""
+    keys: Iterable[bytes | None]
+    values: Iterable[bytes | None]
+    if isinstance(records, RecordBlock):
+        keys, values = records.keys, records.values
+    else:
+        keys, values = map(_key, records), map(_value, records)
+    return sum(map(len, filter(None, keys))) + sum(map(len, filter(None, values)))
+
+
 class ChangelogReader:
     def __init__(
         self,
@@ -62,6 +78,7 @@ class ChangelogReader:
         self._listener = listener
         self._chunk_records = chunk_records
         self._changelogs: dict[TopicPartition, ChangelogPartition] = {}
+        self._bytes_restored = getattr(listener, "on_bytes_restored", None)
 
     async def restore(
         self, restoring: Iterable[StreamTask], standbys: Iterable[StandbyTask], timeout_ms: int
@@ -100,6 +117,8 @@ class ChangelogReader:
                 result.applied += len(chunk)
                 if changelog.end_offset is not None:
                     changelog.restored += len(chunk)
+                    if self._bytes_restored is not None:
+                        self._bytes_restored(tp, changelog.store, record_bytes(chunk))
                     self._listener.on_batch_restored(tp, changelog.store, chunk[-1].offset, len(chunk))
                 await asyncio.sleep(0)  # a restore chunk holds the GIL inside RocksDB; let heartbeats run
         for task in restoring:

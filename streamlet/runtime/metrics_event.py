@@ -22,7 +22,9 @@ from streamlet.runtime.restore_listener import RestoreProgress
 from streamlet.task_id import TaskId
 
 #: Version of the event's JSON shape; readers skip versions they do not know rather than misread them.
-METRICS_VERSION = 1
+#: 2 added `restored_bytes_total`; version 1 events (without it) are still read.
+METRICS_VERSION = 2
+KNOWN_VERSIONS = (1, 2)
 EVENT_TYPE = "streamlet.metrics"
 #: Task states in the event beyond Kafka Streams' active ones: assigned, not opened yet; a standby.
 PENDING = "PENDING"
@@ -64,6 +66,7 @@ class ClientSample:
     standby_lags: Mapping[TopicPartition, int]
     now: float  # monotonic, for restoration rates
     restored_totals: Mapping[tuple[TopicPartition, str], int] = field(default_factory=dict)
+    restored_bytes_totals: Mapping[tuple[TopicPartition, str], int] = field(default_factory=dict)
 
 
 def _ms(seconds: float) -> float:
@@ -72,6 +75,13 @@ def _ms(seconds: float) -> float:
 
 def _partitions(lags: Mapping[TopicPartition, int]) -> list[dict[str, Any]]:
     return [{"topic": tp.topic, "partition": tp.partition, "lag": lag} for tp, lag in sorted(lags.items())]
+
+
+def _per_changelog(totals: Mapping[tuple[TopicPartition, str], int], name: str) -> list[dict[str, Any]]:
+    return [
+        {"store": store, "topic": tp.topic, "partition": tp.partition, name: count}
+        for (tp, store), count in sorted(totals.items(), key=lambda kv: (kv[0][1], kv[0][0].topic, kv[0][0].partition))
+    ]
 
 
 def build_metrics_event(sample: ClientSample) -> dict[str, Any]:
@@ -123,12 +133,9 @@ def build_metrics_event(sample: ClientSample) -> dict[str, Any]:
         "standby_lag": _partitions(sample.standby_lags),
         # records restored per store and changelog partition since the client started (finished ones too),
         # so a report can count what each task move cost even when a restore fell between two events
-        "restored_total": [
-            {"store": store, "topic": tp.topic, "partition": tp.partition, "records": records}
-            for (tp, store), records in sorted(
-                sample.restored_totals.items(), key=lambda kv: (kv[0][1], kv[0][0].topic, kv[0][0].partition)
-            )
-        ],
+        "restored_total": _per_changelog(sample.restored_totals, "records"),
+        # (version 2) the same in key + value bytes of the changelog records restored
+        "restored_bytes_total": _per_changelog(sample.restored_bytes_totals, "bytes"),
         "commit_latency_ms": {
             "count": len(latencies),
             "p50": _ms(statistics.median(latencies)) if latencies else None,
@@ -151,7 +158,7 @@ def parse_metrics_event(value: bytes | str | Mapping[str, Any] | None) -> dict[s
             event = json.loads(value)
         except ValueError:
             return None
-    if not isinstance(event, Mapping) or event.get("type") != EVENT_TYPE or event.get("version") != METRICS_VERSION:
+    if not isinstance(event, Mapping) or event.get("type") != EVENT_TYPE or event.get("version") not in KNOWN_VERSIONS:
         return None
     if not isinstance(event.get("process_id"), str) or not isinstance(event.get("tasks"), Mapping):
         return None

@@ -102,6 +102,7 @@ class ClientMetrics:
             threads=[sample_thread(t, since) for t in self._threads()],
             restoring=self._restore_progress.in_progress(),
             restored_totals=self._restore_progress.restored_totals(),
+            restored_bytes_totals=self._restore_progress.restored_bytes_totals(),
             standby_lags=standby,
             now=now,
         )

@@ -56,6 +56,11 @@ def metric_families(event: Mapping[str, Any]) -> list[Metric]:
         standby.add_metric([*client, item["topic"], str(item["partition"])], float(item["lag"]))
     restore_labels = ("store", "topic", "partition")
     restored = _gauge("restore_records_restored", "Records restored so far", *restore_labels)
+    restored_bytes = _counter(
+        "restored_bytes", "Key + value bytes of changelog records restored since the client started", *restore_labels
+    )
+    for item in event.get("restored_bytes_total", []):
+        restored_bytes.add_metric([*client, item["store"], item["topic"], str(item["partition"])], float(item["bytes"]))
     remaining = _gauge("restore_records_remaining", "Changelog offsets left to restore", *restore_labels)
     rate = _gauge("restore_records_per_second", "Restoration rate so far", *restore_labels)
     eta = _gauge("restore_eta_seconds", "Estimated time to the end of the restoration", *restore_labels)
@@ -86,6 +91,7 @@ def metric_families(event: Mapping[str, Any]) -> list[Metric]:
         lag,
         standby,
         restored,
+        restored_bytes,
         remaining,
         rate,
         eta,

@@ -25,7 +25,10 @@ class StateRestoreListener(Protocol):
     """Callbacks from the restoring thread; they run on the event loop, so keep them quick.
 
     A listener may also define `on_restore_suspended(partition, store_name, total_restored)`: called when
-    a restoration stops before its end because the task left this thread (Kafka Streams' default method).
+    a restoration stops before its end because the task left this thread (Kafka Streams' default method);
+    and `on_bytes_restored(partition, store_name, num_bytes)`: called before `on_batch_restored` with the
+    batch's size in key + value bytes (what Kafka's consumer counts as bytes consumed, headers and framing
+    excluded).
     """
 
     def on_restore_start(
@@ -53,6 +56,7 @@ class RestoreProgress:
     end_offset: int
     started: float = field(default_factory=time.monotonic)
     restored: int = 0
+    restored_bytes: int = 0  # key + value bytes of the records restored
     position: int = -1  # the next offset to restore
     last_logged: float = field(default_factory=time.monotonic)
 
@@ -105,16 +109,31 @@ class RestoreProgressTracker:
         # records restored by finished (or suspended) restorations, since the client started: a restore that
         # ends between two metrics events is never "in progress" in one, yet an experiment must count it
         self._finished: dict[tuple[TopicPartition, str], int] = {}
+        self._finished_bytes: dict[tuple[TopicPartition, str], int] = {}
 
     def in_progress(self) -> list[RestoreProgress]:
         return sorted(self._progress.values(), key=lambda p: (p.store, p.partition.topic, p.partition.partition))
 
     def restored_totals(self) -> dict[tuple[TopicPartition, str], int]:
         """Records restored per (changelog partition, store) since the client started, under way ones included."""
-        totals = dict(self._finished)
+        return self._totals(self._finished, "restored")
+
+    def restored_bytes_totals(self) -> dict[tuple[TopicPartition, str], int]:
+        """Key + value bytes restored per (changelog partition, store), as `restored_totals` counts records."""
+        return self._totals(self._finished_bytes, "restored_bytes")
+
+    def _totals(
+        self, finished: dict[tuple[TopicPartition, str], int], attribute: str
+    ) -> dict[tuple[TopicPartition, str], int]:
+        totals = dict(finished)
         for key, progress in self._progress.items():
-            totals[key] = totals.get(key, 0) + progress.restored
+            totals[key] = totals.get(key, 0) + getattr(progress, attribute)
         return totals
+
+    def on_bytes_restored(self, partition: TopicPartition, store_name: str, num_bytes: int) -> None:
+        progress = self._progress.get((partition, store_name))
+        if progress is not None:
+            progress.restored_bytes += num_bytes
 
     def on_restore_start(self, partition: TopicPartition, store_name: str, start_offset: int, end_offset: int) -> None:
         self._progress[(partition, store_name)] = RestoreProgress(store_name, partition, start_offset, end_offset)
@@ -138,6 +157,7 @@ class RestoreProgressTracker:
         if progress is not None:
             key = (partition, store_name)
             self._finished[key] = self._finished.get(key, 0) + progress.restored
+            self._finished_bytes[key] = self._finished_bytes.get(key, 0) + progress.restored_bytes
 
 
 class LoggingRestoreListener(RestoreProgressTracker):
@@ -212,6 +232,12 @@ class CompositeRestoreListener:
     ) -> None:
         for listener in self._listeners:
             listener.on_batch_restored(partition, store_name, batch_end_offset, num_restored)
+
+    def on_bytes_restored(self, partition: TopicPartition, store_name: str, num_bytes: int) -> None:
+        for listener in self._listeners:
+            counted = getattr(listener, "on_bytes_restored", None)
+            if counted is not None:
+                counted(partition, store_name, num_bytes)
 
     def on_restore_end(self, partition: TopicPartition, store_name: str, total_restored: int) -> None:
         for listener in self._listeners:

@@ -9,7 +9,8 @@ metrics events are many (one per client per interval, for hours on a real cluste
 * lag: the consumer lag of all input and repartition partitions, per bucket (each client's latest);
 * pauses: per task and rebalance round, the seconds the task spent assigned but not RUNNING, as reported
   by the metrics events that followed that rebalance and preceded the next one;
-* restored: per round, client and changelog partition, the records restored (`restored_total` deltas).
+* restored: per round, client and changelog partition, the records restored (`restored_total` deltas) and
+  their key + value bytes (`restored_bytes_total` deltas; version 2 events, absent from version 1 ones).
 
 Counts in an event are since its process started; a process that started over (its sequence went back)
 contributes its whole count again, as `client_metrics` treats it. Lines come from the run dir's files or
@@ -24,10 +25,10 @@ from typing import TYPE_CHECKING
 
 from streamlet.experiments.aggregates import RunAggregates
 from streamlet.experiments.report import Round
-from streamlet.runtime.metrics_event import EVENT_TYPE, METRICS_VERSION
+from streamlet.runtime.metrics_event import EVENT_TYPE, KNOWN_VERSIONS
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 #: What the job reads of a metrics event (from_json ignores the rest, and a damaged line gives nulls).
 METRICS_SCHEMA = (
@@ -35,7 +36,8 @@ METRICS_SCHEMA = (
     "records_processed BIGINT, "
     "tasks MAP<STRING, STRUCT<state: STRING, records_processed: BIGINT, not_running_ms: DOUBLE>>, "
     "consumer_lag ARRAY<STRUCT<topic: STRING, partition: INT, lag: BIGINT>>, "
-    "restored_total ARRAY<STRUCT<store: STRING, topic: STRING, partition: INT, records: BIGINT>>"
+    "restored_total ARRAY<STRUCT<store: STRING, topic: STRING, partition: INT, records: BIGINT>>, "
+    "restored_bytes_total ARRAY<STRUCT<store: STRING, topic: STRING, partition: INT, bytes: BIGINT>>"
 )
 _FAR_FUTURE_MS = 2**62
 
@@ -88,7 +90,7 @@ def aggregate_metrics(
     parsed = lines.select(F.from_json("value", METRICS_SCHEMA).alias("e")).select("e.*")
     events = parsed.where(
         (F.col("type") == EVENT_TYPE)
-        & (F.col("version") == METRICS_VERSION)
+        & F.col("version").isin(*KNOWN_VERSIONS)
         & F.col("process_id").isNotNull()
         & F.col("timestamp_ms").isNotNull()
     ).cache()
@@ -98,13 +100,20 @@ def aggregate_metrics(
             F.min("timestamp_ms").alias("first"),
             F.max("interval_ms").alias("interval"),
             F.count("restored_total").alias("with_restored"),
+            F.count("restored_bytes_total").alias("with_restored_bytes"),
         ).first()
         if bounds is None or not bounds.n:
             return None
         first_round = min((r.timestamp_ms for r in rounds if r.timestamp_ms is not None), default=None)
         origin = origin_ms if origin_ms is not None else min(x for x in (bounds.first, first_round) if x is not None)
         bucket_ms = int(bounds.interval or 5000)
-        out = RunAggregates(origin, bucket_ms / 1000.0, int(bounds.n), restored_recorded=bool(bounds.with_restored))
+        out = RunAggregates(
+            origin,
+            bucket_ms / 1000.0,
+            int(bounds.n),
+            restored_recorded=bool(bounds.with_restored),
+            restored_bytes_recorded=bool(bounds.with_restored_bytes),
+        )
 
         by_process = Window.partitionBy("process_id").orderBy("timestamp_ms", "sequence")
         restarted = F.lag("sequence").over(by_process).isNull() | (
@@ -155,34 +164,41 @@ def aggregate_metrics(
         out.pauses = sorted((r.round, r.task, float(r.s)) for r in pauses.where(F.col("s") > 0).collect())
 
         if out.restored_recorded:
-            restores = steps.select(
-                "process_id", "timestamp_ms", "sequence", "restarted", F.explode("restored_total").alias("r")
-            ).select(
-                "process_id",
-                "timestamp_ms",
-                "sequence",
-                "restarted",
-                "r.store",
-                "r.topic",
-                "r.partition",
-                F.col("r.records").alias("records"),
-            )
-            by_store = Window.partitionBy("process_id", "store", "topic", "partition").orderBy(
-                "timestamp_ms", "sequence"
-            )
-            first = F.col("restarted") | F.lag("records").over(by_store).isNull()
-            restored = restores.withColumn(
-                "delta", F.when(first, F.col("records")).otherwise(F.col("records") - F.lag("records").over(by_store))
-            )
-            per_round = (
-                restored.join(windows, in_round)
-                .groupBy("round", "process_id", "partition")
-                .agg(F.sum("delta").alias("records"))
-                .where(F.col("records") > 0)
-            )
-            for row in per_round.collect():
-                name = names.get(row.process_id, row.process_id[:8])
-                out.restored[(row.round, name, row.partition)] = int(row.records)
+            out.restored = _restored_per_round(steps, windows, in_round, names, "restored_total", "records")
+        if out.restored_bytes_recorded:
+            out.restored_bytes = _restored_per_round(steps, windows, in_round, names, "restored_bytes_total", "bytes")
         return out
     finally:
         events.unpersist()
+
+
+def _restored_per_round(
+    steps: DataFrame, windows: DataFrame, in_round: Column, names: Mapping[str, str], column: str, unit: str
+) -> dict[tuple[int, str, int], int]:
+    """Per (round, client, changelog partition), the deltas of the since-start counts in `column`'s `unit`."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    restores = steps.select("process_id", "timestamp_ms", "sequence", "restarted", F.explode(column).alias("r")).select(
+        "process_id",
+        "timestamp_ms",
+        "sequence",
+        "restarted",
+        "r.store",
+        "r.topic",
+        "r.partition",
+        F.col(f"r.{unit}").alias("n"),
+    )
+    by_store = Window.partitionBy("process_id", "store", "topic", "partition").orderBy("timestamp_ms", "sequence")
+    first = F.col("restarted") | F.lag("n").over(by_store).isNull()
+    restored = restores.withColumn("delta", F.when(first, F.col("n")).otherwise(F.col("n") - F.lag("n").over(by_store)))
+    per_round = (
+        restored.join(windows, in_round)
+        .groupBy("round", "process_id", "partition")
+        .agg(F.sum("delta").alias("n"))
+        .where(F.col("n") > 0)
+    )
+    return {
+        (row.round, names.get(row.process_id, row.process_id[:8]), row.partition): int(row.n)
+        for row in per_round.collect()
+    }

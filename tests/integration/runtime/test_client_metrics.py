@@ -1,7 +1,8 @@
 """Client metrics on the real broker: a WordCount client's events, `streamlet status`, and restore progress.
 
 The expected numbers come from the input, not from the code under test: sub-topology 0 reads each input
-line once, sub-topology 1 each word once (Java's split), and a restore reads every changelog record.
+line once, sub-topology 1 each word once (Java's split), and a restore reads every changelog record (its
+key + value bytes summed by the test's own consumer).
 """
 
 from __future__ import annotations
@@ -154,6 +155,11 @@ async def test_a_restart_on_an_empty_state_dir_logs_restore_progress(
     changelog = f"{app_id}-counts-store-changelog"
     ends = await kafka.end_offsets(changelog, 2)
     assert sum(ends.values()) >= 5000
+    # what a restore reads, by a consumer of our own: key + value bytes per changelog partition
+    changelog_bytes: dict[int, int] = {}
+    for record in await kafka.drain(changelog, 2):
+        size = len(record.key or b"") + len(record.value or b"")
+        changelog_bytes[record.partition] = changelog_bytes.get(record.partition, 0) + size
 
     monkeypatch.setattr(restore_listener, "PROGRESS_LOG_INTERVAL_S", 0.0)  # a progress line per restored chunk
     handler = _Lines()
@@ -162,6 +168,7 @@ async def test_a_restart_on_an_empty_state_dir_logs_restore_progress(
     logger.setLevel(logging.INFO)
     cfg = config(kafka, app_id, str(tmp_path / "second"), threads=1)  # empty: everything restores from the changelog
     second = KafkaStreams(topology, dataclasses.replace(cfg, restore_chunk_records=500))
+    event: dict[str, Any] = {}
     try:
         await second.start()
         deadline = asyncio.get_running_loop().time() + 60
@@ -169,6 +176,11 @@ async def test_a_restart_on_an_empty_state_dir_logs_restore_progress(
             if sum(m.startswith(f"restored store counts-store from {changelog}-") for m in handler.messages) == 2:
                 break
             await asyncio.sleep(0.2)
+        while asyncio.get_running_loop().time() < deadline:  # an event published after both restores ended
+            event = (await latest_metrics(kafka, app_id)).get(str(second.process_id), {})
+            if sum(r["records"] for r in event.get("restored_total", [])) == sum(ends.values()):
+                break
+            await asyncio.sleep(0.5)
     finally:
         await second.close()
         logger.removeHandler(handler)
@@ -178,6 +190,9 @@ async def test_a_restart_on_an_empty_state_dir_logs_restore_progress(
             partition = int(message.split(":")[0].rsplit("-", 1)[1])
             restored.setdefault(partition, int(message.split(": ")[1].split(" ")[0]))
     assert restored == ends, handler.messages  # every changelog record, per partition
+    assert {r["partition"]: r["records"] for r in event["restored_total"]} == ends, event
+    assert {r["partition"]: r["bytes"] for r in event["restored_bytes_total"]} == changelog_bytes, event
+    assert {(r["store"], r["topic"]) for r in event["restored_bytes_total"]} == {("counts-store", changelog)}
     progress = [
         m for m in handler.messages if m.startswith(f"restoring store counts-store from {changelog}-") and "%" in m
     ]

@@ -46,4 +46,5 @@ async def test_the_topics_give_the_report_the_files_give(kafka: KafkaTestCluster
     assert {**from_topics, "notes": []} == from_files
     # of the four moves, only 1_2 (A -> B in round 3) was followed by a restore of its partition on its destination
     assert len(from_files["rounds"]) == 4 and from_files["restored_records_for_moves"] == 15
+    assert from_files["restored_bytes_for_moves"] == 450  # B's restored_bytes_total 750 in round 3 after 300
     assert from_files["series"]["throughput"] == [[1.0, 150.0], [2.0, 180.0], [3.0, 30.0]]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from aiokafka.structs import TopicPartition
+
 from streamlet.experiments.cli import read_run_dir
 from streamlet.experiments.client_metrics import client_totals
 from streamlet.experiments.report import render_report
@@ -57,6 +59,59 @@ def test_the_report_shows_records_processed_and_time_not_running(tmp_path: Path)
     assert (
         "| client | records processed | time tasks not RUNNING (s) | longest task (s) | rebalances | starts |" in text
     )
-    assert "| A | 34 | 3.5 | 1_0 2.0 | 2 | 1 |" in text
-    assert f"| {B[:8]} | 20 | 0.5 | 1_1 0.5 | 2 | 1 |" in text  # not in run.json: its process id
+    assert "| A | 34 | 3.5 | 1_0 2.0 | 2 | 1 | 0 | 0 |" in text
+    assert f"| {B[:8]} | 20 | 0.5 | 1_1 0.5 | 2 | 1 | 0 | 0 |" in text  # not in run.json: its process id
     assert "| 1_1 | 2.0 |" in text  # both clients' time for the task
+
+
+CL0, CL1 = TopicPartition("app-counts-changelog", 0), TopicPartition("app-counts-changelog", 1)
+
+
+def restoring_line(pid: str, sequence: int, restored: dict[TopicPartition, tuple[int, int]], version: int = 2) -> str:
+    """An event whose client restored (records, key + value bytes) per changelog partition since it started."""
+    thread = ThreadSample("t1", {}, {}, {}, 1, 0, 0.0, [])
+    sample = ClientSample(
+        "app",
+        pid,
+        "h",
+        1000 * sequence,
+        sequence,
+        500,
+        [thread],
+        [],
+        {},
+        now=0.0,
+        restored_totals={(tp, "counts"): n for tp, (n, _) in restored.items()},
+        restored_bytes_totals={(tp, "counts"): b for tp, (_, b) in restored.items()},
+    )
+    event = build_metrics_event(sample)
+    if version == 1:  # an older worker: no bytes
+        del event["restored_bytes_total"]
+        event["version"] = 1
+    return json.dumps(event)
+
+
+def test_the_report_shows_records_and_bytes_restored_per_client_and_in_total(tmp_path: Path) -> None:
+    lines = [
+        restoring_line(A, 1, {CL0: (10, 300)}),
+        restoring_line(A, 2, {CL0: (25, 800), CL1: (5, 50)}),  # A's first run: 30 records, 850 bytes
+        restoring_line(A, 1, {CL1: (4, 100)}),  # A restarted: 4 records, 100 bytes more
+        restoring_line(B, 1, {CL0: (7, 70)}, version=1),  # B's events do not carry bytes
+    ]
+    [a, b], problems = client_totals(lines, NAMES)
+    assert problems == []
+    assert (a.restored_records, a.restored_bytes, b.restored_records, b.restored_bytes) == (34, 950, 7, None)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"status": "passed", "clients": {"A": {"process_id": A}}}))
+    (run / "assignments.jsonl").write_text("")
+    (run / "metrics.jsonl").write_text("\n".join(lines[:3]) + "\n")
+    text = render_report([read_run_dir(run)])
+    assert "| A | 0 | 0.0 | - | 2 | 2 | 34 | 950 |" in text  # one rebalance in each of its 2 runs
+    assert "| records restored (all clients) | 34 |" in text
+    assert "| bytes restored, key + value (all clients) | 950 |" in text
+    (run / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+    text = render_report([read_run_dir(run)])
+    assert f"| {B[:8]} | 0 | 0.0 | - | 1 | 1 | 7 | ? |" in text
+    assert "| records restored (all clients) | 41 |" in text
+    assert "| bytes restored, key + value (all clients) | ? |" in text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from streamlet.experiments.aggregates import RunAggregates
 from streamlet.experiments.html_report import (
@@ -29,6 +30,8 @@ AGGREGATES = RunAggregates(
     pauses=[(3, "1_0", 0.5), (3, "1_2", 1.5), (4, "1_3", 0.25)],
     restored={(3, "C", 0): 40, (4, "C", 3): 7, (4, "A", 5): 99},
     restored_recorded=True,
+    restored_bytes={(3, "C", 0): 1200, (4, "C", 3): 210, (4, "A", 5): 5000},
+    restored_bytes_recorded=True,
 )
 
 
@@ -38,13 +41,34 @@ def _view(aggregates: RunAggregates | None = AGGREGATES) -> RunView:
 
 def test_each_move_gets_what_its_destination_restored_for_that_partition() -> None:
     assert moves_with_restores(_view()) == [
-        {"round": 3, "task": "1_0", "from": "A", "to": "C", "restored": 40},
-        {"round": 3, "task": "1_2", "from": "A", "to": "B", "restored": 0},  # nothing restored: 0, not unknown
-        {"round": 4, "task": "1_1", "from": "B", "to": "A", "restored": 0},  # A restored partition 5, not 1
-        {"round": 4, "task": "1_3", "from": "B", "to": "C", "restored": 7},
+        {"round": 3, "task": "1_0", "from": "A", "to": "C", "restored": 40, "restored_bytes": 1200},
+        # nothing restored: 0, not unknown
+        {"round": 3, "task": "1_2", "from": "A", "to": "B", "restored": 0, "restored_bytes": 0},
+        # A restored partition 5, not 1
+        {"round": 4, "task": "1_1", "from": "B", "to": "A", "restored": 0, "restored_bytes": 0},
+        {"round": 4, "task": "1_3", "from": "B", "to": "C", "restored": 7, "restored_bytes": 210},
     ]
     unknown = RunAggregates(origin_ms=1000, bucket_s=1.0)
-    assert {m["restored"] for m in moves_with_restores(_view(unknown))} == {None}
+    assert {(m["restored"], m["restored_bytes"]) for m in moves_with_restores(_view(unknown))} == {(None, None)}
+    # version 1 events: records known, bytes not
+    records_only = RunAggregates(origin_ms=1000, bucket_s=1.0, restored=AGGREGATES.restored, restored_recorded=True)
+    assert [(m["restored"], m["restored_bytes"]) for m in moves_with_restores(_view(records_only))] == [
+        (40, None),
+        (0, None),
+        (0, None),
+        (7, None),
+    ]
+    page = Elements(render_html([_view(records_only)]))
+    assert any("no restored_bytes_total" in t for t in page.text)
+
+
+def test_the_moves_table_has_bytes_next_to_records_and_totals() -> None:
+    page = render_html([_view()])
+    moves = page[page.index('<table class="moves">') :]
+    rows = re.findall(r"<tr>(.*?)</tr>", moves[: moves.index("</table>")])
+    cells = [found for row in rows if (found := re.findall(r"<td[^>]*>(.*?)</td>", row))]
+    assert cells[0] == ["3", "1_0", "A", "C", "40", "1200"]
+    assert cells[-1] == ["total", "", "", "", "47", "1410"]
 
 
 def test_placement_spans_follow_the_rounds_and_merge_while_the_role_holds() -> None:
@@ -86,6 +110,7 @@ def test_summary_json() -> None:
     summary = json.loads(json.dumps(build_summary([_view()])))
     [run] = summary["runs"]
     assert run["restored_records_for_moves"] == 47
+    assert run["restored_bytes_for_moves"] == 1410  # 1200 + 210
     assert [c["seconds"] for c in run["convergence"]] == [0.0, 2.0]
     assert run["max_stateful_on_one_client"] == {"tasks": 4, "client": "B", "round": 3}
     assert run["series"]["throughput"] == [[1.0, 10.0], [2.0, 30.0], [3.0, 20.0]]

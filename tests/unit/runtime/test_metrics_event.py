@@ -41,6 +41,7 @@ def sample(
     *threads: ThreadSample,
     restoring: list[RestoreProgress] | None = None,
     restored_totals: dict[tuple[TopicPartition, str], int] | None = None,
+    restored_bytes_totals: dict[tuple[TopicPartition, str], int] | None = None,
 ) -> ClientSample:
     return ClientSample(
         application_id="app",
@@ -54,6 +55,7 @@ def sample(
         standby_lags={TopicPartition("app-counts-changelog", 1): 12},
         now=110.0,
         restored_totals=restored_totals or {},
+        restored_bytes_totals=restored_bytes_totals or {},
     )
 
 
@@ -83,7 +85,10 @@ def test_the_event_adds_up_the_threads_of_a_client() -> None:
     progress = RestoreProgress("counts", CL2, start_offset=100, end_offset=1100, started=100.0, restored=250)
     progress.position = 350
     totals = {(CL2, "counts"): 250, (TopicPartition("app-counts-changelog", 0), "counts"): 9}
-    event = build_metrics_event(sample(one, two, restoring=[progress], restored_totals=totals))
+    byte_totals = {(CL2, "counts"): 4000, (TopicPartition("app-counts-changelog", 0), "counts"): 90}
+    event = build_metrics_event(
+        sample(one, two, restoring=[progress], restored_totals=totals, restored_bytes_totals=byte_totals)
+    )
 
     assert event["type"] == EVENT_TYPE and event["version"] == METRICS_VERSION
     assert event["tasks"] == {
@@ -118,6 +123,10 @@ def test_the_event_adds_up_the_threads_of_a_client() -> None:
         {"store": "counts", "topic": "app-counts-changelog", "partition": 0, "records": 9},
         {"store": "counts", "topic": "app-counts-changelog", "partition": 2, "records": 250},
     ]
+    assert event["restored_bytes_total"] == [
+        {"store": "counts", "topic": "app-counts-changelog", "partition": 0, "bytes": 90},
+        {"store": "counts", "topic": "app-counts-changelog", "partition": 2, "bytes": 4000},
+    ]
     assert (event["process_id"], event["host"], event["sequence"], event["threads"]) == (
         "4b61083e-57d0-457d-951f-d06556c148ca",
         "localhost:8080",
@@ -142,4 +151,12 @@ def test_events_round_trip_through_json_and_readers_refuse_what_they_do_not_know
     assert parse_metrics_event(b"{not json") is None
     assert parse_metrics_event(None) is None
     assert parse_metrics_event({k: v for k, v in event.items() if k != "tasks"}) is None
+
+
+def test_version_1_events_without_restored_bytes_are_still_read() -> None:
+    event = build_metrics_event(sample(thread("t1", processed={T00: 3})))
+    old = {k: v for k, v in event.items() if k != "restored_bytes_total"} | {"version": 1}
+    assert METRICS_VERSION == 2
+    assert parse_metrics_event(old) == old
+    assert parse_metrics_event({**old, "version": 0}) is None
     assert metrics_topic("wordcount") == "wordcount-metrics"

@@ -31,6 +31,7 @@ EVENT: dict[str, Any] = {
             "eta_s": 30.0,
         }
     ],
+    "restored_bytes_total": [{"store": "counts", "topic": "wordcount-counts-changelog", "partition": 1, "bytes": 4096}],
     "commit_latency_ms": {"count": 2, "p50": 12.0, "max": 40.0},
     "commits": 9,
     "commit_total_ms": 150.0,
@@ -75,6 +76,7 @@ def test_a_prometheus_parser_reads_back_every_value() -> None:
     assert samples[("streamlet_restore_records_restored", restore)] == 250
     assert samples[("streamlet_restore_records_remaining", restore)] == 750
     assert samples[("streamlet_restore_records_per_second", restore)] == 25
+    assert samples[("streamlet_restored_bytes_total", restore)] == 4096
     assert samples[("streamlet_commits_total", ())] == 9
     assert samples[("streamlet_commit_seconds_total", ())] == 0.15
     assert samples[("streamlet_commit_latency_seconds", (("quantile", "0.5"),))] == 0.012

@@ -75,3 +75,19 @@ def test_the_default_listener_logs_percentage_rate_and_eta(caplog: pytest.LogCap
     assert " records/s, ETA " in progress and not progress.endswith("ETA ?")
     assert end.startswith("restored store counts from app-counts-changelog-3: 2000 records in ")
     assert listener.in_progress() == []
+
+
+def test_the_tracker_counts_restored_bytes_through_finished_and_running_restorations() -> None:
+    tracker = RestoreProgressTracker()
+    other = TopicPartition("app-counts-changelog", 4)
+    composite = CompositeRestoreListener(tracker, LoggingRestoreListener())  # forwards the optional callback
+    composite.on_restore_start(TP, "counts", 0, 100)
+    composite.on_bytes_restored(TP, "counts", 600)
+    composite.on_batch_restored(TP, "counts", batch_end_offset=59, num_restored=60)
+    composite.on_restore_end(TP, "counts", 60)
+    composite.on_restore_start(TP, "counts", 60, 100)
+    composite.on_bytes_restored(TP, "counts", 70)
+    composite.on_restore_start(other, "counts", 0, 10)
+    composite.on_bytes_restored(other, "counts", 5)
+    composite.on_bytes_restored(TopicPartition("unknown", 0), "counts", 99)  # not restoring: ignored
+    assert tracker.restored_bytes_totals() == {(TP, "counts"): 670, (other, "counts"): 5}

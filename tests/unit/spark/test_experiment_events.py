@@ -25,10 +25,12 @@ A, B = RECORD["clients"]["A"]["process_id"], RECORD["clients"]["B"]["process_id"
 NAMES = {A: "A", B: "B"}
 
 
-def _metrics(pid: str, seq: int, ts: int, records: int, paused_ms: float, lags=(), restored=()) -> str:
+def _metrics(
+    pid: str, seq: int, ts: int, records: int, paused_ms: float, lags=(), restored=(), restored_bytes=None
+) -> str:
     event: dict[str, Any] = {
         "type": "streamlet.metrics",
-        "version": 1,
+        "version": 1 if restored_bytes is None else 2,
         "process_id": pid,
         "timestamp_ms": ts,
         "sequence": seq,
@@ -40,6 +42,10 @@ def _metrics(pid: str, seq: int, ts: int, records: int, paused_ms: float, lags=(
         "consumer_lag": [{"topic": "in", "partition": p, "lag": lag} for p, lag in enumerate(lags)],
         "restored_total": [{"store": "counts", "topic": "cl", "partition": p, "records": n} for p, n in restored],
     }
+    if restored_bytes is not None:  # version 2
+        event["restored_bytes_total"] = [
+            {"store": "counts", "topic": "cl", "partition": p, "bytes": n} for p, n in restored_bytes
+        ]
     return json.dumps(event)
 
 
@@ -49,9 +55,10 @@ LINES = [
     "{not json",
     json.dumps({"type": "streamlet.metrics", "version": 99, "process_id": A, "timestamp_ms": 1700}),
     _metrics(A, 2, 2500, 250, 300.0, lags=(1,)),
-    _metrics(B, 2, 2600, 80, 200.0, restored=[(2, 10)]),
-    _metrics(A, 1, 3500, 30, 100.0, restored=[(0, 70)]),  # A started over: its counts begin again
-    _metrics(B, 3, 3600, 80, 700.0, restored=[(2, 25)]),
+    _metrics(B, 2, 2600, 80, 200.0, restored=[(2, 10)], restored_bytes=[(2, 300)]),
+    # A started over (and was upgraded: version 2 events from here on): its counts begin again
+    _metrics(A, 1, 3500, 30, 100.0, restored=[(0, 70)], restored_bytes=[(0, 2100)]),
+    _metrics(B, 3, 3600, 80, 700.0, restored=[(2, 25)], restored_bytes=[(2, 750)]),
 ]
 
 
@@ -73,6 +80,8 @@ def test_series_pauses_and_restores_per_round(spark) -> None:
     # not-RUNNING deltas in the round whose window holds the event: [2000, 3000) is round 2, [3000, 4000) round 3
     assert agg.pauses == [(2, "1_0", 0.3), (2, "1_2", 0.2), (3, "1_0", 0.1), (3, "1_2", 0.5)]
     assert agg.restored_recorded and agg.restored == {(3, "A", 0): 70, (2, "B", 2): 10, (3, "B", 2): 15}
+    # bytes: B 300 then 750 - 300; A's first count after its restart whole
+    assert agg.restored_bytes_recorded and agg.restored_bytes == {(3, "A", 0): 2100, (2, "B", 2): 300, (3, "B", 2): 450}
 
 
 def test_no_event_no_aggregates_and_old_events_say_restores_are_unknown(spark) -> None:
@@ -83,6 +92,7 @@ def test_no_event_no_aggregates_and_old_events_say_restores_are_unknown(spark) -
     del old["restored_total"]
     agg = aggregate_metrics(spark, spark.createDataFrame([(json.dumps(old),)], "value string"), rounds, NAMES)
     assert agg is not None and not agg.restored_recorded and agg.restored == {}
+    assert not agg.restored_bytes_recorded and agg.restored_bytes == {}
     assert agg.throughput == [(1.0, 100.0)]
 
 
