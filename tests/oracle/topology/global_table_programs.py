@@ -41,15 +41,15 @@ class GlobalTablePrograms:
         streams.append(var)
 
     def _global_table(self, rng: random.Random, java: list[str], py: list[str], topic: str, name: str | None) -> None:
-        var = f"gt{len(self.tables)}"
+        var = f"glt{len(self.tables)}"
         jargs, pargs = [f'"{topic}"'], [repr(topic)]
         if name:
             jargs.append(f'Consumed.as("{name}")')
             pargs.append(f"name={name!r}")
         if rng.random() < 0.5:
             self.stores += 1
-            jargs.append(f'Materialized.as("gstore{self.stores}")')
-            pargs.append(f"store_name='gstore{self.stores}'")
+            jargs.append(f'Materialized.as("globalstore{self.stores}")')
+            pargs.append(f"store_name='globalstore{self.stores}'")
         java.append(f"GlobalKTable {var} = b.globalTable({', '.join(jargs)});")
         py.append(f"{var} = b.global_table({', '.join(pargs)})")
         self.tables.append(var)
