@@ -14,7 +14,6 @@ aiokafka's fetcher (pinned to aiokafka 0.14), leaving every other consumer as it
 
 from __future__ import annotations
 
-import logging
 import struct
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple, overload
@@ -29,12 +28,9 @@ try:
 except ImportError:  # built without a C compiler: aiokafka's decoder fills the blocks
     _native = None  # type: ignore[assignment]
 
-log = logging.getLogger("streamlet.thread")
-
 NATIVE = _native is not None
 _LENGTH = struct.Struct(">i")
 _TIMESTAMP = struct.Struct(">q")
-_READ_COMMITTED = 1  # aiokafka's isolation level constant
 
 
 class BlockRecord(NamedTuple):
@@ -164,7 +160,7 @@ def _unpack_blocks(self: Any) -> Iterator[RecordBlock]:
             position += 12 + _LENGTH.unpack_from(raw, start + 8)[0]
         if self._check_crcs and not batch.validate_crc():
             raise kafka_errors.CorruptRecordException(f"Invalid CRC - {tp}")
-        if self._isolation_level == _READ_COMMITTED and batch.producer_id is not None:
+        if self._isolation_level == _fetcher.READ_COMMITTED and batch.producer_id is not None:
             self._consume_aborted_up_to(batch.base_offset)
             if batch.is_control_batch and self._contains_abort_marker(batch):
                 self._aborted_producers.discard(batch.producer_id)
