@@ -26,7 +26,6 @@ import argparse
 import asyncio
 import collections
 import statistics
-import struct
 import sys
 import time
 from pathlib import Path
@@ -37,9 +36,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 import corpus as corpus_mod  # noqa: E402
 from common import JAVA_CP, LIB_PY, Proc, log, spawn  # noqa: E402
+from rebalance import PARTITIONS, produce_at_rate, watch_counts  # noqa: E402
 from restore import write_changelog  # noqa: E402
 
-PARTITIONS = 6
 PROBING_MS = 60_000  # Kafka Streams refuses less
 COMMIT_MS = 1_000
 PEERS = ("streamlet", "kafka-streams")
@@ -86,7 +85,7 @@ async def task_owners(admin: Any, group: str, repartition: str) -> dict[int, str
 
 
 async def run(peer: str, bootstrap: str, keys: int, rate: float, before: float, after: float, run_id: str) -> dict:
-    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+    from aiokafka import AIOKafkaConsumer
     from aiokafka.admin import AIOKafkaAdminClient
 
     app_id = f"bench-mig-{run_id}-{peer}"
@@ -109,37 +108,11 @@ async def run(peer: str, bootstrap: str, keys: int, rate: float, before: float, 
     stop = asyncio.Event()
     procs: list[Proc] = []
 
-    async def produce() -> None:
-        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
-        await producer.start()
-        try:
-            began, i = time.monotonic(), 0
-            while not stop.is_set() and i < len(lines):
-                due = int((time.monotonic() - began) * rate)
-                while i < min(due, len(lines)):
-                    await producer.send(input_topic, lines[i].encode(), partition=i % PARTITIONS)
-                    produced.update(corpus_mod.java_split(lines[i]))
-                    i += 1
-                await asyncio.sleep(0.01)
-            await producer.flush()
-        finally:
-            await producer.stop()
-
     consumer = AIOKafkaConsumer(output_topic, bootstrap_servers=bootstrap, group_id=None, auto_offset_reset="earliest")
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
     await consumer.start()
     await admin.start()
     watching = asyncio.Event()
-
-    async def consume() -> None:
-        while not watching.is_set():
-            batch = await consumer.getmany(timeout_ms=50)
-            now = time.time()
-            for tp, records in batch.items():
-                if records:
-                    arrivals[tp.partition].append(now)
-                for r in records:
-                    latest[r.key.decode()] = struct.unpack(">q", r.value)[0]
 
     async def sample_owners() -> None:
         while not watching.is_set():
@@ -149,11 +122,14 @@ async def run(peer: str, bootstrap: str, keys: int, rate: float, before: float, 
                 log(f"{peer}: describe group: {exc!r}")
             await asyncio.sleep(0.5)
 
-    background = [asyncio.create_task(consume()), asyncio.create_task(sample_owners())]
+    background = [
+        asyncio.create_task(watch_counts(consumer, watching, arrivals, latest)),
+        asyncio.create_task(sample_owners()),
+    ]
     producing: asyncio.Task[None] | None = None
     try:
         procs = [start_client(peer, i, bootstrap, app_id, (input_topic, output_topic), work) for i in range(2)]
-        producing = asyncio.create_task(produce())
+        producing = asyncio.create_task(produce_at_rate(bootstrap, input_topic, lines, rate, stop, produced))
         deadline = time.monotonic() + 180
         while not all(arrivals.values()) and time.monotonic() < deadline:
             await asyncio.sleep(0.2)

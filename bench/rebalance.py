@@ -79,8 +79,44 @@ def _log_events(path: Path) -> list[tuple[float, str]]:
     return events
 
 
+async def produce_at_rate(
+    bootstrap: str, topic: str, lines: list[str], rate: float, stop: asyncio.Event, produced: collections.Counter[str]
+) -> None:
+    """Send `lines` at `rate` lines/s round-robin over the partitions until `stop`, counting their words."""
+    from aiokafka import AIOKafkaProducer
+
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
+    await producer.start()
+    try:
+        began, i = time.monotonic(), 0
+        while not stop.is_set() and i < len(lines):
+            due = int((time.monotonic() - began) * rate)
+            while i < min(due, len(lines)):
+                await producer.send(topic, lines[i].encode(), partition=i % PARTITIONS)
+                produced.update(corpus_mod.java_split(lines[i]))
+                i += 1
+            await asyncio.sleep(0.01)
+        await producer.flush()
+    finally:
+        await producer.stop()
+
+
+async def watch_counts(
+    consumer: Any, stop: asyncio.Event, arrivals: dict[int, list[float]], latest: dict[str, int]
+) -> None:
+    """Until `stop`: the arrival times of output per partition, and each word's latest count."""
+    while not stop.is_set():
+        batch = await consumer.getmany(timeout_ms=50)
+        now = time.time()
+        for tp, records in batch.items():
+            if records:
+                arrivals[tp.partition].append(now)
+            for r in records:
+                latest[r.key.decode()] = struct.unpack(">q", r.value)[0]
+
+
 async def run(bootstrap: str, rate: float, before: float, after: float, run_id: str) -> dict[str, Any]:
-    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+    from aiokafka import AIOKafkaConsumer
 
     app_id = f"bench-rebal-{run_id}"
     input_topic, output_topic = f"{app_id}-input", f"{app_id}-output"
@@ -95,41 +131,15 @@ async def run(bootstrap: str, rate: float, before: float, after: float, run_id: 
     stop_producing = asyncio.Event()
     procs: list[Proc] = []
 
-    async def producer_loop() -> None:
-        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
-        await producer.start()
-        try:
-            began, i = time.monotonic(), 0
-            while not stop_producing.is_set() and i < len(lines):
-                due = int((time.monotonic() - began) * rate)
-                while i < min(due, len(lines)):
-                    await producer.send(input_topic, lines[i].encode(), partition=i % PARTITIONS)
-                    produced.update(corpus_mod.java_split(lines[i]))
-                    i += 1
-                await asyncio.sleep(0.01)
-            await producer.flush()
-        finally:
-            await producer.stop()
-
     consumer = AIOKafkaConsumer(output_topic, bootstrap_servers=bootstrap, group_id=None, auto_offset_reset="earliest")
     await consumer.start()
     stop_consuming = asyncio.Event()
 
-    async def consumer_loop() -> None:
-        while not stop_consuming.is_set():
-            batch = await consumer.getmany(timeout_ms=50)
-            now = time.time()
-            for tp, records in batch.items():
-                if records:
-                    arrivals[tp.partition].append(now)
-                for r in records:
-                    latest[r.key.decode()] = struct.unpack(">q", r.value)[0]
-
-    cons_task = asyncio.create_task(consumer_loop())
+    cons_task = asyncio.create_task(watch_counts(consumer, stop_consuming, arrivals, latest))
     prod_task = None
     try:
         procs = [start_worker(i, bootstrap, app_id, input_topic, output_topic, work) for i in range(2)]
-        prod_task = asyncio.create_task(producer_loop())
+        prod_task = asyncio.create_task(produce_at_rate(bootstrap, input_topic, lines, rate, stop_producing, produced))
         deadline = time.monotonic() + 120
         while not any(arrivals.values()) and time.monotonic() < deadline:
             await asyncio.sleep(0.1)

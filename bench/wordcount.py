@@ -215,6 +215,12 @@ def _spark_version() -> str:
     return _SPARK_VERSION[0]
 
 
+def _faust(take: int = 0) -> Callable[[PeerRun], list[Proc]]:
+    """peers/faust_wordcount.py as a Faust worker; `take` > 0: its stream.take variant."""
+    args = ("{bootstrap}", "{app}", "{input}", "{output}", "{state}", "worker", "-l", "warn", "--without-web")
+    return _peer_script("faust_wordcount.py", *args, env={"FAUST_TAKE": str(take)} if take else None)
+
+
 PEERS: list[Peer] = [
     Peer(
         "raw aiokafka",
@@ -294,37 +300,14 @@ PEERS: list[Peer] = [
         "Faust",
         "framework",
         "faust-streaming agents + Table on rocksdb:// (rocksdict)",
-        _peer_script(
-            "faust_wordcount.py",
-            "{bootstrap}",
-            "{app}",
-            "{input}",
-            "{output}",
-            "{state}",
-            "worker",
-            "-l",
-            "warn",
-            "--without-web",
-        ),
+        _faust(),
         requires=_needs_peers_module("faust"),
     ),
     Peer(
         "Faust with stream.take batching",
         "framework",
         "the same with stream.take(1000, within=0.2 s) in the split agent (Faust refuses table writes there)",
-        _peer_script(
-            "faust_wordcount.py",
-            "{bootstrap}",
-            "{app}",
-            "{input}",
-            "{output}",
-            "{state}",
-            "worker",
-            "-l",
-            "warn",
-            "--without-web",
-            env={"FAUST_TAKE": "1000"},
-        ),
+        _faust(take=1000),
         requires=_needs_peers_module("faust"),
     ),
     Peer(
