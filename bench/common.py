@@ -18,7 +18,7 @@ import struct
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -180,6 +180,25 @@ async def produce_lines(bootstrap: str, topic: str, lines: list[str], partitions
     finally:
         await producer.stop()
     return time.monotonic() - began
+
+
+async def produce_keyed(bootstrap: str, topic: str, records: Sequence[tuple[bytes, bytes, int]]) -> None:
+    """Write (key, value, timestamp) records, partitioned by key, in batches of 20,000 awaited sends."""
+    from aiokafka import AIOKafkaProducer
+
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=20, max_batch_size=512 * 1024)
+    await producer.start()
+    try:
+        pending = []
+        for key, value, timestamp in records:
+            pending.append(await producer.send(topic, value, key=key, timestamp_ms=timestamp))
+            if len(pending) >= 20_000:
+                await asyncio.gather(*pending)
+                pending.clear()
+        await producer.flush()
+        await asyncio.gather(*pending)
+    finally:
+        await producer.stop()
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -54,6 +54,14 @@ def build() -> str:
             "start -> last restore end) from the restore listener; start -> processing = until a probe "
             "line is counted on top of the restored counts.\n\n" + rs["table"]
         )
+    jn = load("join")
+    if jn:
+        parts.append(
+            f"### Stream-table join throughput{_when(jn)}\n\n`{jn['command']}`: {jn['customers']:,} customers (a "
+            f"KTable), then {jn['orders']:,} orders left-joined with it, {jn['threads']} threads; rate = orders / "
+            "(launch -> last joined order out); unjoined = orders joined with no customer. Median ratio "
+            f"streamlet / Kafka Streams: **{jn['median']}**.\n\n" + jn["table"]
+        )
     lt = load("latency")
     if lt:
         st = lt["settings"]

@@ -48,24 +48,6 @@ def windowed_input(records: int, keys: int, minutes: int, seed: int = 7) -> list
     return [(f"user-{rng.randrange(keys)}".encode(), base + i * span // records) for i in range(records)]
 
 
-async def produce(bootstrap: str, topic: str, records: list[tuple[bytes, int]]) -> None:
-    from aiokafka import AIOKafkaProducer
-
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=20, max_batch_size=512 * 1024)
-    await producer.start()
-    try:
-        pending = []
-        for key, timestamp in records:
-            pending.append(await producer.send(topic, b"x", key=key, timestamp_ms=timestamp))
-            if len(pending) >= 20_000:
-                await asyncio.gather(*pending)
-                pending.clear()
-        await producer.flush()
-        await asyncio.gather(*pending)
-    finally:
-        await producer.stop()
-
-
 class WindowWatcher:
     """Reads the output topic from the beginning; `done` once every window's latest count is the expected one."""
 
@@ -159,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     with common.broker() as bootstrap:
         asyncio.run(common.recreate_topics(bootstrap, {source: PARTITIONS}))
         try:
-            asyncio.run(produce(bootstrap, source, records))
+            asyncio.run(common.produce_keyed(bootstrap, source, [(key, b"x", ts) for key, ts in records]))
             log(f"{len(records):,} records over {len(expected):,} windows in {source}")
             for round_no in range(1, args.rounds + 1):
                 order = ["streamlet", "kafka-streams"][:: 1 if round_no % 2 else -1]
