@@ -2,12 +2,13 @@
 
 Every record a task processes has a timestamp, taken at its source node and carried along: sinks write it,
 aggregations compute theirs from it, windows place records by it. By default it is the timestamp Kafka
-stored with the record (`FailOnInvalidTimestamp`: a negative one stops the task, as it means the producer
-sent none). A `timestamp_extractor` config replaces that with `extractor(record, partition_time)`, where
-`record` is the deserialized source record and `partition_time` the largest timestamp extracted so far on
-its partition (-1 before the first); a negative result drops the record, as Kafka's `RecordQueue` does.
-Records of repartition topics always keep the timestamp they were written with: Kafka gives repartition
-sources `FailOnInvalidTimestamp`, whatever the configured extractor.
+stored with the record; a negative one means the producer sent none, and the record goes to the
+deserialization handler (its default, `fail`, stops the task as Kafka's `FailOnInvalidTimestamp` does). A
+`timestamp_extractor` config replaces that with `extractor(record, partition_time)`, where `record` is
+the deserialized source record and `partition_time` the largest timestamp extracted so far on its partition
+(-1 before the first); a negative result drops the record, as Kafka's `RecordQueue` does. Records
+of repartition topics always keep the timestamp they were written with: Kafka gives repartition sources
+`FailOnInvalidTimestamp`, whatever the configured extractor.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from streamlet.errors import ConfigError, StreamsFailure
+from streamlet.errors import ConfigError
 
 #: The partition time before any record of the partition was seen (Kafka's `RecordQueue.UNKNOWN`).
 UNKNOWN = -1
@@ -34,10 +35,6 @@ class ConsumedRecord(NamedTuple):
 
 
 TimestampExtractor = Callable[[ConsumedRecord, int], int]
-
-
-class InvalidTimestampError(StreamsFailure):
-    """A record has a negative timestamp and no `timestamp_extractor` says what to use instead."""
 
 
 def resolve_extractor(value: object) -> TimestampExtractor | None:

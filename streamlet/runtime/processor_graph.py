@@ -39,7 +39,7 @@ from streamlet.sliding_windows import SlidingWindows
 from streamlet.state import timestamped, window_key_schema
 from streamlet.state.time_ordered_buffer import TimeOrderedKeyValueBuffer
 from streamlet.task_id import TaskId
-from streamlet.timestamps import UNKNOWN, ConsumedRecord, InvalidTimestampError, TimestampExtractor
+from streamlet.timestamps import UNKNOWN, ConsumedRecord, TimestampExtractor
 from streamlet.topology import nodes as n
 from streamlet.topology.nodes import ProcessorSpec, SinkSpec, SourceSpec
 from streamlet.topology.topology import changelog_topic
@@ -134,6 +134,12 @@ class RecordDeserializationError(SerializationError):
         self.topic = topic
         self.partition = partition
         self.offset = offset
+
+
+class InvalidTimestampError(RecordDeserializationError):
+    """A record has a negative timestamp and no `timestamp_extractor` says what to use instead. It goes to the
+    deserialization handler, whose default (`fail`) stops the task as Kafka's `FailOnInvalidTimestamp` does,
+    while `log_and_continue` / `dead_letter` skip it like any record the task cannot read."""
 
 
 def _noop(key: Any, value: Any) -> None:
@@ -375,7 +381,10 @@ def _source(
             if timestamp < 0:
                 raise InvalidTimestampError(
                     f"record {record.where()} has invalid (negative) timestamp {timestamp}; the producer "
-                    "gave it none: set a timestamp_extractor (Kafka's FailOnInvalidTimestamp)"
+                    "gave it none: set a timestamp_extractor (Kafka's FailOnInvalidTimestamp)",
+                    topic,
+                    partition,
+                    record.offset,
                 )
         else:
             consumed = ConsumedRecord(topic, partition, record.offset, record.timestamp, k, v)

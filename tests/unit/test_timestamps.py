@@ -6,10 +6,10 @@ import pytest
 
 from streamlet.config import StreamsConfig
 from streamlet.errors import ConfigError
-from streamlet.runtime.processor_graph import build_task_graph
+from streamlet.runtime.processor_graph import InvalidTimestampError, build_task_graph
 from streamlet.runtime.topic_names import TopicNames
 from streamlet.task_id import TaskId
-from streamlet.timestamps import ConsumedRecord, InvalidTimestampError
+from streamlet.timestamps import ConsumedRecord
 from streamlet.topology import StreamsBuilder
 from tests.unit.runtime._support import FakeContext
 

@@ -131,3 +131,22 @@ async def test_an_agent_that_raises_is_restarted_and_the_next_records_are_proces
     await s.run(b"a", None, b"b")
     assert s.values("out") == [b"A", b"B"]
     assert s.handlers.processing.skipped == 1
+
+
+async def test_a_negative_timestamp_goes_to_the_deserialization_handler() -> None:
+    s = Setup(lower_topology(), deserialization="log_and_continue")
+    s.kafka.append(IN0, b"k", b"A", 7)
+    s.kafka.append(IN0, b"k", b"B", -1)  # a producer that set no timestamp
+    s.kafka.append(IN0, b"k", b"C", 9)
+    s.task.process(IN0, s.kafka.records(IN0))
+    await s.collector.flush()
+    assert s.values("out") == [b"a", b"c"]
+    assert s.handlers.deserialization.skipped == 1
+
+
+async def test_a_negative_timestamp_fails_the_task_by_default_naming_the_record() -> None:
+    s = Setup(lower_topology())
+    s.kafka.append(IN0, b"k", b"A", -1)
+    with pytest.raises(DeserializationFailure) as info:
+        s.task.process(IN0, s.kafka.records(IN0))
+    assert "invalid (negative) timestamp -1" in str(info.value) and "offset 0" in str(info.value)
