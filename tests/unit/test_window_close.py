@@ -44,10 +44,12 @@ def _faust_app(window: Any = None) -> App:
     return app
 
 
-def _run(app: App, records: list[tuple[str, int]], seen: list[int] | None = None) -> list[list[Any]]:
+def _run(
+    app: App, records: list[tuple[str, int]], seen: list[int] | None = None, cache_bytes: int = 0
+) -> list[list[Any]]:
     """Pipe `(user, timestamp ms)`; after each record, what `closed` got: `[user, start, end, count]`
     (and into `seen`, the count the agent read back in the record's window)."""
-    with TopologyTestDriver(app, {"statestore_cache_max_bytes": 0}) as driver:
+    with TopologyTestDriver(app, {"statestore_cache_max_bytes": cache_bytes}) as driver:
         source = driver.create_input_topic("in", "str", "str")
         out = driver.create_output_topic("closed", "str", "json")
         counts = driver.create_output_topic("seen", "str", "json")
@@ -144,13 +146,14 @@ def _dsl_app() -> App:
     return app
 
 
-@pytest.mark.parametrize("seed", range(5))
-def test_the_same_final_counts_as_the_dsls_emit_final(seed: int) -> None:
+@pytest.mark.parametrize(("seed", "cache_bytes"), [(seed, 0) for seed in range(4)] + [(4, 10 << 20), (5, 10 << 20)])
+def test_the_same_final_counts_as_the_dsls_emit_final(seed: int, cache_bytes: int) -> None:
+    """With and without the record cache in front of the window store (the closing reads through it)."""
     rng = random.Random(seed)
     records = []
     for i in range(600):  # one every 2 s with up to 15 s of disorder: some records are late
         records.append((rng.choice("abcd"), max(0, i * 2_000 + rng.randrange(-15_000, 2_000))))
-    faust = [tuple(out) for step in _run(_faust_app(), records) for out in step]
+    faust = [tuple(out) for step in _run(_faust_app(), records, cache_bytes=cache_bytes) for out in step]
     with TopologyTestDriver(_dsl_app(), {"statestore_cache_max_bytes": 0}) as driver:
         source = driver.create_input_topic("in", "str", "str")
         out = driver.create_output_topic("closed", None, None)
