@@ -19,6 +19,8 @@ Storage is streamlet's segmented window store (`streamlet.state.window_store`), 
 store. A window is kept for `expires` (default: one day, Kafka's default window retention) behind the newest
 window of its partition, then dropped with its segment; reading an expired window gives the default. A
 missing window reads as the table's `default()`, or raises KeyError without one, as Faust's tables do.
+A table with `on_window_close` gets each window's final value once, when stream time closes it
+(`streamlet.window_close`); writes to a closed window are then dropped.
 """
 
 from __future__ import annotations

@@ -118,7 +118,8 @@ def test_a_strict_buffer_that_fills_up_stops_the_application() -> None:
             clicks.pipe_input("b", "click", 2)
 
 
-def _buffer_changelog_config(buffer: BufferConfig) -> dict[str, str]:
+def _buffer_changelog_config(buffer: BufferConfig) -> tuple[dict[str, str], str]:
+    """The buffer changelog's topic configs, and the topology's description."""
     builder = StreamsBuilder()
     (
         builder.stream("in", key_serde="str", value_serde="str")
@@ -127,18 +128,19 @@ def _buffer_changelog_config(buffer: BufferConfig) -> dict[str, str]:
         .count("counts")
         .suppress(Suppressed.until_window_closes(buffer).with_name("final"))
     )
-    topics = {t.name: dict(t.config) for t in builder.build().internal_topics()}
+    topology = builder.build()
+    topics = {t.name: dict(t.config) for t in topology.internal_topics()}
     assert topics["counts-changelog"]["cleanup.policy"] == "compact,delete"  # the window store's: untouched
-    return topics["final-store-changelog"]
+    return topics["final-store-changelog"], str(topology.describe())
 
 
 def test_logging_enabled_configs_go_over_kafkas_changelog_defaults() -> None:
-    assert _buffer_changelog_config(BufferConfig.unbounded()) == {
-        "cleanup.policy": "compact",
-        "message.timestamp.type": "CreateTime",
-    }
+    default, described = _buffer_changelog_config(BufferConfig.unbounded())
+    assert default == {"cleanup.policy": "compact", "message.timestamp.type": "CreateTime"}
     config = {"min.compaction.lag.ms": "100", "cleanup.policy": "compact,delete", "retention.ms": "3600000"}
-    assert _buffer_changelog_config(BufferConfig.unbounded().with_logging_enabled(config)) == {
+    given, described_given = _buffer_changelog_config(BufferConfig.unbounded().with_logging_enabled(config))
+    assert described_given == described  # as in Kafka, describe() does not show topic configs
+    assert given == {
         "cleanup.policy": "compact,delete",  # the user's wins, as in Kafka's UnwindowedUnversionedChangelogTopicConfig
         "message.timestamp.type": "CreateTime",
         "min.compaction.lag.ms": "100",
