@@ -20,7 +20,8 @@ the stream time of its last closing (M). A record at T closes the windows starti
 then M becomes T. The callback's sends and that write are part of the same task commit, so under
 `exactly_once_v2` they are in one transaction with the input offsets: after a crash the task restores M as of
 its last commit and processes the records after it again, so closings of an aborted transaction happen again
-and committed ones never. Under `at_least_once` a crash may close a window twice, never lose one.
+and committed ones never. Under `at_least_once` a crash may close a window again, as Kafka's suppress may
+emit again.
 Why this rather than Kafka's suppression buffer (a changelogged copy of every open window's latest value):
 the window store already holds and changelogs the values, and which windows are closed is a function of
 stream time alone, so one long per partition is all the extra state there is. M is written only when
