@@ -7,12 +7,13 @@ the agent's processor sets this context variable around each step of the agent's
 from __future__ import annotations
 
 import contextvars
+import inspect
 from typing import Any
 
 from streamlet.errors import TopologyError
 from streamlet.runtime.processor_graph import TaskContext
 
-__all__ = ["AgentError", "current_context", "record_value", "task_context"]
+__all__ = ["AgentError", "current_context", "record_value", "run_inline", "task_context"]
 
 task_context: contextvars.ContextVar[TaskContext | None] = contextvars.ContextVar("streamlet_task", default=None)
 #: the value the agent is processing (what a windowed table's `relative_to_field` reads)
@@ -29,3 +30,17 @@ def current_context(what: str) -> TaskContext:
     if ctx is None:
         raise AgentError(f"{what} can only be used inside an agent while it processes a record")
     return ctx
+
+
+def run_inline(result: Any, what: str) -> None:
+    """Run a callback's coroutine (if it returned one) to its end inside the task: streamlet's sends never
+    suspend, so a coroutine that does awaited something else, which `what` is named in the error for."""
+    if not inspect.isawaitable(result):
+        return
+    step = result.__await__()
+    try:
+        waits_for = step.send(None)
+    except StopIteration:
+        return
+    step.close()
+    raise AgentError(f"{what} awaited {waits_for!r}; it runs inside its task and may only await streamlet operations")

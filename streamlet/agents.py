@@ -20,7 +20,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from streamlet.agent_context import AgentError, record_value, task_context
+from streamlet.agent_context import AgentError, record_value, run_inline, task_context
 from streamlet.agent_stream import NEXT, AgentStream, NextRecord
 from streamlet.channels import Channel
 from streamlet.global_tables import GlobalTable
@@ -220,9 +220,14 @@ def compile_agents(builder: StreamsBuilder, agents: Iterable[Agent]) -> None:
         assert final._kstream is not None
         agent.rekeys = final.rekeyed
         own = [t for t in agent.tables if not isinstance(t, GlobalTable)]  # global stores are every task's
+        stores = []
         for table in own:
             builder.add_store(table.name, table.key_serde, table.value_serde, windows=table.windows)
-        final._kstream.process(_agent_processor_factory(agent), stores=[t.name for t in own])
+            stores.append(table.name)
+            if isinstance(table, Table) and table.closer is not None:
+                builder.add_store(table.closer.store_name, "bytes", "bytes")
+                stores.append(table.closer.store_name)
+        final._kstream.process(_agent_processor_factory(agent), stores=stores)
 
 
 def _trace(agent: Agent, stream: Any) -> None:
@@ -257,12 +262,15 @@ def _agent_processor_factory(agent: Agent) -> Callable[[TaskContext], Callable[[
             return run
 
         current = [start()]
+        closers = [t.closer for t in agent.tables if isinstance(t, Table) and t.closer is not None]
 
         def process(key: Any, value: Any) -> None:
             run = current[0]
             token = task_context.set(ctx)
             value_token = record_value.set(value)
             try:
+                for closer in closers:  # windows the record's timestamp closes, before the agent writes
+                    closer.advance(ctx, record_timestamp(ctx))
                 yielded = run.feed(agent, (key, value) if run.stream.with_keys else value)
                 if yielded:
                     asker = reply_target(getattr(getattr(ctx, "record_context", None), "headers", ()))
@@ -287,31 +295,16 @@ def _agent_processor_factory(agent: Agent) -> Callable[[TaskContext], Callable[[
 
 def _to_sinks(agent: Agent, value: Any) -> None:
     for sink in agent.sinks:
-        if isinstance(sink, TopicRef | Agent):
-            _complete(sink.send(value=value))
-        elif isinstance(sink, Channel):
-            _complete(sink.send(value=value))
+        if isinstance(sink, TopicRef | Agent | Channel):
+            run_inline(sink.send(value=value), "a sink")
         else:
-            _complete(sink(value))
+            run_inline(sink(value), "a sink")
 
 
 def _reply(ctx: TaskContext, asker: tuple[str, bytes], value: Any) -> None:
     """Send one yielded value to the asker's reply topic, keyed by the request's correlation id."""
     topic, correlation_id = asker
     ctx.send(topic, correlation_id, reply_serde(type(value)).serialize(topic, value), record_timestamp(ctx), 0)
-
-
-def _complete(result: Any) -> None:
-    """Run a sink's coroutine to its end: streamlet's sends never suspend."""
-    if not inspect.isawaitable(result):
-        return
-    step = result.__await__()
-    try:
-        waits_for = step.send(None)
-    except StopIteration:
-        return
-    step.close()
-    raise AgentError(f"a sink awaited {waits_for!r}; sinks may only await streamlet operations")
 
 
 class _ChannelStream:

@@ -129,17 +129,27 @@ class App:
         default: Callable[[], Any] | None = None,
         key_type: Any = None,
         value_type: Any = None,
+        on_window_close: Callable[[Any, Any], Any] | None = None,
     ) -> agents.Table:
         """A table backed by a RocksDB store `name` with changelog `<application_id>-<name>-changelog`.
 
         Serdes: as given, else from `key_type`/`value_type`, else str keys and JSON values. Capitalised like
         Faust's `app.Table`; inside this class body the name is the method, so the class is always spelled
-        `agents.Table` here.
+        `agents.Table` here. `on_window_close(key, value)` gets each window's final value once, when stream time
+        closes it (a windowed table's; see `streamlet.window_close`).
         """
         self._check_open()
         if name in self._tables:
             raise ValueError(f"table {name!r} is declared twice")
-        table = agents.Table(name, key_serde, value_serde, default, key_type=key_type, value_type=value_type)
+        table = agents.Table(
+            name,
+            key_serde,
+            value_serde,
+            default,
+            key_type=key_type,
+            value_type=value_type,
+            on_window_close=on_window_close,
+        )
         self._tables[name] = table
         return table
 

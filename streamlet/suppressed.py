@@ -18,6 +18,7 @@ A bounded buffer (`max_records(n)` / `max_bytes(n)`) that overflows emits its ol
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from streamlet.errors import TopologyError
@@ -42,6 +43,7 @@ class BufferConfig:
     byte_limit: int = UNBOUNDED
     when_full: str = "shut_down"  # or "emit": Kafka's BufferFullStrategy
     logging_enabled: bool = True  # the buffer has a changelog
+    log_config: tuple[tuple[str, str], ...] = ()  # its changelog's topic configs (`with_logging_enabled`)
 
     @classmethod
     def unbounded(cls) -> BufferConfig:
@@ -76,7 +78,24 @@ class BufferConfig:
         """No changelog for the buffer (Kafka's `BufferConfig#withLoggingDisabled`): nothing is written for it,
         and what it holds is lost when its task closes or moves, so a window buffered then is never emitted.
         Less traffic for that risk; `describe()` does not change."""
-        return replace(self, logging_enabled=False)
+        return replace(self, logging_enabled=False, log_config=())
+
+    def with_logging_enabled(self, config: Mapping[str, str]) -> BufferConfig:
+        """A changelog for the buffer created with these topic configs (Kafka's `BufferConfig#withLoggingEnabled`).
+
+        As Kafka's `UnwindowedUnversionedChangelogTopicConfig` applies them: over its defaults for a store
+        changelog (`cleanup.policy=compact`, `message.timestamp.type=CreateTime`), so a key given here wins,
+        `cleanup.policy` too. They replace any configs given before. Only a topic this creates gets them: an
+        existing changelog keeps its configs, as in Kafka. `describe()` does not change."""
+        if not isinstance(config, Mapping):
+            raise TopologyError(f"with_logging_enabled() takes a mapping of topic configs, got {config!r}")
+        for key, value in config.items():
+            if not isinstance(key, str) or not isinstance(value, str):
+                raise TopologyError(
+                    f"with_logging_enabled(): topic configs are strings (as Kafka's Map<String, String>), "
+                    f"got {key!r}: {value!r}"
+                )
+        return replace(self, logging_enabled=True, log_config=tuple(sorted(config.items())))
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ from streamlet.errors import SerializationError, TopologyError
 from streamlet.serdes import Serde, SerdeLike, resolve_serde
 from streamlet.task_id import TaskId
 from streamlet.typed_serdes import check_serde_fits, serde_for_type
+from streamlet.window_close import WindowCloseCallback, WindowCloser
 from streamlet.windowed_tables import Seconds, WindowWrapper, window_spec
 from streamlet.windows import TimeWindows
 
@@ -29,7 +30,11 @@ _NO_DEFAULT: Any = object()
 
 
 class Table:
-    """A table backed by the store `name` (changelog `<application_id>-<name>-changelog`)."""
+    """A table backed by the store `name` (changelog `<application_id>-<name>-changelog`).
+
+    `on_window_close(key, value)` (Faust's): with `tumbling()`/`hopping()`, called once with each window's
+    final value when stream time closes it; see `streamlet.window_close`.
+    """
 
     def __init__(
         self,
@@ -40,6 +45,7 @@ class Table:
         *,
         key_type: Any = None,
         value_type: Any = None,
+        on_window_close: WindowCloseCallback | None = None,
     ) -> None:
         self.name = name
         self.key_type = key_type
@@ -49,6 +55,8 @@ class Table:
         self.default = default
         self.windows: TimeWindows | None = None  # set by tumbling()/hopping(): a window store
         self.latest_window: dict[TaskId, int] = {}  # newest window start written, per task (a windowed table's now)
+        self.on_window_close = on_window_close
+        self.closer: WindowCloser | None = None  # a windowed table with on_window_close: see streamlet.window_close
 
     # ---- windowed tables (Faust's) -------------------------------------------------------------------------
 
@@ -64,10 +72,16 @@ class Table:
         if self.windows is not None and self.windows != windows:
             raise TopologyError(f"table {self.name} is already windowed as {self.windows}, not {windows}")
         self.windows = windows
+        if self.on_window_close is not None:
+            self.closer = WindowCloser(self, windows, self.on_window_close)
         return WindowWrapper(self)
 
     def check(self) -> None:
         """At build time: a default whose values the value serde cannot write fails here, not at the first record."""
+        if self.on_window_close is not None and self.windows is None:
+            raise TopologyError(
+                f"table {self.name} has on_window_close but no windows: make it tumbling() or hopping()"
+            )
         if self.default is None:
             return
         try:

@@ -19,6 +19,8 @@ Storage is streamlet's segmented window store (`streamlet.state.window_store`), 
 store. A window is kept for `expires` (default: one day, Kafka's default window retention) behind the newest
 window of its partition, then dropped with its segment; reading an expired window gives the default. A
 missing window reads as the table's `default()`, or raises KeyError without one, as Faust's tables do.
+A table with `on_window_close` gets each window's final value once, when stream time closes it
+(`streamlet.window_close`); writes to a closed window are then dropped.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from streamlet.serdes import Serde
 from streamlet.state import window_key_schema
 from streamlet.task_id import TaskId
 from streamlet.topic_ref import record_timestamp
+from streamlet.window_close import WindowCloser
 from streamlet.windows import TimeWindow, TimeWindows
 
 __all__ = ["DEFAULT_EXPIRES", "Seconds", "WindowSet", "WindowWrapper", "WindowedView", "to_ms", "window_spec"]
@@ -55,6 +58,7 @@ class WindowedTable(Protocol):
     default: Callable[[], Any] | None
     windows: TimeWindows | None
     latest_window: dict[TaskId, int]
+    closer: WindowCloser | None
 
 
 def to_ms(value: Seconds | datetime, what: str) -> int:
@@ -186,6 +190,9 @@ class WindowWrapper:
         raise KeyError(key if window is None else (key, (window.start, window.end)))
 
     def _put(self, ctx: TaskContext, store: Any, raw_key: bytes, window: TimeWindow, value: Any) -> None:
+        closer = self.table.closer
+        if closer is not None and closer.is_closed(ctx, window.start):
+            return  # a late write: the window's final value is out (streamlet.window_close)
         store.put(
             window_key_schema.to_store_key(raw_key, window.start), self.table.value_serde.serialize(self.name, value)
         )

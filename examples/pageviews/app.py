@@ -19,15 +19,8 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make `streamlet` importable from a source checkout
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from streamlet import App, Record
-
-
-class PageView(Record):
-    user: str
-    page: str
-    duration_ms: int = 0
-    referrer: str | None = None
-
+from examples.pageviews.models import PageView
+from streamlet import App
 
 app = App(os.environ.get("PAGEVIEWS_APPLICATION_ID", "pageviews"), commit_interval_ms=1_000)
 page_views = app.topic(os.environ.get("PAGEVIEWS_INPUT_TOPIC", "page-views"), value_type=PageView)

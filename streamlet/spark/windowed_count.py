@@ -1,15 +1,15 @@
 """A windowed count's ground truth as a Spark batch job, and its check against an emit-final output topic.
 
 The input topic holds JSON records; each counts once in the tumbling window of its Kafka timestamp (Kafka's
-epoch-aligned `[start, start + size)`) under the value of one of its fields (`page` in
-`examples/pageviews/windowed.py`). The output topic holds what `suppress(until_window_closes)` wrote:
+epoch-aligned `[start, start + size)`) under the value of one of its fields (`user` in
+`examples/pageviews/windowed.py` and `windowed_faust.py`). The output topic holds what emit-final wrote:
 `TimeWindowedSerde` keys (UTF-8 key, then the window start as an 8-byte big-endian long) and 8-byte counts.
 Emit-final writes each closed window exactly once, so the check is strict: every window that closed
 (`start + size <= closed_before`) must be in the output once, with the batch job's count; a window written
 twice, a wrong count, or a window with no count is a mismatch. Windows that had not closed are not compared.
 
     python -m streamlet.spark.windowed_count --bootstrap-servers B --input-topic page-views \\
-        --output-topic page-views-per-minute --size-ms 60000 --field page --closed-before MS
+        --output-topic page-views-per-minute --size-ms 60000 --field user --closed-before MS
 
 exits 0 when the output agrees, 1 with every mismatch printed, 2 on an error.
 """

@@ -1297,6 +1297,7 @@ class KTable:
             _or_default(self._value_serde),
             buffer=True,
             logged=suppressed.buffer_config.logging_enabled,
+            log_config=suppressed.buffer_config.log_config,
         )
 
         def write(parents: tuple[str, ...], topology: _Topology) -> None:

@@ -186,6 +186,7 @@ class StoreSpec:
     key_serde: Serde
     value_serde: Serde
     logged: bool = True
+    log_config: tuple[tuple[str, str], ...] = ()  # topic configs of its changelog over the library's defaults
     timestamped: bool = False
     # a window store (WindowKeySchema keys), or with SessionWindows a session store (SessionKeySchema keys);
     # JoinWindows: a stream-stream join's window store, which keeps every record (`retain_duplicates`)

@@ -348,6 +348,8 @@ class Topology:
                     if windows is None
                     else windowed_changelog_config(windows.retention_ms, spec.retain_duplicates)
                 )
+                if spec.log_config:  # the user's configs win over the library's (Kafka's InternalTopicConfig)
+                    config = MappingProxyType({**config, **dict(spec.log_config)})
                 result.append(InternalTopic(topic, partitions, CHANGELOG, config))
         return result
 

@@ -116,3 +116,44 @@ def test_a_strict_buffer_that_fills_up_stops_the_application() -> None:
             r"Currently \[2/1\] records",
         ):
             clicks.pipe_input("b", "click", 2)
+
+
+def _buffer_changelog_config(buffer: BufferConfig) -> tuple[dict[str, str], str]:
+    """The buffer changelog's topic configs, and the topology's description."""
+    builder = StreamsBuilder()
+    (
+        builder.stream("in", key_serde="str", value_serde="str")
+        .group_by_key()
+        .windowed_by(TimeWindows.of_size_with_no_grace(10))
+        .count("counts")
+        .suppress(Suppressed.until_window_closes(buffer).with_name("final"))
+    )
+    topology = builder.build()
+    topics = {t.name: dict(t.config) for t in topology.internal_topics()}
+    assert topics["counts-changelog"]["cleanup.policy"] == "compact,delete"  # the window store's: untouched
+    return topics["final-store-changelog"], str(topology.describe())
+
+
+def test_logging_enabled_configs_go_over_kafkas_changelog_defaults() -> None:
+    default, described = _buffer_changelog_config(BufferConfig.unbounded())
+    assert default == {"cleanup.policy": "compact", "message.timestamp.type": "CreateTime"}
+    config = {"min.compaction.lag.ms": "100", "cleanup.policy": "compact,delete", "retention.ms": "3600000"}
+    given, described_given = _buffer_changelog_config(BufferConfig.unbounded().with_logging_enabled(config))
+    assert described_given == described  # as in Kafka, describe() does not show topic configs
+    assert given == {
+        "cleanup.policy": "compact,delete",  # the user's wins, as in Kafka's UnwindowedUnversionedChangelogTopicConfig
+        "message.timestamp.type": "CreateTime",
+        "min.compaction.lag.ms": "100",
+        "retention.ms": "3600000",
+    }
+
+
+def test_logging_enabled_replaces_earlier_configs_and_re_enables_logging() -> None:
+    first = BufferConfig.max_records(3).with_logging_enabled({"retention.ms": "1"})
+    again = first.with_logging_disabled().with_logging_enabled({"segment.ms": "60000"})
+    assert again == BufferConfig(3, UNBOUNDED, "emit", log_config=(("segment.ms", "60000"),))
+    assert first.with_logging_disabled().log_config == ()
+    with pytest.raises(TopologyError, match="strings"):
+        BufferConfig.unbounded().with_logging_enabled({"retention.ms": 1})  # type: ignore[dict-item]
+    with pytest.raises(TopologyError, match="mapping"):
+        BufferConfig.unbounded().with_logging_enabled([("retention.ms", "1")])  # type: ignore[arg-type]
