@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any, Protocol, cast
 
 from streamlet.errors import TopologyError
+from streamlet.runtime import foreign_key_join
 from streamlet.runtime.record_context import RecordContext
 from streamlet.runtime.table_aggregation import table_aggregation, table_select
 from streamlet.runtime.table_table_join import join_merger, table_table_join
@@ -113,6 +114,9 @@ def _build(
             return join_merger(spec, forward, None, None)
         direct_old: list[Any] = [None]
         return join_merger(spec, forward, _materialized(spec, forward, names, context, graph, direct_old), direct_old)
+    if op in n.FK_JOIN_OPS:
+        get = None if spec.value_getter is None else timestamped_value_getter(spec.value_getter, names, context)
+        return foreign_key_join.build(spec, forward, names, context, graph, get)
     if op == n.TABLE_SELECT:
         return table_select(spec, forward)
     if op in (n.TABLE_AGGREGATE, n.TABLE_REDUCE):
