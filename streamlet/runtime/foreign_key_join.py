@@ -51,6 +51,7 @@ class TaskProcessorGraph(Protocol):
     record: RecordContext
     dropped_records: int
 
+
 Forward = Callable[[Any, Any], None]
 Getter = Callable[[Any], tuple[Any, int] | None]
 _DELETES = (Instruction.DELETE_KEY_AND_PROPAGATE, Instruction.DELETE_KEY_NO_PROPAGATE)
