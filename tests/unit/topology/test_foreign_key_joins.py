@@ -68,3 +68,18 @@ def test_responses_go_back_to_the_partition_their_subscription_came_from() -> No
     (sink,) = [s for s in topology.nodes if isinstance(s, SinkSpec) and s.topic == RESPONSES]
     assert sink.partitioner is not None
     assert sink.partitioner("k", SubscriptionResponseWrapper(None, "v", 3)) == 3
+
+
+def test_a_left_table_read_from_a_repartition_topic_gets_responses_on_as_many_partitions() -> None:
+    """Kafka's CopartitionedTopicsEnforcer: a group of repartition topics only (the response topic and the
+    left table's repartition topic) is sized like its largest member, so every left partition can be
+    answered even when the foreign table has fewer partitions."""
+    builder = StreamsBuilder()
+    counts = builder.stream("clicks", "str", "str").group_by(lambda k, v: v, name="by-page").count("clicks")
+    pages = builder.table("pages", "str", "str")
+    counts.join(pages, lambda k, n: k, lambda n, title: f"{title}:{n}").to_stream().to("out")
+    topology = builder.build()
+    partitions = {t.name: t.partitions for t in topology.internal_topics({"clicks": 6, "pages": 2})}
+    assert partitions["by-page-repartition"] == 6
+    assert partitions[SUBSCRIPTIONS.replace("0000000006", "0000000009")] == 2
+    assert partitions[RESPONSES.replace("0000000014", "0000000017")] == 6
