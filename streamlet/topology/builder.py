@@ -1708,10 +1708,7 @@ def _table_table_join(
             (this_name, table.node_name, op, joiner, other_getter),
             (other_name, other.node_name, other_op, reversed_joiner, this_getter),
         ):
-            if getter.store not in topology.stores:
-                raise TopologyError(f"join {merge_name}: the table's store {getter.store} is not in the topology")
-            if topology.stores[getter.store].windows is not None:
-                raise TopologyError(f"join {merge_name}: joining a windowed table ({getter.store}) is not supported")
+            _check_joinable(merge_name, getter, topology)
             spec = ProcessorSpec(
                 side, (parent,), side_op, stores=(getter.store,), fn=fn, value_getter=getter, send_old_values=send_old
             )
@@ -1788,18 +1785,13 @@ def _foreign_key_join(
     source = ktable.TableSource(result_store, materialized=store_name is not None)
     state = ktable.TableState(source, None, n.TABLE_SOURCE, None)
 
-    def node(parents: tuple[_GraphNode, ...], node_name: str, write: Callable[[tuple[str, ...], _Topology], None]):
+    def node(
+        parents: tuple[_GraphNode, ...], node_name: str, write: Callable[[tuple[str, ...], _Topology], None]
+    ) -> _GraphNode:
         graph_node = _GraphNode(node_name, write)
         for parent in parents:
             internal.add_graph_node(parent, graph_node)
         return graph_node
-
-    def joining(getter: n.ValueGetterSpec, topology: _Topology) -> n.ValueGetterSpec:
-        if getter.store not in topology.stores:
-            raise TopologyError(f"join {names.result}: the table's store {getter.store} is not in the topology")
-        if topology.stores[getter.store].windows is not None:
-            raise TopologyError(f"join {names.result}: joining a windowed table ({getter.store}) is not supported")
-        return getter
 
     def write_send(parents: tuple[str, ...], topology: _Topology) -> None:
         topology.add(
@@ -1825,7 +1817,7 @@ def _foreign_key_join(
         topology.add_store(store, names.subscription_receive)
 
     def write_subscription_join(parents: tuple[str, ...], topology: _Topology) -> None:
-        getter = joining(other_getter, topology)
+        getter = _check_joinable(names.result, other_getter, topology)
         topology.add(
             ProcessorSpec(
                 names.subscription_join,
@@ -1855,7 +1847,7 @@ def _foreign_key_join(
         topology.add(SourceSpec(names.response_source, (), (names.response_topic,), key_serde, response_serde))
 
     def write_response_join(parents: tuple[str, ...], topology: _Topology) -> None:
-        getter = joining(this_getter, topology)
+        getter = _check_joinable(names.result, this_getter, topology)
         topology.add(
             ProcessorSpec(
                 names.response_join,
@@ -1889,6 +1881,15 @@ def _foreign_key_join(
     resolver = node((responses,), names.response_join, write_response_join)
     result = node((resolver,), names.result, write_result)
     return KTable(internal, result, table._key_serde, vs, result_store, state)
+
+
+def _check_joinable(join: str, getter: ValueGetterSpec, topology: _Topology) -> ValueGetterSpec:
+    """A table-table join reads a key-value store of the topology through `getter`."""
+    if getter.store not in topology.stores:
+        raise TopologyError(f"join {join}: the table's store {getter.store} is not in the topology")
+    if topology.stores[getter.store].windows is not None:
+        raise TopologyError(f"join {join}: joining a windowed table ({getter.store}) is not supported")
+    return getter
 
 
 def _primary_partition(key: Any, response: SubscriptionResponseWrapper) -> int | None:
