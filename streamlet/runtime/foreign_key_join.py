@@ -22,6 +22,7 @@ from streamlet.murmur3 import hash128
 from streamlet.runtime.record_context import RecordContext
 from streamlet.runtime.topic_names import TopicNames
 from streamlet.state import timestamped
+from streamlet.task_id import TaskId
 from streamlet.topology import nodes as n
 from streamlet.topology.change import Change
 from streamlet.topology.nodes import ForeignKeyJoinSpec, ProcessorSpec
@@ -46,8 +47,9 @@ class TaskContext(Protocol):
 
 
 class TaskProcessorGraph(Protocol):
-    """What they need of the task's graph: the record context (partition, timestamp) and the drop count."""
+    """What they need of the task's graph: its task, the record context and the drop count."""
 
+    task_id: TaskId
     record: RecordContext
     dropped_records: int
 
@@ -91,7 +93,7 @@ def _subscription_send(
     extract = cast(Callable[[Any, Any], Any], spec.fn)
     fk_ser, value_ser = fk.foreign_key_serde.serialize, fk.value_serde.serialize
     fk_topic, value_topic = topic + "-fk", topic + "-vh"
-    record = graph.record
+    partition = graph.task_id.partition  # the record's, also when a cache flush forwards it
     left_join = fk.left_join
 
     def subscription_send(key: Any, change: Change, _node: str = spec.name) -> None:
@@ -99,7 +101,7 @@ def _subscription_send(
         hash_ = None if new is None else hash128(value_ser(value_topic, new) or b"")
 
         def send(foreign_key: Any, instruction: Instruction) -> None:
-            forward(foreign_key, SubscriptionWrapper(hash_, instruction, key, record.partition))
+            forward(foreign_key, SubscriptionWrapper(hash_, instruction, key, partition))
 
         if old is not None:
             old_fk = extract(key, old)

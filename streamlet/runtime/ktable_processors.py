@@ -23,6 +23,7 @@ from streamlet.runtime.table_aggregation import table_aggregation, table_select
 from streamlet.runtime.table_table_join import join_merger, table_table_join
 from streamlet.runtime.topic_names import TopicNames
 from streamlet.state import timestamped
+from streamlet.task_id import TaskId
 from streamlet.topology import nodes as n
 from streamlet.topology.change import Change
 from streamlet.topology.nodes import ProcessorSpec, ValueGetterSpec
@@ -40,8 +41,9 @@ class TaskContext(Protocol):
 
 
 class TaskProcessorGraph(Protocol):
-    """What they need of `processor_graph.TaskProcessorGraph`: the record context and the drop count."""
+    """What they need of `processor_graph.TaskProcessorGraph`: its task, the record context and the drop count."""
 
+    task_id: TaskId
     record: RecordContext
     dropped_records: int
 
