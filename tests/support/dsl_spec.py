@@ -125,10 +125,12 @@ def _prefix(value: str) -> str | None:
     return value[: value.index(":")] if ":" in value else None
 
 
-#: foreign-key extractors: "prefix" of the value (a Function), "key_or_prefix" of key and value (a BiFunction)
+#: foreign-key extractors: "prefix" of the value (a Function), "key_or_prefix" of key and value (a BiFunction),
+#: "first_word" of the value (none for an empty one)
 FOREIGN_KEY_EXTRACTORS: dict[str, Callable[..., Any]] = {
     "prefix": lambda v: _prefix(v),
     "key_or_prefix": lambda k, v: k if _prefix(v) is None else _prefix(v),
+    "first_word": lambda v: v.split(" ")[0] or None,
 }
 INITIALIZERS: dict[str, Callable[[], Any]] = {"append": lambda: "", "len_sum": lambda: 0, "sum": lambda: 0}
 AGGREGATORS: dict[str, Callable[[Any, Any, Any], Any]] = {

@@ -49,7 +49,10 @@ final class TableJoinPrograms {
         }
     }
 
-    /** "prefix": the value's part before ':' (none without one); "key_or_prefix" (a BiFunction): that, or the key. */
+    /**
+     * "prefix": the value's part before ':' (none without one); "key_or_prefix" (a BiFunction): that, or the key;
+     * "first_word": the value's first word (none for an empty value).
+     */
     private static KTable foreignKeyJoin(final JsonNode op, final String kind, final KTable t, final KTable other,
                                          final ValueJoiner joiner) {
         final boolean left = "leftJoin".equals(kind);
@@ -62,6 +65,10 @@ final class TableJoinPrograms {
             }
             case "key_or_prefix": {
                 final BiFunction<String, String, String> fk = (k, v) -> v.contains(":") ? v.substring(0, v.indexOf(':')) : k;
+                return left ? t.leftJoin(other, fk, joiner, joined, m) : t.join(other, fk, joiner, joined, m);
+            }
+            case "first_word": {
+                final Function<String, String> fk = v -> v.split(" ")[0].isEmpty() ? null : v.split(" ")[0];
                 return left ? t.leftJoin(other, fk, joiner, joined, m) : t.join(other, fk, joiner, joined, m);
             }
             default:
