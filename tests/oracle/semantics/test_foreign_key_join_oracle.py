@@ -98,9 +98,36 @@ HAND_WRITTEN: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {
         ],
         [*EDGES, *_in("right", ("a", "A-very-long-value", 30), ("a", "A5", 31))],
     ),
+    # aggregations on either side: the left side a reduce of a stream (first words name the foreign key), the
+    # foreign side a count of a stream (its updates reach the join as Change(new, old) of plain aggregates)
+    "left_join_of_aggregations": (
+        [
+            {"op": "stream", "id": "o", "topics": ["orders"]},
+            {"op": "groupByKey", "in": "o", "id": "og", "vtype": "string"},
+            {"op": "reduce", "in": "og", "id": "l", "fn": "concat", "vtype": "string", "store": None},
+            {"op": "stream", "id": "c", "topics": ["clicks"]},
+            {"op": "groupByKey", "in": "c", "id": "cg", "vtype": "string"},
+            {"op": "count", "in": "cg", "id": "r", "store": "clicks"},
+            {"op": "leftJoin", "in": "l", "id": "j", "table": "r", "fk": "first_word", "fn": "pair"},
+            {"op": "toStream", "in": "j", "id": "s"},
+            {"op": "to", "in": "s", "topic": "out", "vtype": "string"},
+        ],
+        [
+            *_in("orders", ("o1", "a", 5), ("o2", "b", 6), ("o4", "x", 7)),
+            *_in("clicks", ("a", "c", 1), ("b", "c", 8), ("a", "c", 9), ("x", "c", 3)),
+            *_in("orders", ("o3", "", 10), ("o2", "a", 11), ("o5", "a", 12), (None, "a", 13)),  # o2: "b" -> "ba"
+            *_in("clicks", ("a", "c", 14), ("ba", "c", 2), ("b", None, 15)),
+        ],
+    ),
 }
 
-for _name in ("inner", "left", "left_regrouped", "named_materialized_inner_of_stored_tables"):
+for _name in (
+    "inner",
+    "left",
+    "left_regrouped",
+    "named_materialized_inner_of_stored_tables",
+    "left_join_of_aggregations",
+):
     HAND_WRITTEN[_name + "_without_cache"] = HAND_WRITTEN[_name]
 
 
