@@ -17,11 +17,13 @@ from collections.abc import Callable
 from typing import Any, Protocol, cast
 
 from streamlet.errors import TopologyError
+from streamlet.runtime import foreign_key_join
 from streamlet.runtime.record_context import RecordContext
 from streamlet.runtime.table_aggregation import table_aggregation, table_select
 from streamlet.runtime.table_table_join import join_merger, table_table_join
 from streamlet.runtime.topic_names import TopicNames
 from streamlet.state import timestamped
+from streamlet.task_id import TaskId
 from streamlet.topology import nodes as n
 from streamlet.topology.change import Change
 from streamlet.topology.nodes import ProcessorSpec, ValueGetterSpec
@@ -39,8 +41,9 @@ class TaskContext(Protocol):
 
 
 class TaskProcessorGraph(Protocol):
-    """What they need of `processor_graph.TaskProcessorGraph`: the record context and the drop count."""
+    """What they need of `processor_graph.TaskProcessorGraph`: its task, the record context and the drop count."""
 
+    task_id: TaskId
     record: RecordContext
     dropped_records: int
 
@@ -113,6 +116,9 @@ def _build(
             return join_merger(spec, forward, None, None)
         direct_old: list[Any] = [None]
         return join_merger(spec, forward, _materialized(spec, forward, names, context, graph, direct_old), direct_old)
+    if op in n.FK_JOIN_OPS:
+        get = None if spec.value_getter is None else timestamped_value_getter(spec.value_getter, names, context)
+        return foreign_key_join.build(spec, forward, names, context, graph, get)
     if op == n.TABLE_SELECT:
         return table_select(spec, forward)
     if op in (n.TABLE_AGGREGATE, n.TABLE_REDUCE):

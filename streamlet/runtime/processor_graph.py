@@ -408,6 +408,15 @@ def _sink(spec: SinkSpec, topic: str, context: TaskContext, graph: TaskProcessor
     send = context.send
     record = graph.record
 
+    partitioner = spec.partitioner
+    if partitioner is not None:
+
+        def partitioned_sink(key: Any, value: Any, _node: str = spec.name) -> None:
+            partition = partitioner(key, value)
+            send(topic, key_ser(topic, key), value_ser(topic, value), record.timestamp, partition)
+
+        return partitioned_sink
+
     def sink(key: Any, value: Any, _node: str = spec.name) -> None:
         send(topic, key_ser(topic, key), value_ser(topic, value), record.timestamp)
 

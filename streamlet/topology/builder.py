@@ -39,7 +39,7 @@ from streamlet.serdes import BytesSerde, LongSerde, Serde, SerdeLike, resolve_se
 from streamlet.session_windows import SessionWindowedSerde, SessionWindows
 from streamlet.sliding_windows import SlidingWindows
 from streamlet.suppressed import Suppressed
-from streamlet.topology import joins, ktable, stream_joins
+from streamlet.topology import foreign_key_joins, joins, ktable, stream_joins
 from streamlet.topology import nodes as n
 from streamlet.topology.branch import BRANCH_NAME, BRANCHCHILD_NAME, MERGE_NAME, Branched, Splitter
 from streamlet.topology.change import ChangeSerde
@@ -54,6 +54,11 @@ from streamlet.topology.nodes import (
     validate_name,
 )
 from streamlet.topology.pre_aggregation import PreAggregation, for_aggregate, for_count, for_reduce, preaggregate_name
+from streamlet.topology.subscription_wrappers import (
+    SubscriptionResponseWrapper,
+    SubscriptionResponseWrapperSerde,
+    SubscriptionWrapperSerde,
+)
 from streamlet.topology.topology import Topology
 from streamlet.typed_serdes import check_serde_fits, element_type, result_type, serde_for_type
 from streamlet.windows import TimeWindowedSerde, TimeWindows
@@ -1325,10 +1330,36 @@ class KTable:
         """
         return _group_table(self, selector, key_serde, value_serde, name)
 
+    @overload
     def join(
         self,
         other: KTable,
         joiner: Callable[[Any, Any], Any],
+        /,
+        *,
+        name: str | None = None,
+        store_name: str | None = None,
+        value_serde: SerdeLike = None,
+    ) -> KTable: ...
+
+    @overload
+    def join(
+        self,
+        other: KTable,
+        foreign_key_extractor: Callable[..., Any],
+        joiner: Callable[[Any, Any], Any],
+        /,
+        *,
+        name: str | None = None,
+        store_name: str | None = None,
+        value_serde: SerdeLike = None,
+    ) -> KTable: ...
+
+    def join(
+        self,
+        other: KTable,
+        joiner_or_extractor: Callable[..., Any],
+        joiner: Callable[[Any, Any], Any] | None = None,
         *,
         name: str | None = None,
         store_name: str | None = None,
@@ -1340,20 +1371,57 @@ class KTable:
         of the two. A key leaving either table is deleted from the result. Both tables get a store if they
         have none, and their topics must be co-partitioned. `store_name` materializes the result (its values
         written with `value_serde`, default bytes), so it can be read, by a stream join for one.
-        """
-        return _table_table_join(self, other, joiner, n.TABLE_JOIN_INNER, name, store_name, value_serde)
 
+        `join(other, foreign_key_extractor, joiner)` is a foreign-key join (KIP-213): each row joins the row
+        of `other` whose key is `foreign_key_extractor(value)` (or `(key, value)`); the tables need not be
+        co-partitioned, and a row whose foreign key is None is not in the result (see `streamlet.runtime.
+        foreign_key_join`). `name` is Kafka's `TableJoined.as(name)`.
+        """
+        if joiner is not None:
+            return _foreign_key_join(self, other, joiner_or_extractor, joiner, False, name, store_name, value_serde)
+        return _table_table_join(self, other, joiner_or_extractor, n.TABLE_JOIN_INNER, name, store_name, value_serde)
+
+    @overload
     def left_join(
         self,
         other: KTable,
         joiner: Callable[[Any, Any], Any],
+        /,
+        *,
+        name: str | None = None,
+        store_name: str | None = None,
+        value_serde: SerdeLike = None,
+    ) -> KTable: ...
+
+    @overload
+    def left_join(
+        self,
+        other: KTable,
+        foreign_key_extractor: Callable[..., Any],
+        joiner: Callable[[Any, Any], Any],
+        /,
+        *,
+        name: str | None = None,
+        store_name: str | None = None,
+        value_serde: SerdeLike = None,
+    ) -> KTable: ...
+
+    def left_join(
+        self,
+        other: KTable,
+        joiner_or_extractor: Callable[..., Any],
+        joiner: Callable[[Any, Any], Any] | None = None,
         *,
         name: str | None = None,
         store_name: str | None = None,
         value_serde: SerdeLike = None,
     ) -> KTable:
-        """`joiner(value, other_value or None)` for each key of this table (Kafka's `KTable#leftJoin`)."""
-        return _table_table_join(self, other, joiner, n.TABLE_JOIN_LEFT, name, store_name, value_serde)
+        """`joiner(value, other_value or None)` for each key of this table (Kafka's `KTable#leftJoin`);
+        `left_join(other, foreign_key_extractor, joiner)` is the foreign-key left join, which joins a row
+        whose foreign key is None, or has no row in `other`, with None."""
+        if joiner is not None:
+            return _foreign_key_join(self, other, joiner_or_extractor, joiner, True, name, store_name, value_serde)
+        return _table_table_join(self, other, joiner_or_extractor, n.TABLE_JOIN_LEFT, name, store_name, value_serde)
 
     def outer_join(
         self,
@@ -1641,10 +1709,7 @@ def _table_table_join(
             (this_name, table.node_name, op, joiner, other_getter),
             (other_name, other.node_name, other_op, reversed_joiner, this_getter),
         ):
-            if getter.store not in topology.stores:
-                raise TopologyError(f"join {merge_name}: the table's store {getter.store} is not in the topology")
-            if topology.stores[getter.store].windows is not None:
-                raise TopologyError(f"join {merge_name}: joining a windowed table ({getter.store}) is not supported")
+            _check_joinable(merge_name, getter, topology)
             spec = ProcessorSpec(
                 side, (parent,), side_op, stores=(getter.store,), fn=fn, value_getter=getter, send_old_values=send_old
             )
@@ -1660,6 +1725,177 @@ def _table_table_join(
     internal.add_graph_node(table._node, node)
     internal.add_graph_node(other._node, node)
     return KTable(internal, node, table._key_serde, vs, store or merge_name, state)
+
+
+def _foreign_key_join(
+    table: KTable,
+    other: KTable,
+    extractor: Callable[..., Any],
+    joiner: Callable[[Any, Any], Any],
+    left_join: bool,
+    name: str | None,
+    store_name: str | None,
+    value_serde: SerdeLike,
+) -> KTable:
+    """`KTableImpl#doJoinOnForeignKey`: subscriptions go from this table to `other` through the subscription
+    topic (a subscription store on the foreign side), responses come back through the response topic to a
+    resolver reading this table, which feeds a KTABLE-FK-JOIN-OUTPUT table source (see
+    `streamlet.topology.foreign_key_joins` for the names)."""
+    if not isinstance(other, KTable) or other._builder is not table._builder:
+        raise TopologyError(f"join() takes a KTable of the same StreamsBuilder, got {other!r}")
+    _require_callable(extractor, "foreign_key_extractor")
+    _require_callable(joiner, "joiner")
+    key_value_extractor = foreign_key_joins.key_value_extractor(extractor)
+    this_state, other_state = _table_state(table, "join()"), _table_state(other, "join()")
+    internal = table._builder
+    vs = _serde(value_serde, "value_serde")
+    other_state.enable_sending_old_values(True)
+    this_state.enable_sending_old_values(True)
+    names = foreign_key_joins.foreign_key_join_names(name, internal.new_processor_name)
+    if store_name is not None:
+        result_store = validate_name(store_name, "Store name")
+    else:  # MaterializedInternal names it even when not materialized
+        result_store = internal.new_store_name(foreign_key_joins.OUTPUT)
+    internal.claim(
+        names.subscription_send,
+        names.subscription_sink,
+        names.subscription_source,
+        names.subscription_receive,
+        names.subscription_join,
+        names.foreign_table_join,
+        names.response_sink,
+        names.response_source,
+        names.response_join,
+        names.result,
+    )
+    internal.claim_store(names.subscription_store)
+    if store_name is not None:
+        internal.claim_store(result_store)
+    key_serde, fk_serde = _or_default(table._key_serde), _or_default(other._key_serde)
+    spec = n.ForeignKeyJoinSpec(
+        names.subscription_topic,
+        left_join,
+        fk_serde,
+        key_serde,
+        _or_default(table._value_serde),
+        names.subscription_store,
+    )
+    subscription_serde = SubscriptionWrapperSerde(key_serde)
+    response_serde = SubscriptionResponseWrapperSerde(_or_default(other._value_serde))
+    this_getter, other_getter = this_state.value_getter(), other_state.value_getter()  # materializes them
+    source = ktable.TableSource(result_store, materialized=store_name is not None)
+    state = ktable.TableState(source, None, n.TABLE_SOURCE, None)
+
+    def node(
+        parents: tuple[_GraphNode, ...], node_name: str, write: Callable[[tuple[str, ...], _Topology], None]
+    ) -> _GraphNode:
+        graph_node = _GraphNode(node_name, write)
+        for parent in parents:
+            internal.add_graph_node(parent, graph_node)
+        return graph_node
+
+    def write_send(parents: tuple[str, ...], topology: _Topology) -> None:
+        topology.add(
+            ProcessorSpec(
+                names.subscription_send, parents, n.FK_SUBSCRIPTION_SEND, fn=key_value_extractor, foreign_key_join=spec
+            )
+        )
+
+    def write_subscription_sink(parents: tuple[str, ...], topology: _Topology) -> None:
+        topology.internal_topics[names.subscription_topic] = None
+        topology.add(SinkSpec(names.subscription_sink, parents, names.subscription_topic, fk_serde, subscription_serde))
+
+    def write_subscription_source(parents: tuple[str, ...], topology: _Topology) -> None:
+        topics = (names.subscription_topic,)
+        topology.add(SourceSpec(names.subscription_source, (), topics, fk_serde, subscription_serde))
+
+    def write_receive(parents: tuple[str, ...], topology: _Topology) -> None:
+        stores = (names.subscription_store,)
+        topology.add(
+            ProcessorSpec(names.subscription_receive, parents, n.FK_SUBSCRIPTION_RECEIVE, stores, foreign_key_join=spec)
+        )
+        store = StoreSpec(names.subscription_store, BytesSerde(), subscription_serde, timestamped=True, cached=False)
+        topology.add_store(store, names.subscription_receive)
+
+    def write_subscription_join(parents: tuple[str, ...], topology: _Topology) -> None:
+        getter = _check_joinable(names.result, other_getter, topology)
+        topology.add(
+            ProcessorSpec(
+                names.subscription_join,
+                parents,
+                n.FK_SUBSCRIPTION_JOIN,
+                (getter.store,),
+                value_getter=getter,
+                foreign_key_join=spec,
+            )
+        )
+        topology.store_users[getter.store].append(names.subscription_join)
+
+    def write_foreign_table_join(parents: tuple[str, ...], topology: _Topology) -> None:
+        stores = (names.subscription_store,)
+        topology.add(
+            ProcessorSpec(names.foreign_table_join, parents, n.FK_FOREIGN_TABLE_JOIN, stores, foreign_key_join=spec)
+        )
+        topology.store_users[names.subscription_store].append(names.foreign_table_join)
+
+    def write_response_sink(parents: tuple[str, ...], topology: _Topology) -> None:
+        topology.internal_topics[names.response_topic] = None
+        topology.add(
+            SinkSpec(names.response_sink, parents, names.response_topic, key_serde, response_serde, _primary_partition)
+        )
+
+    def write_response_source(parents: tuple[str, ...], topology: _Topology) -> None:
+        topology.add(SourceSpec(names.response_source, (), (names.response_topic,), key_serde, response_serde))
+
+    def write_response_join(parents: tuple[str, ...], topology: _Topology) -> None:
+        getter = _check_joinable(names.result, this_getter, topology)
+        topology.add(
+            ProcessorSpec(
+                names.response_join,
+                parents,
+                n.FK_RESPONSE_JOIN,
+                (getter.store,),
+                fn=joiner,
+                value_getter=getter,
+                foreign_key_join=spec,
+            )
+        )
+        topology.store_users[getter.store].append(names.response_join)
+
+    value_serde_ = _or_default(vs)
+
+    def write_result(parents: tuple[str, ...], topology: _Topology) -> None:
+        stores = (result_store,) if source.materialized else ()
+        send_old = source.send_old_values
+        topology.add(ProcessorSpec(names.result, parents, n.TABLE_SOURCE, stores=stores, send_old_values=send_old))
+        if source.materialized:
+            topology.add_store(StoreSpec(result_store, key_serde, value_serde_, timestamped=True), names.result)
+
+    send = node((table._node,), names.subscription_send, write_send)
+    sink = node((send,), names.subscription_sink, write_subscription_sink)
+    subscriptions = node((sink,), names.subscription_source, write_subscription_source)
+    receive = node((subscriptions,), names.subscription_receive, write_receive)
+    subscription_join = node((receive,), names.subscription_join, write_subscription_join)
+    foreign_join = node((other._node,), names.foreign_table_join, write_foreign_table_join)
+    response_sink = node((subscription_join, foreign_join), names.response_sink, write_response_sink)
+    responses = node((response_sink,), names.response_source, write_response_source)
+    resolver = node((responses,), names.response_join, write_response_join)
+    result = node((resolver,), names.result, write_result)
+    return KTable(internal, result, table._key_serde, vs, result_store, state)
+
+
+def _check_joinable(join: str, getter: ValueGetterSpec, topology: _Topology) -> ValueGetterSpec:
+    """A table-table join reads a key-value store of the topology through `getter`."""
+    if getter.store not in topology.stores:
+        raise TopologyError(f"join {join}: the table's store {getter.store} is not in the topology")
+    if topology.stores[getter.store].windows is not None:
+        raise TopologyError(f"join {join}: joining a windowed table ({getter.store}) is not supported")
+    return getter
+
+
+def _primary_partition(key: Any, response: SubscriptionResponseWrapper) -> int | None:
+    """The response sink's partitioner: back to the partition the subscription came from."""
+    return response.primary_partition
 
 
 def _table_state(table: KTable, what: str) -> ktable.TableState:

@@ -59,6 +59,9 @@ class SinkSpec(NodeSpec):
     topic: str  # raw name
     key_serde: Serde
     value_serde: Serde
+    # the partition of a record (key, value), None for the default: a foreign-key join's responses go back
+    # to the partition of their primary key
+    partitioner: Callable[[Any, Any], int | None] | None = None
 
 
 # Processor operations (the `op` of a ProcessorSpec).
@@ -108,6 +111,15 @@ TABLE_JOIN_RIGHT = "table_join_right"  # the right side of a left join
 TABLE_JOIN_OUTER = "table_join_outer"
 TABLE_JOIN_MERGE = "table_join_merge"
 TABLE_JOIN_SIDES = frozenset({TABLE_JOIN_INNER, TABLE_JOIN_LEFT, TABLE_JOIN_RIGHT, TABLE_JOIN_OUTER})
+# foreign-key KTable-KTable joins (streamlet.runtime.foreign_key_join), in the order a record goes through them
+FK_SUBSCRIPTION_SEND = "fk_subscription_send"  # left table -> subscriptions keyed by foreign key
+FK_SUBSCRIPTION_RECEIVE = "fk_subscription_receive"  # keeps them in the subscription store
+FK_SUBSCRIPTION_JOIN = "fk_subscription_join"  # answers one with the foreign table's value
+FK_FOREIGN_TABLE_JOIN = "fk_foreign_table_join"  # a foreign update answers every subscriber
+FK_RESPONSE_JOIN = "fk_response_join"  # left side: joins a response still matching the left value
+FK_JOIN_OPS = frozenset(
+    {FK_SUBSCRIPTION_SEND, FK_SUBSCRIPTION_RECEIVE, FK_SUBSCRIPTION_JOIN, FK_FOREIGN_TABLE_JOIN, FK_RESPONSE_JOIN}
+)
 
 AGGREGATING_OPS = frozenset({COUNT, REDUCE, AGGREGATE})
 STREAM_JOIN_OPS = frozenset({STREAM_JOIN_WINDOW, STREAM_JOIN, STREAM_JOIN_MERGE})
@@ -125,6 +137,7 @@ TABLE_OPS = frozenset(
         TABLE_REDUCE,
         *TABLE_JOIN_SIDES,
         TABLE_JOIN_MERGE,
+        *FK_JOIN_OPS,
     }
 )
 
@@ -156,6 +169,18 @@ class StreamJoinSpec:
     join: str  # the join's merge node: both sides of one join share its time tracker, per task
 
 
+@dataclass(frozen=True)
+class ForeignKeyJoinSpec:
+    """What the processors of one foreign-key join share (Kafka's `KTableImpl#doJoinOnForeignKey`)."""
+
+    subscription_topic: str  # raw name of the subscription topic: its pseudo-topics name the nested serdes
+    left_join: bool
+    foreign_key_serde: Serde  # the foreign table's key serde
+    primary_key_serde: Serde  # the left table's key serde
+    value_serde: Serde  # the left table's value serde: its bytes are hashed
+    subscription_store: str
+
+
 @dataclass(frozen=True, eq=False)
 class ProcessorSpec(NodeSpec):
     op: str
@@ -170,6 +195,7 @@ class ProcessorSpec(NodeSpec):
     value_getter: ValueGetterSpec | None = None  # a stream-table join: how the table is read
     key_mapper: Callable[[Any, Any], Any] | None = None  # a stream-global table join: the table key of a record
     stream_join: StreamJoinSpec | None = None  # a side of a stream-stream join
+    foreign_key_join: ForeignKeyJoinSpec | None = None  # a processor of a foreign-key join
 
 
 @dataclass(frozen=True, eq=False)

@@ -370,13 +370,15 @@ class _PartitionCounts:
         self._repartition_cache: dict[str, int] = {}
         self._resolving: set[str] = set()
         self._copartitioned: dict[str, tuple[str, ...]] = {}  # repartition topic -> external topics it joins
+        self._internal_groups: dict[str, tuple[str, ...]] = {}  # repartition topic -> its all-internal group
         self._groups = topology.copartition_groups()
         for group in self._groups:
             external = tuple(t for t in group if not topology.is_internal_topic(t))
-            if external:
-                for topic in group:
-                    if topology.is_internal_topic(topic):
-                        self._copartitioned[topic] = external
+            for topic in group:
+                if external and topology.is_internal_topic(topic):
+                    self._copartitioned[topic] = external
+                elif not external:
+                    self._internal_groups[topic] = group
 
     def check_copartitioning(self) -> None:
         """Kafka's `CopartitionedTopicsEnforcer`: the user topics of each join must agree on partitions."""
@@ -405,8 +407,15 @@ class _PartitionCounts:
         external = self._copartitioned.get(raw)
         if external is not None:  # sized like the user topics it is joined with
             count = max(self.topic(t) for t in external)
-            self._repartition_cache[raw] = count
-            return count
+        elif raw in self._internal_groups:  # joined with repartition topics only: all sized like the largest
+            count = max(self._from_writers(t) for t in self._internal_groups[raw])
+        else:
+            count = self._from_writers(raw)
+        self._repartition_cache[raw] = count
+        return count
+
+    def _from_writers(self, raw: str) -> int:
+        """A repartition topic sized like the sub-topologies that write it (or as given, if none does)."""
         writers = self._writers.get(raw)
         if not writers:
             given = self._counts.get(raw)
@@ -418,11 +427,9 @@ class _PartitionCounts:
             raise TopologyError(f"repartition topic {raw!r} is part of a cycle of sub-topologies")
         self._resolving.add(raw)
         try:
-            count = max(self.subtopology(sub_id) for sub_id in writers)
+            return max(self.subtopology(sub_id) for sub_id in writers)
         finally:
             self._resolving.discard(raw)
-        self._repartition_cache[raw] = count
-        return count
 
     def subtopology(self, subtopology_id: int) -> int:
         sub = self._topology.subtopology(subtopology_id)

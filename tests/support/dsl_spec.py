@@ -39,6 +39,8 @@ A program is a JSON list of ops, each reading the variable `in` and defining the
      "vtype": <in's value type>, "othervtype": <other's value type>}   (JoinWindows, StreamJoined)
 
     {"op": "join" | "leftJoin" | "outerJoin", "in": <table>, "table": <table>, "fn": "pair", "store": null | name}
+    {"op": "join" | "leftJoin", "in": <table>, "table": <table>, "fk": <FOREIGN_KEY_EXTRACTORS>, "fn": "pair",
+     "store": null | name}      (foreign-key joins; "name" is TableJoined.as(name))
     {"op": "groupBy", "in": <table>, "fn": <table key selector>, "vtype": ...}      (KTable#groupBy; then
     "count", "reduce" / "aggregate" with a subtractor "sub": "remove" | "len_sub" | "minus" on the grouped table)
 
@@ -117,6 +119,19 @@ REDUCERS: dict[str, Callable[[Any, Any], Any]] = {
     "sum": lambda agg, v: agg if v is None else agg + v,
 }
 JOINERS: dict[str, Callable[[Any, Any], Any]] = {"pair": lambda v, tv: _java_str(v) + "|" + _java_str(tv)}
+
+
+def _prefix(value: str) -> str | None:
+    return value[: value.index(":")] if ":" in value else None
+
+
+#: foreign-key extractors: "prefix" of the value (a Function), "key_or_prefix" of key and value (a BiFunction),
+#: "first_word" of the value (none for an empty one)
+FOREIGN_KEY_EXTRACTORS: dict[str, Callable[..., Any]] = {
+    "prefix": lambda v: _prefix(v),
+    "key_or_prefix": lambda k, v: k if _prefix(v) is None else _prefix(v),
+    "first_word": lambda v: v.split(" ")[0] or None,
+}
 INITIALIZERS: dict[str, Callable[[], Any]] = {"append": lambda: "", "len_sum": lambda: 0, "sum": lambda: 0}
 AGGREGATORS: dict[str, Callable[[Any, Any, Any], Any]] = {
     "append": lambda k, v, agg: agg + _java_str(v),
@@ -254,6 +269,8 @@ def grouped_or_joined_table_op(op: dict[str, Any], source: Any, kw: dict[str, An
         join = {"join": source.join, "leftJoin": source.left_join, "outerJoin": source.outer_join}[kind]
         if op.get("store") is not None:
             kw.update(store_name=op["store"], value_serde="str")
+        if op.get("fk") is not None:
+            return join(env[op["table"]], FOREIGN_KEY_EXTRACTORS[op["fk"]], JOINERS[fn], **kw)
         return join(env[op["table"]], JOINERS[fn], **kw)
     if kind == "groupBy" and isinstance(source, KTable):
         return source.group_by(TABLE_KEY_SELECTORS[fn], key_serde="str", value_serde=serde(vtype), **kw)

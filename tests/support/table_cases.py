@@ -5,7 +5,8 @@ filter / filterNot / mapValues (some materialized), 1-2 streams with stateless o
 so joins repartition), splits into branches and merges, joins and left joins of streams with tables, and
 outputs of streams, joined streams and tables. Tables of count / reduce aggregations, of streams or of
 re-grouped tables (`groupBy` with adders and subtractors), are filtered, mapped, joined and streamed too,
-and tables are joined with tables (join / leftJoin / outerJoin), then streamed or re-grouped.
+and tables are joined with tables (join / leftJoin / outerJoin, and foreign-key join / leftJoin), then streamed
+or re-grouped.
 Input records hit every topic with colliding keys, null keys and null values, in any timestamp order.
 """
 
@@ -136,17 +137,25 @@ def table_programs(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str]]:
                 fn = "sum" if stype == "long" else "concat"
                 program.append({"op": "reduce", "in": g, "id": t, "fn": fn, "vtype": stype, "store": None})
                 aggregations.append((t, stype))
-        elif roll < 76:  # a table-table join, streamed out or re-grouped and aggregated
-            (a, _), (b, _) = draw(st.sampled_from(tables + aggregations)), draw(st.sampled_from(tables + aggregations))
+        elif roll < 76:  # a table-table join (or foreign-key join), streamed out or re-grouped and aggregated
+            (a, atype), (b, _) = (
+                draw(st.sampled_from(tables + aggregations)),
+                draw(st.sampled_from(tables + aggregations)),
+            )
             v = var("tj")
-            kind = draw(st.sampled_from(["join", "leftJoin", "outerJoin"]))
+            foreign_key = atype == "string" and draw(st.integers(0, 2)) == 0  # the left value names the foreign key
+            kinds = ["join", "leftJoin"] if foreign_key else ["join", "leftJoin", "outerJoin"]
+            kind = draw(st.sampled_from(kinds))
             op = {"op": kind, "in": a, "id": v, "table": b, "fn": "pair", "name": maybe_name("tj"), "store": None}
+            if foreign_key:
+                op["fk"] = draw(st.sampled_from(["first_word", "key_or_prefix"]))
             if draw(st.integers(0, 3)) == 0:  # materialized: readable by joins, like a source table
                 counter["name"] += 1
                 op["store"] = f"jstore{counter['name']}"
                 tables.append((v, "string"))
             program.append(op)
-            if draw(st.booleans()):
+            # a foreign-key join's result is a table source: only materialized has it a value serde to re-group
+            if draw(st.booleans()) and (not foreign_key or op["store"] is not None):
                 aggregations.append(_grouped_table_aggregation(draw, program, (v, "string"), var, maybe_name))
             else:
                 s = var("s")

@@ -5,7 +5,9 @@
 `join` / `leftJoin` with one of those tables (with or without a `Joined` name; joins of re-keyed streams
 insert repartitions), a `split()` with branches of every `Branched` kind, a `merge`, a table's `groupBy` and
 an aggregation of it (`count` / `reduce` / `aggregate` with subtractors), or a table-table `join` / `leftJoin` /
-`outerJoin` (some materialized). Table operations and groupBy also take aggregations' tables, windowed ones too.
+`outerJoin` (some materialized), or a foreign-key `join` / `leftJoin` (a Function or BiFunction extractor,
+some named with `TableJoined.as`, some materialized). Table operations and groupBy also take aggregations'
+tables, windowed ones too.
 """
 
 from __future__ import annotations
@@ -142,10 +144,14 @@ class TablePrograms:
     def _table_join(
         self, rng: random.Random, java: list[str], py: list[str], maybe_name: Callable[[str], str | None]
     ) -> None:
-        """A table-table join, left join or outer join of two joinable tables (named or not): `ktj<n>`."""
+        """A table-table join, left join or outer join of two joinable tables (named or not), or a foreign-key
+        join of them: `ktj<n>`."""
         a, b = rng.choice(self.tables), rng.choice(self.tables)
         self.joins += 1
         var, name = f"ktj{self.joins}", maybe_name("tj")
+        if rng.random() < 0.35:
+            self._foreign_key_join(rng, java, py, a, b, var, name)
+            return
         jop, pop = rng.choice([("join", "join"), ("leftJoin", "left_join"), ("outerJoin", "outer_join")])
         jnamed = f', Named.as("{name}")' if name else ""
         pnamed = f", name={name!r}" if name else ""
@@ -156,6 +162,23 @@ class TablePrograms:
             self.tables.append(var)
         java.append(f"KTable {var} = {a}.{jop}({b}, (v, w) -> v{jnamed});")
         py.append(f"{var} = {a}.{pop}({b}, lambda v, w: v{pnamed})")
+
+    def _foreign_key_join(
+        self, rng: random.Random, java: list[str], py: list[str], a: str, b: str, var: str, name: str | None
+    ) -> None:
+        jop, pop = rng.choice([("join", "join"), ("leftJoin", "left_join")])
+        jfk, pfk = rng.choice(
+            [("(java.util.function.Function) v -> v", "lambda v: v"), ("(BiFunction) (k, v) -> k", "lambda k, v: k")]
+        )
+        jrest = f', TableJoined.as("{name}")' if name else ""
+        prest = f", name={name!r}" if name else ""
+        if rng.random() < 0.3:
+            self.stores += 1
+            jrest += f', Materialized.as("fkstore{self.stores}")'
+            prest += f", store_name='fkstore{self.stores}'"
+        self.tables.append(var)  # a table source: materialized when read, as a source table is
+        java.append(f"KTable {var} = {a}.{jop}({b}, {jfk}, (v, w) -> v{jrest});")
+        py.append(f"{var} = {a}.{pop}({b}, {pfk}, lambda v, w: v{prest})")
 
     def _split(
         self,

@@ -21,6 +21,7 @@ from streamlet.session_windows import SessionWindows
 from streamlet.sliding_windows import SlidingWindows
 from streamlet.topology import Branched, StreamsBuilder
 from streamlet.windows import TimeWindows
+from tests.oracle.topology.foreign_key_join_programs import foreign_key_join_program
 from tests.oracle.topology.global_table_programs import GlobalTablePrograms
 from tests.oracle.topology.stream_join_programs import stream_join_step
 from tests.oracle.topology.table_programs import TablePrograms
@@ -260,12 +261,18 @@ def test_random_stream_stream_joins_describe_exactly_like_kafka_streams(tmp_path
     _check_against_kafka_streams(tmp_path, [_program(rng, stream_joins=True) for _ in range(150)])
 
 
+def test_random_foreign_key_joins_describe_exactly_like_kafka_streams(tmp_path: Path) -> None:
+    rng = random.Random(20261125)
+    _check_against_kafka_streams(tmp_path, [foreign_key_join_program(rng) for _ in range(150)])
+
+
 def _check_against_kafka_streams(tmp_path: Path, programs: list[tuple[list[str], list[str]]]) -> None:
     assert shutil.which("javac") and shutil.which("java"), "this test compiles Java: install a JDK 17+"
     classpath = _classpath()
     assert classpath is not None, "oracle/target/lib has no kafka-streams jar after the oracle build"
     java_lines = [
         "import java.util.*;",
+        "import java.util.function.BiFunction;",
         "import java.time.Duration;",
         "import org.apache.kafka.streams.*;",
         "import org.apache.kafka.streams.kstream.*;",
