@@ -23,6 +23,7 @@ from streamlet.serdes import SerdeLike
 from streamlet.state import timestamped
 from streamlet.tables import Table
 from streamlet.topic_ref import record_timestamp
+from streamlet.topology import GlobalKTable
 from streamlet.windowed_tables import WindowWrapper
 from streamlet.windows import TimeWindows
 
@@ -54,6 +55,7 @@ class GlobalTable(Table):
         super().__init__(name, key_serde, value_serde, default, key_type=key_type, value_type=value_type)
         self.topic = topic
         self.partitions = partitions
+        self.ktable: GlobalKTable | None = None  # the DSL's table, once the App compiles (for stream joins)
 
     def _windowed(self, windows: TimeWindows) -> WindowWrapper:
         raise TopologyError(f"global table {self.name} cannot be windowed")
