@@ -25,6 +25,7 @@ from streamlet.state import timestamped
 from streamlet.topology import nodes as n
 from streamlet.topology.change import Change
 from streamlet.topology.nodes import ProcessorSpec, ValueGetterSpec
+from streamlet.topology.topology import changelog_topic
 
 Forward = Callable[[Any, Any], None]
 
@@ -51,8 +52,11 @@ def build(
     """The processor of a table operation or stream-table join (an op of `nodes.TABLE_OPS`)."""
     processor = _build(spec, forward, names, context, graph)
     parent = names.topology.node(spec.predecessors[0]) if spec.predecessors else None
-    if isinstance(parent, ProcessorSpec) and parent.op in AGGREGATIONS and spec.op in n.TABLE_OPS - _STREAM_INPUT:
-        return _changes_of_aggregation(spec, parent, processor, names, graph)
+    if isinstance(parent, ProcessorSpec) and spec.op in n.TABLE_OPS - _STREAM_INPUT:
+        if parent.op in AGGREGATIONS:
+            return _changes_of_aggregation(spec, parent, processor, names, graph)
+        if parent.op == n.SUPPRESS:
+            return _changes_of_suppression(spec, parent, processor, names, graph)
     return processor
 
 
@@ -84,6 +88,30 @@ def _changes_of_aggregation(
         processor(key, Change(value, None if old is None else value_de(topic, old)))
 
     return change_with_old_of
+
+
+def _changes_of_suppression(
+    spec: ProcessorSpec, parent: ProcessorSpec, processor: Forward, names: TopicNames, graph: TaskProcessorGraph
+) -> Forward:
+    """A table op below a suppression gets its updates as `Change(new, old)`: the old value is the one buffered
+    with the update (plain bytes in the buffer's value serde), which the buffer always has (Kafka's suppression
+    makes its parent send old values)."""
+    (buffer,) = parent.stores
+    value_de = names.topology.stores[buffer].value_serde.deserialize
+    topic = buffer_topic(names, buffer)
+    record = graph.record
+
+    def change_of_suppressed(key: Any, value: Any, _node: str = spec.name) -> None:
+        old = record.old_value
+        processor(key, Change(value, None if old is None else value_de(topic, old)))
+
+    return change_of_suppressed
+
+
+def buffer_topic(names: TopicNames, buffer: str) -> str:
+    """What a suppression buffer's serdes are called with: its changelog's name, which Kafka uses even when
+    the buffer is not logged."""
+    return f"{names.application_id}-{changelog_topic(buffer)}"
 
 
 def _build(
@@ -283,20 +311,21 @@ def timestamped_value_getter(
     getter: ValueGetterSpec, names: TopicNames, context: TaskContext
 ) -> Callable[[Any], tuple[Any, int] | None]:
     """`get(key)`: the table's current `(value, timestamp)` for a key, or None (a `ValueAndTimestamp`)."""
-    store_spec = names.topology.stores[getter.store]
-    store = context.get_state_store(getter.store)
-    topic = names.serde_topic(getter.store)
-    key_ser = cast(Callable[[str, Any], bytes], store_spec.key_serde.serialize)
-    value_de = store_spec.value_serde.deserialize
-    value_of, timestamp_of = timestamped.value_of, timestamped.timestamp_of
+    if getter.join is not None:
+        read = _joined_value(getter, names, context)
+    elif getter.suppressed is not None:
+        read = _suppressed_value(getter, names, context)
+    else:
+        read = _stored_value(getter, names, context)
     steps = getter.steps
-    read = store.get
+    if not steps:
+        return read
 
     def get(key: Any) -> tuple[Any, int] | None:
-        raw = read(key_ser(topic, key))
-        if raw is None:
+        found = read(key)
+        if found is None:
             return None
-        value = value_de(topic, value_of(raw))
+        value, timestamp = found
         for op, fn in steps:
             if value is None:
                 return None
@@ -306,7 +335,80 @@ def timestamped_value_getter(
                 value = None if fn(key, value) else value
             else:
                 value = fn(value)
-        return None if value is None else (value, timestamp_of(raw))
+        return None if value is None else (value, timestamp)
+
+    return get
+
+
+def _stored_value(
+    getter: ValueGetterSpec, names: TopicNames, context: TaskContext
+) -> Callable[[Any], tuple[Any, int] | None]:
+    store_spec = names.topology.stores[getter.store]
+    read = context.get_state_store(getter.store).get
+    topic = names.serde_topic(getter.store)
+    key_ser = cast(Callable[[str, Any], bytes], store_spec.key_serde.serialize)
+    value_de = store_spec.value_serde.deserialize
+    value_of, timestamp_of = timestamped.value_of, timestamped.timestamp_of
+
+    def get(key: Any) -> tuple[Any, int] | None:
+        raw = read(key_ser(topic, key))
+        return None if raw is None else (value_de(topic, value_of(raw)), timestamp_of(raw))
+
+    return get
+
+
+def _suppressed_value(
+    getter: ValueGetterSpec, names: TopicNames, context: TaskContext
+) -> Callable[[Any], tuple[Any, int] | None]:
+    """A suppressed table's value: a buffered key's value before its first buffered update, with an unknown
+    timestamp (-1), else the parent's (Kafka's `priorValueForBuffered`, then the parent getter)."""
+    suppressed = getter.suppressed
+    assert suppressed is not None
+    buffer = context.get_state_store(suppressed.buffer)
+    store_spec = names.topology.stores[suppressed.buffer]
+    topic = buffer_topic(names, suppressed.buffer)
+    key_ser = cast(Callable[[str, Any], bytes], store_spec.key_serde.serialize)
+    value_de = store_spec.value_serde.deserialize
+    parent = timestamped_value_getter(suppressed.parent, names, context)
+
+    def get(key: Any) -> tuple[Any, int] | None:
+        buffered, prior = buffer.prior_value_for_buffered(key_ser(topic, key))
+        if not buffered:
+            return parent(key)
+        return None if prior is None else (value_de(topic, prior), UNKNOWN_TIMESTAMP)
+
+    return get
+
+
+#: the timestamp of a value whose time is not known (Kafka's RecordQueue.UNKNOWN)
+UNKNOWN_TIMESTAMP = -1
+
+
+def _joined_value(
+    getter: ValueGetterSpec, names: TopicNames, context: TaskContext
+) -> Callable[[Any], tuple[Any, int] | None]:
+    """An unmaterialized table-table join's value: both tables read and joined as the join's first side joins
+    them (Kafka's `KTableKTable{Inner,Left,Outer}JoinValueGetter`), at the larger of the two timestamps."""
+    join = getter.join
+    assert join is not None
+    this = timestamped_value_getter(join.this, names, context)
+    other = timestamped_value_getter(join.other, names, context)
+    joiner, op = join.joiner, join.op
+
+    def joined(key: Any) -> tuple[Any, int] | None:
+        found = this(key)
+        if found is None and op != n.TABLE_JOIN_OUTER:
+            return None
+        partner = other(key)
+        if found is None:
+            return None if partner is None else (joiner(None, partner[0]), partner[1])
+        if partner is None:
+            return None if op == n.TABLE_JOIN_INNER else (joiner(found[0], None), found[1])
+        return joiner(found[0], partner[0]), max(found[1], partner[1])
+
+    def get(key: Any) -> tuple[Any, int] | None:
+        result = joined(key)
+        return None if result is None or result[0] is None else result  # ValueAndTimestamp.make(null, t): null
 
     return get
 

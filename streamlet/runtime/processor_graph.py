@@ -42,7 +42,6 @@ from streamlet.task_id import TaskId
 from streamlet.timestamps import UNKNOWN, ConsumedRecord, InvalidTimestampError, TimestampExtractor
 from streamlet.topology import nodes as n
 from streamlet.topology.nodes import ProcessorSpec, SinkSpec, SourceSpec
-from streamlet.topology.topology import changelog_topic
 from streamlet.windows import TimeWindow, TimeWindows, Windowed
 
 __all__ = [
@@ -498,8 +497,7 @@ def _processor(
         if not isinstance(buffer, TimeOrderedKeyValueBuffer):
             raise TopologyError(f"suppress node {spec.name}: store {store_name} is not a suppression buffer")
         store_spec = names.topology.stores[store_name]
-        # the serdes are called with the changelog's name, which Kafka uses even when the buffer has none
-        topic = f"{names.application_id}-{changelog_topic(store_name)}"
+        topic = ktable_processors.buffer_topic(names, store_name)
         return build_suppress(spec.name, spec.suppress, buffer, store_spec, topic, graph.record, forward)
     if op in n.AGGREGATING_OPS:
         if isinstance(spec.windows, SessionWindows | SlidingWindows):

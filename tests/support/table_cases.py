@@ -5,7 +5,8 @@ filter / filterNot / mapValues (some materialized), 1-2 streams with stateless o
 so joins repartition), splits into branches and merges, joins and left joins of streams with tables, and
 outputs of streams, joined streams and tables. Tables of count / reduce aggregations, of streams or of
 re-grouped tables (`groupBy` with adders and subtractors), are filtered, mapped, joined and streamed too,
-and tables are joined with tables (join / leftJoin / outerJoin), then streamed or re-grouped.
+and tables are joined with tables (join / leftJoin / outerJoin), then streamed or re-grouped. Aggregations'
+tables are sometimes suppressed (time limits), and the suppressed tables used like the others.
 Input records hit every topic with colliding keys, null keys and null values, in any timestamp order.
 """
 
@@ -17,6 +18,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from tests.support import dsl_spec
+from tests.support.semantics_cases import suppression
 
 _KEYS = ["a", "ab", "k1", None]
 _WORDS = ["a", "b", "ab", "abc", "ba"]
@@ -136,15 +138,18 @@ def table_programs(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str]]:
                 fn = "sum" if stype == "long" else "concat"
                 program.append({"op": "reduce", "in": g, "id": t, "fn": fn, "vtype": stype, "store": None})
                 aggregations.append((t, stype))
+            if draw(st.integers(0, 2)) == 0:  # suppressed: a table like the others, read through its buffer
+                f, ftype, _ = draw(suppression(program, (*aggregations[-1], None), var("f"), maybe_name("sup")))
+                aggregations.append((f, ftype))
         elif roll < 76:  # a table-table join, streamed out or re-grouped and aggregated
             (a, _), (b, _) = draw(st.sampled_from(tables + aggregations)), draw(st.sampled_from(tables + aggregations))
             v = var("tj")
             kind = draw(st.sampled_from(["join", "leftJoin", "outerJoin"]))
             op = {"op": kind, "in": a, "id": v, "table": b, "fn": "pair", "name": maybe_name("tj"), "store": None}
-            if draw(st.integers(0, 3)) == 0:  # materialized: readable by joins, like a source table
+            if draw(st.integers(0, 3)) == 0:  # materialized: joins read its store
                 counter["name"] += 1
                 op["store"] = f"jstore{counter['name']}"
-                tables.append((v, "string"))
+            tables.append((v, "string"))  # else joins read both its tables and join them (the join's getter)
             program.append(op)
             if draw(st.booleans()):
                 aggregations.append(_grouped_table_aggregation(draw, program, (v, "string"), var, maybe_name))
