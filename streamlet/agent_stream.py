@@ -13,14 +13,19 @@ from __future__ import annotations
 from collections.abc import Callable, Generator, Iterable
 from typing import Any
 
+from streamlet.agent_joins import Seconds, check_joinable, global_ktable, join_windows, pair, table_key_selector
 from streamlet.errors import TopologyError
+from streamlet.global_tables import GlobalTable
+from streamlet.join_windows import JoinWindows, StreamJoined
 from streamlet.models import FieldDescriptor
 from streamlet.serdes import JsonSerde, SerdeLike, StringSerde
-from streamlet.topic_ref import Carried, declared_serde
-from streamlet.topology import KStream
+from streamlet.topic_ref import Carried, TopicRef, declared_serde
+from streamlet.topology import GlobalKTable, KStream, KTable
 from streamlet.typed_serdes import element_type, is_model, result_type, serde_type
 
 __all__ = ["NEXT", "AgentStream", "NextRecord"]
+
+Joinable = KTable | GlobalTable | GlobalKTable | TopicRef | KStream
 
 NEXT = object()  # what an agent's coroutine yields when it waits for the next record
 UNKNOWN = Carried(None)
@@ -52,6 +57,7 @@ class AgentStream:
         value: Carried = UNKNOWN,
         agent: str = "",
         source: str = "",
+        source_of: Callable[[TopicRef], KStream] | None = None,
     ) -> None:
         self._kstream = kstream
         self._recorder = recorder
@@ -59,13 +65,14 @@ class AgentStream:
         self._value = value
         self._agent = agent
         self._source = source  # the input topic, which names a group_by's topic when none is given
+        self._source_of = source_of  # a topic's source stream, shared with the agents reading it
         self.with_keys = False
         self.rekeyed = False  # a repartition topic lies between the input topic and this stream
 
     def _then(self, make: Callable[[KStream], KStream], key: Carried, value: Carried) -> AgentStream:
         if self._kstream is None:  # running inside a task
             return self
-        nxt = AgentStream(make(self._kstream), self._recorder, key, value, self._agent, self._source)
+        nxt = AgentStream(make(self._kstream), self._recorder, key, value, self._agent, self._source, self._source_of)
         nxt.with_keys = self.with_keys
         nxt.rekeyed = self.rekeyed
         return nxt
@@ -138,12 +145,115 @@ class AgentStream:
         nxt.rekeyed = True
         return nxt
 
+    def join(
+        self,
+        other: Joinable,
+        joiner: Callable[[Any, Any], Any] | None = None,
+        *,
+        key: Callable[[Any], Any] | None = None,
+        within: Seconds | JoinWindows | None = None,
+        grace: Seconds | None = None,
+        name: str | None = None,
+    ) -> AgentStream:
+        """Join each record with a table or another stream (Kafka Streams' inner joins; see `agent_joins`).
+
+        Values become `(value, other_value)`, or `joiner(value, other_value)`. A table (`app.table(topic)`)
+        is looked up by the record's key; a global table (`app.GlobalTable`, `builder.global_table`) by
+        `key(value)`, else the record's key; another stream (`app.topic(...)`, a `KStream`) joins the records
+        of the same key at most `within` seconds apart (or `JoinWindows`), `grace` seconds late at most.
+        A record without a partner is dropped. `name` names the join's processors (and a stream join's stores).
+        """
+        return self._join("join", other, joiner, key, within, grace, name)
+
+    def left_join(
+        self,
+        other: Joinable,
+        joiner: Callable[[Any, Any], Any] | None = None,
+        *,
+        key: Callable[[Any], Any] | None = None,
+        within: Seconds | JoinWindows | None = None,
+        grace: Seconds | None = None,
+        name: str | None = None,
+    ) -> AgentStream:
+        """As `join`, but a record without a partner comes through with None: at once for a table, and for a
+        stream once its window has closed (stream time past its end plus `grace`), as Kafka Streams does."""
+        return self._join("left_join", other, joiner, key, within, grace, name)
+
+    def outer_join(
+        self,
+        other: TopicRef | KStream,
+        joiner: Callable[[Any, Any], Any] | None = None,
+        *,
+        within: Seconds | JoinWindows | None = None,
+        grace: Seconds | None = None,
+        name: str | None = None,
+    ) -> AgentStream:
+        """A windowed stream-stream join in which the unmatched records of both streams come through, with
+        None for the missing side, once their windows close (`(None, other_value)` for the other stream's)."""
+        return self._join("outer_join", other, joiner, None, within, grace, name)
+
+    def _join(
+        self,
+        how: str,
+        other: Any,
+        joiner: Callable[[Any, Any], Any] | None,
+        key: Callable[[Any], Any] | None,
+        within: Seconds | JoinWindows | None,
+        grace: Seconds | None,
+        name: str | None,
+    ) -> AgentStream:
+        if self._kstream is None:
+            return self
+        where = f"agent {self._agent}: {how}"
+        check_joinable(other, where)
+        fn = pair if joiner is None else joiner
+        value = UNKNOWN if joiner is None else self._new_values(None, result_type(joiner), how)
+        make: Callable[[KStream], KStream]
+        if isinstance(other, KTable | GlobalTable | GlobalKTable):
+            if how == "outer_join":
+                raise TopologyError(f"{where}: a stream joins a table with join or left_join")
+            if within is not None or grace is not None:
+                raise TopologyError(f"{where}: within= and grace= are for stream-stream joins")
+            left = how == "left_join"
+            if isinstance(other, KTable):
+                if key is not None:
+                    raise TopologyError(
+                        f"{where}: a table is joined on the record's key: group_by(...) first to join on another"
+                    )
+                make = lambda ks: (ks.left_join if left else ks.join)(other, fn, name=name)  # noqa: E731
+            else:
+                table, selector = global_ktable(other, where), table_key_selector(key)
+                make = lambda ks: (ks.left_join if left else ks.join)(table, selector, fn, name=name)  # noqa: E731
+        else:
+            if key is not None:
+                raise TopologyError(f"{where}: streams are joined on their keys: group_by(...) first, not key=")
+            windows = join_windows(within, grace, where)
+            other_stream, other_values = self._other_stream(other, where)
+            joined = StreamJoined.with_(
+                value_serde=self._value.serde if self._value.serde is not None else JsonSerde(),
+                other_value_serde=other_values,
+            )
+            if name is not None:
+                joined = joined.with_name(name).with_store_name(name)
+            make = lambda ks: getattr(ks, how)(other_stream, fn, windows, stream_joined=joined)  # noqa: E731
+        return self._then(make, self._key, value)
+
+    def _other_stream(self, other: TopicRef | KStream, where: str) -> tuple[KStream, SerdeLike]:
+        """The other side of a stream-stream join, and the serde its values are kept with in the join's store."""
+        if isinstance(other, KStream):
+            return other, None  # the stream's own
+        if self._source_of is None:
+            raise TopologyError(f"{where}: topic {other.name} can only be joined in an App's agent")
+        return self._source_of(other), other.value_serde
+
     def items(self) -> AgentStream:
         """Iterate `(key, value)` pairs instead of values."""
         if self._kstream is None:
             self.with_keys = True
             return self
-        nxt = AgentStream(self._kstream, self._recorder, self._key, self._value, self._agent, self._source)
+        nxt = AgentStream(
+            self._kstream, self._recorder, self._key, self._value, self._agent, self._source, self._source_of
+        )
         nxt.with_keys = True
         nxt.rekeyed = self.rekeyed
         return nxt

@@ -198,20 +198,30 @@ def compile_agents(builder: StreamsBuilder, agents: Iterable[Agent]) -> None:
         if isinstance(topic, Channel):
             topic.subscribe(_channel_subscriber(agent))
             continue
-        if topic.name in sources:
+
+        def source_of(topic: TopicRef, agent: Agent = agent) -> KStream:
+            """The topic's one source node (an agent's input, or a stream it joins)."""
+            if topic.name not in sources:
+                sources[topic.name] = (topic, builder.stream(topic.name, topic.key_serde, topic.value_serde))
             first, kstream = sources[topic.name]
             if (type(first.key_serde), type(first.value_serde)) != (type(topic.key_serde), type(topic.value_serde)):
                 raise AgentError(
                     f"agent {agent.name} reads topic {topic.name} with {topic.key_serde!r}/{topic.value_serde!r}, "
                     f"another agent with {first.key_serde!r}/{first.value_serde!r}: declare the topic once"
                 )
-        else:
-            kstream = builder.stream(topic.name, topic.key_serde, topic.value_serde)
-            sources[topic.name] = (topic, kstream)
+            return kstream
+
+        kstream = source_of(topic)
         recorder: list[AgentStream] = []
         # undeclared keys are not known to be bytes (group_by then picks str); undeclared values are bytes
         root = AgentStream(
-            kstream, recorder, topic.key, Carried(topic.value_serde, topic.value.type), agent.name, topic.name
+            kstream,
+            recorder,
+            topic.key,
+            Carried(topic.value_serde, topic.value.type),
+            agent.name,
+            topic.name,
+            source_of,
         )
         _trace(agent, root)
         if not recorder:

@@ -277,7 +277,9 @@ class App:
             for table in self._tables.values():
                 table.check()
                 if isinstance(table, global_tables.GlobalTable):
-                    self.builder.global_table(table.topic, table.key_serde, table.value_serde, store_name=table.name)
+                    table.ktable = self.builder.global_table(
+                        table.topic, table.key_serde, table.value_serde, store_name=table.name
+                    )
             agents.compile_agents(self.builder, self._agents)
             self._topology = self.builder.build()
         return self._topology

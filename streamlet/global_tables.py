@@ -14,7 +14,7 @@ write one key, its last record in the topic wins everywhere, the writer's copy i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from streamlet.agent_context import current_context
@@ -23,6 +23,7 @@ from streamlet.serdes import SerdeLike
 from streamlet.state import timestamped
 from streamlet.tables import Table
 from streamlet.topic_ref import record_timestamp
+from streamlet.topology import GlobalKTable
 from streamlet.windowed_tables import WindowWrapper
 from streamlet.windows import TimeWindows
 
@@ -54,12 +55,16 @@ class GlobalTable(Table):
         super().__init__(name, key_serde, value_serde, default, key_type=key_type, value_type=value_type)
         self.topic = topic
         self.partitions = partitions
+        self.ktable: GlobalKTable | None = None  # the DSL's table, once the App compiles (for stream joins)
 
     def _windowed(self, windows: TimeWindows) -> WindowWrapper:
         raise TopologyError(f"global table {self.name} cannot be windowed")
 
-    def _value(self, raw: bytes) -> Any:
-        return self.value_serde.deserialize(self.name, timestamped.value_of(raw))  # a global store is timestamped
+    def _store(self) -> Any:
+        """The global store: in an agent the store itself, whose values carry their timestamp (stripped here);
+        in a page its interactive-query view (this worker's whole copy), whose values do not."""
+        store = super()._store()
+        return store if getattr(store, "plain_values", False) else _PlainValues(store)
 
     def _local_stores(self) -> Sequence[Any]:
         return [self._store()]  # the whole table, on every worker
@@ -96,3 +101,20 @@ class GlobalTable(Table):
 
     def __repr__(self) -> str:
         return f"GlobalTable({self.name!r}, topic={self.topic!r})"
+
+
+class _PlainValues:
+    """A global store's reads, values without their timestamps (what a table decodes)."""
+
+    __slots__ = ("_store",)
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+
+    def get(self, key: bytes) -> bytes | None:
+        raw: bytes | None = self._store.get(key)
+        return None if raw is None else timestamped.value_of(raw)
+
+    def all(self) -> Iterator[tuple[bytes, bytes]]:
+        for key, raw in self._store.all():
+            yield key, timestamped.value_of(raw)

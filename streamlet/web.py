@@ -284,6 +284,8 @@ class WebServer:
 class _ReadOnlyRaw:
     """A store as a table sees it outside an agent: reads route by key; writes are an error."""
 
+    plain_values = True  # values as queries return them (a timestamped store's without their timestamp)
+
     def __init__(self, view: ReadOnlyKeyValueStore) -> None:
         self._view = view
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from streamlet.runtime.ktable_processors import Forward, TaskContext, TaskProcessorGraph, value_getter
+from streamlet.runtime.ktable_processors import Forward, TaskProcessorGraph
 from streamlet.runtime.topic_names import TopicNames
+from streamlet.runtime.value_getters import TaskContext, value_getter
 from streamlet.topology import nodes as n
 from streamlet.topology.nodes import ProcessorSpec
 

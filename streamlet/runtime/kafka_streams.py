@@ -28,6 +28,7 @@ from streamlet.kafka.topics import InternalTopicManager, TopicSpec
 from streamlet.runtime.assignment_history import AssignmentHistoryWriter
 from streamlet.runtime.changelog_end_offsets import ChangelogEndOffsets
 from streamlet.runtime.clients import AioKafkaClientSupplier, KafkaClientSupplier, RestoreConsumer
+from streamlet.runtime.global_queries import GlobalReadOnlyKeyValueStore
 from streamlet.runtime.global_stream_thread import GlobalStreamThread
 from streamlet.runtime.metrics_event import metrics_topic
 from streamlet.runtime.metrics_publisher import ClientMetrics, MetricsPublisher
@@ -287,7 +288,15 @@ class KafkaStreams:
         With `max_standby_lag` (KIP-535's stale stores), a key whose partition has a standby here, but no
         active task, is read from the standby if it is at most that many changelog records behind the end
         offsets last fetched by `refresh_standby_lags()` (never fetched: the standby does not answer).
+        A global store is read from this client's own full copy (see `streamlet.runtime.global_queries`).
         """
+        if self.metadata_state.is_global(name):
+            return GlobalReadOnlyKeyValueStore(
+                name,
+                self.metadata_state,
+                lambda: self.state is State.RUNNING,
+                lambda: None if self.global_thread is None else self.global_thread.stores.get(name),
+            )
         return ReadOnlyKeyValueStore(
             name,
             self.metadata_state,

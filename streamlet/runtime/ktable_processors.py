@@ -22,22 +22,17 @@ from streamlet.runtime.record_context import RecordContext
 from streamlet.runtime.table_aggregation import table_aggregation, table_select
 from streamlet.runtime.table_table_join import join_merger, table_table_join
 from streamlet.runtime.topic_names import TopicNames
+from streamlet.runtime.value_getters import TaskContext, buffer_topic, timestamped_value_getter, value_getter
 from streamlet.state import timestamped
 from streamlet.task_id import TaskId
 from streamlet.topology import nodes as n
 from streamlet.topology.change import Change
-from streamlet.topology.nodes import ProcessorSpec, ValueGetterSpec
+from streamlet.topology.nodes import ProcessorSpec
 
 Forward = Callable[[Any, Any], None]
 
 #: deletes a table source remembers the timestamps of until its cache flushes them
 MAX_PENDING_DELETES = 10_000
-
-
-class TaskContext(Protocol):
-    """What these processors need of `processor_graph.TaskContext`: the task's stores."""
-
-    def get_state_store(self, name: str) -> Any: ...
 
 
 class TaskProcessorGraph(Protocol):
@@ -54,8 +49,11 @@ def build(
     """The processor of a table operation or stream-table join (an op of `nodes.TABLE_OPS`)."""
     processor = _build(spec, forward, names, context, graph)
     parent = names.topology.node(spec.predecessors[0]) if spec.predecessors else None
-    if isinstance(parent, ProcessorSpec) and parent.op in AGGREGATIONS and spec.op in n.TABLE_OPS - _STREAM_INPUT:
-        return _changes_of_aggregation(spec, parent, processor, names, graph)
+    if isinstance(parent, ProcessorSpec) and spec.op in n.TABLE_OPS - _STREAM_INPUT:
+        if parent.op in AGGREGATIONS:
+            return _changes_of_aggregation(spec, parent, processor, names, graph)
+        if parent.op == n.SUPPRESS:
+            return _changes_of_suppression(spec, parent, processor, names, graph)
     return processor
 
 
@@ -87,6 +85,24 @@ def _changes_of_aggregation(
         processor(key, Change(value, None if old is None else value_de(topic, old)))
 
     return change_with_old_of
+
+
+def _changes_of_suppression(
+    spec: ProcessorSpec, parent: ProcessorSpec, processor: Forward, names: TopicNames, graph: TaskProcessorGraph
+) -> Forward:
+    """A table op below a suppression gets its updates as `Change(new, old)`: the old value is the one buffered
+    with the update (plain bytes in the buffer's value serde), which the buffer always has (Kafka's suppression
+    makes its parent send old values)."""
+    (buffer,) = parent.stores
+    value_de = names.topology.stores[buffer].value_serde.deserialize
+    topic = buffer_topic(names, buffer)
+    record = graph.record
+
+    def change_of_suppressed(key: Any, value: Any, _node: str = spec.name) -> None:
+        old = record.old_value
+        processor(key, Change(value, None if old is None else value_de(topic, old)))
+
+    return change_of_suppressed
 
 
 def _build(
@@ -272,49 +288,6 @@ def _table_map_values(spec: ProcessorSpec, forward: Forward, write: Write | None
         forward(key, Change(new, old))
 
     return table_map_values
-
-
-def value_getter(getter: ValueGetterSpec, names: TopicNames, context: TaskContext) -> Callable[[Any], Any]:
-    """`get(key)`: the table's current value for a (non-null) key, or None (Kafka's `KTableValueGetter`)."""
-    get_with_timestamp = timestamped_value_getter(getter, names, context)
-
-    def get(key: Any) -> Any:
-        found = get_with_timestamp(key)
-        return None if found is None else found[0]
-
-    return get
-
-
-def timestamped_value_getter(
-    getter: ValueGetterSpec, names: TopicNames, context: TaskContext
-) -> Callable[[Any], tuple[Any, int] | None]:
-    """`get(key)`: the table's current `(value, timestamp)` for a key, or None (a `ValueAndTimestamp`)."""
-    store_spec = names.topology.stores[getter.store]
-    store = context.get_state_store(getter.store)
-    topic = names.serde_topic(getter.store)
-    key_ser = cast(Callable[[str, Any], bytes], store_spec.key_serde.serialize)
-    value_de = store_spec.value_serde.deserialize
-    value_of, timestamp_of = timestamped.value_of, timestamped.timestamp_of
-    steps = getter.steps
-    read = store.get
-
-    def get(key: Any) -> tuple[Any, int] | None:
-        raw = read(key_ser(topic, key))
-        if raw is None:
-            return None
-        value = value_de(topic, value_of(raw))
-        for op, fn in steps:
-            if value is None:
-                return None
-            if op == n.TABLE_FILTER:
-                value = value if fn(key, value) else None
-            elif op == n.TABLE_FILTER_NOT:
-                value = None if fn(key, value) else value
-            else:
-                value = fn(value)
-        return None if value is None else (value, timestamp_of(raw))
-
-    return get
 
 
 def _stream_table_join(

@@ -24,7 +24,7 @@ from types import TracebackType
 from typing import Any, Protocol, cast, runtime_checkable
 
 from streamlet.errors import SerializationError, StreamletError, StreamsFailure, TopologyError
-from streamlet.runtime import branch_processors, global_table_join, ktable_processors, stream_join
+from streamlet.runtime import branch_processors, global_table_join, ktable_processors, stream_join, value_getters
 from streamlet.runtime.pre_aggregate import pre_aggregate_node
 from streamlet.runtime.processor_context import ProcessorContext
 from streamlet.runtime.punctuation import TaskPunctuations
@@ -42,7 +42,6 @@ from streamlet.task_id import TaskId
 from streamlet.timestamps import UNKNOWN, ConsumedRecord, TimestampExtractor
 from streamlet.topology import nodes as n
 from streamlet.topology.nodes import ProcessorSpec, SinkSpec, SourceSpec
-from streamlet.topology.topology import changelog_topic
 from streamlet.windows import TimeWindow, TimeWindows, Windowed
 
 __all__ = [
@@ -516,8 +515,7 @@ def _processor(
         if not isinstance(buffer, TimeOrderedKeyValueBuffer):
             raise TopologyError(f"suppress node {spec.name}: store {store_name} is not a suppression buffer")
         store_spec = names.topology.stores[store_name]
-        # the serdes are called with the changelog's name, which Kafka uses even when the buffer has none
-        topic = f"{names.application_id}-{changelog_topic(store_name)}"
+        topic = value_getters.buffer_topic(names, store_name)
         return build_suppress(spec.name, spec.suppress, buffer, store_spec, topic, graph.record, forward)
     if op in n.AGGREGATING_OPS:
         if isinstance(spec.windows, SessionWindows | SlidingWindows):

@@ -113,6 +113,8 @@ class StreamsMetadataState:
         for sub in metadata.topology.subtopologies:
             for store in sub.store_names:
                 self._store_subtopology[store] = sub.id
+        # every client holds these whole: any key is local (streamlet.runtime.global_queries)
+        self._global_stores = frozenset(g.store for g in metadata.topology.global_stores)
 
     # ---- the stream threads' hooks ---------------------------------------------------------------------------
 
@@ -134,7 +136,13 @@ class StreamsMetadataState:
         return bool(self._rebalancing) or not self._threads <= self._assigned
 
     def store_names(self) -> list[str]:
-        return sorted(self._store_subtopology)
+        return sorted(self._store_subtopology.keys() | self._global_stores)
+
+    def is_global(self, store: str) -> bool:
+        return store in self._global_stores
+
+    def global_store_names(self) -> list[str]:
+        return sorted(self._global_stores)
 
     def subtopology_of(self, store: str) -> int:
         try:
@@ -143,7 +151,8 @@ class StreamsMetadataState:
             raise UnknownStoreError(f"no queryable store {store!r}; stores: {self.store_names()}") from None
 
     def store_serdes(self, store: str) -> tuple[Serde, Serde]:
-        self.subtopology_of(store)
+        if store not in self._global_stores:
+            self.subtopology_of(store)  # a known store
         spec = self._metadata.topology.stores[store]
         return spec.key_serde, spec.value_serde
 
@@ -167,6 +176,9 @@ class StreamsMetadataState:
         return count
 
     def partition_for(self, store: str, key: bytes) -> int:
+        """The key's partition of `store`; -1 for a global store, which has none (Kafka's KeyQueryMetadata)."""
+        if store in self._global_stores:
+            return -1
         return partition_for_key(key, self.num_partitions(store))
 
     def all_metadata(self) -> list[StreamsMetadata]:
@@ -174,12 +186,19 @@ class StreamsMetadataState:
         return [self._client_metadata(host, tasks) for host, tasks in sorted(self._tasks_by_host.items())]
 
     def metadata_for_store(self, store: str) -> list[StreamsMetadata]:
-        """The clients that run an active or standby task of `store` (Kafka Streams' streamsMetadataForStore)."""
+        """The clients that run an active or standby task of `store` (Kafka Streams' streamsMetadataForStore);
+        every client for a global store."""
+        if store in self._global_stores:
+            return self.all_metadata()
         sub = self.subtopology_of(store)
         return [m for m in self.all_metadata() if any(t.subtopology == sub for t in m.active_tasks | m.standby_tasks)]
 
     def key_query_metadata(self, store: str, key: bytes) -> KeyQueryMetadata:
-        """Which host owns the (serialized) key's partition of `store` (Kafka Streams' queryMetadataForKey)."""
+        """Which host owns the (serialized) key's partition of `store` (Kafka Streams' queryMetadataForKey).
+
+        A global store's key is on every client: this one answers it (partition -1, no standbys)."""
+        if store in self._global_stores:
+            return KeyQueryMetadata(self.local_host or None, frozenset(), -1)
         partition = self.partition_for(store, key)
         task = TaskId(self.subtopology_of(store), partition)
         active = [h for h, t in self._tasks_by_host.items() if task in t.active]
@@ -196,7 +215,9 @@ class StreamsMetadataState:
             subs = {t.subtopology for t in of}
             return frozenset(s for s, sub in self._store_subtopology.items() if sub in subs)
 
-        return StreamsMetadata(host, stores(tasks.active), tasks.active, stores(tasks.standby), tasks.standby)
+        # every client holds the global stores (Kafka adds them to each host's store names)
+        active = stores(tasks.active) | self._global_stores
+        return StreamsMetadata(host, active, tasks.active, stores(tasks.standby), tasks.standby)
 
 
 class _Task(Protocol):

@@ -188,6 +188,12 @@ class TimeOrderedKeyValueBuffer:
     def buffer_size(self) -> int:
         return self._size
 
+    def prior_value_for_buffered(self, key: bytes) -> tuple[bool, bytes | None]:
+        """Whether `key` is buffered, and if so its value before its first buffered update (Kafka's
+        `priorValueForBuffered`: what the suppressed table last emitted for it, None if nothing)."""
+        value = self._values.get(key)
+        return (False, None) if value is None else (True, value.prior)
+
     @property
     def min_timestamp(self) -> int:
         """The smallest buffer time (Java's Long.MAX_VALUE when empty, as Kafka's)."""

@@ -1191,8 +1191,8 @@ class SessionWindowedKStream(_WindowedKStream):
 class KTable:
     """A changelog stream: per-key aggregates, or a topic's latest values (`StreamsBuilder.table`).
 
-    Tables of `table()` and of their `filter`/`filter_not`/`map_values` carry `_state` (see
-    `streamlet.topology.ktable`); an aggregation's table has none.
+    Every table carries its `_state` (see `streamlet.topology.ktable`): how it is read, whether it sends old
+    values, and what it was made by (a source, an operation, an aggregation, a join or a suppression).
     """
 
     __slots__ = ("_builder", "_node", "_key_serde", "_value_serde", "_store_name", "_state", "_grace_ms")
@@ -1204,7 +1204,7 @@ class KTable:
         key_serde: Serde | None,
         value_serde: Serde | None,
         store_name: str,
-        state: ktable.TableState | None = None,
+        state: ktable.TableState,
         *,
         grace_ms: int | None = None,
     ) -> None:
@@ -1279,7 +1279,8 @@ class KTable:
         """
         if not isinstance(suppressed, Suppressed):
             raise TopologyError(f"suppress() takes a Suppressed, got {suppressed!r}")
-        if self._state is not None and not self._state.aggregation:
+        state = self._state
+        if not state.aggregation and state.op != n.SUPPRESS:
             raise TopologyError(f"suppress() of {self!r}, which is not an aggregation's table, is not supported yet")
         builder = self._builder
         given = suppressed.name
@@ -1311,7 +1312,8 @@ class KTable:
 
         node = _GraphNode(name, write)
         builder.add_graph_node(self._node, node)
-        return KTable(builder, node, self._key_serde, self._value_serde, store, grace_ms=self._grace_ms)
+        result = ktable.suppressed_state(state, store)
+        return KTable(builder, node, self._key_serde, self._value_serde, store, result, grace_ms=self._grace_ms)
 
     def group_by(
         self,
@@ -1370,7 +1372,8 @@ class KTable:
         An update of either table joins with the other's current value; the result's timestamp is the larger
         of the two. A key leaving either table is deleted from the result. Both tables get a store if they
         have none, and their topics must be co-partitioned. `store_name` materializes the result (its values
-        written with `value_serde`, default bytes), so it can be read, by a stream join for one.
+        written with `value_serde`, default bytes), which joins then read; without it, they read both tables
+        and join their values (Kafka's join value getter).
 
         `join(other, foreign_key_extractor, joiner)` is a foreign-key join (KIP-213): each row joins the row
         of `other` whose key is `foreign_key_extractor(value)` (or `(key, value)`); the tables need not be
@@ -1655,7 +1658,7 @@ def _group_table(
     """`KTableImpl#groupBy`: a KTABLE-SELECT node, which needs the table's old values (Kafka's
     `enableSendingOldValues(true)`, materializing a source table if it must)."""
     _require_callable(selector, "group_by selector")
-    state = _table_state(table, "group_by()")
+    state = table._state
     ks = _first(_serde(key_serde, "key_serde"), table._key_serde)
     vs = _first(_serde(value_serde, "value_serde"), table._value_serde)
     internal = table._builder
@@ -1679,7 +1682,7 @@ def _table_table_join(
     if not isinstance(other, KTable) or other._builder is not table._builder:
         raise TopologyError(f"join() takes a KTable of the same StreamsBuilder, got {other!r}")
     _require_callable(joiner, "joiner")
-    this_state, other_state = _table_state(table, "join()"), _table_state(other, "join()")
+    this_state, other_state = table._state, other._state
     internal = table._builder
     vs = _serde(value_serde, "value_serde")
     store = _table_store_name(internal, store_name)
@@ -1695,7 +1698,8 @@ def _table_table_join(
         this_name, other_name = validate_name(name + "-join-this"), validate_name(name + "-join-other")
     internal.claim(merge_name, this_name, other_name)
     other_op = n.TABLE_JOIN_RIGHT if op == n.TABLE_JOIN_LEFT else op
-    state = ktable.join_state(merge_name, this_state, other_state, store)
+    getter = n.TableJoinGetterSpec(op, joiner, this_getter, other_getter)
+    state = ktable.join_state(merge_name, this_state, other_state, store, getter)
     store_spec = (
         None if store is None else StoreSpec(store, _or_default(table._key_serde), _or_default(vs), timestamped=True)
     )
@@ -1709,12 +1713,11 @@ def _table_table_join(
             (this_name, table.node_name, op, joiner, other_getter),
             (other_name, other.node_name, other_op, reversed_joiner, this_getter),
         ):
-            _check_joinable(merge_name, getter, topology)
+            _check_joinable(merge_name, getter, topology, side)
             spec = ProcessorSpec(
-                side, (parent,), side_op, stores=(getter.store,), fn=fn, value_getter=getter, send_old_values=send_old
+                side, (parent,), side_op, stores=getter.stores, fn=fn, value_getter=getter, send_old_values=send_old
             )
             topology.add(spec)
-            topology.store_users[getter.store].append(side)
         stores = () if store is None else (store,)
         merge = ProcessorSpec(merge_name, (this_name, other_name), n.TABLE_JOIN_MERGE, stores, send_old_values=send_old)
         topology.add(merge)
@@ -1746,7 +1749,7 @@ def _foreign_key_join(
     _require_callable(extractor, "foreign_key_extractor")
     _require_callable(joiner, "joiner")
     key_value_extractor = foreign_key_joins.key_value_extractor(extractor)
-    this_state, other_state = _table_state(table, "join()"), _table_state(other, "join()")
+    this_state, other_state = table._state, other._state
     internal = table._builder
     vs = _serde(value_serde, "value_serde")
     other_state.enable_sending_old_values(True)
@@ -1818,18 +1821,17 @@ def _foreign_key_join(
         topology.add_store(store, names.subscription_receive)
 
     def write_subscription_join(parents: tuple[str, ...], topology: _Topology) -> None:
-        getter = _check_joinable(names.result, other_getter, topology)
+        getter = _check_joinable(names.result, other_getter, topology, names.subscription_join)
         topology.add(
             ProcessorSpec(
                 names.subscription_join,
                 parents,
                 n.FK_SUBSCRIPTION_JOIN,
-                (getter.store,),
+                getter.stores,
                 value_getter=getter,
                 foreign_key_join=spec,
             )
         )
-        topology.store_users[getter.store].append(names.subscription_join)
 
     def write_foreign_table_join(parents: tuple[str, ...], topology: _Topology) -> None:
         stores = (names.subscription_store,)
@@ -1848,19 +1850,18 @@ def _foreign_key_join(
         topology.add(SourceSpec(names.response_source, (), (names.response_topic,), key_serde, response_serde))
 
     def write_response_join(parents: tuple[str, ...], topology: _Topology) -> None:
-        getter = _check_joinable(names.result, this_getter, topology)
+        getter = _check_joinable(names.result, this_getter, topology, names.response_join)
         topology.add(
             ProcessorSpec(
                 names.response_join,
                 parents,
                 n.FK_RESPONSE_JOIN,
-                (getter.store,),
+                getter.stores,
                 fn=joiner,
                 value_getter=getter,
                 foreign_key_join=spec,
             )
         )
-        topology.store_users[getter.store].append(names.response_join)
 
     value_serde_ = _or_default(vs)
 
@@ -1884,25 +1885,21 @@ def _foreign_key_join(
     return KTable(internal, result, table._key_serde, vs, result_store, state)
 
 
-def _check_joinable(join: str, getter: ValueGetterSpec, topology: _Topology) -> ValueGetterSpec:
-    """A table-table join reads a key-value store of the topology through `getter`."""
-    if getter.store not in topology.stores:
-        raise TopologyError(f"join {join}: the table's store {getter.store} is not in the topology")
-    if topology.stores[getter.store].windows is not None:
-        raise TopologyError(f"join {join}: joining a windowed table ({getter.store}) is not supported")
+def _check_joinable(join: str, getter: ValueGetterSpec, topology: _Topology, reader: str) -> ValueGetterSpec:
+    """A table-table join's `reader` reads key-value stores of the topology through `getter`: connect it to
+    every store the getter reads (an unmaterialized join's getter reads both its tables' stores)."""
+    for store in getter.stores:
+        if store not in topology.stores:
+            raise TopologyError(f"join {join}: the table's store {store} is not in the topology")
+        if topology.stores[store].windows is not None:
+            raise TopologyError(f"join {join}: joining a windowed table ({store}) is not supported")
+        topology.store_users[store].append(reader)
     return getter
 
 
 def _primary_partition(key: Any, response: SubscriptionResponseWrapper) -> int | None:
     """The response sink's partitioner: back to the partition the subscription came from."""
     return response.primary_partition
-
-
-def _table_state(table: KTable, what: str) -> ktable.TableState:
-    state = table._state
-    if state is None:
-        raise TopologyError(f"{what} on a suppressed table ({table.store_name}) is not supported yet")
-    return state
 
 
 def _filter_table(
@@ -1915,7 +1912,7 @@ def _filter_table(
 ) -> KTable:
     """`KTable#filter` / `#filterNot`: a KTABLE-FILTER node, with its own store if `store_name` is given."""
     _require_callable(predicate, "filter predicate")
-    parent = _table_state(table, "filter()")
+    parent = table._state
     internal = table._builder
     vs = _first(_serde(value_serde, "value_serde"), table._value_serde)
     store = _table_store_name(internal, store_name)
@@ -1933,7 +1930,7 @@ def _map_values_table(
 ) -> KTable:
     """`KTable#mapValues`: a KTABLE-MAPVALUES node (a null value stays null), with its own store if asked."""
     _require_callable(mapper, "map_values mapper")
-    parent = _table_state(table, "map_values()")
+    parent = table._state
     internal = table._builder
     vs = _first(_serde(value_serde, "value_serde"), _typed(mapper, None))
     store = _table_store_name(internal, store_name)
@@ -1979,8 +1976,9 @@ def _to_stream(table: KTable, name: str | None) -> KStream:
     """`KTable#toStream`: each update's new value (null for a delete), with the update's timestamp."""
     internal = table._builder
     node_name = internal.name_or_generate(name, TOSTREAM_NAME)
-    # an aggregation forwards plain values (with the replaced one in its record context), not Changes
-    op = n.TO_STREAM if table._state is None or table._state.aggregation else n.TABLE_TO_STREAM
+    # an aggregation or a suppression forwards plain values (with the replaced one in its record context)
+    state = table._state
+    op = n.TO_STREAM if state.aggregation or state.op == n.SUPPRESS else n.TABLE_TO_STREAM
     node = _processor_node(internal, table._node, node_name, op)
     return KStream(internal, node, table._key_serde, table._value_serde, repartition_required=False)
 
@@ -2012,18 +2010,19 @@ def _stream_table_join(
     if stream._repartition_required:
         parent = _repartition_for_join(stream, name if name is not None else stream.node_name, ks, vs)
     # an aggregation's table is read from its store as it is (Kafka's KStreamAggregate#view)
-    getter = ValueGetterSpec(table.store_name) if table._state is None else table._state.value_getter()
+    getter = table._state.value_getter()
     join_name = internal.name_or_generate(name, joins.LEFTJOIN_NAME if left else joins.JOIN_NAME)
     internal.claim(join_name)
     op = n.STREAM_TABLE_LEFT_JOIN if left else n.STREAM_TABLE_JOIN
 
     def write(parents: tuple[str, ...], topology: _Topology) -> None:
-        if getter.store not in topology.stores:
-            raise TopologyError(f"join {join_name}: the table's store {getter.store} is not in the topology")
-        if topology.stores[getter.store].windows is not None:
-            raise TopologyError(f"join {join_name}: a windowed table ({getter.store}) cannot be joined with a stream")
-        topology.add(ProcessorSpec(join_name, parents, op, stores=(getter.store,), fn=joiner, value_getter=getter))
-        topology.store_users[getter.store].append(join_name)
+        for store in getter.stores:
+            if store not in topology.stores:
+                raise TopologyError(f"join {join_name}: the table's store {store} is not in the topology")
+            if topology.stores[store].windows is not None:
+                raise TopologyError(f"join {join_name}: a windowed table ({store}) cannot be joined with a stream")
+            topology.store_users[store].append(join_name)
+        topology.add(ProcessorSpec(join_name, parents, op, stores=getter.stores, fn=joiner, value_getter=getter))
 
     node = _GraphNode(join_name, write)
     internal.add_graph_node(parent, node)

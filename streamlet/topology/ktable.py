@@ -17,10 +17,10 @@ that create these tables are in `streamlet.topology.builder`.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
-from streamlet.errors import TopologyError
-from streamlet.topology.nodes import ValueGetterSpec
+from streamlet.topology.nodes import SUPPRESS, SuppressGetterSpec, TableJoinGetterSpec, ValueGetterSpec
 
 TABLE_SOURCE_NAME = "KTABLE-SOURCE-"
 TABLE_FILTER_NAME = "KTABLE-FILTER-"
@@ -59,9 +59,10 @@ class TableSource:
 
 
 class TableState:
-    """A KTable made by `table()` or a table operation: its source, its parent and its own operation."""
+    """A KTable (of `table()`, a table operation, an aggregation, a join or a suppression): its source, its
+    parent and its own operation."""
 
-    __slots__ = ("source", "parent", "op", "fn", "store", "send_old_values", "aggregation", "joined")
+    __slots__ = ("source", "parent", "op", "fn", "store", "send_old_values", "aggregation", "joined", "view")
 
     def __init__(
         self,
@@ -79,6 +80,7 @@ class TableState:
         self.send_old_values = False
         self.aggregation = False  # the table of an aggregation (KTableAggregate, KStreamAggregate, ...)
         self.joined: tuple[TableState, TableState] | None = None  # a table-table join's two tables
+        self.view: ValueGetterSpec | None = None  # how a storeless join or a suppressed table is read
 
     def enable_sending_old_values(self, force_materialization: bool) -> bool:
         """`KTableImpl#enableSendingOldValues`: True if this table now forwards old values."""
@@ -108,17 +110,14 @@ class TableState:
         operation's), then the operations down to it."""
         steps: list[tuple[str, Callable[..., Any]]] = []
         state = self
-        while state.store is None and state.parent is not None:
+        while state.store is None and state.view is None and state.parent is not None:
             assert state.fn is not None
             steps.append((state.op, state.fn))
             state = state.parent
         if state.store is not None:
             return ValueGetterSpec(state.store, tuple(reversed(steps)))
-        if state.joined is not None:
-            raise TopologyError(
-                f"reading the result of a table-table join ({state.source.store_name}) without a store is not "
-                "supported yet (Kafka's join value getter): give the join a store_name"
-            )
+        if state.view is not None:  # an unmaterialized join, or a suppressed table: see ValueGetterSpec
+            return replace(state.view, steps=tuple(reversed(steps)))
         self.source.materialized = True
         return ValueGetterSpec(self.source.store_name, tuple(reversed(steps)))
 
@@ -132,8 +131,22 @@ def aggregation_state(store: str) -> TableState:
     return state
 
 
-def join_state(merge_name: str, this: TableState, other: TableState, store: str | None) -> TableState:
-    """The table of a table-table join (with its own store if materialized); old values come from both sides."""
+def join_state(
+    merge_name: str, this: TableState, other: TableState, store: str | None, getter: TableJoinGetterSpec
+) -> TableState:
+    """The table of a table-table join (with its own store if materialized); old values come from both sides,
+    and without a store, its value is `getter`'s join of the two tables' values."""
     state = TableState(TableSource(merge_name, materialized=False), None, "join", None, store)
     state.joined = (this, other)
+    state.view = ValueGetterSpec(getter.this.store, join=getter)
+    return state
+
+
+def suppressed_state(parent: TableState, buffer: str) -> TableState:
+    """The table of `suppress()`: its updates come out of the buffer, old values as its parent sends them (which
+    the buffer needs, so they are enabled: Kafka's `KTableSuppressProcessorSupplier`), and it is read through
+    the buffer, then the parent."""
+    parent.enable_sending_old_values(True)
+    state = TableState(parent.source, parent, SUPPRESS, None)
+    state.view = ValueGetterSpec(buffer, suppressed=SuppressGetterSpec(buffer, parent.value_getter()))
     return state

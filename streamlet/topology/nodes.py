@@ -146,10 +146,48 @@ TABLE_OPS = frozenset(
 class ValueGetterSpec:
     """How a KTable's current value for a key is read (Kafka's `KTableValueGetterSupplier` chain): its
     nearest materialized store, then the table filters / mapValues between that store and the table, as
-    `(op, fn)` steps applied in order."""
+    `(op, fn)` steps applied in order.
+
+    The result of an unmaterialized table-table join has no store: it is read by joining its two tables'
+    current values on the fly (`join`, Kafka's `KTableKTableJoinMerger#view`); a suppressed table is read from
+    its suppression buffer, else from its parent (`suppressed`). `store` is then the first store read, and
+    `stores` all of them (the stores a reader is connected to).
+    """
 
     store: str
     steps: tuple[tuple[str, Callable[..., Any]], ...] = ()
+    join: TableJoinGetterSpec | None = None
+    suppressed: SuppressGetterSpec | None = None
+
+    @property
+    def stores(self) -> tuple[str, ...]:
+        if self.join is not None:
+            return tuple(dict.fromkeys(self.join.this.stores + self.join.other.stores))
+        if self.suppressed is not None:
+            return tuple(dict.fromkeys((self.suppressed.buffer, *self.suppressed.parent.stores)))
+        return (self.store,)
+
+
+@dataclass(frozen=True)
+class TableJoinGetterSpec:
+    """The value getter of a table-table join (`KTableKTable{Inner,Left,Outer}JoinValueGetter`): `joiner(this
+    value, other value)` of both tables' current values, as `op` (TABLE_JOIN_INNER / _LEFT / _OUTER) joins
+    them, at the larger of their timestamps."""
+
+    op: str
+    joiner: Callable[[Any, Any], Any]
+    this: ValueGetterSpec
+    other: ValueGetterSpec
+
+
+@dataclass(frozen=True)
+class SuppressGetterSpec:
+    """The value getter of a suppressed table (`KTableSuppressProcessorSupplier#view`): a key held in the
+    suppression `buffer` reads as the value it had before its first buffered update (what the suppressed table
+    last emitted, with an unknown timestamp), any other key as the `parent` table reads it."""
+
+    buffer: str
+    parent: ValueGetterSpec
 
 
 #: what `windowed_by` takes: a windowed aggregation's windows, and its store's

@@ -291,8 +291,9 @@ class Topology:
                 and spec.value_getter is not None
                 and spec.op not in GLOBAL_TABLE_JOIN_OPS
             ):
-                table_source = self._store_users[spec.value_getter.store][0]
-                topics = self._upstream_topics(spec.name) + self._upstream_topics(table_source)
+                topics = self._upstream_topics(spec.name)
+                for store in spec.value_getter.stores:  # each store's writer: the table (or a joined table)
+                    topics += self._upstream_topics(self._store_users[store][0])
                 groups.append(tuple(dict.fromkeys(topics)))
             elif isinstance(spec, ProcessorSpec) and spec.op == STREAM_JOIN_MERGE:  # both joined streams' sources
                 groups.append(tuple(dict.fromkeys(self._upstream_topics(spec.name))))

@@ -6,7 +6,8 @@ so joins repartition), splits into branches and merges, joins and left joins of 
 outputs of streams, joined streams and tables. Tables of count / reduce aggregations, of streams or of
 re-grouped tables (`groupBy` with adders and subtractors), are filtered, mapped, joined and streamed too,
 and tables are joined with tables (join / leftJoin / outerJoin, and foreign-key join / leftJoin), then streamed
-or re-grouped.
+or re-grouped. Aggregations' tables are sometimes suppressed (time limits), and the suppressed tables used like
+the others.
 Input records hit every topic with colliding keys, null keys and null values, in any timestamp order.
 """
 
@@ -18,6 +19,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from tests.support import dsl_spec
+from tests.support.semantics_cases import suppression
 
 _KEYS = ["a", "ab", "k1", None]
 _WORDS = ["a", "b", "ab", "abc", "ba"]
@@ -137,6 +139,9 @@ def table_programs(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str]]:
                 fn = "sum" if stype == "long" else "concat"
                 program.append({"op": "reduce", "in": g, "id": t, "fn": fn, "vtype": stype, "store": None})
                 aggregations.append((t, stype))
+            if draw(st.integers(0, 2)) == 0:  # suppressed: a table like the others, read through its buffer
+                f, ftype, _ = draw(suppression(program, (*aggregations[-1], None), var("f"), maybe_name("sup")))
+                aggregations.append((f, ftype))
         elif roll < 76:  # a table-table join (or foreign-key join), streamed out or re-grouped and aggregated
             (a, atype), (b, _) = (
                 draw(st.sampled_from(tables + aggregations)),
@@ -149,10 +154,10 @@ def table_programs(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[str]]:
             op = {"op": kind, "in": a, "id": v, "table": b, "fn": "pair", "name": maybe_name("tj"), "store": None}
             if foreign_key:
                 op["fk"] = draw(st.sampled_from(["first_word", "key_or_prefix"]))
-            if draw(st.integers(0, 3)) == 0:  # materialized: readable by joins, like a source table
+            if draw(st.integers(0, 3)) == 0:  # materialized: joins read its store
                 counter["name"] += 1
                 op["store"] = f"jstore{counter['name']}"
-                tables.append((v, "string"))
+            tables.append((v, "string"))  # else joins read both its tables and join them (the join's getter)
             program.append(op)
             # a foreign-key join's result is a table source: only materialized has it a value serde to re-group
             if draw(st.booleans()) and (not foreign_key or op["store"] is not None):

@@ -32,6 +32,10 @@ def _records(*steps: tuple[str | None, str | None, int]) -> list[dict[str, Any]]
     return [{"topic": "in1", "key": k, "value": v, "timestamp": ts} for k, v, ts in steps]
 
 
+def _topic(topic: str, *steps: tuple[str | None, str | None, int]) -> list[dict[str, Any]]:
+    return [{"topic": topic, "key": k, "value": v, "timestamp": ts} for k, v, ts in steps]
+
+
 def _windowed_count(
     size: int, grace: int | None, advance: int | None, *suppress: dict[str, Any]
 ) -> list[dict[str, Any]]:
@@ -141,6 +145,62 @@ CASES: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any
             ("a", "x", 0), ("b", "x", 5), ("a", "x", 15), ("a", "x", 20), ("b", "x", 26), ("c", "x", 3), ("a", "x", 60)
         ),
         {},
+    ),
+    # a suppressed table is a table: filtered, mapped and streamed (its updates as they leave the buffer), and
+    # read by joins through the buffer: a buffered key reads as its value before its first buffered update
+    # (what the suppressed table last emitted, with an unknown timestamp), any other key as the count reads
+    "operations_and_joins_on_a_suppressed_table": (
+        _stream(
+            {"op": "groupByKey", "in": "s", "id": "g", "vtype": "string"},
+            {"op": "count", "in": "g", "id": "c", "store": "counts"},
+            {"op": "suppress", "in": "c", "id": "f", "until": "time_limit", "wait": 20},
+            {"op": "filter", "in": "f", "id": "ff", "fn": "even"},
+            {"op": "mapValues", "in": "ff", "id": "fm", "fn": "str", "vtype": "string"},
+            {"op": "toStream", "in": "fm", "id": "o"},
+            {"op": "to", "in": "o", "topic": "out", "vtype": "string"},
+            {"op": "stream", "id": "q", "topics": ["orders"]},
+            {"op": "leftJoin", "in": "q", "id": "qj", "table": "f", "fn": "pair", "vtype": "string"},
+            {"op": "to", "in": "qj", "topic": "enriched", "vtype": "string"},
+            {"op": "join", "in": "q", "id": "qe", "table": "ff", "fn": "pair", "vtype": "string"},
+            {"op": "to", "in": "qe", "topic": "even", "vtype": "string"},
+            {"op": "table", "id": "t", "topic": "tin1", "store": None},
+            {"op": "leftJoin", "in": "t", "id": "tj", "table": "f", "fn": "pair"},
+            {"op": "outerJoin", "in": "f", "id": "jt", "table": "t", "fn": "pair"},
+            {"op": "toStream", "in": "tj", "id": "tjs"},
+            {"op": "to", "in": "tjs", "topic": "table-joined", "vtype": "string"},
+            {"op": "toStream", "in": "jt", "id": "jts"},
+            {"op": "to", "in": "jts", "topic": "joined-table", "vtype": "string"},
+        ),
+        [
+            *_records(("a", "x", 0), ("b", "x", 2)),
+            *_topic("orders", ("a", "o1", 3), ("c", "o2", 4)),  # a is buffered: nothing emitted for it yet
+            *_topic("tin1", ("a", "t1", 5), ("b", "t2", 6), ("z", "t3", 7)),
+            *_records(("a", "x", 21), ("a", "x", 22)),  # a's first count leaves at 20; 2 and 3 are buffered
+            *_topic("orders", ("a", "o3", 23), ("b", "o4", 24)),
+            *_records(("b", "x", 25), ("c", "x", 41), ("a", "x", 42)),  # a's 3 and b's 2 leave
+            *_topic("orders", ("a", "o5", 43), ("b", "o6", 44), ("c", "o7", 45)),
+            *_topic("tin1", ("a", None, 46), ("c", "t4", 47)),
+            *_records(("d", "x", 90)),  # everything else leaves
+            *_topic("orders", ("a", "o8", 91), ("c", "o9", 92)),
+        ],
+        {},
+    ),
+    # a suppressed table re-grouped: each update leaving the buffer moves its key between groups (old values
+    # from the buffer), and a delete reaching a time-limited buffer leaves as a delete
+    "suppressed_table_regrouped": (
+        _stream(
+            {"op": "groupByKey", "in": "s", "id": "g", "vtype": "string"},
+            {"op": "count", "in": "g", "id": "c"},
+            {"op": "suppress", "in": "c", "id": "f", "until": "time_limit", "wait": 10},
+            {"op": "groupBy", "in": "f", "id": "p", "fn": "value_as_key", "vtype": "string"},
+            {"op": "count", "in": "p", "id": "n", "store": None},
+            {"op": "toStream", "in": "n", "id": "o"},
+            {"op": "to", "in": "o", "topic": "out", "vtype": "long"},
+        ),
+        _records(
+            ("a", "x", 0), ("b", "x", 1), ("a", "x", 2), ("c", "x", 12), ("b", "x", 13), ("a", "x", 30), ("d", "x", 50)
+        ),
+        {"statestore_cache_max_bytes": 0},
     ),
     # at most two keys: a third emits the oldest early (before its time limit)
     "time_limit_max_records_emits_early": (

@@ -124,6 +124,45 @@ HAND_WRITTEN: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {
     "materialized_inner_join": (_join("join", store="inner"), BOTH_SIDES),
 }
 
+# unmaterialized join results read by joins: Kafka's join value getter joins both tables' values on the fly
+THIRD = _in("third", ("a", "t1", 18), ("b", "t2", 4), ("c", "t3", 19), ("z", "t4", 20))
+LATE_ORDERS = _in("orders", ("a", "o1", 21), ("b", "o2", 3), ("c", "o3", 22), ("z", "o4", 23), (None, "o5", 24))
+for _kind in ("join", "leftJoin", "outerJoin"):
+    # a stream reads the join, through a filter and a mapValues
+    HAND_WRITTEN[f"unmaterialized_{_kind}_read_by_a_stream"] = (
+        _join(
+            _kind,
+            {"op": "filter", "in": "j", "id": "f", "fn": "has_a"},
+            {"op": "mapValues", "in": "f", "id": "m", "fn": "upper"},
+            {"op": "stream", "id": "o", "topics": ["orders"]},
+            {"op": "leftJoin", "in": "o", "id": "oj", "table": "m", "fn": "pair"},
+            {"op": "to", "in": "oj", "topic": "enriched", "vtype": "string"},
+            {"op": "join", "in": "o", "id": "oi", "table": "j", "fn": "pair"},
+            {"op": "to", "in": "oi", "topic": "inner", "vtype": "string"},
+        ),
+        [*BOTH_SIDES, *LATE_ORDERS, *_in("right", ("a", "ra", 25)), *_in("orders", ("a", "o6", 26))],
+    )
+    # a table joins the join's result, on either side, and the result of that is read by a stream
+    HAND_WRITTEN[f"unmaterialized_{_kind}_joined_by_tables"] = (
+        _join(
+            _kind,
+            {"op": "table", "id": "t", "topic": "third", "store": None},
+            {"op": "leftJoin", "in": "j", "id": "jt", "table": "t", "fn": "pair"},
+            {"op": "outerJoin", "in": "t", "id": "tj", "table": "j", "fn": "pair"},
+            {"op": "toStream", "in": "jt", "id": "s1"},
+            {"op": "to", "in": "s1", "topic": "out", "vtype": "string"},
+            {"op": "toStream", "in": "tj", "id": "s2"},
+            {"op": "to", "in": "s2", "topic": "out2", "vtype": "string"},
+            {"op": "stream", "id": "o", "topics": ["orders"]},
+            {"op": "leftJoin", "in": "o", "id": "oj", "table": "jt", "fn": "pair"},
+            {"op": "to", "in": "oj", "topic": "enriched", "vtype": "string"},
+        ),
+        [*THIRD[:2], *BOTH_SIDES, *THIRD[2:], *LATE_ORDERS],
+    )
+    HAND_WRITTEN[f"unmaterialized_{_kind}_read_by_a_stream_without_cache"] = HAND_WRITTEN[
+        f"unmaterialized_{_kind}_read_by_a_stream"
+    ]
+
 for _name in (
     "inner_join",
     "left_join",

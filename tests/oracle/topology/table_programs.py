@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 class TablePrograms:
     """The joinable tables of one random program: sources, their operations, grouped tables' aggregations and
-    materialized table-table joins."""
+    table-table joins."""
 
     def __init__(self) -> None:
         self.tables: list[str] = []
@@ -155,11 +155,11 @@ class TablePrograms:
         jop, pop = rng.choice([("join", "join"), ("leftJoin", "left_join"), ("outerJoin", "outer_join")])
         jnamed = f', Named.as("{name}")' if name else ""
         pnamed = f", name={name!r}" if name else ""
-        if rng.random() < 0.3:  # materialized: the result has a store, so it is joinable like a source table
+        if rng.random() < 0.3:  # materialized: the result has a store, which joins read
             self.stores += 1
             jnamed += f', Materialized.as("jstore{self.stores}")'
             pnamed += f", store_name='jstore{self.stores}'"
-            self.tables.append(var)
+        self.tables.append(var)  # else joins read both its tables' stores (Kafka's join value getter)
         java.append(f"KTable {var} = {a}.{jop}({b}, (v, w) -> v{jnamed});")
         py.append(f"{var} = {a}.{pop}({b}, lambda v, w: v{pnamed})")
 

@@ -19,6 +19,7 @@ import pytest
 from streamlet.join_windows import JoinWindows, StreamJoined
 from streamlet.session_windows import SessionWindows
 from streamlet.sliding_windows import SlidingWindows
+from streamlet.suppressed import BufferConfig, Suppressed
 from streamlet.topology import Branched, StreamsBuilder
 from streamlet.windows import TimeWindows
 from tests.oracle.topology.foreign_key_join_programs import foreign_key_join_program
@@ -244,6 +245,8 @@ def _python_describe(statements: list[str]) -> str:
         "Branched": Branched,
         "JoinWindows": JoinWindows,
         "StreamJoined": StreamJoined,
+        "Suppressed": Suppressed,
+        "BufferConfig": BufferConfig,
     }
     with contextlib.redirect_stdout(io.StringIO()):
         for statement in statements:
@@ -303,3 +306,120 @@ def _check_against_kafka_streams(tmp_path: Path, programs: list[tuple[list[str],
     expected = result.stdout.split("=== end\n")
     for i, (_, py) in enumerate(programs):
         assert expected[i] == f"=== {i}\n" + _python_describe(py), "\n".join(py)
+
+
+#: unmaterialized table-table joins read by joins: the reader is connected to every store of the join's tables
+JOIN_GETTER_PROGRAMS: list[tuple[list[str], list[str]]] = [
+    (
+        [
+            'KTable l = b.table("left");',
+            'KTable r = b.table("right");',
+            "KTable j = l.join(r, (v, w) -> v);",
+            'KStream<String, String> s = b.stream("orders");',
+            's.join(j, (v, tv) -> v).to("out");',
+        ],
+        [
+            "l = b.table('left')",
+            "r = b.table('right')",
+            "j = l.join(r, lambda v, w: v)",
+            "s = b.stream('orders')",
+            "s.join(j, lambda v, tv: v).to('out')",
+        ],
+    ),
+    (
+        [
+            'KTable l = b.table("left", Materialized.as("ls"));',
+            'KTable r = b.table("right");',
+            'KTable t = b.table("third");',
+            'KTable j = l.leftJoin(r, (v, w) -> v, Named.as("lr"));',
+            "KTable jt = j.outerJoin(t, (v, w) -> v);",
+            "KTable tj = t.join(j, (v, w) -> v);",
+            'jt.toStream().to("o1");',
+            'tj.toStream().to("o2");',
+            'KStream<String, String> s = b.stream("orders");',
+            's.leftJoin(jt, (v, tv) -> v).to("o3");',
+        ],
+        [
+            "l = b.table('left', store_name='ls')",
+            "r = b.table('right')",
+            "t = b.table('third')",
+            "j = l.left_join(r, lambda v, w: v, name='lr')",
+            "jt = j.outer_join(t, lambda v, w: v)",
+            "tj = t.join(j, lambda v, w: v)",
+            "jt.to_stream().to('o1')",
+            "tj.to_stream().to('o2')",
+            "s = b.stream('orders')",
+            "s.left_join(jt, lambda v, tv: v).to('o3')",
+        ],
+    ),
+    (
+        [
+            'KTable l = b.table("left");',
+            'KTable r = b.table("right");',
+            "KTable f = l.outerJoin(r, (v, w) -> v).filter((k, v) -> true).mapValues(v -> v);",
+            'KStream<String, String> s = b.stream("orders");',
+            's.leftJoin(f, (v, tv) -> v, Joined.as("enrich")).to("out");',
+            'f.toStream().to("o2");',
+        ],
+        [
+            "l = b.table('left')",
+            "r = b.table('right')",
+            "f = l.outer_join(r, lambda v, w: v).filter(lambda k, v: True).map_values(lambda v: v)",
+            "s = b.stream('orders')",
+            "s.left_join(f, lambda v, tv: v, name='enrich').to('out')",
+            "f.to_stream().to('o2')",
+        ],
+    ),
+]
+
+
+def test_unmaterialized_table_joins_read_by_joins_describe_exactly_like_kafka_streams(tmp_path: Path) -> None:
+    _check_against_kafka_streams(tmp_path, JOIN_GETTER_PROGRAMS)
+
+
+#: a suppressed table's operations and joins: a reader is connected to the buffer and the aggregation's store
+SUPPRESSED_TABLE_PROGRAMS: list[tuple[list[str], list[str]]] = [
+    (
+        [
+            'KTable c = b.stream("in").groupByKey().count();',
+            "KTable f = c.suppress(Suppressed.untilTimeLimit(Duration.ofMillis(5), "
+            "Suppressed.BufferConfig.unbounded()));",
+            'f.filter((k, v) -> true).mapValues(v -> v).toStream().to("o1");',
+            'b.stream("orders").leftJoin(f, (v, tv) -> v).to("o2");',
+            'KTable t = b.table("t");',
+            't.join(f, (v, w) -> v).toStream().to("o3");',
+            'f.outerJoin(t, (v, w) -> v, Named.as("ft")).toStream().to("o4");',
+        ],
+        [
+            "c = b.stream('in').group_by_key().count()",
+            "f = c.suppress(Suppressed.until_time_limit(5, BufferConfig.unbounded()))",
+            "f.filter(lambda k, v: True).map_values(lambda v: v).to_stream().to('o1')",
+            "b.stream('orders').left_join(f, lambda v, tv: v).to('o2')",
+            "t = b.table('t')",
+            "t.join(f, lambda v, w: v).to_stream().to('o3')",
+            "f.outer_join(t, lambda v, w: v, name='ft').to_stream().to('o4')",
+        ],
+    ),
+    (
+        [
+            'KTable c = b.stream("in").groupByKey().reduce((x, y) -> y, Materialized.as("latest"));',
+            "KTable f = c.suppress(Suppressed.untilTimeLimit(Duration.ofMillis(5), "
+            'Suppressed.BufferConfig.maxRecords(3).emitEarlyWhenFull()).withName("limit"));',
+            'KTable m = f.filter((k, v) -> true, Materialized.as("kept"));',
+            'b.stream("orders").join(m, (v, tv) -> v).to("o1");',
+            'b.stream("more").join(f.mapValues(v -> v), (v, tv) -> v).to("o2");',
+        ],
+        [
+            "c = b.stream('in').group_by_key().reduce(lambda x, y: y, 'latest')",
+            "f = c.suppress(Suppressed.until_time_limit(5, BufferConfig.max_records(3).emit_early_when_full())"
+            ".with_name('limit'))",
+            "m = f.filter(lambda k, v: True, store_name='kept')",
+            "b.stream('orders').join(m, lambda v, tv: v).to('o1')",
+            "b.stream('more').join(f.map_values(lambda v: v), lambda v, tv: v).to('o2')",
+        ],
+    ),
+]
+
+
+def test_suppressed_tables_operations_and_joins_describe_exactly_like_kafka_streams(tmp_path: Path) -> None:
+    _check_against_kafka_streams(tmp_path, SUPPRESSED_TABLE_PROGRAMS)

@@ -39,12 +39,33 @@ def test_a_left_join_flushed_once_per_side_joins_the_latest_values_with_the_larg
     ]
 
 
-def test_join_results_cannot_be_read_and_windowed_tables_cannot_be_joined() -> None:
+def test_a_stream_reading_an_unmaterialized_join_is_co_partitioned_with_both_tables() -> None:
     builder = StreamsBuilder()
     left, right = builder.table("l", "str", "str"), builder.table("r", "str", "str")
-    joined = left.outer_join(right, lambda v, w: v)
-    with pytest.raises(TopologyError, match="result of a table-table join .* not supported yet"):
-        builder.stream("s", "str", "str").join(joined, lambda v, w: v)
+    joined = left.outer_join(right, lambda v, w: f"{v}+{w}")
+    builder.stream("s", "str", "str").join(joined, lambda v, w: f"{v}:{w}").to("out", "str", "str")
+    topology = builder.build()
+    assert ("s", "l", "r") in topology.copartition_groups()
+    with pytest.raises(TopologyError, match="not co-partitioned"):
+        topology.internal_topics({"l": 2, "r": 2, "s": 3})
+    ctx = FakeContext(TaskId(0, 0))
+    graph = graph_of(topology, TaskId(0, 0), ctx)
+    for offset, (topic, key, value, timestamp) in enumerate(
+        [
+            ("r", b"a", b"x", 9),
+            ("s", b"a", b"1", 10),
+            ("l", b"a", b"y", 3),
+            ("s", b"a", b"2", 11),
+            ("s", b"b", b"3", 12),
+        ]
+    ):
+        graph.process(topic, 0, offset, timestamp, key, value)
+    assert [(s.key, s.value) for s in ctx.sent if s.topic == "out"] == [(b"a", b"1:None+x"), (b"a", b"2:y+x")]
+
+
+def test_windowed_tables_cannot_be_joined() -> None:
+    builder = StreamsBuilder()
+    left = builder.table("l", "str", "str")
     with pytest.raises(TopologyError, match="takes a KTable"):
         left.join(builder.stream("s2"), lambda v, w: v)  # type: ignore[arg-type]
     windowed = builder.stream("w", "str", "str").group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(5))
