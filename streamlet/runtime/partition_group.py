@@ -66,9 +66,6 @@ class PartitionGroup:
     def size(self, tp: TopicPartition) -> int:
         return len(self._queues[tp].records)
 
-    def has_records(self) -> bool:
-        return bool(self._by_time)
-
     def ready_to_process(self, now_ms: int, lag: LagProvider) -> bool:
         """Kafka's `PartitionGroup#readyToProcess`: may the task take a record now without skipping ahead of
         records that will still arrive for an empty partition?"""
