@@ -10,19 +10,22 @@ partition is empty and records are known (or not known not) to wait for it on th
 skip ahead of them, so the task waits. An empty partition whose fetched lag is 0 waits up to `max_task_idle_ms`
 of wall-clock time, then processing is enforced; -1 never waits.
 
-Records are ordered by their own timestamp: a custom timestamp extractor runs at the source node, after the
-choice (Kafka extracts before it; with the default extractor the two agree).
+Records are ordered by the timestamp their source will give them: with a `timestamp_extractor`, the head
+record of a user topic's queue is deserialized and stamped when it becomes the head, at its partition's time
+(the source node extracts the same timestamp again when it processes it).
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from aiokafka.structs import TopicPartition
 
 from streamlet.assignment.java_collections import JavaPriorityQueue
 from streamlet.runtime.fetched_records import FetchedRecord
+from streamlet.runtime.processor_graph import Stamper
+from streamlet.timestamps import UNKNOWN
 
 #: `max_task_idle_ms` that never waits for an empty partition (Kafka's MAX_TASK_IDLE_MS_DISABLED)
 MAX_TASK_IDLE_MS_DISABLED = -1
@@ -32,25 +35,44 @@ LagProvider = Callable[[TopicPartition], "int | None"]
 
 
 class RecordQueue:
-    """The fetched, unprocessed records of one input partition, oldest first."""
+    """The fetched, unprocessed records of one input partition, oldest first, and the timestamp of the head."""
 
-    __slots__ = ("partition", "records")
+    __slots__ = ("partition", "records", "head_timestamp", "_stamp")
 
-    def __init__(self, partition: TopicPartition) -> None:
+    def __init__(self, partition: TopicPartition, stamp: Stamper | None) -> None:
         self.partition = partition
         self.records: deque[FetchedRecord] = deque()
+        self.head_timestamp = UNKNOWN
+        self._stamp = stamp  # the source's timestamp extractor; None: the record's own timestamp
 
-    def head_timestamp(self) -> int:
-        return self.records[0].timestamp
+    def update_head(self) -> None:
+        """The head changed: stamp it (Kafka's `RecordQueue#updateHead`, which extracts only the head's)."""
+        head = self.records[0]
+        stamp = self._stamp
+        self.head_timestamp = (
+            head.timestamp
+            if stamp is None
+            else stamp(self.partition.partition, head.offset, head.timestamp, head.key, head.value)
+        )
+
+
+def _head_timestamp(queue: RecordQueue) -> int:
+    return queue.head_timestamp
 
 
 class PartitionGroup:
     """One queue per input partition of a task, and the order the task takes their records in."""
 
-    def __init__(self, partitions: Iterable[TopicPartition], max_task_idle_ms: int) -> None:
-        self._queues = {tp: RecordQueue(tp) for tp in sorted(partitions)}
+    def __init__(
+        self,
+        partitions: Iterable[TopicPartition],
+        max_task_idle_ms: int,
+        stampers: Mapping[str, Stamper] | None = None,
+    ) -> None:
+        stampers = stampers or {}
+        self._queues = {tp: RecordQueue(tp, stampers.get(tp.topic)) for tp in sorted(partitions)}
         # the non-empty queues by head timestamp; ties fall out as Java's heap orders them
-        self._by_time: JavaPriorityQueue[RecordQueue] = JavaPriorityQueue(key=RecordQueue.head_timestamp)
+        self._by_time: JavaPriorityQueue[RecordQueue] = JavaPriorityQueue(key=_head_timestamp)
         self._max_task_idle_ms = max_task_idle_ms
         self._idle_deadlines: dict[TopicPartition, int] = {}  # empty partitions with lag 0: wait until then
 
@@ -60,6 +82,7 @@ class PartitionGroup:
         was_empty = not queue.records
         queue.records.extend(records)
         if was_empty and queue.records:
+            queue.update_head()
             self._by_time.offer(queue)
         return len(queue.records)
 
@@ -100,6 +123,7 @@ class PartitionGroup:
             return None
         record = queue.records.popleft()
         if queue.records:
+            queue.update_head()
             self._by_time.offer(queue)
         return queue, record
 
@@ -109,6 +133,6 @@ class PartitionGroup:
         first = {tp: queue.records[0].offset for tp, queue in self._queues.items() if queue.records}
         for queue in self._queues.values():
             queue.records.clear()
-        self._by_time = JavaPriorityQueue(key=RecordQueue.head_timestamp)
+        self._by_time = JavaPriorityQueue(key=_head_timestamp)
         self._idle_deadlines.clear()
         return first

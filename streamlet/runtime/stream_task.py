@@ -51,9 +51,6 @@ class StreamTask:
         self._collector = collector
         self._handlers = handlers
         self._consumed: dict[TopicPartition, int] = {}  # the last processed offset: what commits cover
-        # several input partitions: fetched records wait in per-partition queues and are taken smallest timestamp
-        # first; one partition needs no choice, and its batches are processed as fetched (`process`)
-        self.partition_group = PartitionGroup(partitions, max_task_idle_ms) if len(partitions) > 1 else None
         self._committed: dict[TopicPartition, int] = {}
         # False until the partition times of the last commit are read back (`initialize_time`): till then the
         # task neither processes nor punctuates, as Kafka's task is not RUNNING before completeRestoration
@@ -66,6 +63,11 @@ class StreamTask:
         if local_tasks is not None:
             local_tasks.add(self)
         self.graph = build_task_graph(names, task_id, self, self.record_context, timestamp_extractor)
+        # several input partitions: fetched records wait in per-partition queues and are taken smallest timestamp
+        # first; one partition needs no choice, and its batches are processed as fetched (`process`)
+        self.partition_group = (
+            PartitionGroup(partitions, max_task_idle_ms, self.graph.stampers) if len(partitions) > 1 else None
+        )
 
     # ---- processor context -------------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ import pytest
 from aiokafka.structs import TopicPartition
 
 from streamlet.runtime import task_manager
+from streamlet.timestamps import ConsumedRecord
 from streamlet.topology import StreamsBuilder, Topology
 from tests.unit.runtime._fakes import FakeKafka
 from tests.unit.runtime._harness import T0, Harness
@@ -199,3 +200,17 @@ async def test_a_closed_task_rewinds_the_consumer_to_its_first_buffered_record(m
     assert h.consumer.seeks == [(A0, 0)]
     assert h.consumer.paused == set()
     assert await h.consumer.position(A0) == 0
+
+
+def _from_value(record: ConsumedRecord, partition_time: int) -> int:
+    """The event time written in the value ("name@time"), whatever the record's own timestamp."""
+    return int(record.value.split("@")[1])
+
+
+async def test_with_a_timestamp_extractor_the_extracted_timestamps_decide(make: _Make) -> None:
+    h = make(timestamp_extractor=_from_value)
+    _append(h.kafka, A0, ("a@5", 1), ("a@10", 2))  # record timestamps say a goes first; the values say not
+    _append(h.kafka, B0, ("b@1", 3), ("b@7", 4))
+    await h.poll_and_process()
+    assert _out(h.kafka) == ["b@1", "a@5", "b@7", "a@10"]
+    assert [ts for _, _, ts in h.kafka.logs[OUT0]] == [1, 5, 7, 10]  # the source extracted the same again
