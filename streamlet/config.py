@@ -98,6 +98,12 @@ class StreamsConfig:
     dead_letter_topic: str = ""
     restore_chunk_records: int = 10_000
     max_poll_records: int = 1_000
+    # A task with several input partitions takes the record with the smallest timestamp among their heads; an
+    # empty one caught up with the broker is waited for this long (ms) before processing goes on without it
+    # (Kafka's max.task.idle.ms; -1: never wait, not even for records known to be on the broker)
+    max_task_idle_ms: int = 0
+    # a partition with more fetched, unprocessed records than this is paused until its task catches up
+    buffered_records_per_partition: int = 1_000
     session_timeout_ms: int = 45_000  # Kafka 3.0+ default; a busy 2-core box must not lose members
     heartbeat_interval_ms: int = 3_000
     rebalance_timeout_ms: int = 60_000
@@ -117,7 +123,13 @@ class StreamsConfig:
             object.__setattr__(self, "commit_interval_ms", DEFAULT_COMMIT_INTERVAL_MS[self.processing_guarantee])
         if not self.application_id or not isinstance(self.application_id, str):
             raise ConfigError("application_id is required (a non-empty string, used as the consumer group id)")
-        for name in ("num_stream_threads", "max_warmup_replicas", "restore_chunk_records", "max_poll_records"):
+        for name in (
+            "num_stream_threads",
+            "max_warmup_replicas",
+            "restore_chunk_records",
+            "max_poll_records",
+            "buffered_records_per_partition",
+        ):
             _require_int(name, getattr(self, name), minimum=1)
         for name in (
             "num_standby_replicas",
@@ -133,6 +145,7 @@ class StreamsConfig:
             _require_int(name, getattr(self, name), minimum=0)
         for name in ("rocksdb_block_cache_bytes", "rocksdb_write_buffer_bytes", "rocksdb_max_write_buffers"):
             _require_int(name, getattr(self, name), minimum=1)
+        _require_int("max_task_idle_ms", self.max_task_idle_ms, minimum=-1)
         _require_int("probing_rebalance_interval_ms", self.probing_rebalance_interval_ms, minimum=1_000)
         for name, allowed in (
             ("deserialization_exception_handler", DESERIALIZATION_HANDLERS),

@@ -90,7 +90,8 @@ class MainConsumer(RestoreConsumer, Protocol):
         ...
 
     def lag(self, partition: TopicPartition) -> int | None:
-        """Records between the position and the high watermark of the last fetch (no request); None if unknown."""
+        """Records between the position and the end of the last fetch, the high watermark (read_committed: the
+        last stable offset), without a request; None if unknown (Kafka's `Consumer#currentLag`)."""
         ...
 
 
@@ -169,9 +170,13 @@ class StreamsConsumer(AIOKafkaConsumer):
         subscription = self._subscription.subscription
         assignment = subscription.assignment if subscription is not None else None
         state = assignment.state_value(partition) if assignment is not None else None
-        if state is None or not state.has_valid_position or state.highwater is None:
+        if state is None or not state.has_valid_position:
             return None
-        return max(0, int(state.highwater) - int(state.position))
+        # under read_committed the position stops at the LSO, before another producer's open transaction
+        end = state.lso if self._isolation_level == "read_committed" else state.highwater
+        if end is None or end < 0:
+            return None
+        return max(0, int(end) - int(state.position))
 
     def group_metadata(self) -> GroupMetadata:
         coordinator = self._coordinator

@@ -172,6 +172,10 @@ def _forward_stored(
         record.old_value = None
 
 
+#: (partition, offset, record timestamp, key bytes, value bytes) -> the timestamp the source will extract
+Stamper = Callable[[int, int, int, "bytes | None", "bytes | None"], int]
+
+
 class TaskProcessorGraph:
     """One task's processors. Call `process()` once per input record, in offset order per partition."""
 
@@ -189,6 +193,7 @@ class TaskProcessorGraph:
         "_flushers",
         "stream_time",
         "partition_times",
+        "stampers",
         "punctuations",
         "join_trackers",
         "join_emit_interval_ms",
@@ -217,6 +222,9 @@ class TaskProcessorGraph:
         self.stream_time = -1  # the largest timestamp processed (Kafka's stream time; -1: unknown)
         # per source topic, per partition: the largest timestamp processed there (Kafka's partition time)
         self.partition_times: dict[str, dict[int, int]] = {}
+        # per source topic with a timestamp extractor: the timestamp its source will give a record, before it
+        # is processed (what a task with several input partitions orders its queued records by)
+        self.stampers: dict[str, Stamper] = {}
         # the task's punctuators (shared by the graphs of a TopologyTestDriver, which is one task)
         self.punctuations = punctuations if punctuations is not None else TaskPunctuations(record)
         self.join_trackers: dict[str, stream_join.TimeTracker] = {}  # per stream-stream join: its stream time
@@ -398,6 +406,20 @@ def _source(
             graph.stream_time = timestamp
         forward(k, v)
 
+    if extractor is not None:
+
+        def stamp(partition: int, offset: int, timestamp: int, key: bytes | None, value: bytes | None) -> int:
+            """The timestamp `source` will extract, at the partition time it will have (Kafka's RecordQueue
+            extracts the head record's timestamp before the task chooses it)."""
+            try:
+                consumed = ConsumedRecord(
+                    topic, partition, offset, timestamp, key_de(topic, key), value_de(topic, value)
+                )
+                return extractor(consumed, partition_times.get(partition, UNKNOWN))
+            except Exception:  # the source meets the same error when it processes the record, and reports it
+                return timestamp
+
+        graph.stampers[topic] = stamp
     return source
 
 

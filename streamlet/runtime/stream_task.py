@@ -14,6 +14,7 @@ from aiokafka.structs import OffsetAndMetadata, TopicPartition
 from streamlet.runtime.fetched_records import FetchedRecord, consumer_record
 from streamlet.runtime.handlers import ThreadHandlers
 from streamlet.runtime.local_tasks import LocalTasks
+from streamlet.runtime.partition_group import LagProvider, PartitionGroup
 from streamlet.runtime.processor_graph import RecordDeserializationError, RecordProcessingError, build_task_graph
 from streamlet.runtime.record_collector import RecordCollector
 from streamlet.runtime.record_context import RecordContext
@@ -40,6 +41,7 @@ class StreamTask:
         local_tasks: LocalTasks | None = None,
         timestamp_extractor: TimestampExtractor | None = None,
         global_stores: Mapping[str, Any] | None = None,
+        max_task_idle_ms: int = 0,
     ) -> None:
         self.task_id = task_id
         self.partitions = partitions
@@ -48,7 +50,7 @@ class StreamTask:
         self._global_stores = global_stores or {}  # the client's, read by global table joins
         self._collector = collector
         self._handlers = handlers
-        self._consumed: dict[TopicPartition, int] = {}
+        self._consumed: dict[TopicPartition, int] = {}  # the last processed offset: what commits cover
         self._committed: dict[TopicPartition, int] = {}
         # False until the partition times of the last commit are read back (`initialize_time`): till then the
         # task neither processes nor punctuates, as Kafka's task is not RUNNING before completeRestoration
@@ -61,6 +63,11 @@ class StreamTask:
         if local_tasks is not None:
             local_tasks.add(self)
         self.graph = build_task_graph(names, task_id, self, self.record_context, timestamp_extractor)
+        # several input partitions: fetched records wait in per-partition queues and are taken smallest timestamp
+        # first; one partition needs no choice, and its batches are processed as fetched (`process`)
+        self.partition_group = (
+            PartitionGroup(partitions, max_task_idle_ms, self.graph.stampers) if len(partitions) > 1 else None
+        )
 
     # ---- processor context -------------------------------------------------------------------------------
 
@@ -115,6 +122,41 @@ class StreamTask:
                 handler.handle(self.task_id, consumer_record(tp, record), exc.cause, exc.node)
         if records:
             self._consumed[tp] = records[-1].offset
+
+    def process_buffered(self, now_ms: int, lag: LagProvider) -> int:
+        """Process the buffered records one at a time, the head with the smallest timestamp first, while the
+        partition group is ready (Kafka's `StreamTask#process`); returns how many."""
+        group = self.partition_group
+        if group is None:
+            return 0
+        processed = 0
+        while group.ready_to_process(now_ms, lag):
+            while True:  # readiness only changes when a queue runs dry
+                taken = group.next_record()
+                if taken is None:
+                    break
+                queue, record = taken
+                self._process_one(queue.partition, record)
+                processed += 1
+                if not queue.records:
+                    break
+        return processed
+
+    def _process_one(self, tp: TopicPartition, record: FetchedRecord) -> None:
+        self.record_context.headers = record.headers
+        try:
+            self.graph.process(tp.topic, tp.partition, record.offset, record.timestamp, record.key, record.value)
+        except RecordDeserializationError as exc:
+            self._handlers.deserialization.handle(self.task_id, consumer_record(tp, record), exc)
+        except RecordProcessingError as exc:
+            handler = self._handlers.production if exc.production else self._handlers.processing
+            handler.handle(self.task_id, consumer_record(tp, record), exc.cause, exc.node)
+        self._consumed[tp] = record.offset
+
+    def clear_buffers(self) -> dict[TopicPartition, int]:
+        """Drop the unprocessed records (the task stops processing); returns the first unprocessed offset of
+        each partition that had any: the consumer must fetch them again from there."""
+        return {} if self.partition_group is None else self.partition_group.clear()
 
     def punctuate(self) -> bool:
         """Fire the punctuators that are due: stream-time ones for the records processed so far, wall-clock

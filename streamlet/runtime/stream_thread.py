@@ -167,6 +167,7 @@ class StreamThread:
             exactly_once=config.exactly_once,
             group_id=config.application_id,
             stall_watch=self.stall_watch,
+            buffered_records_per_partition=config.buffered_records_per_partition,
         )
 
     # ---- lifecycle ----------------------------------------------------------------------------------------
@@ -238,16 +239,16 @@ class StreamThread:
             await tasks.initialize_task_times()
         # while restoring, poll briefly so restoration keeps going; never spin without waiting
         poll_ms = 100 if not restoring else (0 if restored else 20)
-        punctuation_due = tasks.ms_until_punctuation()  # a wall-clock punctuator does not wait for records
-        if punctuation_due is not None:
-            poll_ms = min(poll_ms, punctuation_due)
+        # a wall-clock punctuator does not wait for records, nor does a task whose idle deadline passes
+        for due in (tasks.ms_until_punctuation(), tasks.ms_until_idle_deadline()):
+            if due is not None:
+                poll_ms = min(poll_ms, due)
         batch = await self.consumer.getmany(timeout_ms=poll_ms, max_records=self.config.max_poll_records)
         async with self._lock:
             if await tasks.drop_if_frozen():  # frozen while waiting for records
                 return
-            if batch:
-                tasks.process(batch)
-            if tasks.punctuate() or batch:  # punctuators run in their tasks: their output commits with them
+            processed = tasks.process(batch)  # also takes records buffered earlier, once their task is ready
+            if tasks.punctuate() or processed:  # punctuators run in their tasks: their output commits with them
                 if await tasks.drop_if_frozen():  # frozen while processing: its output must not be sent
                     return
                 if not await tasks.drain():

@@ -98,6 +98,7 @@ class TaskCreator:
             local_tasks=self.local_tasks,
             timestamp_extractor=self._config.extractor,
             global_stores=self._global_stores,
+            max_task_idle_ms=self._config.max_task_idle_ms,
         )
 
     def create_standby(self, task_id: TaskId) -> StandbyTask:

@@ -32,6 +32,7 @@ from streamlet.runtime.changelog_reader import ChangelogReader
 from streamlet.runtime.clients import MainConsumer
 from streamlet.runtime.fetched_records import FetchedRecord
 from streamlet.runtime.metrics_event import PENDING, STANDBY
+from streamlet.runtime.punctuation import system_time_ms
 from streamlet.runtime.record_collector import RecordCollector, TransactionFencedError
 from streamlet.runtime.stall_watch import StallWatch
 from streamlet.runtime.standby_task import StandbyTask
@@ -90,6 +91,7 @@ class TaskManager:
         exactly_once: bool = False,
         group_id: str = "",
         stall_watch: StallWatch | None = None,
+        buffered_records_per_partition: int = 1_000,
     ) -> None:
         self.name = name  # the thread's name: owner of its task directory locks
         self._stall_watch = stall_watch
@@ -108,6 +110,9 @@ class TaskManager:
         self._wipes: dict[TaskId, int] = {}
         self._was_running: set[TaskId] = set()  # suspended by the last revocation: reported as running
         self._by_partition: dict[TopicPartition, StreamTask] = {}
+        self._grouped: list[StreamTask] = []  # tasks with several input partitions: records wait in queues
+        self._max_buffered = buffered_records_per_partition
+        self._buffer_paused: set[TopicPartition] = set()  # paused because their queue is full
         self.last_commit = time.monotonic()
         self.metrics = ThreadMetrics()
 
@@ -207,6 +212,7 @@ class TaskManager:
             for task in self.active.values():
                 if task.state is TaskState.RUNNING:
                     task.state = TaskState.SUSPENDED
+                    self._drop_buffers(task)
 
     async def handle_lost_all(self, reason: str) -> None:
         """The coordinator dropped this member: its partitions may already have new owners.
@@ -306,11 +312,18 @@ class TaskManager:
 
     # ---- processing ---------------------------------------------------------------------------------------
 
-    def process(self, batch: Mapping[TopicPartition, Sequence[FetchedRecord]]) -> None:
-        """Hand each partition's records to its task; rewind the consumer for a task that is not RUNNING."""
+    def process(self, batch: Mapping[TopicPartition, Sequence[FetchedRecord]]) -> int:
+        """Hand each partition's records to its task; rewind the consumer for a task that is not RUNNING.
+
+        A task with one input partition processes the batch at once. A task with several queues it, pausing a
+        partition whose queue outgrows `buffered_records_per_partition`, and then every such task takes what
+        it may (`StreamTask.process_buffered`), on every loop: one waiting for an idle deadline needs no new
+        records to go on. Returns how many records were processed.
+        """
         by_partition = self._by_partition
         processed = self.metrics.processed
         assigned = self._consumer.assignment()
+        total = 0
         for tp, records in batch.items():
             task = by_partition.get(tp)
             if task is None or not _processing(task):
@@ -318,8 +331,52 @@ class TaskManager:
                 if tp in assigned:
                     self._consumer.seek(tp, records[0].offset)
                 continue
-            task.process(tp, records)
-            processed[task.task_id] = processed.get(task.task_id, 0) + len(records)
+            group = task.partition_group
+            if group is None:
+                task.process(tp, records)
+                processed[task.task_id] = processed.get(task.task_id, 0) + len(records)
+                total += len(records)
+            elif group.add_records(tp, records) > self._max_buffered:
+                self._consumer.pause(tp)
+                self._buffer_paused.add(tp)
+        if self._grouped:
+            total += self._process_buffered()
+        return total
+
+    def _process_buffered(self) -> int:
+        now_ms = system_time_ms()
+        lag = self._consumer.lag
+        processed = self.metrics.processed
+        total = 0
+        for task in self._grouped:
+            if not _processing(task):
+                continue
+            count = task.process_buffered(now_ms, lag)
+            if count:
+                processed[task.task_id] = processed.get(task.task_id, 0) + count
+                total += count
+            if self._buffer_paused:
+                self._resume_drained(task)
+        return total
+
+    def _resume_drained(self, task: StreamTask) -> None:
+        """Resume the paused partitions of `task` whose queue is back within its bound."""
+        group = task.partition_group
+        assert group is not None
+        drained = [tp for tp in task.partitions if tp in self._buffer_paused and group.size(tp) <= self._max_buffered]
+        if drained:
+            self._buffer_paused.difference_update(drained)
+            self._consumer.resume(*drained)
+
+    def ms_until_idle_deadline(self) -> int | None:
+        """How long until a task waiting for an empty partition may process without it (None: none waits)."""
+        now_ms = system_time_ms()
+        waits = [
+            task.partition_group.ms_until_idle_deadline(now_ms)
+            for task in self._grouped
+            if task.partition_group is not None and _processing(task)
+        ]
+        return min((wait for wait in waits if wait is not None), default=None)
 
     def punctuate(self) -> bool:
         """Fire the due punctuators of every running task (Kafka's `TaskManager#punctuate`, once per loop)."""
@@ -462,6 +519,19 @@ class TaskManager:
 
     def _reindex(self) -> None:
         self._by_partition = {tp: task for task in self.active.values() for tp in task.partitions}
+        self._grouped = [task for task in self.active.values() if task.partition_group is not None]
+
+    def _drop_buffers(self, task: StreamTask) -> None:
+        """The task stops processing: its fetched, unprocessed records must be fetched again, so the consumer
+        goes back to the first of each partition, and a partition paused for its full queue resumes."""
+        assigned = self._consumer.assignment()
+        for tp, offset in task.clear_buffers().items():
+            if tp in assigned:
+                self._consumer.seek(tp, offset)
+        paused = [tp for tp in task.partitions if tp in self._buffer_paused]
+        if paused:
+            self._buffer_paused.difference_update(paused)
+            self._consumer.resume(*[tp for tp in paused if tp in assigned])
 
     def _pause_restoring(self) -> None:
         assigned = self._consumer.assignment()
@@ -471,6 +541,7 @@ class TaskManager:
 
     def _close_active(self, task: StreamTask, *, clean: bool) -> None:
         try:
+            self._drop_buffers(task)
             task.close(clean=clean)
             if not clean and self._exactly_once and task.state_manager is not None:
                 # its stores may hold writes of a transaction that will abort: restore them from the changelog

@@ -83,6 +83,8 @@ class FakeConsumer:
         self._read_uncommitted_ends = read_uncommitted_ends
         self._assigned: set[TopicPartition] = set()
         self._positions: dict[TopicPartition, int] = {}
+        # per partition, the end (last stable offset) the last fetch from it reported; none before a fetch
+        self._fetched_ends: dict[TopicPartition, int] = {}
         self.paused: set[TopicPartition] = set()
         self.seeks: list[tuple[TopicPartition, int]] = []
         self.lost = False
@@ -103,6 +105,7 @@ class FakeConsumer:
         # as aiokafka: a new assignment forgets every position, kept partitions too (committed offset, else 0)
         self._assigned = set(partitions)
         self._positions = {tp: self.kafka.committed.get(tp, 0) for tp in self._assigned}
+        self._fetched_ends = {}
 
     def assignment(self) -> set[TopicPartition]:
         return set(self._assigned)
@@ -133,6 +136,7 @@ class FakeConsumer:
             if budget <= 0:
                 break
             start = self._positions[tp]
+            self._fetched_ends[tp] = self.kafka.end_offset(tp)  # an empty fetch reports it too
             records = self.kafka.records(tp, start, start + budget)
             if records:
                 out[tp] = records
@@ -168,9 +172,11 @@ class FakeConsumer:
         return self.lost
 
     def lag(self, partition: TopicPartition) -> int | None:
-        if partition not in self._assigned:
+        """As aiokafka: from the end the last fetch of the partition reported (unknown before one)."""
+        end = self._fetched_ends.get(partition)
+        if end is None or partition not in self._assigned:
             return None
-        return max(0, self.kafka.high_watermark(partition) - self._positions[partition])
+        return max(0, end - self._positions[partition])
 
     async def leave_group(self) -> None:
         self.kafka.events.append("leave group")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import struct
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from aiokafka.structs import TopicPartition
 
@@ -57,9 +59,9 @@ def new_kafka() -> FakeKafka:
     return FakeKafka({INPUT: PARTITIONS, OUTPUT: PARTITIONS, CHANGELOG: PARTITIONS})
 
 
-def metadata(topology: Topology | None = None) -> TopologyMetadata:
+def metadata(topology: Topology | None = None, sources: Mapping[str, int] | None = None) -> TopologyMetadata:
     meta = TopologyMetadata(counting_topology() if topology is None else topology, APP)
-    meta.task_partitions({INPUT: PARTITIONS})
+    meta.task_partitions(dict(sources) if sources is not None else {INPUT: PARTITIONS})
     return meta
 
 
@@ -77,10 +79,12 @@ class Harness:
         guarantee: str = "at_least_once",
         topology: Topology | None = None,
         listener: StateRestoreListener | None = None,
+        sources: Mapping[str, int] | None = None,
+        **overrides: Any,
     ) -> None:
         self.kafka = kafka
-        self.config = config(state_dir, restore_chunk_records=chunk, processing_guarantee=guarantee)
-        self.metadata = metadata(topology)
+        self.config = config(state_dir, restore_chunk_records=chunk, processing_guarantee=guarantee, **overrides)
+        self.metadata = metadata(topology, sources)
         self.state_directory = StateDirectory(state_dir, APP)
         self.consumer = FakeConsumer(kafka, f"{name}-consumer")
         self.restore_consumer = FakeConsumer(kafka, f"{name}-restore-consumer")
@@ -109,6 +113,7 @@ class Harness:
             self.reader,
             exactly_once=exactly_once,
             group_id=APP,
+            buffered_records_per_partition=self.config.buffered_records_per_partition,
         )
 
     def assign(self, *active: TaskId, standby: tuple[TaskId, ...] = ()) -> None:
@@ -116,9 +121,9 @@ class Harness:
         self.consumer.assign([tp for t in active for tp in self.metadata.partitions_of(t)])
         self.tasks.handle_assignment(AssignmentInfo(active_tasks=tuple(active), standby_tasks=standby))
 
-    async def poll_and_process(self) -> int:
+    async def poll_and_process(self, max_records: int = 1000) -> int:
         await self.tasks.initialize_task_times()  # as the stream thread's loop does before it polls
-        batch = await self.consumer.getmany(max_records=1000)
+        batch = await self.consumer.getmany(max_records=max_records)
         self.tasks.process(batch)
         await self.collector.drain()
         return sum(len(r) for r in batch.values())

@@ -3,10 +3,11 @@ dropped the member or the loop stalled past the session timeout, and the happy p
 
 from __future__ import annotations
 
+import asyncio
 import struct
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -25,14 +26,17 @@ from streamlet.runtime.task_state import TaskState
 from streamlet.state.checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
 from streamlet.state.state_directory import StateDirectory
 from streamlet.task_id import TaskId
+from streamlet.topology import StreamsBuilder, Topology
 from tests.unit.runtime._fakes import FakeClientSupplier, FakeConsumer, FakeKafka
 from tests.unit.runtime._harness import APP, CHANGELOG, IN0, OUTPUT, T0, config, latest, metadata, new_kafka
 
 
-def new_thread(tmp_path: Path, **overrides: object) -> tuple[StreamThread, StateDirectory]:
+def new_thread(
+    tmp_path: Path, topology: Topology | None = None, sources: Mapping[str, int] | None = None, **overrides: object
+) -> tuple[StreamThread, StateDirectory]:
     kafka = new_kafka()
     cfg = config(tmp_path, commit_interval_ms=60_000, session_timeout_ms=10_000, **overrides)
-    meta = metadata()
+    meta = metadata(topology, sources)
     directory = StateDirectory(tmp_path, APP)
     clients = FakeClientSupplier(kafka)
     end_offsets = ChangelogEndOffsets(meta)
@@ -228,3 +232,31 @@ async def test_task_dirs_on_disk_are_locked_before_the_join_and_reported_from_th
     await thread.on_partitions_revoked()
 
     assert thread.subscription_info().task_offset_sums == {other: 41}
+
+
+async def test_a_task_waiting_for_an_idle_partition_processes_on_a_later_loop_without_new_records(
+    tmp_path: Path,
+) -> None:
+    builder = StreamsBuilder()
+    builder.stream("a", "str", "str").merge(builder.stream("b", "str", "str")).to(OUTPUT, "str", "str")
+    a0, b0 = TopicPartition("a", 0), TopicPartition("b", 0)
+    thread, directory = new_thread(tmp_path, builder.build(), {"a": 1, "b": 1}, max_task_idle_ms=200)
+    try:
+        consumer, kafka = fake(thread)
+        consumer.assign([a0, b0])
+        thread.on_assignment_info(AssignmentInfo(active_tasks=(T0,)), [a0, b0])
+        await thread.on_partitions_assigned()
+        await thread.run_once()
+        kafka.append(a0, b"k", b"a5", 5)
+        await thread.run_once()  # b is caught up and empty: a5 waits up to max_task_idle_ms for it
+        assert kafka.logs.get(TopicPartition(OUTPUT, 0)) is None
+        wait = thread.tasks.ms_until_idle_deadline()
+        assert wait is not None and 0 < wait <= 200  # what the next poll waits at most
+        await asyncio.sleep(wait / 1000)
+        await thread.run_once()  # no new record: the deadline passed, a5 goes on without b
+        assert kafka.logs[TopicPartition(OUTPUT, 0)] == [(b"k", b"a5", 5)]
+        thread.tasks.last_commit = 0.0
+        await thread.run_once()
+        assert kafka.committed == {a0: 1}
+    finally:
+        directory.close()
