@@ -1893,7 +1893,7 @@ def _check_joinable(join: str, getter: ValueGetterSpec, topology: _Topology) -> 
     return getter
 
 
-def _primary_partition(key: Any, response: SubscriptionResponseWrapper) -> int | None:
+def _primary_partition(topic: str, key: Any, response: SubscriptionResponseWrapper, num_partitions: int) -> int | None:
     """The response sink's partitioner: back to the partition the subscription came from."""
     return response.primary_partition
 

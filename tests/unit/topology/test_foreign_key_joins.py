@@ -67,7 +67,7 @@ def test_responses_go_back_to_the_partition_their_subscription_came_from() -> No
     topology = _fk_join().build()
     (sink,) = [s for s in topology.nodes if isinstance(s, SinkSpec) and s.topic == RESPONSES]
     assert sink.partitioner is not None
-    assert sink.partitioner("k", SubscriptionResponseWrapper(None, "v", 3)) == 3
+    assert sink.partitioner(RESPONSES, "k", SubscriptionResponseWrapper(None, "v", 3), 4) == 3
 
 
 def test_a_left_table_read_from_a_repartition_topic_gets_responses_on_as_many_partitions() -> None:
