@@ -1685,10 +1685,7 @@ def _table_table_join(
 ) -> KTable:
     """`KTableImpl#doJoin` (unmaterialized): KTABLE-JOINTHIS and -JOINOTHER nodes, each reading the other table
     through its value getter, and a KTABLE-MERGE node; names `<name>-join-this` / `-join-other` / `<name>`."""
-    if not isinstance(other, KTable) or other._builder is not table._builder:
-        raise TopologyError(f"join() takes a KTable of the same StreamsBuilder, got {other!r}")
-    _require_callable(joiner, "joiner")
-    this_state, other_state = _table_state(table, "join()"), _table_state(other, "join()")
+    this_state, other_state = _table_join_sides(table, other, joiner)
     internal = table._builder
     vs = _serde(value_serde, "value_serde")
     store = _table_store_name(internal, store_name)
@@ -1750,12 +1747,9 @@ def _foreign_key_join(
     topic (a subscription store on the foreign side), responses come back through the response topic to a
     resolver reading this table, which feeds a KTABLE-FK-JOIN-OUTPUT table source (see
     `streamlet.topology.foreign_key_joins` for the names)."""
-    if not isinstance(other, KTable) or other._builder is not table._builder:
-        raise TopologyError(f"join() takes a KTable of the same StreamsBuilder, got {other!r}")
     _require_callable(extractor, "foreign_key_extractor")
-    _require_callable(joiner, "joiner")
     key_value_extractor = foreign_key_joins.key_value_extractor(extractor)
-    this_state, other_state = _table_state(table, "join()"), _table_state(other, "join()")
+    this_state, other_state = _table_join_sides(table, other, joiner)
     internal = table._builder
     vs = _serde(value_serde, "value_serde")
     other_state.enable_sending_old_values(True)
@@ -1893,6 +1887,16 @@ def _foreign_key_join(
     resolver = node((responses,), names.response_join, write_response_join)
     result = node((resolver,), names.result, write_result)
     return KTable(internal, result, table._key_serde, vs, result_store, state)
+
+
+def _table_join_sides(
+    table: KTable, other: Any, joiner: Callable[[Any, Any], Any]
+) -> tuple[ktable.TableState, ktable.TableState]:
+    """The states of both tables of a table-table join (primary- or foreign-key), checked."""
+    if not isinstance(other, KTable) or other._builder is not table._builder:
+        raise TopologyError(f"join() takes a KTable of the same StreamsBuilder, got {other!r}")
+    _require_callable(joiner, "joiner")
+    return _table_state(table, "join()"), _table_state(other, "join()")
 
 
 def _check_joinable(join: str, getter: ValueGetterSpec, topology: _Topology) -> ValueGetterSpec:
