@@ -1385,6 +1385,7 @@ class KTable:
         if joiner is not None:
             joined = resolve_table_joined(table_joined, name)
             return _foreign_key_join(self, other, joiner_or_extractor, joiner, False, joined, store_name, value_serde)
+        _no_table_joined(table_joined)
         return _table_table_join(self, other, joiner_or_extractor, n.TABLE_JOIN_INNER, name, store_name, value_serde)
 
     @overload
@@ -1430,6 +1431,7 @@ class KTable:
         if joiner is not None:
             joined = resolve_table_joined(table_joined, name)
             return _foreign_key_join(self, other, joiner_or_extractor, joiner, True, joined, store_name, value_serde)
+        _no_table_joined(table_joined)
         return _table_table_join(self, other, joiner_or_extractor, n.TABLE_JOIN_LEFT, name, store_name, value_serde)
 
     def outer_join(
@@ -1887,6 +1889,12 @@ def _foreign_key_join(
     resolver = node((responses,), names.response_join, write_response_join)
     result = node((resolver,), names.result, write_result)
     return KTable(internal, result, table._key_serde, vs, result_store, state)
+
+
+def _no_table_joined(table_joined: TableJoined | None) -> None:
+    """A primary-key join is named by `name=` (Kafka's `Named`); `TableJoined` is a foreign-key join's."""
+    if table_joined is not None:
+        raise TopologyError("table_joined= is for foreign-key joins (with a foreign_key_extractor); name= names this")
 
 
 def _table_join_sides(

@@ -100,6 +100,11 @@ def test_table_joined_names_the_join_and_name_is_its_shorthand() -> None:
         _fk_join(name="enrich", table_joined=TableJoined.with_(None, None))
     with pytest.raises(TopologyError, match="table_joined must be a TableJoined"):
         _fk_join(table_joined="enrich")
+    builder = StreamsBuilder()
+    left, right = builder.table("l"), builder.table("r")
+    for join in (left.join, left.left_join):
+        with pytest.raises(TopologyError, match="table_joined= is for foreign-key joins"):
+            join(right, lambda a, b: a, table_joined=TableJoined.as_("x"))
 
 
 def test_subscriptions_go_by_the_other_partitioner_and_responses_by_the_partitioner_with_no_value() -> None:
