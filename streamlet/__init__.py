@@ -11,7 +11,7 @@ from streamlet.session_windows import SessionWindow, SessionWindowedSerde, Sessi
 from streamlet.sliding_windows import SlidingWindows
 from streamlet.suppressed import BufferConfig, Suppressed
 from streamlet.task_id import TaskId
-from streamlet.topology import Branched, StreamsBuilder, Topology
+from streamlet.topology import Branched, StreamsBuilder, TableJoined, Topology
 from streamlet.windows import TimeWindow, TimeWindowedSerde, TimeWindows, Windowed
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "StreamsBuilder",
     "StreamsConfig",
     "Suppressed",
+    "TableJoined",
     "TaskId",
     "TimeWindow",
     "TimeWindowedSerde",

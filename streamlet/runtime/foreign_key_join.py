@@ -20,6 +20,7 @@ from typing import Any, Protocol, cast
 from streamlet.errors import StreamletError
 from streamlet.murmur3 import hash128
 from streamlet.runtime.record_context import RecordContext
+from streamlet.runtime.table_table_join import Getter, forward_at
 from streamlet.runtime.topic_names import TopicNames
 from streamlet.state import timestamped
 from streamlet.task_id import TaskId
@@ -55,7 +56,6 @@ class TaskProcessorGraph(Protocol):
 
 
 Forward = Callable[[Any, Any], None]
-Getter = Callable[[Any], tuple[Any, int] | None]
 _DELETES = (Instruction.DELETE_KEY_AND_PROPAGATE, Instruction.DELETE_KEY_NO_PROPAGATE)
 
 
@@ -184,12 +184,8 @@ def _subscription_join(spec: ProcessorSpec, forward: Forward, get: Getter, graph
             foreign_value = None
         else:
             return
-        current = record.timestamp
-        record.timestamp = timestamp if found is None else max(timestamp, found[1])
-        try:
-            forward(primary_key, SubscriptionResponseWrapper(wrapper.hash, foreign_value, wrapper.primary_partition))
-        finally:
-            record.timestamp = current
+        response = SubscriptionResponseWrapper(wrapper.hash, foreign_value, wrapper.primary_partition)
+        forward_at(record, forward, primary_key, response, timestamp if found is None else max(timestamp, found[1]))
 
     return subscription_join
 

@@ -9,9 +9,13 @@ per-record path. The placement is exactly the default partitioner's, so keys lan
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from aiokafka.partitioner import murmur2
+
+#: A partition chosen once the topic's partition count is known (a sink with a `StreamPartitioner`, which
+#: Kafka calls with `numPartitions`): `choose(num_partitions)` is the partition, or None for the default.
+DeferredPartition = Callable[[int], "int | None"]
 
 
 class CachingDefaultPartitioner:

@@ -25,6 +25,7 @@ from typing import Any, Protocol, cast, runtime_checkable
 
 from streamlet.errors import SerializationError, StreamletError, StreamsFailure, TopologyError
 from streamlet.runtime import branch_processors, global_table_join, ktable_processors, stream_join, value_getters
+from streamlet.runtime.partitioner import DeferredPartition
 from streamlet.runtime.pre_aggregate import pre_aggregate_node
 from streamlet.runtime.processor_context import ProcessorContext
 from streamlet.runtime.punctuation import TaskPunctuations
@@ -87,9 +88,10 @@ class TaskContext(Protocol):
         key: bytes | None,
         value: bytes | None,
         timestamp: int,
-        partition: int | None = None,
+        partition: int | DeferredPartition | None = None,
     ) -> None:
-        """Produce a record; partition None = the producer's default (murmur2 of the key)."""
+        """Produce a record; partition None = the producer's default (murmur2 of the key), a `DeferredPartition`
+        is chosen with the topic's partition count."""
         ...
 
 
@@ -433,7 +435,9 @@ def _sink(spec: SinkSpec, topic: str, context: TaskContext, graph: TaskProcessor
     if partitioner is not None:
 
         def partitioned_sink(key: Any, value: Any, _node: str = spec.name) -> None:
-            partition = partitioner(key, value)
+            def partition(num_partitions: int) -> int | None:
+                return partitioner(topic, key, value, num_partitions)
+
             send(topic, key_ser(topic, key), value_ser(topic, value), record.timestamp, partition)
 
         return partitioned_sink

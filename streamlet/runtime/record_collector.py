@@ -22,7 +22,7 @@ from aiokafka import errors as aiokafka_errors
 from aiokafka.structs import OffsetAndMetadata, RecordMetadata, TopicPartition
 
 from streamlet.errors import StreamletError
-from streamlet.runtime.partitioner import CachingDefaultPartitioner
+from streamlet.runtime.partitioner import CachingDefaultPartitioner, DeferredPartition
 from streamlet.runtime.txn_offset_commit import GroupMetadata, set_group_metadata
 
 _Headers = Sequence[tuple[str, bytes]]
@@ -43,6 +43,23 @@ MAX_RECORD_BYTES = 1_048_576 - 1_024
 
 class ProductionError(StreamletError):
     """A record could not be written to Kafka; the task stops rather than lose it."""
+
+
+def _choose(choose: DeferredPartition, topic: str, num_partitions: int) -> int | None:
+    """A sink's `StreamPartitioner` choice; one that fails or is out of range stops the task (as the Java
+    producer refuses an invalid partition)."""
+    try:
+        partition = choose(num_partitions)
+    except Exception as exc:
+        raise ProductionError(f"the partitioner of a record for topic {topic} failed: {exc!r}") from exc
+    if partition is not None and (
+        not isinstance(partition, int) or isinstance(partition, bool) or not 0 <= partition < num_partitions
+    ):
+        raise ProductionError(
+            f"the partitioner of a record for topic {topic} returned {partition!r}, not a partition in "
+            f"[0, {num_partitions - 1}]"
+        )
+    return partition
 
 
 class TransactionFencedError(ProductionError):
@@ -82,7 +99,8 @@ class RecordCollector:
         self._in_transaction = False
         self._changelog_topics = set(changelog_topics)
         self._max_record_bytes = max_record_bytes
-        self._queue: list[tuple[str, bytes | None, bytes | None, int | None, int | None, _Headers]] = []
+        self._queue: list[tuple[str, bytes | None, bytes | None, int | DeferredPartition | None, int | None, _Headers]]
+        self._queue = []
         self._dead_letters: list[tuple[str, bytes | None, bytes | None, int | None, Sequence[tuple[str, bytes]]]] = []
         # Only the last batch per changelog partition is kept (with its record count): batches of a partition
         # are written in order, so it ends at the highest offset. Every batch's errors reach a done-callback.
@@ -97,10 +115,13 @@ class RecordCollector:
         key: bytes | None,
         value: bytes | None,
         timestamp: int | None = None,
-        partition: int | None = None,
+        partition: int | DeferredPartition | None = None,
         headers: Sequence[tuple[str, bytes]] | None = None,
     ) -> None:
         """Queue one record (called from processors, synchronously); refuse one that is too large to send.
+
+        `partition` None is the default partitioner's choice; a `DeferredPartition` is called with the topic's
+        partition count when the records are handed to the producer (that count needs the producer's metadata).
 
         `headers` are rare (a suppression buffer's changelog format version), so records without any cost
         nothing extra."""
@@ -168,12 +189,15 @@ class RecordCollector:
         queue, self._queue = self._queue, []
         groups: dict[tuple[str, int], list[_Queued]] = {}
         partitioner = self._partitioner
-        for topic, key, value, partition, timestamp, headers in queue:
-            if partition is None:
+        for topic, key, value, chosen, timestamp, headers in queue:
+            if isinstance(chosen, int):
+                partition = chosen
+            else:
                 partitions = self._partitions.get(topic)
                 if partitions is None:
                     partitions = self._partitions[topic] = sorted(await self._producer.partitions_for(topic))
-                partition = partitioner(key, partitions, partitions)
+                partition_or_none = None if chosen is None else _choose(chosen, topic, len(partitions))
+                partition = partitioner(key, partitions, partitions) if partition_or_none is None else partition_or_none
             group = groups.get((topic, partition))
             if group is None:
                 group = groups[(topic, partition)] = []

@@ -15,6 +15,7 @@ from streamlet.runtime.fetched_records import FetchedRecord, consumer_record
 from streamlet.runtime.handlers import ThreadHandlers
 from streamlet.runtime.local_tasks import LocalTasks
 from streamlet.runtime.partition_group import LagProvider, PartitionGroup
+from streamlet.runtime.partitioner import DeferredPartition
 from streamlet.runtime.processor_graph import RecordDeserializationError, RecordProcessingError, build_task_graph
 from streamlet.runtime.record_collector import RecordCollector
 from streamlet.runtime.record_context import RecordContext
@@ -95,7 +96,7 @@ class StreamTask:
         key: bytes | None,
         value: bytes | None,
         timestamp: int | None = None,
-        partition: int | None = None,
+        partition: int | DeferredPartition | None = None,
     ) -> None:
         self._collector.send(topic, key, value, timestamp, partition)
 

@@ -15,11 +15,22 @@ from collections.abc import Callable
 from typing import Any
 
 from streamlet.runtime.aggregate_functions import Forward, Graph
+from streamlet.runtime.record_context import RecordContext
 from streamlet.topology import nodes as n
 from streamlet.topology.change import Change
 from streamlet.topology.nodes import ProcessorSpec
 
-Getter = Callable[[Any], tuple[Any, int] | None]
+Getter = Callable[[Any], tuple[Any, int] | None]  # a table's value getter: (value, timestamp) of a key
+
+
+def forward_at(record: RecordContext, forward: Forward, key: Any, value: Any, timestamp: int) -> None:
+    """Forward a join result under `timestamp` (the larger of its two sides'), then restore the record's."""
+    current = record.timestamp
+    record.timestamp = timestamp
+    try:
+        forward(key, value)
+    finally:
+        record.timestamp = current
 
 
 def table_table_join(spec: ProcessorSpec, forward: Forward, get: Getter, graph: Graph) -> Forward:
@@ -30,12 +41,7 @@ def table_table_join(spec: ProcessorSpec, forward: Forward, get: Getter, graph: 
     op = spec.op
 
     def emit(key: Any, new: Any, old: Any, timestamp: int) -> None:
-        current = record.timestamp
-        record.timestamp = timestamp
-        try:
-            forward(key, Change(new, old))
-        finally:
-            record.timestamp = current
+        forward_at(record, forward, key, Change(new, old), timestamp)
 
     def table_table_join(key: Any, change: Change, _node: str = spec.name) -> None:
         if key is None:

@@ -32,6 +32,7 @@ from aiokafka.structs import TopicPartition
 
 from streamlet.app import App
 from streamlet.config import StreamsConfig
+from streamlet.runtime.partitioner import DeferredPartition
 from streamlet.runtime.processor_graph import TaskProcessorGraph, build_task_graph
 from streamlet.runtime.punctuation import TaskPunctuations
 from streamlet.runtime.record_context import RecordContext
@@ -102,7 +103,7 @@ class _TaskContext:
         key: bytes | None,
         value: bytes | None,
         timestamp: int | None,
-        partition: int | None = None,
+        partition: int | DeferredPartition | None = None,
         headers: Any = None,
     ) -> None:
         self._produced.append((topic, key, value, timestamp))
@@ -200,7 +201,7 @@ class TopologyTestDriver:
         key: bytes | None,
         value: bytes | None,
         timestamp: int | None,
-        partition: int | None = None,
+        partition: int | DeferredPartition | None = None,
         headers: Any = None,
     ) -> None:
         self._produced.append((topic, key, value, timestamp))

@@ -17,6 +17,7 @@ from streamlet.topology.builder import (
 )
 from streamlet.topology.description import TopologyDescription
 from streamlet.topology.global_ktable import GlobalKTable
+from streamlet.topology.table_joined import TableJoined
 from streamlet.topology.topology import InternalTopic, Subtopology, Topology
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "SessionWindowedKStream",
     "StreamsBuilder",
     "Subtopology",
+    "TableJoined",
     "TimeWindowedKStream",
     "Topology",
     "TopologyDescription",

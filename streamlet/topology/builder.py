@@ -59,6 +59,7 @@ from streamlet.topology.subscription_wrappers import (
     SubscriptionResponseWrapperSerde,
     SubscriptionWrapperSerde,
 )
+from streamlet.topology.table_joined import TableJoined, resolve_table_joined
 from streamlet.topology.topology import Topology
 from streamlet.typed_serdes import check_serde_fits, element_type, result_type, serde_for_type
 from streamlet.windows import TimeWindowedSerde, TimeWindows
@@ -1355,6 +1356,7 @@ class KTable:
         name: str | None = None,
         store_name: str | None = None,
         value_serde: SerdeLike = None,
+        table_joined: TableJoined | None = None,
     ) -> KTable: ...
 
     def join(
@@ -1366,6 +1368,7 @@ class KTable:
         name: str | None = None,
         store_name: str | None = None,
         value_serde: SerdeLike = None,
+        table_joined: TableJoined | None = None,
     ) -> KTable:
         """`joiner(value, other_value)` for each key both tables hold (Kafka's `KTable#join(KTable)`).
 
@@ -1378,10 +1381,14 @@ class KTable:
         `join(other, foreign_key_extractor, joiner)` is a foreign-key join (KIP-213): each row joins the row
         of `other` whose key is `foreign_key_extractor(value)` (or `(key, value)`); the tables need not be
         co-partitioned, and a row whose foreign key is None is not in the result (see `streamlet.runtime.
-        foreign_key_join`). `name` is Kafka's `TableJoined.as(name)`.
+        foreign_key_join`). `table_joined` (Kafka's `TableJoined`) names the join and gives the partitioners
+        of tables whose topics are not written with the default partitioner; `name` is short for
+        `table_joined=TableJoined.as_(name)`.
         """
         if joiner is not None:
-            return _foreign_key_join(self, other, joiner_or_extractor, joiner, False, name, store_name, value_serde)
+            joined = resolve_table_joined(table_joined, name)
+            return _foreign_key_join(self, other, joiner_or_extractor, joiner, False, joined, store_name, value_serde)
+        _no_table_joined(table_joined)
         return _table_table_join(self, other, joiner_or_extractor, n.TABLE_JOIN_INNER, name, store_name, value_serde)
 
     @overload
@@ -1407,6 +1414,7 @@ class KTable:
         name: str | None = None,
         store_name: str | None = None,
         value_serde: SerdeLike = None,
+        table_joined: TableJoined | None = None,
     ) -> KTable: ...
 
     def left_join(
@@ -1418,12 +1426,15 @@ class KTable:
         name: str | None = None,
         store_name: str | None = None,
         value_serde: SerdeLike = None,
+        table_joined: TableJoined | None = None,
     ) -> KTable:
         """`joiner(value, other_value or None)` for each key of this table (Kafka's `KTable#leftJoin`);
         `left_join(other, foreign_key_extractor, joiner)` is the foreign-key left join, which joins a row
-        whose foreign key is None, or has no row in `other`, with None."""
+        whose foreign key is None, or has no row in `other`, with None (`table_joined` as for `join`)."""
         if joiner is not None:
-            return _foreign_key_join(self, other, joiner_or_extractor, joiner, True, name, store_name, value_serde)
+            joined = resolve_table_joined(table_joined, name)
+            return _foreign_key_join(self, other, joiner_or_extractor, joiner, True, joined, store_name, value_serde)
+        _no_table_joined(table_joined)
         return _table_table_join(self, other, joiner_or_extractor, n.TABLE_JOIN_LEFT, name, store_name, value_serde)
 
     def outer_join(
@@ -1679,10 +1690,7 @@ def _table_table_join(
 ) -> KTable:
     """`KTableImpl#doJoin` (unmaterialized): KTABLE-JOINTHIS and -JOINOTHER nodes, each reading the other table
     through its value getter, and a KTABLE-MERGE node; names `<name>-join-this` / `-join-other` / `<name>`."""
-    if not isinstance(other, KTable) or other._builder is not table._builder:
-        raise TopologyError(f"join() takes a KTable of the same StreamsBuilder, got {other!r}")
-    _require_callable(joiner, "joiner")
-    this_state, other_state = table._state, other._state
+    this_state, other_state = _table_join_sides(table, other, joiner)
     internal = table._builder
     vs = _serde(value_serde, "value_serde")
     store = _table_store_name(internal, store_name)
@@ -1736,7 +1744,7 @@ def _foreign_key_join(
     extractor: Callable[..., Any],
     joiner: Callable[[Any, Any], Any],
     left_join: bool,
-    name: str | None,
+    table_joined: TableJoined,
     store_name: str | None,
     value_serde: SerdeLike,
 ) -> KTable:
@@ -1744,17 +1752,14 @@ def _foreign_key_join(
     topic (a subscription store on the foreign side), responses come back through the response topic to a
     resolver reading this table, which feeds a KTABLE-FK-JOIN-OUTPUT table source (see
     `streamlet.topology.foreign_key_joins` for the names)."""
-    if not isinstance(other, KTable) or other._builder is not table._builder:
-        raise TopologyError(f"join() takes a KTable of the same StreamsBuilder, got {other!r}")
     _require_callable(extractor, "foreign_key_extractor")
-    _require_callable(joiner, "joiner")
     key_value_extractor = foreign_key_joins.key_value_extractor(extractor)
-    this_state, other_state = table._state, other._state
+    this_state, other_state = _table_join_sides(table, other, joiner)
     internal = table._builder
     vs = _serde(value_serde, "value_serde")
     other_state.enable_sending_old_values(True)
     this_state.enable_sending_old_values(True)
-    names = foreign_key_joins.foreign_key_join_names(name, internal.new_processor_name)
+    names = foreign_key_joins.foreign_key_join_names(table_joined.name, internal.new_processor_name)
     if store_name is not None:
         result_store = validate_name(store_name, "Store name")
     else:  # MaterializedInternal names it even when not materialized
@@ -1788,6 +1793,8 @@ def _foreign_key_join(
     this_getter, other_getter = this_state.value_getter(), other_state.value_getter()  # materializes them
     source = ktable.TableSource(result_store, materialized=store_name is not None)
     state = ktable.TableState(source, None, n.TABLE_SOURCE, None)
+    subscription_partitioner = foreign_key_joins.key_partitioner(table_joined.other_partitioner)
+    response_partitioner = foreign_key_joins.key_partitioner(table_joined.partitioner) or _primary_partition
 
     def node(
         parents: tuple[_GraphNode, ...], node_name: str, write: Callable[[tuple[str, ...], _Topology], None]
@@ -1806,7 +1813,8 @@ def _foreign_key_join(
 
     def write_subscription_sink(parents: tuple[str, ...], topology: _Topology) -> None:
         topology.internal_topics[names.subscription_topic] = None
-        topology.add(SinkSpec(names.subscription_sink, parents, names.subscription_topic, fk_serde, subscription_serde))
+        topic, partitioner = names.subscription_topic, subscription_partitioner
+        topology.add(SinkSpec(names.subscription_sink, parents, topic, fk_serde, subscription_serde, partitioner))
 
     def write_subscription_source(parents: tuple[str, ...], topology: _Topology) -> None:
         topics = (names.subscription_topic,)
@@ -1842,9 +1850,8 @@ def _foreign_key_join(
 
     def write_response_sink(parents: tuple[str, ...], topology: _Topology) -> None:
         topology.internal_topics[names.response_topic] = None
-        topology.add(
-            SinkSpec(names.response_sink, parents, names.response_topic, key_serde, response_serde, _primary_partition)
-        )
+        topic, partitioner = names.response_topic, response_partitioner
+        topology.add(SinkSpec(names.response_sink, parents, topic, key_serde, response_serde, partitioner))
 
     def write_response_source(parents: tuple[str, ...], topology: _Topology) -> None:
         topology.add(SourceSpec(names.response_source, (), (names.response_topic,), key_serde, response_serde))
@@ -1885,6 +1892,22 @@ def _foreign_key_join(
     return KTable(internal, result, table._key_serde, vs, result_store, state)
 
 
+def _no_table_joined(table_joined: TableJoined | None) -> None:
+    """A primary-key join is named by `name=` (Kafka's `Named`); `TableJoined` is a foreign-key join's."""
+    if table_joined is not None:
+        raise TopologyError("table_joined= is for foreign-key joins (with a foreign_key_extractor); name= names this")
+
+
+def _table_join_sides(
+    table: KTable, other: Any, joiner: Callable[[Any, Any], Any]
+) -> tuple[ktable.TableState, ktable.TableState]:
+    """The states of both tables of a table-table join (primary- or foreign-key), checked."""
+    if not isinstance(other, KTable) or other._builder is not table._builder:
+        raise TopologyError(f"join() takes a KTable of the same StreamsBuilder, got {other!r}")
+    _require_callable(joiner, "joiner")
+    return table._state, other._state
+
+
 def _check_joinable(join: str, getter: ValueGetterSpec, topology: _Topology, reader: str) -> ValueGetterSpec:
     """A table-table join's `reader` reads key-value stores of the topology through `getter`: connect it to
     every store the getter reads (an unmaterialized join's getter reads both its tables' stores)."""
@@ -1897,7 +1920,7 @@ def _check_joinable(join: str, getter: ValueGetterSpec, topology: _Topology, rea
     return getter
 
 
-def _primary_partition(key: Any, response: SubscriptionResponseWrapper) -> int | None:
+def _primary_partition(topic: str, key: Any, response: SubscriptionResponseWrapper, num_partitions: int) -> int | None:
     """The response sink's partitioner: back to the partition the subscription came from."""
     return response.primary_partition
 

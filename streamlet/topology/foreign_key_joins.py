@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from streamlet.errors import TopologyError
-from streamlet.topology.nodes import validate_name
+from streamlet.topology.nodes import StreamPartitioner, validate_name
 
 FK_JOIN = "KTABLE-FK-JOIN-"
 SUBSCRIPTION_REGISTRATION = FK_JOIN + "SUBSCRIPTION-REGISTRATION-"
@@ -92,3 +92,16 @@ def key_value_extractor(extractor: Callable[..., Any]) -> Callable[[Any, Any], A
         return extractor(value)
 
     return of_value
+
+
+def key_partitioner(partitioner: StreamPartitioner | None) -> StreamPartitioner | None:
+    """A `TableJoined` partitioner as a subscription / response sink calls it: with no value, as Kafka's
+    `doJoinOnForeignKey` calls `partitioner.partitions(topic, key, null, numPartitions)` (a placement that
+    depends on the value could not be co-partitioned with the table)."""
+    if partitioner is None:
+        return None
+
+    def by_key(topic: str, key: Any, value: Any, num_partitions: int) -> int | None:
+        return partitioner(topic, key, None, num_partitions)
+
+    return by_key

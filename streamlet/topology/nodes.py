@@ -40,6 +40,10 @@ def validate_name(name: object, what: str = "Name") -> str:
     return name
 
 
+StreamPartitioner = Callable[[str, Any, Any, int], "int | None"]
+"""Kafka's `StreamPartitioner#partition(topic, key, value, numPartitions)`: a partition, or None (default)."""
+
+
 @dataclass(frozen=True, eq=False)
 class NodeSpec:
     name: str
@@ -59,9 +63,9 @@ class SinkSpec(NodeSpec):
     topic: str  # raw name
     key_serde: Serde
     value_serde: Serde
-    # the partition of a record (key, value), None for the default: a foreign-key join's responses go back
-    # to the partition of their primary key
-    partitioner: Callable[[Any, Any], int | None] | None = None
+    # where a record goes, None for the default partitioner (a foreign-key join's subscription and response
+    # sinks)
+    partitioner: StreamPartitioner | None = None
 
 
 # Processor operations (the `op` of a ProcessorSpec).

@@ -8,11 +8,12 @@ from typing import Any
 
 import pytest
 
+import streamlet
 from streamlet.errors import TopologyError
-from streamlet.topology import StreamsBuilder
+from streamlet.topology import StreamsBuilder, TableJoined
 from streamlet.topology.foreign_key_joins import key_value_extractor
 from streamlet.topology.nodes import SinkSpec
-from streamlet.topology.subscription_wrappers import SubscriptionResponseWrapper
+from streamlet.topology.subscription_wrappers import Instruction, SubscriptionResponseWrapper, SubscriptionWrapper
 
 SUBSCRIPTIONS = "KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000006-topic"
 RESPONSES = "KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-0000000014-topic"
@@ -67,7 +68,65 @@ def test_responses_go_back_to_the_partition_their_subscription_came_from() -> No
     topology = _fk_join().build()
     (sink,) = [s for s in topology.nodes if isinstance(s, SinkSpec) and s.topic == RESPONSES]
     assert sink.partitioner is not None
-    assert sink.partitioner("k", SubscriptionResponseWrapper(None, "v", 3)) == 3
+    assert sink.partitioner(RESPONSES, "k", SubscriptionResponseWrapper(None, "v", 3), 4) == 3
+    (subscription_sink,) = [s for s in topology.nodes if isinstance(s, SinkSpec) and s.topic == SUBSCRIPTIONS]
+    assert subscription_sink.partitioner is None  # the default partitioner, over the foreign key
+
+
+def test_table_joined_builds_like_kafkas() -> None:
+    def by_first_char(topic: str, key: Any, value: Any, num_partitions: int) -> int:
+        return ord(key[0]) % num_partitions
+
+    def to_zero(topic: str, key: Any, value: Any, num_partitions: int) -> int:
+        return 0
+
+    assert TableJoined.with_(by_first_char, to_zero) == TableJoined(by_first_char, to_zero, None)
+    assert TableJoined.as_("enrich") == TableJoined(None, None, "enrich")
+    joined = TableJoined.as_("enrich").with_partitioner(to_zero).with_other_partitioner(by_first_char)
+    assert joined == TableJoined(to_zero, by_first_char, "enrich")
+    assert joined.with_name("other").with_partitioner(None) == TableJoined(None, by_first_char, "other")
+    assert streamlet.TableJoined is TableJoined
+    with pytest.raises(TopologyError, match="partitioner must be callable"):
+        TableJoined.with_(None, "by first char")  # type: ignore[arg-type]
+    with pytest.raises(TopologyError, match="illegal"):
+        TableJoined.as_("bad name")
+
+
+def test_table_joined_names_the_join_and_name_is_its_shorthand() -> None:
+    named = _fk_join(table_joined=TableJoined.as_("enrich")).build()
+    assert str(named.describe()) == str(_fk_join(name="enrich").build().describe())
+    assert "enrich-subscription-response-topic" in named.repartition_topics()
+    with pytest.raises(TopologyError, match="name='enrich' and table_joined= both given"):
+        _fk_join(name="enrich", table_joined=TableJoined.with_(None, None))
+    with pytest.raises(TopologyError, match="table_joined must be a TableJoined"):
+        _fk_join(table_joined="enrich")
+    builder = StreamsBuilder()
+    left, right = builder.table("l"), builder.table("r")
+    for join in (left.join, left.left_join):
+        with pytest.raises(TopologyError, match="table_joined= is for foreign-key joins"):
+            join(right, lambda a, b: a, table_joined=TableJoined.as_("x"))
+
+
+def test_subscriptions_go_by_the_other_partitioner_and_responses_by_the_partitioner_with_no_value() -> None:
+    """Kafka's `doJoinOnForeignKey`: `otherPartitioner.partitions(topic, foreignKey, null, n)` places a
+    subscription, `partitioner.partitions(topic, key, null, n)` a response (not its primary partition)."""
+    calls: list[tuple[str, str, Any, Any, int]] = []
+
+    def recording(which: str, partition: int) -> Any:
+        def partitioner(topic: str, key: Any, value: Any, num_partitions: int) -> int:
+            calls.append((which, topic, key, value, num_partitions))
+            return partition
+
+        return partitioner
+
+    topology = _fk_join(table_joined=TableJoined.with_(recording("orders", 1), recording("customers", 2))).build()
+    sinks = {s.topic: s for s in topology.nodes if isinstance(s, SinkSpec)}
+    subscription_partitioner, response_partitioner = sinks[SUBSCRIPTIONS].partitioner, sinks[RESPONSES].partitioner
+    assert subscription_partitioner is not None and response_partitioner is not None
+    subscription = SubscriptionWrapper(None, Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE, "o1", 0)
+    assert subscription_partitioner("app-subs", "c1", subscription, 3) == 2
+    assert response_partitioner("app-responses", "o1", SubscriptionResponseWrapper(None, "v", 3), 4) == 1
+    assert calls == [("customers", "app-subs", "c1", None, 3), ("orders", "app-responses", "o1", None, 4)]
 
 
 def test_a_left_table_read_from_a_repartition_topic_gets_responses_on_as_many_partitions() -> None:

@@ -1,0 +1,59 @@
+"""RecordCollector: where a record goes when its sink has a `StreamPartitioner` (a deferred partition, chosen
+with the topic's partition count when the records are handed to the producer)."""
+
+from __future__ import annotations
+
+import pytest
+from aiokafka.partitioner import murmur2
+from aiokafka.structs import TopicPartition
+
+from streamlet.runtime.record_collector import ProductionError, RecordCollector
+from tests.unit.runtime._fakes import FakeKafka, FakeProducer
+
+TOPIC = "subscriptions"
+
+
+def _collector(kafka: FakeKafka) -> RecordCollector:
+    return RecordCollector(FakeProducer(kafka), ())  # type: ignore[arg-type]
+
+
+def _keys_by_partition(kafka: FakeKafka, partitions: int) -> dict[int, list[bytes | None]]:
+    return {p: [key for key, _, _ in kafka.logs.get(TopicPartition(TOPIC, p), [])] for p in range(partitions)}
+
+
+async def test_a_deferred_partition_is_chosen_with_the_partition_count_and_none_is_the_default() -> None:
+    kafka = FakeKafka({TOPIC: 5})
+    collector = _collector(kafka)
+    counts: list[int] = []
+
+    def last_partition(num_partitions: int) -> int:
+        counts.append(num_partitions)
+        return num_partitions - 1
+
+    collector.send(TOPIC, b"a", b"1", 0, last_partition)
+    collector.send(TOPIC, b"b", b"2", 0, lambda num_partitions: None)
+    collector.send(TOPIC, b"c", b"3", 0, 1)
+    await collector.drain()
+    await collector.flush()
+    default = (murmur2(b"b") & 0x7FFFFFFF) % 5  # the Java producer's placement of key b
+    expected: dict[int, list[bytes | None]] = {p: [] for p in range(5)}
+    expected[4].append(b"a")
+    expected[default].append(b"b")
+    expected[1].append(b"c")
+    assert counts == [5]
+    assert _keys_by_partition(kafka, 5) == expected
+
+
+@pytest.mark.parametrize("partition", [3, -1, "0", True])
+async def test_a_partitioner_choosing_no_partition_of_the_topic_stops_the_task(partition: object) -> None:
+    collector = _collector(FakeKafka({TOPIC: 3}))
+    collector.send(TOPIC, b"a", b"1", 0, lambda num_partitions: partition)  # type: ignore[arg-type, return-value]
+    with pytest.raises(ProductionError, match=r"returned .*, not a partition in \[0, 2\]"):
+        await collector.drain()
+
+
+async def test_a_failing_partitioner_stops_the_task() -> None:
+    collector = _collector(FakeKafka({TOPIC: 3}))
+    collector.send(TOPIC, b"a", b"1", 0, lambda num_partitions: 1 // 0)
+    with pytest.raises(ProductionError, match="the partitioner of a record for topic subscriptions failed"):
+        await collector.drain()
