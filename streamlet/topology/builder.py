@@ -39,7 +39,7 @@ from streamlet.serdes import BytesSerde, LongSerde, Serde, SerdeLike, resolve_se
 from streamlet.session_windows import SessionWindowedSerde, SessionWindows
 from streamlet.sliding_windows import SlidingWindows
 from streamlet.suppressed import Suppressed
-from streamlet.topology import joins, ktable, stream_joins
+from streamlet.topology import joins, ktable, optimizer, stream_joins
 from streamlet.topology import nodes as n
 from streamlet.topology.branch import BRANCH_NAME, BRANCHCHILD_NAME, MERGE_NAME, Branched, Splitter
 from streamlet.topology.change import ChangeSerde
@@ -130,6 +130,7 @@ class _Topology:
         self.stores: dict[str, StoreSpec] = {}
         self.store_users: dict[str, list[str]] = {}
         self.internal_topics: dict[str, None] = {}
+        self.source_changelogs: dict[str, str] = {}  # store -> the source topic that is its changelog
 
     def add(self, spec: NodeSpec) -> None:
         if spec.name in self.nodes:
@@ -156,6 +157,7 @@ class _InternalBuilder:
         self.state_stores: dict[str, StoreSpec] = {}  # declared with StreamsBuilder.add_store
         self.join_repartitions: dict[_GraphNode, _GraphNode] = {}  # a stream's last join repartition
         self.null_key_relaxed: set[_GraphNode] = set()  # left joins, which join null keys too
+        self.reuse_ktable_source_topics = False  # set per build by streamlet.topology.optimizer
 
     def new_processor_name(self, prefix: str) -> str:
         name = f"{prefix}{self.index:010d}"
@@ -305,14 +307,18 @@ class StreamsBuilder:
         """
         return _global_table(self._internal, topic, key_serde, value_serde, store_name, name)
 
-    def build(self) -> Topology:
-        """The Topology built so far (later DSL calls on this builder do not change it)."""
+    def build(self, topology_optimization: str = optimizer.NO_OPTIMIZATION) -> Topology:
+        """The Topology built so far (later DSL calls on this builder do not change it), optimized as
+        Kafka's `build(props)` with `topology.optimization` set to `topology_optimization` (see
+        `streamlet.topology.optimizer`)."""
+        optimizer.optimize(self._internal, optimizer.verify_topology_optimization(topology_optimization))
         written = self._internal.build()
         return Topology(
             nodes=tuple(written.nodes.values()),
             stores=tuple(written.stores.values()),
             store_users={k: tuple(v) for k, v in written.store_users.items()},
             internal_topics=tuple(written.internal_topics),
+            source_changelogs=written.source_changelogs,
         )
 
 
@@ -1570,6 +1576,8 @@ def _table(
         )
         if source.materialized:
             topology.add_store(StoreSpec(store, key_serde_, value_serde_, timestamped=True), table_source_name)
+            if internal.reuse_ktable_source_topics:  # Kafka's connectSourceStoreAndTopic
+                topology.source_changelogs[store] = topic
 
     node = _GraphNode(table_source_name, write)
     internal.add_graph_node(internal.root, node)

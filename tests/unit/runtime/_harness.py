@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from pathlib import Path
 
 from aiokafka.structs import TopicPartition
@@ -57,9 +58,9 @@ def new_kafka() -> FakeKafka:
     return FakeKafka({INPUT: PARTITIONS, OUTPUT: PARTITIONS, CHANGELOG: PARTITIONS})
 
 
-def metadata(topology: Topology | None = None) -> TopologyMetadata:
+def metadata(topology: Topology | None = None, partition_counts: dict[str, int] | None = None) -> TopologyMetadata:
     meta = TopologyMetadata(counting_topology() if topology is None else topology, APP)
-    meta.task_partitions({INPUT: PARTITIONS})
+    meta.task_partitions(partition_counts or {INPUT: PARTITIONS})
     return meta
 
 
@@ -77,10 +78,11 @@ class Harness:
         guarantee: str = "at_least_once",
         topology: Topology | None = None,
         listener: StateRestoreListener | None = None,
+        partition_counts: dict[str, int] | None = None,
     ) -> None:
         self.kafka = kafka
         self.config = config(state_dir, restore_chunk_records=chunk, processing_guarantee=guarantee)
-        self.metadata = metadata(topology)
+        self.metadata = metadata(topology, partition_counts)
         self.state_directory = StateDirectory(state_dir, APP)
         self.consumer = FakeConsumer(kafka, f"{name}-consumer")
         self.restore_consumer = FakeConsumer(kafka, f"{name}-restore-consumer")
@@ -98,6 +100,7 @@ class Harness:
             CompositeRestoreListener(*([listener] if listener is not None else [])),
             chunk,
             log_end_offsets=admin.end_offsets,
+            committed_offsets=self._committed_offsets,
         )
         creator = TaskCreator(self.metadata, self.state_directory, self.config)
         self.tasks = TaskManager(
@@ -110,6 +113,9 @@ class Harness:
             exactly_once=exactly_once,
             group_id=APP,
         )
+
+    async def _committed_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+        return {tp: self.kafka.committed.get(tp, 0) for tp in partitions}
 
     def assign(self, *active: TaskId, standby: tuple[TaskId, ...] = ()) -> None:
         """What the rebalance callbacks do: the consumer's new partitions, then the task assignment."""
