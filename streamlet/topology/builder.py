@@ -112,7 +112,17 @@ def _require_callable(fn: object, what: str) -> None:
 class _GraphNode:
     """A node of Kafka Streams' logical graph (`GraphNode`): writes one or more topology nodes."""
 
-    __slots__ = ("name", "priority", "parents", "children", "write")
+    __slots__ = (
+        "name",
+        "priority",
+        "parents",
+        "children",
+        "write",
+        "key_changing",
+        "value_changing",
+        "merge_node",
+        "repartition",
+    )
 
     def __init__(self, name: str, write: Callable[[tuple[str, ...], _Topology], None] | None) -> None:
         self.name = name
@@ -120,6 +130,11 @@ class _GraphNode:
         self.parents: dict[_GraphNode, None] = {}  # LinkedHashSet
         self.children: dict[_GraphNode, None] = {}
         self.write = write  # write(parent_names, topology_under_construction)
+        # what streamlet.topology.optimizer looks at (Kafka's GraphNode flags, OptimizableRepartitionNode)
+        self.key_changing = False
+        self.value_changing = False
+        self.merge_node = False
+        self.repartition: optimizer.Repartition | None = None
 
 
 class _Topology:
@@ -158,6 +173,8 @@ class _InternalBuilder:
         self.join_repartitions: dict[_GraphNode, _GraphNode] = {}  # a stream's last join repartition
         self.null_key_relaxed: set[_GraphNode] = set()  # left joins, which join null keys too
         self.reuse_ktable_source_topics = False  # set per build by streamlet.topology.optimizer
+        self.key_changing_repartitions: dict[_GraphNode, dict[_GraphNode, None]] = {}  # see optimizer.track
+        self.merge_nodes: dict[_GraphNode, None] = {}
 
     def new_processor_name(self, prefix: str) -> str:
         name = f"{prefix}{self.index:010d}"
@@ -203,6 +220,16 @@ class _InternalBuilder:
         child.parents[parent] = None
         child.priority = self.priority
         self.priority += 1
+        optimizer.track(self, child)
+
+    def merged_repartition(self, topic: str, key_serde: Serde | None, value_serde: Serde | None) -> _GraphNode:
+        """The repartition `merge.repartition.topics` puts right after a key-changing node (Kafka's
+        `createRepartitionNode`: createRepartitionedSource with the first merged topic's name)."""
+        for generated in (SINK_NAME, FILTER_NAME, SOURCE_NAME):  # burnt, for compatibility
+            self.new_processor_name(generated)
+        # unclaimed: the first merged repartition, whose names these may be, is never written
+        sink, filter_, source = topic + "-sink", topic + "-filter", topic + "-source"
+        return _repartition_node(self, topic, sink, filter_, source, _or_default(key_serde), _or_default(value_serde))
 
     def build(self) -> _Topology:
         """`buildAndOptimizeTopology` (no optimizations): write nodes in build-priority order."""
@@ -335,6 +362,8 @@ def _processor_node(
         topology.add(ProcessorSpec(name, parents, op, fn=fn))
 
     node = _GraphNode(name, write)
+    node.key_changing = op in (n.SELECT_KEY, n.MAP, n.FLAT_MAP)
+    node.value_changing = op in (n.MAP_VALUES, n.FLAT_MAP_VALUES)
     internal.add_graph_node(parent, node)
     return node
 
@@ -552,7 +581,7 @@ class KStream:
             validate_name(name)
         prefix = name if name is not None else self._builder.new_processor_name(REPARTITION_NAME)
         grouped = KGroupedStream(self._builder, self._node, ks, vs, True, None)
-        node = grouped._repartition(prefix)
+        node = grouped._repartition(prefix, optimizable=False)  # Kafka's UnoptimizableRepartitionNode
         return KStream(self._builder, node, ks, vs, repartition_required=False)
 
     def process(
@@ -609,6 +638,7 @@ class KStream:
             topology.add(ProcessorSpec(merge_name, parents, n.PASS_THROUGH))
 
         node = _GraphNode(merge_name, write)
+        node.merge_node = True
         builder.add_graph_node(self._node, node)
         builder.add_graph_node(other._node, node)
         required = self._repartition_required or other._repartition_required
@@ -1018,12 +1048,17 @@ class KGroupedStream:
             )
 
     def _repartition(
-        self, prefix: str, upstream: _GraphNode | None = None, value_serde: Serde | None = None
+        self,
+        prefix: str,
+        upstream: _GraphNode | None = None,
+        value_serde: Serde | None = None,
+        *,
+        optimizable: bool = True,
     ) -> _GraphNode:
         """Kafka's `createRepartitionedSource`, plus the node reuse of GroupedStreamAggregateBuilder.
 
         `upstream` (default: the grouped stream's node) feeds the topic; `value_serde` replaces the stream's
-        value serde for it (a pre-aggregation writes partials).
+        value serde for it (a pre-aggregation writes partials, so its topic is never merged with another).
         """
         builder = self._builder
         topic = prefix if prefix.endswith(REPARTITION_TOPIC_SUFFIX) else prefix + REPARTITION_TOPIC_SUFFIX
@@ -1041,23 +1076,11 @@ class KGroupedStream:
             builder.claim_topics(source, [topic])
             key_serde = _or_default(self._key_serde)
             topic_value_serde = _or_default(self._value_serde if value_serde is None else value_serde)
-
-            def write(parents: tuple[str, ...], topology: _Topology) -> None:
-                topology.internal_topics[topic] = None
-                # null keys pass where a left join downstream joins them (Kafka 3.7+, KIP-962)
-                relaxed = joins.null_key_relaxed_join_below(builder.null_key_relaxed, self._repartition_node)
-                topology.add(
-                    ProcessorSpec(
-                        filter_,
-                        parents,
-                        n.FILTER if relaxed else n.REPARTITION_FILTER,
-                        fn=joins.keep_all if relaxed else None,
-                    )
-                )
-                topology.add(SinkSpec(sink, (filter_,), topic, key_serde, topic_value_serde))
-                topology.add(SourceSpec(source, (), (topic,), key_serde, topic_value_serde))
-
-            self._repartition_node = _GraphNode(source, write)
+            self._repartition_node = _repartition_node(
+                builder, topic, sink, filter_, source, key_serde, topic_value_serde
+            )
+            if optimizable and value_serde is None:
+                self._repartition_node.repartition = optimizer.Repartition(topic, self._key_serde, self._value_serde)
         node = self._repartition_node
         assert node is not None
         # Re-adding a reused node moves its build priority, exactly as in Kafka Streams.
@@ -1802,6 +1825,30 @@ def _stream_table_join(
         internal.null_key_relaxed.add(node)  # Kafka's GraphNode.Label.NULL_KEY_RELAXED_JOIN
     # the joined values have no serde (Kafka: "do not have serde for joined result")
     return KStream(internal, node, _first(ks, stream._key_serde), None, repartition_required=False)
+
+
+def _repartition_node(
+    internal: _InternalBuilder, topic: str, sink: str, filter_: str, source: str, key_serde: Serde, value_serde: Serde
+) -> _GraphNode:
+    """The repartition's filter, sink and source nodes; the graph node is named after the source."""
+
+    def write(parents: tuple[str, ...], topology: _Topology) -> None:
+        topology.internal_topics[topic] = None
+        # null keys pass where a left join downstream joins them (Kafka 3.7+, KIP-962)
+        relaxed = joins.null_key_relaxed_join_below(internal.null_key_relaxed, node)
+        topology.add(
+            ProcessorSpec(
+                filter_,
+                parents,
+                n.FILTER if relaxed else n.REPARTITION_FILTER,
+                fn=joins.keep_all if relaxed else None,
+            )
+        )
+        topology.add(SinkSpec(sink, (filter_,), topic, key_serde, value_serde))
+        topology.add(SourceSpec(source, (), (topic,), key_serde, value_serde))
+
+    node = _GraphNode(source, write)
+    return node
 
 
 def _repartition_for_join(stream: KStream, prefix: str, key_serde: Any, value_serde: Any) -> _GraphNode:

@@ -22,6 +22,7 @@ from streamlet.sliding_windows import SlidingWindows
 from streamlet.topology import Branched, StreamsBuilder, Topology
 from streamlet.windows import TimeWindows
 from tests.oracle.topology.global_table_programs import GlobalTablePrograms
+from tests.oracle.topology.optimization_programs import PROGRAMS as OPTIMIZATION_PROGRAMS
 from tests.oracle.topology.stream_join_programs import stream_join_step
 from tests.oracle.topology.table_programs import TablePrograms
 
@@ -237,7 +238,12 @@ def _program(rng: random.Random, stream_joins: bool = False) -> tuple[list[str],
 
 
 #: the `topology.optimization` values the random programs draw from (the rules streamlet implements)
-OPTIMIZATIONS = ("none", "reuse.ktable.source.topics")
+OPTIMIZATIONS = (
+    "none",
+    "reuse.ktable.source.topics",
+    "merge.repartition.topics",
+    "merge.repartition.topics,reuse.ktable.source.topics",
+)
 
 
 def _python_describe(statements: list[str], optimization: str = "none") -> str:
@@ -311,6 +317,15 @@ def test_random_optimized_topologies_describe_exactly_like_kafka_streams(tmp_pat
     rng = random.Random(20261125)
     programs = [_program(rng, stream_joins=rng.random() < 0.3) for _ in range(150)]
     _check_against_kafka_streams(tmp_path, programs, [rng.choice(OPTIMIZATIONS) for _ in programs])
+
+
+@pytest.mark.parametrize("optimization", OPTIMIZATIONS)
+def test_hand_written_optimized_topologies_describe_exactly_like_kafka_streams(
+    tmp_path: Path, optimization: str
+) -> None:
+    """Each rule of `mergeRepartitionTopics` once (tests/oracle/topology/optimization_programs.py)."""
+    programs = [(java, py) for _, java, py in OPTIMIZATION_PROGRAMS]
+    _check_against_kafka_streams(tmp_path, programs, [optimization] * len(programs))
 
 
 def _check_against_kafka_streams(

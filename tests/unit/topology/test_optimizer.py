@@ -11,12 +11,23 @@ from streamlet.errors import ConfigError
 from streamlet.runtime.topology_metadata import TopologyMetadata
 from streamlet.task_id import TaskId
 from streamlet.topology import StreamsBuilder, Topology
-from streamlet.topology.optimizer import REUSE_KTABLE_SOURCE_TOPICS, verify_topology_optimization
+from streamlet.topology.optimizer import (
+    MERGE_REPARTITION_TOPICS,
+    REUSE_KTABLE_SOURCE_TOPICS,
+    verify_topology_optimization,
+)
 
 
 @pytest.mark.parametrize(
     ("config", "rules"),
-    [("none", set()), ("reuse.ktable.source.topics", {REUSE_KTABLE_SOURCE_TOPICS})],
+    [
+        ("none", set()),
+        ("reuse.ktable.source.topics", {REUSE_KTABLE_SOURCE_TOPICS}),
+        (
+            "merge.repartition.topics , reuse.ktable.source.topics",
+            {MERGE_REPARTITION_TOPICS, REUSE_KTABLE_SOURCE_TOPICS},
+        ),
+    ],
 )
 def test_accepted_values(config: str, rules: set[str]) -> None:
     assert verify_topology_optimization(config) == rules
@@ -25,12 +36,11 @@ def test_accepted_values(config: str, rules: set[str]) -> None:
 @pytest.mark.parametrize(
     ("config", "message"),
     [
-        ("bogus", "unrecognized value 'bogus'; accepted values: 'all', 'none', 'reuse.ktable.source.topics'"),
+        ("bogus", "unrecognized value 'bogus'; accepted values: 'all', 'none', 'reuse.ktable.source.topics', 'merge"),
         (" none", "unrecognized value ' none'"),  # Kafka splits on commas only: outer blanks are kept
         ("none, reuse.ktable.source.topics", "'none' and 'all' stand alone"),
         ("all,none", "'none' and 'all' stand alone"),
-        ("merge.repartition.topics", "does not implement merge.repartition.topics yet"),
-        ("all", "does not implement merge.repartition.topics, single.store.self.join yet"),
+        ("all", "does not implement single.store.self.join yet"),
         ("reuse.ktable.source.topics , single.store.self.join", "does not implement single.store.self.join yet"),
     ],
 )
@@ -101,3 +111,18 @@ def test_a_worker_override_builds_the_apps_topology_and_cannot_change_it_later(t
     assert streams.topology.source_changelogs() == {"customers-store": "customers"}
     with pytest.raises(ConfigError, match="already built with 'reuse.ktable.source.topics'"):
         app.topology("none")
+
+
+def _two_counts(pre_aggregate: bool) -> Topology:
+    builder = StreamsBuilder()
+    words = builder.stream("in").select_key(lambda k, v: v)
+    words.group_by_key().count("plain")
+    words.group_by_key(name="partials").count("pre", pre_aggregate=pre_aggregate)
+    return builder.build(MERGE_REPARTITION_TOPICS)
+
+
+def test_repartitions_below_one_key_change_merge_unless_one_carries_partial_aggregates() -> None:
+    """The describe() oracle checks the merge against Kafka; a pre-aggregation (streamlet's own) writes partial
+    aggregates into its topic, which another aggregation must never read, so that one stays apart."""
+    assert _two_counts(pre_aggregate=False).repartition_topics() == ["plain-repartition"]
+    assert _two_counts(pre_aggregate=True).repartition_topics() == ["plain-repartition", "partials-repartition"]
