@@ -122,6 +122,7 @@ class _GraphNode:
         "value_changing",
         "merge_node",
         "repartition",
+        "self_join",
     )
 
     def __init__(self, name: str, write: Callable[[tuple[str, ...], _Topology], None] | None) -> None:
@@ -135,6 +136,7 @@ class _GraphNode:
         self.value_changing = False
         self.merge_node = False
         self.repartition: optimizer.Repartition | None = None
+        self.self_join: optimizer.SelfJoin | None = None
 
 
 class _Topology:
@@ -2055,9 +2057,21 @@ def _stream_stream_join(
                 topology.add_store(stream_joins.outer_store(outer), spec.name)
         topology.add(ProcessorSpec(names.merge, (names.join_this, names.join_other), n.STREAM_JOIN_MERGE))
 
-    internal.add_graph_node(this_node, _GraphNode(names.this_windowed, windowed(names.this_windowed, this_store)))
-    internal.add_graph_node(other_node, _GraphNode(names.other_windowed, windowed(names.other_windowed, other_store)))
+    def write_self_join(parents: tuple[str, ...], topology: _Topology) -> None:
+        """Kafka's self-join processor, named as the merge, under this side's windowed node and its store."""
+        spec = n.StreamJoinSpec(windows, True, left_outer, this_store.name, this_store.name, None, names.merge)
+        stores = (this_store.name,)
+        topology.add(
+            ProcessorSpec(names.merge, (names.this_windowed,), n.STREAM_SELF_JOIN, stores, fn=joiner, stream_join=spec)
+        )
+        topology.store_users[this_store.name].append(names.merge)
+
+    this_windowed = _GraphNode(names.this_windowed, windowed(names.this_windowed, this_store))
+    other_windowed = _GraphNode(names.other_windowed, windowed(names.other_windowed, other_store))
+    internal.add_graph_node(this_node, this_windowed)
+    internal.add_graph_node(other_node, other_windowed)
     node = _GraphNode(names.merge, write_join)
+    node.self_join = optimizer.SelfJoin(this_windowed, other_windowed, write_self_join)
     internal.add_graph_node(this_node, node)
     internal.add_graph_node(other_node, node)
     if left_outer:

@@ -110,7 +110,9 @@ TABLE_JOIN_MERGE = "table_join_merge"
 TABLE_JOIN_SIDES = frozenset({TABLE_JOIN_INNER, TABLE_JOIN_LEFT, TABLE_JOIN_RIGHT, TABLE_JOIN_OUTER})
 
 AGGREGATING_OPS = frozenset({COUNT, REDUCE, AGGREGATE})
-STREAM_JOIN_OPS = frozenset({STREAM_JOIN_WINDOW, STREAM_JOIN, STREAM_JOIN_MERGE})
+# KStreamKStreamSelfJoin (`single.store.self.join`): a stream joined with itself, from one window store
+STREAM_SELF_JOIN = "stream_self_join"
+STREAM_JOIN_OPS = frozenset({STREAM_JOIN_WINDOW, STREAM_JOIN, STREAM_JOIN_MERGE, STREAM_SELF_JOIN})
 TABLE_OPS = frozenset(
     {
         TABLE_SOURCE,

@@ -1,9 +1,8 @@
 """Topology optimizations (Kafka Streams' `topology.optimization`, `InternalStreamsBuilder#optimizeTopology`).
 
 The config is "none" (the default), "all", or a comma-separated list of rules, parsed as Kafka's
-`StreamsConfig#verifyTopologyOptimizationConfigs` does. streamlet applies the rules it implements exactly as
-Kafka Streams 4.1 does and refuses the others at once, so a topology never silently differs from the one a
-Java application with the same config gets:
+`StreamsConfig#verifyTopologyOptimizationConfigs` does, and the rules rewrite the builder's graph before it is
+written exactly as Kafka Streams 4.1 does, so a topology is the one a Java application with the same config gets:
 
 * `reuse.ktable.source.topics`: a source KTable's store (`builder.table(topic, ..., store_name)`, or one a
   join materializes) uses its source topic as its changelog (Kafka's `TableSourceNode
@@ -13,6 +12,8 @@ Java application with the same config gets:
   below one key-changing node, with no value-changing node between, become one topic named after the first,
   written right after the key changer (Kafka's `mergeRepartitionTopics`); below a `merge` of key-changed
   streams, below the merge node.
+* `single.store.self.join` (KIP-862): a stream joined with itself keeps one window store; the join is one
+  self-join processor below this side's windowed node (Kafka's `rewriteSingleStoreSelfJoin`).
 """
 
 from __future__ import annotations
@@ -39,8 +40,6 @@ TOPOLOGY_OPTIMIZATION_CONFIGS = (
     MERGE_REPARTITION_TOPICS,
     SINGLE_STORE_SELF_JOIN,
 )
-#: The rules streamlet implements (a subset of Kafka's).
-SUPPORTED_RULES = frozenset({REUSE_KTABLE_SOURCE_TOPICS, MERGE_REPARTITION_TOPICS})
 _ALL_RULES = (REUSE_KTABLE_SOURCE_TOPICS, MERGE_REPARTITION_TOPICS, SINGLE_STORE_SELF_JOIN)
 _SEPARATOR = re.compile(r"\s*,\s*")
 
@@ -48,8 +47,7 @@ _SEPARATOR = re.compile(r"\s*,\s*")
 def verify_topology_optimization(config: str) -> frozenset[str]:
     """The optimization rules `config` enables (Kafka's `verifyTopologyOptimizationConfigs`).
 
-    A ConfigError names the accepted values for an unknown one, for "none"/"all" mixed with others, and for a
-    rule streamlet does not implement yet (which "all" includes).
+    A ConfigError names the accepted values for an unknown one and for "none"/"all" mixed with others.
     """
     accepted = ", ".join(repr(c) for c in TOPOLOGY_OPTIMIZATION_CONFIGS)
     if not isinstance(config, str):
@@ -66,14 +64,7 @@ def verify_topology_optimization(config: str) -> frozenset[str]:
                 f"topology_optimization={config!r}: unrecognized value {conf!r}; accepted values: {accepted}, "
                 "or a comma list of the rules"
             )
-    rules = frozenset(_ALL_RULES if OPTIMIZE in configs else () if NO_OPTIMIZATION in configs else configs)
-    unsupported = sorted(rules - SUPPORTED_RULES)
-    if unsupported:
-        raise ConfigError(
-            f"topology_optimization={config!r}: streamlet does not implement {', '.join(unsupported)} yet; "
-            f"supported: {', '.join(sorted(SUPPORTED_RULES))} (or 'none')"
-        )
-    return rules
+    return frozenset(_ALL_RULES if OPTIMIZE in configs else () if NO_OPTIMIZATION in configs else configs)
 
 
 @dataclass(frozen=True)
@@ -84,6 +75,16 @@ class Repartition:
     topic: str
     key_serde: Serde | None
     value_serde: Serde | None
+
+
+@dataclass(frozen=True)
+class SelfJoin:
+    """What a stream-stream join's node becomes if both its sides are one stream (Kafka's
+    `StreamStreamJoinNode#setSelfJoin`): its two windowed nodes, and the writer of the self-join processor."""
+
+    this_windowed: Any
+    other_windowed: Any
+    write: Callable[..., None]
 
 
 class GraphNode(Protocol):
@@ -97,11 +98,14 @@ class GraphNode(Protocol):
     value_changing: bool
     merge_node: bool
     repartition: Repartition | None
+    self_join: SelfJoin | None
+    write: Any
 
 
 class Builder(Protocol):
     """What the optimizer needs of the builder (Kafka's `InternalStreamsBuilder`)."""
 
+    root: Any
     reuse_ktable_source_topics: bool
     key_changing_repartitions: dict[Any, dict[Any, None]]
     merge_nodes: dict[Any, None]
@@ -127,6 +131,33 @@ def optimize(builder: Builder, rules: frozenset[str]) -> None:
     builder.reuse_ktable_source_topics = REUSE_KTABLE_SOURCE_TOPICS in rules
     if MERGE_REPARTITION_TOPICS in rules:
         _merge_repartition_topics(builder)
+    if SINGLE_STORE_SELF_JOIN in rules:
+        _rewrite_single_store_self_joins(builder.root, set())
+
+
+def _rewrite_single_store_self_joins(node: GraphNode, visited: set[Any]) -> None:
+    """Kafka's `rewriteSingleStoreSelfJoin`: a stream-stream join whose node has one parent joins a stream with
+    itself; its other windowed node leaves the graph and the join becomes one self-join processor."""
+    visited.add(node)
+    self_join = node.self_join
+    if self_join is not None and len(node.parents) == 1:
+        parent = next(iter(node.parents))
+        left = right = None
+        for child in parent.children:
+            if child.priority < node.priority:
+                if child is self_join.this_windowed:
+                    left = child
+                elif child is self_join.other_windowed:
+                    right = child
+        if left is None or right is None or left.priority >= right.priority:
+            raise TopologyError(
+                f"self-join {node.name}: expected its windowed nodes in build order below {parent.name}"
+            )
+        _remove_child(parent, right)
+        node.write = self_join.write
+    for child in list(node.children):
+        if child not in visited:
+            _rewrite_single_store_self_joins(child, visited)
 
 
 def _merge_repartition_topics(builder: Builder) -> None:

@@ -28,11 +28,13 @@ _TIMESTAMP_WORDS = ["@7", "@150", "drop", "now"]  # what the "payload" extractor
 SESSION = -1
 
 
-#: the `topology_optimization` values cases draw from (the rules streamlet implements; "all" is not yet)
+#: the `topology_optimization` values cases draw from
 OPTIMIZATIONS = (
     "reuse.ktable.source.topics",
     "merge.repartition.topics",
     "merge.repartition.topics,reuse.ktable.source.topics",
+    "single.store.self.join",
+    "all",
 )
 
 

@@ -1,6 +1,6 @@
 """Programs built with `topology.optimization` on both drivers: Kafka Streams' TopologyTestDriver and streamlet's
 must write the same records to the same topics (a merged repartition topic; no changelog for a source table
-whose topic is its changelog) and describe the same topology."""
+whose topic is its changelog; one store for a self-join) and describe the same topology."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ import pytest
 
 from tests.oracle.semantics.test_driver_oracle import HAND_WRITTEN as STREAM_CASES
 from tests.oracle.semantics.test_driver_oracle import check
+from tests.oracle.semantics.test_stream_joins_oracle import HAND_WRITTEN as JOIN_CASES
 from tests.support.semantics_cases import OPTIMIZATIONS
 from tests.support.semantics_oracle import SemanticsOracle
 
 pytestmark = pytest.mark.oracle
 
-#: what Kafka's "all" does, less single.store.self.join (not implemented yet)
-ALL = "merge.repartition.topics,reuse.ktable.source.topics"
+ALL = "all"
 
 
 @pytest.fixture(scope="module")
@@ -111,3 +111,50 @@ def test_stream_cases_with_every_optimization_match_kafka_streams(
     program, inputs = STREAM_CASES[name]
     config = {"topology_optimization": ALL, "statestore_cache_max_bytes": cache}
     check(oracle, {"program": program, "inputs": inputs, "config": config})
+
+
+def _self_join(kind: str, **windows: Any) -> list[dict[str, Any]]:
+    op = {"op": "streamJoin", "in": "o", "other": "o", "id": "j", "kind": kind, "fn": "pair", "difference": 10}
+    op.update(windows)
+    return [{"op": "stream", "id": "o", "topics": ["orders"]}, op, {"op": "to", "in": "j", "topic": "out"}]
+
+
+#: duplicates, neighbours both ways, out of order, late beyond the grace period, nulls, another key
+SELF_INPUTS = _in(
+    "orders",
+    ("k", "a", 100),
+    ("k", "b", 105),
+    ("k", "b2", 105),
+    ("j", "c", 104),
+    ("k", "d", 98),
+    (None, "e", 101),
+    ("k", None, 102),
+    ("k", "f", 300),
+    ("k", "g", 99),
+    ("k", "h", 150),
+)
+
+SELF_JOINS = {
+    f"self_{kind}_{label}": (_self_join(kind, **windows), SELF_INPUTS)
+    for kind in ("join", "leftJoin", "outerJoin")
+    for label, windows in (
+        ("symmetric", {}),
+        ("grace", {"grace": 60}),
+        ("asymmetric", {"before": 2, "after": 20, "grace": 5}),
+        ("negative_before", {"before": -3, "after": 8}),
+    )
+}
+
+
+@pytest.mark.parametrize("optimization", ["single.store.self.join", ALL])
+@pytest.mark.parametrize("name", sorted(SELF_JOINS))
+def test_self_joins_match_kafka_streams(oracle: SemanticsOracle, name: str, optimization: str) -> None:
+    program, inputs = SELF_JOINS[name]
+    check(oracle, {"program": program, "inputs": inputs, "config": {"topology_optimization": optimization}})
+
+
+@pytest.mark.parametrize("name", sorted(JOIN_CASES))
+def test_stream_join_cases_with_every_optimization_match_kafka_streams(oracle: SemanticsOracle, name: str) -> None:
+    """Every hand-written case of test_stream_joins_oracle.py again, optimized."""
+    program, inputs = JOIN_CASES[name]
+    check(oracle, {"program": program, "inputs": inputs, "config": {"topology_optimization": ALL}})

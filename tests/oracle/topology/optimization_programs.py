@@ -1,4 +1,4 @@
-"""Hand-written programs for `merge.repartition.topics` (and `reuse.ktable.source.topics`): each rule of Kafka's
+"""Hand-written programs for `merge.repartition.topics` and `single.store.self.join` (and reuse): each rule of Kafka's
 `mergeRepartitionTopics` once, as equivalent Java and Python DSL statements (`b` is the builder)."""
 
 from __future__ import annotations
@@ -144,6 +144,33 @@ PROGRAMS: list[tuple[str, list[str], list[str]]] = [
             "s.group_by_key().windowed_by(TimeWindows.of_size_with_no_grace(10)).count()",
             "s.group_by_key().windowed_by(SessionWindows.of_inactivity_gap_with_no_grace(10)).count()",
             "s.join(tb, lambda v, tv: v).to('out')",
+        ],
+    ),
+]
+
+PROGRAMS += [
+    (
+        "a stream joined with itself: one store, one self-join processor (named as the merge)",
+        [f'{J} s = b.stream("in");', f's.join(s, (v1, v2) -> v1, {_WINDOW_J}).to("out");'],
+        ["s = b.stream('in')", f"s.join(s, lambda v1, v2: v1, {_WINDOW_P}).to('out')"],
+    ),
+    (
+        "self-joins of every kind, named, with a store name, after a re-key (one repartition feeds both sides)",
+        [
+            f'{J} s = b.stream("in").selectKey((k, v) -> v);',
+            f's.leftJoin(s, (v1, v2) -> v1, {_WINDOW_J}).to("left");',
+            f"s.outerJoin(s, (v1, v2) -> v1, {_WINDOW_J}, "
+            + '((StreamJoined) StreamJoined.as("st")).withName("sj")).to("outer");',
+            f'{J} u = b.stream("in2").mapValues(v -> v);',
+            f'u.join(u, (v1, v2) -> v1, {_WINDOW_J}).join(u, (v1, v2) -> v1, {_WINDOW_J}).to("twice");',
+        ],
+        [
+            "s = b.stream('in').select_key(lambda k, v: v)",
+            f"s.left_join(s, lambda v1, v2: v1, {_WINDOW_P}).to('left')",
+            f"s.outer_join(s, lambda v1, v2: v1, {_WINDOW_P}, stream_joined=StreamJoined.as_('st').with_name('sj'))"
+            + ".to('outer')",
+            "u = b.stream('in2').map_values(lambda v: v)",
+            f"u.join(u, lambda v1, v2: v1, {_WINDOW_P}).join(u, lambda v1, v2: v1, {_WINDOW_P}).to('twice')",
         ],
     ),
 ]

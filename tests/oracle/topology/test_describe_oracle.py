@@ -243,6 +243,8 @@ OPTIMIZATIONS = (
     "reuse.ktable.source.topics",
     "merge.repartition.topics",
     "merge.repartition.topics,reuse.ktable.source.topics",
+    "single.store.self.join",
+    "all",
 )
 
 

@@ -14,6 +14,7 @@ from streamlet.topology import StreamsBuilder, Topology
 from streamlet.topology.optimizer import (
     MERGE_REPARTITION_TOPICS,
     REUSE_KTABLE_SOURCE_TOPICS,
+    SINGLE_STORE_SELF_JOIN,
     verify_topology_optimization,
 )
 
@@ -22,6 +23,7 @@ from streamlet.topology.optimizer import (
     ("config", "rules"),
     [
         ("none", set()),
+        ("all", {MERGE_REPARTITION_TOPICS, REUSE_KTABLE_SOURCE_TOPICS, SINGLE_STORE_SELF_JOIN}),
         ("reuse.ktable.source.topics", {REUSE_KTABLE_SOURCE_TOPICS}),
         (
             "merge.repartition.topics , reuse.ktable.source.topics",
@@ -40,8 +42,6 @@ def test_accepted_values(config: str, rules: set[str]) -> None:
         (" none", "unrecognized value ' none'"),  # Kafka splits on commas only: outer blanks are kept
         ("none, reuse.ktable.source.topics", "'none' and 'all' stand alone"),
         ("all,none", "'none' and 'all' stand alone"),
-        ("all", "does not implement single.store.self.join yet"),
-        ("reuse.ktable.source.topics , single.store.self.join", "does not implement single.store.self.join yet"),
     ],
 )
 def test_rejected_values_name_the_accepted_ones(config: str, message: str) -> None:
