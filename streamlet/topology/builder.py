@@ -339,7 +339,7 @@ class StreamsBuilder:
     def build(self, topology_optimization: str = optimizer.NO_OPTIMIZATION) -> Topology:
         """The Topology built so far (later DSL calls on this builder do not change it), optimized as
         Kafka's `build(props)` with `topology.optimization` set to `topology_optimization` (see
-        `streamlet.topology.optimizer`)."""
+        `streamlet.topology.optimizer`). As in Kafka, the optimizations rewrite this builder's graph: build once."""
         optimizer.optimize(self._internal, optimizer.verify_topology_optimization(topology_optimization))
         written = self._internal.build()
         return Topology(
