@@ -21,6 +21,7 @@ from streamlet import agents, cli, global_tables, timers
 from streamlet.app_client import AppClient
 from streamlet.channels import Channel
 from streamlet.config import StreamsConfig
+from streamlet.errors import ConfigError
 from streamlet.kafka.topics import TopicSpec
 from streamlet.progress_bar import terminal_progress_bar
 from streamlet.replies import ReplyConsumer
@@ -52,6 +53,7 @@ class App:
         self._tables: dict[str, agents.Table] = {}
         self._pages: list[Page] = []
         self._topology: Topology | None = None
+        self._optimization: str | None = None  # what the topology was built with (None: given, not built)
         self._client: AppClient | None = None  # while a worker or `client()` runs: sends outside tasks, asks
         self._timers: list[timers.Timer] = []
         self._timer_service: timers.TimerService | None = None  # while a worker runs
@@ -271,8 +273,15 @@ class App:
 
     # ---- building and running ----------------------------------------------------------------------------
 
-    def topology(self) -> Topology:
-        """Compile the DSL and the agents (once; the App is frozen afterwards)."""
+    def topology(self, topology_optimization: str | None = None) -> Topology:
+        """Compile the DSL and the agents (once; the App is frozen afterwards), optimized as
+        `topology_optimization` (default: the App's setting) says; asking for another one afterwards is an error."""
+        optimization = self.config().topology_optimization if topology_optimization is None else topology_optimization
+        if self._topology is not None and self._optimization is not None and optimization != self._optimization:
+            raise ConfigError(
+                f"topology_optimization={optimization!r}, but the App's topology was already built with "
+                f"{self._optimization!r}; set it on the App (App(..., topology_optimization=...))"
+            )
         if self._topology is None:
             for table in self._tables.values():
                 table.check()
@@ -281,7 +290,8 @@ class App:
                         table.topic, table.key_serde, table.value_serde, store_name=table.name
                     )
             agents.compile_agents(self.builder, self._agents)
-            self._topology = self.builder.build()
+            self._topology = self.builder.build(optimization)
+            self._optimization = optimization
         return self._topology
 
     def streams(self, *, restore_listener: StateRestoreListener | None = None, **overrides: Any) -> KafkaStreams:
@@ -290,8 +300,9 @@ class App:
             for t in self._tables.values()
             if isinstance(t, global_tables.GlobalTable)
         ]
+        config = self.config(**overrides)
         return KafkaStreams(
-            self.topology(), self.config(**overrides), restore_listener=restore_listener, owned_topics=owned
+            self.topology(config.topology_optimization), config, restore_listener=restore_listener, owned_topics=owned
         )
 
     def cleanup(self, **overrides: Any) -> None:

@@ -17,6 +17,7 @@ from typing import Any, cast
 
 from streamlet.errors import ConfigError
 from streamlet.timestamps import TimestampExtractor, resolve_extractor
+from streamlet.topology.optimizer import verify_topology_optimization
 
 AT_LEAST_ONCE = "at_least_once"
 EXACTLY_ONCE_V2 = "exactly_once_v2"
@@ -108,6 +109,9 @@ class StreamsConfig:
     heartbeat_interval_ms: int = 3_000
     rebalance_timeout_ms: int = 60_000
     max_poll_interval_ms: int = 300_000
+    # Kafka's topology.optimization: "none", "all" or a comma list of rules (see streamlet.topology.optimizer);
+    # the App builds its topology with it
+    topology_optimization: str = "none"
     # None: each record's own timestamp; else `fn(record, partition_time) -> int` (see streamlet.timestamps)
     timestamp_extractor: TimestampExtractor | str | None = None
 
@@ -119,6 +123,7 @@ class StreamsConfig:
                 f"processing_guarantee={self.processing_guarantee!r}: expected one of "
                 f"{', '.join(PROCESSING_GUARANTEES)}" + (f" (did you mean {hint[0]!r}?)" if hint else "")
             )
+        verify_topology_optimization(self.topology_optimization)
         if self.commit_interval_ms == -1:
             object.__setattr__(self, "commit_interval_ms", DEFAULT_COMMIT_INTERVAL_MS[self.processing_guarantee])
         if not self.application_id or not isinstance(self.application_id, str):

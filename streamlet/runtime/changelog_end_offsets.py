@@ -5,12 +5,15 @@ One per client, shared by its threads, over the client's admin consumer (read_un
 watermark, as Kafka Streams lists them). aiokafka calls the leader's `assign()` synchronously, so it
 cannot fetch anything: every thread refreshes the end offsets when a rebalance starts (in its revocation
 callback), and the leader reads the cached values. Restoration asks for fresh ones.
+
+A source topic reused as a changelog (`reuse.ktable.source.topics`) ends, for lags, at the group's committed
+offset, not at its log end (Kafka's `sourceChangelogEndOffsets`): a task is restored only up to there.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from aiokafka.structs import TopicPartition
 
@@ -34,11 +37,19 @@ class ChangelogEndOffsets:
         self._consumer = consumer
         self._partitions = list(partitions)
 
-    async def refresh(self) -> None:
+    async def refresh(
+        self, committed_offsets: Callable[[Sequence[TopicPartition]], Awaitable[dict[TopicPartition, int]]]
+    ) -> None:
+        """Fetch the end offsets again: log ends, and `committed_offsets` for source topics used as changelogs."""
         if not self._partitions or self._consumer is None:
             return
+        sourced = [tp for tp in self._partitions if self._metadata.is_source_changelog(tp)]
+        others = [tp for tp in self._partitions if not self._metadata.is_source_changelog(tp)]
         async with self._lock:
-            self._end_offsets = dict(await self._consumer.end_offsets(self._partitions))
+            ends = dict(await self._consumer.end_offsets(others)) if others else {}
+            if sourced:
+                ends.update(await committed_offsets(sourced))
+            self._end_offsets = ends
 
     async def log_end_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
         """Fresh log-end offsets of `partitions` (a restoration's end)."""

@@ -10,12 +10,20 @@ exactly-once the restore consumer reads read_committed, so while a transaction a
 the position cannot reach it, and the restoration waits for the transaction to commit or abort. Stopping
 at the last stable offset instead would drop committed records written behind a crashed producer's open
 transaction, whose input offsets are already committed: lost updates.
+
+A source topic reused as a store's changelog (`reuse.ktable.source.topics`) is read only up to the group's
+committed offset of that partition (none committed: 0), as Kafka's StoreChangelogReader limits it: the records
+after it are the task's input, which must meet the store as it was when they were first processed. An active
+restoration ends there; a standby stops there and asks for the committed offset again, at most every
+`limit_refresh_ms`, once it has caught up with it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import bisect
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
@@ -44,12 +52,20 @@ class ChangelogPartition:
     owner: Owner
     end_offset: int | None = None  # active restoration completes here; None for a standby
     restored: int = 0
+    limit: int | None = None  # a source changelog: records from here on are not applied (yet)
+    blocked: bool = False  # a source changelog read up to its limit: not fetched until the limit moves
 
 
 @dataclass
 class RestoreResult:
     applied: int = 0  # records written to stores in this step
     completed: list[StreamTask] = field(default_factory=list)  # active tasks that caught up in this step
+
+
+def _below(records: Sequence[Any], limit: int) -> int:
+    """How many of `records` (in offset order) lie before offset `limit`."""
+    offsets = records.offsets if isinstance(records, RecordBlock) else [r.offset for r in records]
+    return bisect.bisect_left(offsets, limit)
 
 
 def record_bytes(records: Sequence[Any]) -> int:
@@ -72,9 +88,14 @@ class ChangelogReader:
         chunk_records: int,
         *,
         log_end_offsets: Callable[[Sequence[TopicPartition]], Awaitable[dict[TopicPartition, int]]],
+        committed_offsets: Callable[[Sequence[TopicPartition]], Awaitable[dict[TopicPartition, int]]] | None = None,
+        limit_refresh_ms: int = 0,
     ) -> None:
         self.consumer = consumer
         self._log_end_offsets = log_end_offsets
+        self._committed_offsets = committed_offsets
+        self._limit_refresh_s = limit_refresh_ms / 1000
+        self._limits_refreshed = 0.0
         self._listener = listener
         self._chunk_records = chunk_records
         self._changelogs: dict[TopicPartition, ChangelogPartition] = {}
@@ -101,12 +122,27 @@ class ChangelogReader:
         result = RestoreResult()
         if not wanted:
             return result
-        data = await self.consumer.getmany(timeout_ms=timeout_ms, max_records=self._chunk_records)
+        await self._maybe_refresh_standby_limits()
+        fetchable = [tp for tp, changelog in self._changelogs.items() if not changelog.blocked]
+        if fetchable:
+            every = len(fetchable) == len(self._changelogs)
+            data = await self.consumer.getmany(
+                *(() if every else fetchable), timeout_ms=timeout_ms, max_records=self._chunk_records
+            )
+        else:  # every partition waits for its limit to move
+            data = {}
+            await asyncio.sleep(timeout_ms / 1000)
         step = self._chunk_records
         for tp, records in data.items():
             changelog = self._changelogs.get(tp)
             if changelog is None or not records:
                 continue
+            if changelog.limit is not None and records[-1].offset >= changelog.limit:
+                records = records[: _below(records, changelog.limit)]
+                self.consumer.seek(tp, changelog.limit)  # the rest is fetched again once the limit moves
+                changelog.blocked = True
+                if not records:
+                    continue
             state_manager = changelog.owner.state_manager
             assert state_manager is not None
             # the restore consumer returns whole record batches (up to a fetch's size): apply and report them
@@ -147,12 +183,14 @@ class ChangelogReader:
         self._changelogs = {tp: previous[tp] for tp in wanted if tp not in changed}
         restoring_new = [tp for tp in changed if isinstance(wanted[tp][1], StreamTask)]
         ends = await self._log_end_offsets(restoring_new) if restoring_new else {}
+        limits = await self._limits([tp for tp in changed if self._is_source(tp, wanted[tp][1])])
         for tp in changed:
             store, owner = wanted[tp]
             state_manager = owner.state_manager
             assert state_manager is not None
             start = state_manager.changelog_offsets()[tp]
             end = ends.get(tp)
+            limit = limits.get(tp)
             if end is not None and start > end:
                 log.warning(
                     "task %s: checkpointed offset %d of %s-%d is beyond the changelog end %d (topic "
@@ -166,9 +204,41 @@ class ChangelogReader:
                 state_manager.wipe()
                 start = 0
             self.consumer.seek(tp, start)
-            self._changelogs[tp] = ChangelogPartition(tp, store, owner, end)
+            if end is not None and limit is not None:
+                end = min(end, limit)
+            self._changelogs[tp] = ChangelogPartition(
+                tp, store, owner, end, limit=limit, blocked=limit is not None and start >= limit
+            )
             if end is not None:
                 self._listener.on_restore_start(tp, store, start, end)
+
+    @staticmethod
+    def _is_source(tp: TopicPartition, owner: Owner) -> bool:
+        assert owner.state_manager is not None
+        return owner.state_manager.changelog_as_source(tp)
+
+    async def _limits(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
+        """The group's committed offsets of source changelogs (0 where none is committed), as Kafka's
+        `committedOffsetForChangelogs`."""
+        if not partitions:
+            return {}
+        if self._committed_offsets is None:
+            raise RuntimeError("a source topic is a changelog, but the reader cannot fetch committed offsets")
+        committed = await self._committed_offsets(partitions)
+        self._limits_refreshed = time.monotonic()
+        return {tp: committed.get(tp, 0) for tp in partitions}
+
+    async def _maybe_refresh_standby_limits(self) -> None:
+        """Standbys caught up with their source changelogs' limits ask for the committed offsets again
+        (Kafka's `maybeUpdateLimitOffsetsForStandbyChangelogs`); limits only grow."""
+        waiting = [c for c in self._changelogs.values() if c.blocked and c.end_offset is None]
+        if not waiting or time.monotonic() - self._limits_refreshed < self._limit_refresh_s:
+            return
+        limits = await self._limits([c.partition for c in waiting])
+        for changelog in waiting:
+            limit = max(limits[changelog.partition], changelog.limit or 0)
+            if limit != changelog.limit:
+                changelog.limit, changelog.blocked = limit, False
 
     async def _caught_up(self, task: StreamTask) -> bool:
         assert task.state_manager is not None

@@ -227,7 +227,11 @@ class KafkaStreams:
             await manager.close()
         counts.update({t.name: t.partitions or 1 for t in internal if t.kind == "repartition"})
         self.topology_metadata.task_partitions(counts)  # caches task -> source partitions
-        return [TopicPartition(t.name, p) for t in internal if t.kind == "changelog" for p in range(t.partitions or 0)]
+        changelogs = [
+            TopicPartition(t.name, p) for t in internal if t.kind == "changelog" for p in range(t.partitions or 0)
+        ]
+        sourced = self.topology_metadata.names.source_changelog_topics()  # user topics reused as changelogs
+        return changelogs + [TopicPartition(t, p) for t in sorted(sourced) for p in range(counts[t])]
 
     async def wait(self) -> None:
         """Return when every thread stopped; raise the first thread failure."""

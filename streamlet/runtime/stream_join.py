@@ -80,6 +80,8 @@ def build(
         return _windowed(spec, forward, names, context, graph)
     if spec.op == n.STREAM_JOIN:
         return _join(spec, forward, names, context, graph)
+    if spec.op == n.STREAM_SELF_JOIN:
+        return _self_join(spec, forward, names, context, graph)
     return forward  # the merge: both sides' results as they come
 
 
@@ -209,6 +211,62 @@ def _join(
         shared.append(_TIMESTAMP.pack(timestamp) + this_side + key_bytes, this_side, value_bytes)
 
     return stream_join
+
+
+def _self_join(
+    spec: ProcessorSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
+) -> Forward:
+    """`KStreamKStreamSelfJoin` (`single.store.self.join`): the stream's one window store serves as both sides.
+    A record meets the stored ones within its own side's window, then, within the other side's, the stored
+    ones meet it; its join with itself comes before the first later partner (or last), unless already expired.
+    Kafka uses it for any join of a stream with itself once the rule is on, whatever the join's kind."""
+    join = spec.stream_join
+    assert join is not None
+    (store_name,) = spec.stores
+    store_spec = names.topology.stores[store_name]
+    topic = names.changelog_topic(store_name)
+    key_ser = cast(Callable[[str, Any], bytes], store_spec.key_serde.serialize)  # keys here are not null
+    value_de = store_spec.value_serde.deserialize
+    store = context.get_state_store(store_name)
+    windows = join.windows
+    retention = windows.before_ms + windows.after_ms + windows.grace_ms  # JoinWindows' size() plus grace
+    joiner: Any = spec.fn
+    record = graph.record
+    tracker = TimeTracker()  # the processor's own, as Kafka's
+
+    def forward_at(key: Any, value: Any, timestamp: int) -> None:
+        current = record.timestamp
+        record.timestamp = timestamp
+        try:
+            forward(key, value)
+        finally:
+            record.timestamp = current
+
+    def self_join(key: Any, value: Any, _node: str = spec.name) -> None:
+        if key is None or value is None:
+            graph.dropped_records += 1  # Kafka: "Skipping record due to null key or value"
+            return
+        timestamp = record.timestamp
+        joined_with_self = joiner(value, value)
+        if timestamp > tracker.stream_time:
+            tracker.stream_time = timestamp
+        emit_self = timestamp > tracker.stream_time - retention + 1
+        emitted_self = False
+        key_bytes = key_ser(topic, key)
+        this_from, this_to = max(0, timestamp - windows.before_ms), max(0, timestamp + windows.after_ms)
+        for other_timestamp, raw in list(_fetch(store, key_bytes, this_from, this_to)):
+            forward_at(key, joiner(value, value_de(topic, raw)), max(timestamp, other_timestamp))
+        other_from, other_to = max(0, timestamp - windows.after_ms), max(0, timestamp + windows.before_ms)
+        for other_timestamp, raw in list(_fetch(store, key_bytes, other_from, other_to)):
+            later = max(timestamp, other_timestamp)
+            if timestamp < later and not emitted_self and emit_self:
+                emitted_self = True
+                forward_at(key, joined_with_self, timestamp)
+            forward_at(key, joiner(value_de(topic, raw), value), later)
+        if not emitted_self and emit_self:
+            forward_at(key, joined_with_self, timestamp)
+
+    return self_join
 
 
 def _fetch(store: Any, key: bytes, time_from: int, time_to: int) -> Iterator[tuple[int, bytes]]:

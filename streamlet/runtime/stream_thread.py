@@ -17,7 +17,7 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from aiokafka import AIOKafkaProducer, ConsumerRebalanceListener
@@ -156,6 +156,8 @@ class StreamThread:
             restore_listener,
             config.restore_chunk_records,
             log_end_offsets=end_offsets.log_end_offsets,
+            committed_offsets=self._committed_offsets,
+            limit_refresh_ms=config.commit_interval_ms,
         )
         self.tasks = TaskManager(
             self.name,
@@ -169,6 +171,11 @@ class StreamThread:
             stall_watch=self.stall_watch,
             buffered_records_per_partition=config.buffered_records_per_partition,
         )
+
+    async def _committed_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+        """The group's committed offsets of `partitions` (0 where none is committed, as Kafka defaults them)."""
+        committed = await self.consumer.committed_offsets(partitions)
+        return {tp: committed[tp].offset if tp in committed else 0 for tp in partitions}
 
     # ---- lifecycle ----------------------------------------------------------------------------------------
 
@@ -299,7 +306,7 @@ class StreamThread:
                 elif not await self.tasks.drop_if_frozen(rejoin=False):
                     await self.tasks.handle_revocation()
                 self.tasks.lock_task_dirs()
-                await self._end_offsets.refresh()
+                await self._end_offsets.refresh(self._committed_offsets)
             except Exception as exc:  # aiokafka swallows listener errors: surface it from the loop instead
                 log.exception("stream-thread [%s] failed while preparing the rebalance", self.name)
                 self._failure = exc

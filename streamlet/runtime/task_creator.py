@@ -80,7 +80,9 @@ class TaskCreator:
                         )
                         state_manager.register_buffer(TimeOrderedKeyValueBuffer(store, buffer_sink))
                         continue
-                    sink = changelog_sink(resources.collector.send, tp, record_context, spec.timestamped)
+                    sink = None
+                    if not metadata.is_source_changelog(tp):  # a reused source topic is never written
+                        sink = changelog_sink(resources.collector.send, tp, record_context, spec.timestamped)
                     cache = resources.cache if spec.cached else None
                     state_manager.register_store(store, cache=cache, changelog_sink=sink, **store_kind(spec))
                 for store in unlogged:  # in memory, written nowhere: starts empty
@@ -120,11 +122,13 @@ class TaskCreator:
         (task_dir / CHECKPOINT_FILE_NAME).unlink(missing_ok=True)
 
     def _state_manager(self, task_id: TaskId) -> ProcessorStateManager:
+        changelogs = self._metadata.changelog_partitions(task_id)
         return ProcessorStateManager(
             task_id,
             self._state_directory.task_dir(task_id),
-            self._metadata.changelog_partitions(task_id),
+            changelogs,
             restore_chunk_records=self._config.restore_chunk_records,
+            source_changelogs=[tp for tp in changelogs.values() if self._metadata.is_source_changelog(tp)],
         )
 
 

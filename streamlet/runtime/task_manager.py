@@ -472,8 +472,12 @@ class TaskManager:
         else:
             acked = await self._collector.flush()
             await self._commit_offsets(offsets)
+        # a source topic reused as a changelog is checkpointed at the offsets consumed from it, under the ones the
+        # producer acknowledged (Kafka's StreamTask#checkpointableOffsets); other input partitions are ignored
+        consumed = {tp: meta.offset - 1 for tp, meta in offsets.items()}
         for task in running:
             if task.state_manager is not None:
+                task.state_manager.update_changelog_offsets(consumed)
                 task.state_manager.update_changelog_offsets(acked)
             task.mark_committed(offsets)
         if force_checkpoint or not self._exactly_once:

@@ -21,8 +21,11 @@ class TopicNames:
         self.application_id = application_id
         prefix = f"{application_id}-"
         self._internal = {raw: prefix + raw for raw in topology.repartition_topics()}
-        self._changelogs = {store: prefix + raw for store, raw in topology.changelog_topics().items()}
-        self._internal.update({raw: self._changelogs[store] for store, raw in topology.changelog_topics().items()})
+        sourced = topology.source_changelogs()  # user topics: no prefix, not internal
+        changelogs = topology.changelog_topics()
+        self._changelogs = {store: raw if store in sourced else prefix + raw for store, raw in changelogs.items()}
+        self._internal.update({raw: self._changelogs[s] for s, raw in changelogs.items() if s not in sourced})
+        self._source_changelogs = frozenset(self._changelogs[s] for s in sourced if s in self._changelogs)
         self._stores = {topic: store for store, topic in self._changelogs.items()}
         self._global_topics = {g.store: g.topic for g in topology.global_stores}
 
@@ -46,6 +49,10 @@ class TopicNames:
     def changelog_topics(self) -> dict[str, str]:
         """Store -> changelog topic, for every logged store."""
         return dict(self._changelogs)
+
+    def source_changelog_topics(self) -> frozenset[str]:
+        """The changelogs that are source topics (`reuse.ktable.source.topics`): read, never written."""
+        return self._source_changelogs
 
     def changelog_topic(self, store: str) -> str:
         try:

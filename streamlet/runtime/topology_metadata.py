@@ -28,6 +28,7 @@ class TopologyMetadata:
         self._stateful = topology.stateful_subtopologies()
         self._source_topics = self.names.source_topics()
         self._changelog_topics = frozenset(self.names.changelog_topics().values())
+        self._source_changelogs = self.names.source_changelog_topics()
         self._groups: dict[TaskId, frozenset[TopicPartition]] = {}
         self._groups_key: tuple[tuple[str, int], ...] = ()
 
@@ -35,7 +36,12 @@ class TopologyMetadata:
         return list(self._source_topics)
 
     def changelog_topics(self) -> frozenset[str]:
-        return self._changelog_topics
+        """The changelogs this application writes (a source topic reused as a changelog is not one)."""
+        return self._changelog_topics - self._source_changelogs
+
+    def is_source_changelog(self, partition: TopicPartition) -> bool:
+        """True if `partition` is a source topic's, reused as a store's changelog (Kafka's `changelogAsSource`)."""
+        return partition.topic in self._source_changelogs
 
     def task_partitions(self, partition_counts: Mapping[str, int]) -> dict[TaskId, frozenset[TopicPartition]]:
         key = tuple(sorted(partition_counts.items()))

@@ -88,6 +88,7 @@ class ProcessorStateManager:
         changelog_partitions: Mapping[str, TopicPartition],
         *,
         restore_chunk_records: int = DEFAULT_RESTORE_CHUNK_RECORDS,
+        source_changelogs: Iterable[TopicPartition] = (),
     ) -> None:
         if restore_chunk_records < 1:
             raise ValueError("restore_chunk_records must be >= 1")
@@ -103,6 +104,8 @@ class ProcessorStateManager:
                     f"task {task_id}: stores {self._store_by_changelog[tp]!r} and {name!r} share changelog {tp}"
                 )
             self._store_by_changelog[tp] = name
+        # changelogs that are the task's own source partitions (`reuse.ktable.source.topics`)
+        self._source_changelogs = frozenset(source_changelogs)
         self._offsets: dict[TopicPartition, int | None] = dict.fromkeys(self._store_by_changelog)
         self._stores: dict[str, _Store] = {}
         self._checkpoint = OffsetCheckpoint(self.task_dir / CHECKPOINT_FILE_NAME)
@@ -242,6 +245,11 @@ class ProcessorStateManager:
 
     def changelog_partitions(self) -> dict[str, TopicPartition]:
         return dict(self._changelogs)
+
+    def changelog_as_source(self, tp: TopicPartition) -> bool:
+        """True if the changelog `tp` is a source topic partition (Kafka's `changelogAsSource`): nothing writes
+        it for the store, its offsets are the task's consumed ones, and restoration stops at the committed one."""
+        return tp in self._source_changelogs
 
     # ------------------------------------------------------------------ offsets
 

@@ -181,7 +181,7 @@ class TopologyTestDriver:
                 )
                 continue
             sink = None
-            if store in changelogs:
+            if store in changelogs and store not in sub.source_changelogs:  # a reused source topic is not written
                 sink = changelog_sink(self._send, changelogs[store], self._record, specs[store].timestamped)
             cache = self._cache if specs[store].cached else None
             stores[store] = state.register_store(store, cache=cache, changelog_sink=sink, **store_kind(specs[store]))

@@ -39,7 +39,7 @@ from streamlet.serdes import BytesSerde, LongSerde, Serde, SerdeLike, resolve_se
 from streamlet.session_windows import SessionWindowedSerde, SessionWindows
 from streamlet.sliding_windows import SlidingWindows
 from streamlet.suppressed import Suppressed
-from streamlet.topology import foreign_key_joins, joins, ktable, stream_joins
+from streamlet.topology import foreign_key_joins, joins, ktable, optimizer, stream_joins
 from streamlet.topology import nodes as n
 from streamlet.topology.branch import BRANCH_NAME, BRANCHCHILD_NAME, MERGE_NAME, Branched, Splitter
 from streamlet.topology.change import ChangeSerde
@@ -118,7 +118,18 @@ def _require_callable(fn: object, what: str) -> None:
 class _GraphNode:
     """A node of Kafka Streams' logical graph (`GraphNode`): writes one or more topology nodes."""
 
-    __slots__ = ("name", "priority", "parents", "children", "write")
+    __slots__ = (
+        "name",
+        "priority",
+        "parents",
+        "children",
+        "write",
+        "key_changing",
+        "value_changing",
+        "merge_node",
+        "repartition",
+        "self_join",
+    )
 
     def __init__(self, name: str, write: Callable[[tuple[str, ...], _Topology], None] | None) -> None:
         self.name = name
@@ -126,6 +137,12 @@ class _GraphNode:
         self.parents: dict[_GraphNode, None] = {}  # LinkedHashSet
         self.children: dict[_GraphNode, None] = {}
         self.write = write  # write(parent_names, topology_under_construction)
+        # what streamlet.topology.optimizer looks at (Kafka's GraphNode flags, OptimizableRepartitionNode)
+        self.key_changing = False
+        self.value_changing = False
+        self.merge_node = False
+        self.repartition: optimizer.Repartition | None = None
+        self.self_join: optimizer.SelfJoin | None = None
 
 
 class _Topology:
@@ -136,6 +153,7 @@ class _Topology:
         self.stores: dict[str, StoreSpec] = {}
         self.store_users: dict[str, list[str]] = {}
         self.internal_topics: dict[str, None] = {}
+        self.source_changelogs: dict[str, str] = {}  # store -> the source topic that is its changelog
 
     def add(self, spec: NodeSpec) -> None:
         if spec.name in self.nodes:
@@ -162,6 +180,9 @@ class _InternalBuilder:
         self.state_stores: dict[str, StoreSpec] = {}  # declared with StreamsBuilder.add_store
         self.join_repartitions: dict[_GraphNode, _GraphNode] = {}  # a stream's last join repartition
         self.null_key_relaxed: set[_GraphNode] = set()  # left joins, which join null keys too
+        self.reuse_ktable_source_topics = False  # set per build by streamlet.topology.optimizer
+        self.key_changing_repartitions: dict[_GraphNode, dict[_GraphNode, None]] = {}  # see optimizer.track
+        self.merge_nodes: dict[_GraphNode, None] = {}
 
     def new_processor_name(self, prefix: str) -> str:
         name = f"{prefix}{self.index:010d}"
@@ -207,6 +228,16 @@ class _InternalBuilder:
         child.parents[parent] = None
         child.priority = self.priority
         self.priority += 1
+        optimizer.track(self, child)
+
+    def merged_repartition(self, topic: str, key_serde: Serde | None, value_serde: Serde | None) -> _GraphNode:
+        """The repartition `merge.repartition.topics` puts right after a key-changing node (Kafka's
+        `createRepartitionNode`: createRepartitionedSource with the first merged topic's name)."""
+        for generated in (SINK_NAME, FILTER_NAME, SOURCE_NAME):  # burnt, for compatibility
+            self.new_processor_name(generated)
+        # unclaimed: the first merged repartition, whose names these may be, is never written
+        sink, filter_, source = topic + "-sink", topic + "-filter", topic + "-source"
+        return _repartition_node(self, topic, sink, filter_, source, _or_default(key_serde), _or_default(value_serde))
 
     def build(self) -> _Topology:
         """`buildAndOptimizeTopology` (no optimizations): write nodes in build-priority order."""
@@ -311,14 +342,18 @@ class StreamsBuilder:
         """
         return _global_table(self._internal, topic, key_serde, value_serde, store_name, name)
 
-    def build(self) -> Topology:
-        """The Topology built so far (later DSL calls on this builder do not change it)."""
+    def build(self, topology_optimization: str = optimizer.NO_OPTIMIZATION) -> Topology:
+        """The Topology built so far (later DSL calls on this builder do not change it), optimized as
+        Kafka's `build(props)` with `topology.optimization` set to `topology_optimization` (see
+        `streamlet.topology.optimizer`). As in Kafka, the optimizations rewrite this builder's graph: build once."""
+        optimizer.optimize(self._internal, optimizer.verify_topology_optimization(topology_optimization))
         written = self._internal.build()
         return Topology(
             nodes=tuple(written.nodes.values()),
             stores=tuple(written.stores.values()),
             store_users={k: tuple(v) for k, v in written.store_users.items()},
             internal_topics=tuple(written.internal_topics),
+            source_changelogs=written.source_changelogs,
         )
 
 
@@ -335,6 +370,8 @@ def _processor_node(
         topology.add(ProcessorSpec(name, parents, op, fn=fn))
 
     node = _GraphNode(name, write)
+    node.key_changing = op in (n.SELECT_KEY, n.MAP, n.FLAT_MAP)
+    node.value_changing = op in (n.MAP_VALUES, n.FLAT_MAP_VALUES)
     internal.add_graph_node(parent, node)
     return node
 
@@ -552,7 +589,7 @@ class KStream:
             validate_name(name)
         prefix = name if name is not None else self._builder.new_processor_name(REPARTITION_NAME)
         grouped = KGroupedStream(self._builder, self._node, ks, vs, True, None)
-        node = grouped._repartition(prefix)
+        node = grouped._repartition(prefix, optimizable=False)  # Kafka's UnoptimizableRepartitionNode
         return KStream(self._builder, node, ks, vs, repartition_required=False)
 
     def process(
@@ -609,6 +646,7 @@ class KStream:
             topology.add(ProcessorSpec(merge_name, parents, n.PASS_THROUGH))
 
         node = _GraphNode(merge_name, write)
+        node.merge_node = True
         builder.add_graph_node(self._node, node)
         builder.add_graph_node(other._node, node)
         required = self._repartition_required or other._repartition_required
@@ -1018,12 +1056,17 @@ class KGroupedStream:
             )
 
     def _repartition(
-        self, prefix: str, upstream: _GraphNode | None = None, value_serde: Serde | None = None
+        self,
+        prefix: str,
+        upstream: _GraphNode | None = None,
+        value_serde: Serde | None = None,
+        *,
+        optimizable: bool = True,
     ) -> _GraphNode:
         """Kafka's `createRepartitionedSource`, plus the node reuse of GroupedStreamAggregateBuilder.
 
         `upstream` (default: the grouped stream's node) feeds the topic; `value_serde` replaces the stream's
-        value serde for it (a pre-aggregation writes partials).
+        value serde for it (a pre-aggregation writes partials, so its topic is never merged with another).
         """
         builder = self._builder
         topic = prefix if prefix.endswith(REPARTITION_TOPIC_SUFFIX) else prefix + REPARTITION_TOPIC_SUFFIX
@@ -1041,23 +1084,11 @@ class KGroupedStream:
             builder.claim_topics(source, [topic])
             key_serde = _or_default(self._key_serde)
             topic_value_serde = _or_default(self._value_serde if value_serde is None else value_serde)
-
-            def write(parents: tuple[str, ...], topology: _Topology) -> None:
-                topology.internal_topics[topic] = None
-                # null keys pass where a left join downstream joins them (Kafka 3.7+, KIP-962)
-                relaxed = joins.null_key_relaxed_join_below(builder.null_key_relaxed, self._repartition_node)
-                topology.add(
-                    ProcessorSpec(
-                        filter_,
-                        parents,
-                        n.FILTER if relaxed else n.REPARTITION_FILTER,
-                        fn=joins.keep_all if relaxed else None,
-                    )
-                )
-                topology.add(SinkSpec(sink, (filter_,), topic, key_serde, topic_value_serde))
-                topology.add(SourceSpec(source, (), (topic,), key_serde, topic_value_serde))
-
-            self._repartition_node = _GraphNode(source, write)
+            self._repartition_node = _repartition_node(
+                builder, topic, sink, filter_, source, key_serde, topic_value_serde
+            )
+            if optimizable and value_serde is None:
+                self._repartition_node.repartition = optimizer.Repartition(topic, self._key_serde, self._value_serde)
         node = self._repartition_node
         assert node is not None
         # Re-adding a reused node moves its build priority, exactly as in Kafka Streams.
@@ -1653,6 +1684,8 @@ def _table(
         )
         if source.materialized:
             topology.add_store(StoreSpec(store, key_serde_, value_serde_, timestamped=True), table_source_name)
+            if internal.reuse_ktable_source_topics:  # Kafka's connectSourceStoreAndTopic
+                topology.source_changelogs[store] = topic
 
     node = _GraphNode(table_source_name, write)
     internal.add_graph_node(internal.root, node)
@@ -2055,6 +2088,30 @@ def _stream_table_join(
     return KStream(internal, node, _first(ks, stream._key_serde), None, repartition_required=False)
 
 
+def _repartition_node(
+    internal: _InternalBuilder, topic: str, sink: str, filter_: str, source: str, key_serde: Serde, value_serde: Serde
+) -> _GraphNode:
+    """The repartition's filter, sink and source nodes; the graph node is named after the source."""
+
+    def write(parents: tuple[str, ...], topology: _Topology) -> None:
+        topology.internal_topics[topic] = None
+        # null keys pass where a left join downstream joins them (Kafka 3.7+, KIP-962)
+        relaxed = joins.null_key_relaxed_join_below(internal.null_key_relaxed, node)
+        topology.add(
+            ProcessorSpec(
+                filter_,
+                parents,
+                n.FILTER if relaxed else n.REPARTITION_FILTER,
+                fn=joins.keep_all if relaxed else None,
+            )
+        )
+        topology.add(SinkSpec(sink, (filter_,), topic, key_serde, value_serde))
+        topology.add(SourceSpec(source, (), (topic,), key_serde, value_serde))
+
+    node = _GraphNode(source, write)
+    return node
+
+
 def _repartition_for_join(stream: KStream, prefix: str, key_serde: Any, value_serde: Any) -> _GraphNode:
     """`repartitionForJoin`: the names are always generated (three counter values). Like Kafka's KStreamImpl,
     a stream keeps the repartition of its last join and reuses it for an unnamed join (whose prefix is the
@@ -2259,9 +2316,21 @@ def _stream_stream_join(
                 topology.add_store(stream_joins.outer_store(outer), spec.name)
         topology.add(ProcessorSpec(names.merge, (names.join_this, names.join_other), n.STREAM_JOIN_MERGE))
 
-    internal.add_graph_node(this_node, _GraphNode(names.this_windowed, windowed(names.this_windowed, this_store)))
-    internal.add_graph_node(other_node, _GraphNode(names.other_windowed, windowed(names.other_windowed, other_store)))
+    def write_self_join(parents: tuple[str, ...], topology: _Topology) -> None:
+        """Kafka's self-join processor, named as the merge, under this side's windowed node and its store."""
+        spec = n.StreamJoinSpec(windows, True, left_outer, this_store.name, this_store.name, None, names.merge)
+        stores = (this_store.name,)
+        topology.add(
+            ProcessorSpec(names.merge, (names.this_windowed,), n.STREAM_SELF_JOIN, stores, fn=joiner, stream_join=spec)
+        )
+        topology.store_users[this_store.name].append(names.merge)
+
+    this_windowed = _GraphNode(names.this_windowed, windowed(names.this_windowed, this_store))
+    other_windowed = _GraphNode(names.other_windowed, windowed(names.other_windowed, other_store))
+    internal.add_graph_node(this_node, this_windowed)
+    internal.add_graph_node(other_node, other_windowed)
     node = _GraphNode(names.merge, write_join)
+    node.self_join = optimizer.SelfJoin(this_windowed, other_windowed, write_self_join)
     internal.add_graph_node(this_node, node)
     internal.add_graph_node(other_node, node)
     if left_outer:

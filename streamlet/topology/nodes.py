@@ -126,7 +126,9 @@ FK_JOIN_OPS = frozenset(
 )
 
 AGGREGATING_OPS = frozenset({COUNT, REDUCE, AGGREGATE})
-STREAM_JOIN_OPS = frozenset({STREAM_JOIN_WINDOW, STREAM_JOIN, STREAM_JOIN_MERGE})
+# KStreamKStreamSelfJoin (`single.store.self.join`): a stream joined with itself, from one window store
+STREAM_SELF_JOIN = "stream_self_join"
+STREAM_JOIN_OPS = frozenset({STREAM_JOIN_WINDOW, STREAM_JOIN, STREAM_JOIN_MERGE, STREAM_SELF_JOIN})
 TABLE_OPS = frozenset(
     {
         TABLE_SOURCE,

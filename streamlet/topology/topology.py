@@ -76,6 +76,8 @@ class Subtopology:
     repartition_sink_topics: tuple[str, ...]
     store_names: tuple[str, ...]  # the logged stores: each has a changelog and makes the task stateful
     unlogged_store_names: tuple[str, ...] = ()  # local only (a suppression buffer `with_logging_disabled`)
+    # stores whose changelog is their source topic (`reuse.ktable.source.topics`): store -> raw topic
+    source_changelogs: Mapping[str, str] = field(default_factory=dict, hash=False)
 
     @property
     def stateful(self) -> bool:
@@ -83,8 +85,8 @@ class Subtopology:
         return bool(self.store_names)
 
     def changelog_topics(self) -> dict[str, str]:
-        """Store name -> raw changelog topic."""
-        return {store: changelog_topic(store) for store in self.store_names}
+        """Store name -> raw changelog topic (a source KTable's source topic, when it is reused as one)."""
+        return {store: self.source_changelogs.get(store) or changelog_topic(store) for store in self.store_names}
 
 
 @dataclass(frozen=True)
@@ -145,8 +147,10 @@ class Topology:
         stores: tuple[StoreSpec, ...],
         store_users: Mapping[str, tuple[str, ...]],
         internal_topics: tuple[str, ...],
+        source_changelogs: Mapping[str, str] | None = None,
     ) -> None:
         self._nodes = nodes
+        self._source_changelogs = dict(source_changelogs or {})
         self._by_name = {spec.name: spec for spec in nodes}
         self._stores = {store.name: store for store in stores}
         self._store_users = dict(store_users)
@@ -208,6 +212,9 @@ class Topology:
             repartition_sink_topics=tuple(t for t in sinks if t in self._internal),
             store_names=tuple(s for s in stores if self._stores[s].logged),
             unlogged_store_names=tuple(s for s in stores if not self._stores[s].logged),
+            source_changelogs=MappingProxyType(
+                {s: self._source_changelogs[s] for s in stores if s in self._source_changelogs}
+            ),
         )
 
     @property
@@ -280,6 +287,12 @@ class Topology:
         """Store name -> raw changelog topic, for every logged store."""
         return {store: topic for sub in self._subtopologies for store, topic in sub.changelog_topics().items()}
 
+    def source_changelogs(self) -> dict[str, str]:
+        """Store name -> raw source topic, for the stores whose changelog is their source topic
+        (`reuse.ktable.source.topics`): nothing creates or writes these, and restoration stops at the task's
+        committed offset, since the task itself reads on from there."""
+        return dict(self._source_changelogs)
+
     def copartition_groups(self) -> list[tuple[str, ...]]:
         """Raw topics that must have equal partition counts: a stream-table join's stream and table sources, a
         stream-stream join's two streams' sources (Kafka's copartition groups; a repartition topic among them is
@@ -342,6 +355,8 @@ class Topology:
         for sub in self._subtopologies:
             partitions = None if resolver is None or not sub.store_names else resolver.subtopology(sub.id)
             for store, topic in sub.changelog_topics().items():
+                if store in sub.source_changelogs:  # a user topic: Kafka's nonSourceChangelogTopics skip it
+                    continue
                 spec = self._stores[store]
                 windows = spec.windows
                 config = (

@@ -8,6 +8,8 @@ A case::
 
     {"application_id": "app", "config": {"statestore_cache_max_bytes": 0},
      "program": [...], "inputs": [{"topic": "in1", "key": "k1", "value": "a b", "timestamp": 5}, {"advance": 10}]}
+
+A config may name a `topology_optimization`: both sides build the program with it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from streamlet.testing import TopologyTestDriver
+from streamlet.topology import Topology
 from tests.support import dsl_spec
 
 _WORDS = ["a", "b", "ab", "ba", "c", "abc"]
@@ -25,12 +28,27 @@ _TIMESTAMP_WORDS = ["@7", "@150", "drop", "now"]  # what the "payload" extractor
 SESSION = -1
 
 
+#: the `topology_optimization` values cases draw from
+OPTIMIZATIONS = (
+    "reuse.ktable.source.topics",
+    "merge.repartition.topics",
+    "merge.repartition.topics,reuse.ktable.source.topics",
+    "single.store.self.join",
+    "all",
+)
+
+
+def build_topology(case: dict[str, Any]) -> Topology:
+    """The case's program, built as its `topology_optimization` (default none) says, as the oracle builds it."""
+    return dsl_spec.build(case["program"]).build(case.get("config", {}).get("topology_optimization", "none"))
+
+
 def run_streamlet(case: dict[str, Any]) -> dict[str, Any]:
     """The oracle's output format, computed by streamlet's TopologyTestDriver."""
     config = {"application_id": case.get("application_id", "app"), **case.get("config", {})}
     if "timestamp_extractor" in config:
         config["timestamp_extractor"] = dsl_spec.EXTRACTORS[config["timestamp_extractor"]]
-    with TopologyTestDriver(dsl_spec.build(case["program"]), config) as driver:
+    with TopologyTestDriver(build_topology(case), config) as driver:
         for step in case["inputs"]:
             if "advance" in step:
                 driver.advance_wall_clock_time(step["advance"])
@@ -249,4 +267,6 @@ def semantic_cases(draw: st.DrawFn) -> dict[str, Any]:
     config: dict[str, Any] = {"statestore_cache_max_bytes": draw(st.sampled_from([0, 10 * 1024 * 1024]))}
     if draw(st.integers(0, 3)) == 0:
         config["timestamp_extractor"] = "payload"
+    if draw(st.integers(0, 2)) == 0:
+        config["topology_optimization"] = draw(st.sampled_from(OPTIMIZATIONS))
     return {"application_id": "app", "config": config, "program": program, "inputs": steps}

@@ -14,6 +14,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from tests.support.semantics_cases import OPTIMIZATIONS
+
 _KEYS = ["a", "ab", "k1", None]
 _WORDS = ["a", "b", "ab", "abc", "ba"]
 
@@ -113,5 +115,7 @@ def stream_join_cases(draw: st.DrawFn) -> dict[str, Any]:
                 "timestamp": base + draw(st.integers(0, 60)),
             }
         )
-    config = {"statestore_cache_max_bytes": draw(st.sampled_from([0, 10 * 1024 * 1024]))}
+    config: dict[str, Any] = {"statestore_cache_max_bytes": draw(st.sampled_from([0, 10 * 1024 * 1024]))}
+    if draw(st.integers(0, 2)) == 0:
+        config["topology_optimization"] = draw(st.sampled_from(OPTIMIZATIONS))
     return {"application_id": "app", "config": config, "program": program, "inputs": steps}

@@ -19,7 +19,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from tests.support import dsl_spec
-from tests.support.semantics_cases import suppression
+from tests.support.semantics_cases import OPTIMIZATIONS, suppression
 
 _KEYS = ["a", "ab", "k1", None]
 _WORDS = ["a", "b", "ab", "abc", "ba"]
@@ -257,5 +257,7 @@ def table_semantic_cases(draw: st.DrawFn) -> dict[str, Any]:
                 "timestamp": draw(st.integers(0, 50)),
             }
         )
-    config = {"statestore_cache_max_bytes": draw(st.sampled_from([0, 10 * 1024 * 1024]))}
+    config: dict[str, Any] = {"statestore_cache_max_bytes": draw(st.sampled_from([0, 10 * 1024 * 1024]))}
+    if draw(st.integers(0, 2)) == 0:
+        config["topology_optimization"] = draw(st.sampled_from(OPTIMIZATIONS))
     return {"application_id": "app", "config": config, "program": program, "inputs": steps}

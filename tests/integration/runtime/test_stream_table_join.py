@@ -114,3 +114,58 @@ async def test_join_of_topics_with_different_partition_counts_fails_at_start(
             await client.start()
     finally:
         await client.close()
+
+
+async def _wait_for_committed(kafka: KafkaTestCluster, group: str, topic: str, records: int) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 60
+    while True:
+        offsets = await kafka.admin.list_consumer_group_offsets(group)
+        if sum(meta.offset for tp, meta in offsets.items() if tp.topic == topic) >= records:
+            return
+        assert loop.time() < deadline, f"{group} never committed {records} records of {topic}"
+        await asyncio.sleep(0.2)
+
+
+async def test_with_reused_source_topics_the_table_is_restored_from_its_topic(
+    kafka: KafkaTestCluster, tmp_path: Path
+) -> None:
+    """`reuse.ktable.source.topics`: no changelog topic; a client on an empty state directory restores the
+    table from the customers topic itself, up to the committed offsets, and joins on as before."""
+    orders = await kafka.create_topic("orders", partitions=PARTITIONS)
+    customers = await kafka.create_topic("customers", partitions=PARTITIONS)
+    out = await kafka.create_topic("enriched", partitions=PARTITIONS)
+    app_id = unique_name("enrich-reuse")
+    builder = StreamsBuilder()
+    table = builder.table(customers, "str", "str", "customers")
+    builder.stream(orders, "str", "str").left_join(table, lambda o, c: f"{o}|{c}").to(out, "str", "str")
+    topology = builder.build("reuse.ktable.source.topics")
+
+    customer_values = {f"c{i}": f"customer-{i}" for i in range(20)}
+    first = [(f"c{i % 25}", f"order-{i}") for i in range(100)]
+    client = KafkaStreams(topology, _config(kafka, app_id, tmp_path / "first"))
+    await client.start()
+    try:
+        await kafka.produce(customers, [(k.encode(), v.encode()) for k, v in customer_values.items()])
+        await _wait_for_committed(kafka, app_id, customers, len(customer_values))
+        await kafka.produce(orders, [(k.encode(), v.encode()) for k, v in first])
+        expected = _enriched(first, customer_values)
+        assert await _read(kafka, out, len(first)) == expected
+    finally:
+        await client.close()
+    topics = set(await kafka.admin.list_topics())
+    assert not [t for t in topics if t.startswith(app_id) and t.endswith("-changelog")]
+
+    listener = RecordingRestoreListener()
+    client = KafkaStreams(topology, _config(kafka, app_id, tmp_path / "second"), restore_listener=listener)
+    await client.start()
+    try:
+        second = [(f"c{i % 25}", f"order-{i}") for i in range(100, 160)]
+        await kafka.produce(orders, [(k.encode(), v.encode()) for k, v in second])
+        expected += _enriched(second, customer_values)
+        assert await _read(kafka, out, len(first) + len(second)) == sorted(expected)
+        assert sum(listener.restored.values()) == len(customer_values)  # read back from the customers topic
+        assert {tp.topic for tp in listener.restored} == {customers}
+    finally:
+        await client.close()
+    assert not [t for t in set(await kafka.admin.list_topics()) if t.startswith(app_id) and t.endswith("-changelog")]

@@ -16,8 +16,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from tests.support import dsl_spec
-from tests.support.semantics_cases import run_streamlet, semantic_cases
+from tests.support.semantics_cases import build_topology, run_streamlet, semantic_cases
 from tests.support.semantics_oracle import SemanticsOracle
 
 pytestmark = pytest.mark.oracle
@@ -35,7 +34,7 @@ def oracle() -> Iterator[SemanticsOracle]:
 def check(oracle: SemanticsOracle, case: dict[str, Any]) -> None:
     expected = oracle.run(case)
     assert "error" not in expected, expected.get("error")
-    describe = str(dsl_spec.build(case["program"]).build().describe())
+    describe = str(build_topology(case).describe())
     assert describe == expected.pop("describe"), json.dumps(case)
     assert run_streamlet(case) == expected, json.dumps(case)
 

@@ -20,10 +20,11 @@ from streamlet.join_windows import JoinWindows, StreamJoined
 from streamlet.session_windows import SessionWindows
 from streamlet.sliding_windows import SlidingWindows
 from streamlet.suppressed import BufferConfig, Suppressed
-from streamlet.topology import Branched, StreamsBuilder
+from streamlet.topology import Branched, StreamsBuilder, Topology
 from streamlet.windows import TimeWindows
 from tests.oracle.topology.foreign_key_join_programs import foreign_key_join_program
 from tests.oracle.topology.global_table_programs import GlobalTablePrograms
+from tests.oracle.topology.optimization_programs import PROGRAMS as OPTIMIZATION_PROGRAMS
 from tests.oracle.topology.stream_join_programs import stream_join_step
 from tests.oracle.topology.table_programs import TablePrograms
 
@@ -36,10 +37,12 @@ def _classpath() -> str | None:
     configured = os.environ.get("STREAMLET_KAFKA_STREAMS_CLASSPATH")
     if configured:
         return configured
-    from tests.support.oracle import build_oracle
+    from tests.support.semantics_oracle import LIB_DIR, build_semantics_oracle
 
-    build_oracle()  # resolves kafka-streams 4.1.1 and its dependencies into oracle/target/lib
-    jars = sorted((REPO / "oracle" / "target" / "lib").glob("*.jar"))
+    # resolves kafka-streams 4.1.1 and its dependencies (RocksDB's too: the changelog topics are only known
+    # once Kafka built the stores) into oracle/semantics/target/lib
+    build_semantics_oracle()
+    jars = sorted(LIB_DIR.glob("*.jar"))
     if not any(j.name.startswith("kafka-streams-") for j in jars):
         return None
     return os.pathsep.join(str(j) for j in jars)
@@ -236,7 +239,18 @@ def _program(rng: random.Random, stream_joins: bool = False) -> tuple[list[str],
     return java, py
 
 
-def _python_describe(statements: list[str]) -> str:
+#: the `topology.optimization` values the random programs draw from (the rules streamlet implements)
+OPTIMIZATIONS = (
+    "none",
+    "reuse.ktable.source.topics",
+    "merge.repartition.topics",
+    "merge.repartition.topics,reuse.ktable.source.topics",
+    "single.store.self.join",
+    "all",
+)
+
+
+def _python_describe(statements: list[str], optimization: str = "none") -> str:
     namespace: dict[str, object] = {
         "b": StreamsBuilder(),
         "TimeWindows": TimeWindows,
@@ -251,7 +265,47 @@ def _python_describe(statements: list[str]) -> str:
     with contextlib.redirect_stdout(io.StringIO()):
         for statement in statements:
             exec(statement, namespace)  # noqa: S102 - generated test code
-    return str(namespace["b"].build().describe())  # type: ignore[attr-defined]
+    topology = namespace["b"].build(optimization)  # type: ignore[attr-defined]
+    return str(topology.describe()) + _python_changelogs(topology)
+
+
+def _python_changelogs(topology: Topology) -> str:
+    """Per sub-topology (in id order), the changelogs to create and all of them, as `_JAVA_CHANGELOGS` prints."""
+    lines = []
+    for sub in topology.subtopologies:
+        changelogs = sub.changelog_topics()
+        created = sorted(f"{APP}-{t}" for s, t in changelogs.items() if s not in sub.source_changelogs)
+        every = sorted(t if s in sub.source_changelogs else f"{APP}-{t}" for s, t in changelogs.items())
+        lines.append(f"changelogs [{', '.join(created)}] of [{', '.join(every)}]\n")
+    return "".join(lines)
+
+
+APP = "app"
+#: Kafka's own changelog topics of a built topology: `TopicsInfo#nonSourceChangelogTopics` (created) and
+#: `stateChangelogTopics` (every one, source topics reused as changelogs too), per sub-topology
+_JAVA_CHANGELOGS = r"""
+  static String changelogs(Topology t) throws Exception {
+    java.lang.reflect.Field f = Topology.class.getDeclaredField("internalTopologyBuilder");
+    f.setAccessible(true);
+    org.apache.kafka.streams.processor.internals.InternalTopologyBuilder itb =
+        (org.apache.kafka.streams.processor.internals.InternalTopologyBuilder) f.get(t);
+    Properties config = new Properties();
+    config.put(StreamsConfig.APPLICATION_ID_CONFIG, "$APP");
+    config.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "localhost:9092");
+    itb.rewriteTopology(new StreamsConfig(config));
+    itb.buildTopology();  // names the logged stores' changelogs
+    StringBuilder out = new StringBuilder();
+    for (Map.Entry<?, org.apache.kafka.streams.processor.internals.InternalTopologyBuilder.TopicsInfo> e
+        : new TreeMap<>(itb.subtopologyToTopicsInfo()).entrySet()) {
+      TreeSet<String> created = new TreeSet<>();
+      for (org.apache.kafka.streams.processor.internals.InternalTopicConfig c : e.getValue().nonSourceChangelogTopics())
+        created.add(c.name());
+      out.append("changelogs " + created + " of "
+          + new TreeSet<>(e.getValue().stateChangelogTopics.keySet()) + "\n");
+    }
+    return out.toString();
+  }
+""".replace("$APP", APP)
 
 
 def test_random_topologies_describe_exactly_like_kafka_streams(tmp_path: Path) -> None:
@@ -269,7 +323,26 @@ def test_random_foreign_key_joins_describe_exactly_like_kafka_streams(tmp_path: 
     _check_against_kafka_streams(tmp_path, [foreign_key_join_program(rng) for _ in range(150)])
 
 
-def _check_against_kafka_streams(tmp_path: Path, programs: list[tuple[list[str], list[str]]]) -> None:
+def test_random_optimized_topologies_describe_exactly_like_kafka_streams(tmp_path: Path) -> None:
+    """`build(props)` with a random `topology.optimization`: the same description and changelog topics."""
+    rng = random.Random(20261125)
+    programs = [_program(rng, stream_joins=rng.random() < 0.3) for _ in range(150)]
+    _check_against_kafka_streams(tmp_path, programs, [rng.choice(OPTIMIZATIONS) for _ in programs])
+
+
+@pytest.mark.parametrize("optimization", OPTIMIZATIONS)
+def test_hand_written_optimized_topologies_describe_exactly_like_kafka_streams(
+    tmp_path: Path, optimization: str
+) -> None:
+    """Each rule of `mergeRepartitionTopics` once (tests/oracle/topology/optimization_programs.py)."""
+    programs = [(java, py) for _, java, py in OPTIMIZATION_PROGRAMS]
+    _check_against_kafka_streams(tmp_path, programs, [optimization] * len(programs))
+
+
+def _check_against_kafka_streams(
+    tmp_path: Path, programs: list[tuple[list[str], list[str]]], optimizations: list[str] | None = None
+) -> None:
+    optimizations = optimizations or ["none"] * len(programs)
     assert shutil.which("javac") and shutil.which("java"), "this test compiles Java: install a JDK 17+"
     classpath = _classpath()
     assert classpath is not None, "oracle/target/lib has no kafka-streams jar after the oracle build"
@@ -281,14 +354,18 @@ def _check_against_kafka_streams(tmp_path: Path, programs: list[tuple[list[str],
         "import org.apache.kafka.streams.kstream.*;",
         '@SuppressWarnings({"unchecked", "rawtypes"})',
         "public class RandomTopologies {",
+        _JAVA_CHANGELOGS,
     ]
     for i, (java, _) in enumerate(programs):
-        java_lines.append(f"  static void t{i}() {{")
+        java_lines.append(f"  static void t{i}() throws Exception {{")
         java_lines.append("    StreamsBuilder b = new StreamsBuilder();")
         java_lines.extend("    " + statement for statement in java)
-        java_lines.append(f'    System.out.print("=== {i}\\n" + b.build().describe() + "=== end\\n");')
+        java_lines.append("    Properties p = new Properties();")
+        java_lines.append(f'    p.put(StreamsConfig.TOPOLOGY_OPTIMIZATION_CONFIG, "{optimizations[i]}");')
+        java_lines.append("    Topology t = b.build(p);")
+        java_lines.append(f'    System.out.print("=== {i}\\n" + t.describe() + changelogs(t) + "=== end\\n");')
         java_lines.append("  }")
-    java_lines.append("  public static void main(String[] args) {")
+    java_lines.append("  public static void main(String[] args) throws Exception {")
     java_lines.extend(f"    t{i}();" for i in range(len(programs)))
     java_lines.append("  }")
     java_lines.append("}")
@@ -305,7 +382,7 @@ def _check_against_kafka_streams(tmp_path: Path, programs: list[tuple[list[str],
     )
     expected = result.stdout.split("=== end\n")
     for i, (_, py) in enumerate(programs):
-        assert expected[i] == f"=== {i}\n" + _python_describe(py), "\n".join(py)
+        assert expected[i] == f"=== {i}\n" + _python_describe(py, optimizations[i]), "\n".join(py)
 
 
 #: unmaterialized table-table joins read by joins: the reader is connected to every store of the join's tables

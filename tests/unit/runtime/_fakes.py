@@ -132,7 +132,7 @@ class FakeConsumer:
     ) -> dict[TopicPartition, list[ConsumerRecord[Any, Any]]]:
         out: dict[TopicPartition, list[ConsumerRecord[Any, Any]]] = {}
         budget = max_records if max_records is not None else 1 << 30
-        for tp in sorted(self._assigned - self.paused):
+        for tp in sorted((set(partitions) if partitions else self._assigned) - self.paused):
             if budget <= 0:
                 break
             start = self._positions[tp]

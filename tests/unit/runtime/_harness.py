@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +102,7 @@ class Harness:
             CompositeRestoreListener(*([listener] if listener is not None else [])),
             chunk,
             log_end_offsets=admin.end_offsets,
+            committed_offsets=self._committed_offsets,
         )
         creator = TaskCreator(self.metadata, self.state_directory, self.config)
         self.tasks = TaskManager(
@@ -115,6 +116,9 @@ class Harness:
             group_id=APP,
             buffered_records_per_partition=self.config.buffered_records_per_partition,
         )
+
+    async def _committed_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+        return {tp: self.kafka.committed.get(tp, 0) for tp in partitions}
 
     def assign(self, *active: TaskId, standby: tuple[TaskId, ...] = ()) -> None:
         """What the rebalance callbacks do: the consumer's new partitions, then the task assignment."""

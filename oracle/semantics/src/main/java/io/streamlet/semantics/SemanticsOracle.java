@@ -62,14 +62,17 @@ public final class SemanticsOracle {
     }
 
     static ObjectNode run(final JsonNode testCase) throws Exception {
-        final StreamsBuilder builder = new StreamsBuilder();
-        Programs.build(builder, testCase.get("program"));
-        final Topology topology = builder.build();
         final Properties props = new Properties();
         props.put(StreamsConfig.APPLICATION_ID_CONFIG, testCase.path("application_id").asText("app"));
         final File stateDir = Files.createTempDirectory("semantics-oracle").toFile();
         props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.getAbsolutePath());
         final JsonNode config = testCase.path("config");
+        if (config.has("topology_optimization")) {
+            props.put(StreamsConfig.TOPOLOGY_OPTIMIZATION_CONFIG, config.get("topology_optimization").asText());
+        }
+        final StreamsBuilder builder = new StreamsBuilder();
+        Programs.build(builder, testCase.get("program"));
+        final Topology topology = builder.build(props);  // optimized as topology.optimization says
         if (config.has("statestore_cache_max_bytes")) {
             props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, config.get("statestore_cache_max_bytes").asLong());
         }
