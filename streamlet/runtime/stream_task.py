@@ -125,34 +125,24 @@ class StreamTask:
             self._consumed[tp] = records[-1].offset
 
     def process_buffered(self, now_ms: int, lag: LagProvider) -> int:
-        """Process the buffered records one at a time, the head with the smallest timestamp first, while the
-        partition group is ready (Kafka's `StreamTask#process`); returns how many."""
+        """Process the buffered records, the head with the smallest timestamp first, while the partition group
+        is ready (Kafka's `StreamTask#process`); returns how many. A run of one queue's records that all come
+        before every other queue's head is processed as a batch, in the same order as one at a time."""
         group = self.partition_group
         if group is None:
             return 0
         processed = 0
         while group.ready_to_process(now_ms, lag):
             while True:  # readiness only changes when a queue runs dry
-                taken = group.next_record()
+                taken = group.next_run()
                 if taken is None:
                     break
-                queue, record = taken
-                self._process_one(queue.partition, record)
-                processed += 1
+                queue, run = taken
+                self.process(queue.partition, run)
+                processed += len(run)
                 if not queue.records:
                     break
         return processed
-
-    def _process_one(self, tp: TopicPartition, record: FetchedRecord) -> None:
-        self.record_context.headers = record.headers
-        try:
-            self.graph.process(tp.topic, tp.partition, record.offset, record.timestamp, record.key, record.value)
-        except RecordDeserializationError as exc:
-            self._handlers.deserialization.handle(self.task_id, consumer_record(tp, record), exc)
-        except RecordProcessingError as exc:
-            handler = self._handlers.production if exc.production else self._handlers.processing
-            handler.handle(self.task_id, consumer_record(tp, record), exc.cause, exc.node)
-        self._consumed[tp] = record.offset
 
     def clear_buffers(self) -> dict[TopicPartition, int]:
         """Drop the unprocessed records (the task stops processing); returns the first unprocessed offset of
