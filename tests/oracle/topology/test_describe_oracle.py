@@ -362,8 +362,8 @@ def _check_against_kafka_streams(
         java_lines.extend("    " + statement for statement in java)
         java_lines.append("    Properties p = new Properties();")
         java_lines.append(f'    p.put(StreamsConfig.TOPOLOGY_OPTIMIZATION_CONFIG, "{optimizations[i]}");')
-        java_lines.append("    Topology t = b.build(p);")
-        java_lines.append(f'    System.out.print("=== {i}\\n" + t.describe() + changelogs(t) + "=== end\\n");')
+        java_lines.append("    Topology built = b.build(p);")  # programs name their own variables t, f, ...
+        java_lines.append(f'    System.out.print("=== {i}\\n" + built.describe() + changelogs(built) + "=== end\\n");')
         java_lines.append("  }")
     java_lines.append("  public static void main(String[] args) throws Exception {")
     java_lines.extend(f"    t{i}();" for i in range(len(programs)))
