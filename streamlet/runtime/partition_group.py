@@ -132,7 +132,7 @@ class PartitionGroup:
                 records.clear()
             else:
                 bound = other.head_timestamp
-                while records and records[0].timestamp <= bound:
+                while records and records[0].timestamp < bound:
                     run.append(records.popleft())
         if records:
             queue.update_head()
