@@ -11,7 +11,6 @@ The expected counts are counted from the produced input.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import struct
 from collections import Counter
 from pathlib import Path
@@ -25,6 +24,7 @@ from streamlet.serdes import StringSerde
 from streamlet.suppressed import BufferConfig, Suppressed
 from streamlet.topology import StreamsBuilder, Topology
 from streamlet.windows import TimeWindowedSerde, TimeWindows
+from tests.support.clients import crash
 from tests.support.kafka import KafkaTestCluster, unique_name
 
 pytestmark = pytest.mark.integration
@@ -103,17 +103,6 @@ def _config(kafka: KafkaTestCluster, app_id: str, state_dir: Path) -> StreamsCon
     )  # type: ignore[arg-type]
 
 
-async def _crash(client: KafkaStreams) -> None:
-    """Kill the client's threads mid-run: no commit, no flush, no checkpoint (its transaction aborts)."""
-    tasks = [thread.done for thread in client.threads if thread.done is not None]
-    for task in tasks:
-        task.cancel()
-    for task in tasks:
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await task
-    await client.close()
-
-
 async def test_each_window_final_count_is_written_once_across_a_crash(kafka: KafkaTestCluster, tmp_path: Path) -> None:
     source = await kafka.create_topic("clicks", partitions=PARTITIONS)
     sink = await kafka.create_topic("final-clicks", partitions=PARTITIONS)
@@ -134,7 +123,7 @@ async def test_each_window_final_count_is_written_once_across_a_crash(kafka: Kaf
         assert Counter({(k, w): n for k, w, n in got}) == early and len(got) == len(early)
         await asyncio.sleep(1)  # a few commits: the buffered windows 3 and 4 are in the committed changelog
     finally:
-        await _crash(client)
+        await crash(client)
     buffered = await kafka.drain(f"{app_id}-final-store-changelog", PARTITIONS, read_committed=True)
     assert any(r.value is not None and r.key.endswith(struct.pack(">q", 3_000)) for r in buffered)
 

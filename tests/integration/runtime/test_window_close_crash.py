@@ -12,7 +12,6 @@ counts are counted from the produced input.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ import pytest
 from aiokafka import AIOKafkaProducer
 
 from streamlet import App
-from streamlet.runtime.kafka_streams import KafkaStreams
+from tests.support.clients import crash
 from tests.support.kafka import KafkaTestCluster, unique_name
 
 pytestmark = pytest.mark.integration
@@ -77,17 +76,6 @@ async def _closed(kafka: KafkaTestCluster, sink: str, expected: int) -> list[tup
     return [(record.key.decode(), *json.loads(record.value)) for record in records]
 
 
-async def _crash(client: KafkaStreams) -> None:
-    """Kill the client's threads mid-run: no commit, no flush, no checkpoint (its transaction aborts)."""
-    tasks = [thread.done for thread in client.threads if thread.done is not None]
-    for task in tasks:
-        task.cancel()
-    for task in tasks:
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await task
-    await client.close()
-
-
 async def test_each_window_is_closed_once_across_a_crash(kafka: KafkaTestCluster, tmp_path: Path) -> None:
     source = await kafka.create_topic("clicks", partitions=PARTITIONS)
     sink = await kafka.create_topic("closed-clicks", partitions=PARTITIONS)
@@ -108,7 +96,7 @@ async def test_each_window_is_closed_once_across_a_crash(kafka: KafkaTestCluster
         assert sorted(got) == sorted((key, start, n) for (key, start), n in early.items())
         await asyncio.sleep(1)  # a few commits: the closed-up-to stream time is in the committed changelog
     finally:
-        await _crash(client)
+        await crash(client)
 
     app = _app(app_id, source, sink)  # as a new process would: nothing kept in memory either
     client = app.streams(state_dir=str(tmp_path / "b"), commit_interval_ms=200, **config)  # nothing local
