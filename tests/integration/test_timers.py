@@ -12,6 +12,7 @@ import pytest
 
 from streamlet import App
 from streamlet.agent_context import current_context
+from tests.support.clients import wait_until
 from tests.support.kafka import KafkaTestCluster, unique_name
 
 pytestmark = pytest.mark.integration
@@ -40,14 +41,6 @@ def _worker(app_id: str, topic: str, label: str, ticks: list[tuple[str, str]], s
     return app
 
 
-async def _until(condition, timeout: float, what: str) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not condition():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.1)
-
-
 async def test_a_leader_timer_ticks_on_exactly_one_of_two_workers(kafka: KafkaTestCluster, tmp_path) -> None:
     topic = await kafka.create_topic("ticks", partitions=2)
     await kafka.create_topic(name=f"{topic}-sent")
@@ -60,7 +53,7 @@ async def test_a_leader_timer_ticks_on_exactly_one_of_two_workers(kafka: KafkaTe
     config = {"bootstrap_servers": kafka.bootstrap_servers, "session_timeout_ms": 10_000}
     try:
         runs["a"] = asyncio.create_task(apps["a"].run_worker(state_dir=str(tmp_path / "a"), **config))
-        await _until(lambda: ("leader", "a") in ticks, 60, "worker a's first leader tick")
+        await wait_until(lambda: ("leader", "a") in ticks, "worker a's first leader tick", 60)
         runs["b"] = asyncio.create_task(apps["b"].run_worker(state_dir=str(tmp_path / "b"), **config))
 
         async def each_runs_a_partition() -> bool:

@@ -5,7 +5,6 @@ interactive queries of the global store (the Python API, `/stores/...` and a pag
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import aiohttp
@@ -16,6 +15,7 @@ from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.runtime.queries import KeyQueryMetadata
 from streamlet.state import timestamped
 from streamlet.web import Page, WebServer
+from tests.support.clients import wait_until
 from tests.support.kafka import KafkaTestCluster, unique_name
 
 pytestmark = pytest.mark.integration
@@ -49,14 +49,6 @@ def _rates_of(client: KafkaStreams) -> dict[str, int]:
     return {k.decode(): int.from_bytes(timestamped.value_of(v), "big", signed=True) for k, v in store.all()}
 
 
-async def _until(condition: Any, what: str, timeout: float = 60) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        assert loop.time() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.1)
-
-
 async def test_two_workers_share_a_global_table_written_by_an_agent(kafka: KafkaTestCluster, tmp_path: Any) -> None:
     orders = await kafka.create_topic("orders", partitions=PARTITIONS)
     rate_updates = await kafka.create_topic("rate-updates", partitions=PARTITIONS)
@@ -73,10 +65,10 @@ async def test_two_workers_share_a_global_table_written_by_an_agent(kafka: Kafka
     try:
         for client in clients:
             await client.start()
-        await _until(lambda: all(c.threads[0].tasks.active for c in clients), "both workers to own tasks")
+        await wait_until(lambda: all(c.threads[0].tasks.active for c in clients), "both workers to own tasks")
         rates = {f"cur{i}": 100 + i for i in range(9)}
         await kafka.produce(rate_updates, [(k.encode(), v.to_bytes(8, "big", signed=True)) for k, v in rates.items()])
-        await _until(lambda: all(_rates_of(c) == rates for c in clients), "both workers to hold every rate")
+        await wait_until(lambda: all(_rates_of(c) == rates for c in clients), "both workers to hold every rate")
 
         orders_in = [(f"o{i:03d}", f"cur{i % 10}") for i in range(60)]  # cur9 has no rate
         await kafka.produce(orders, [(k.encode(), v.encode()) for k, v in orders_in])
@@ -117,10 +109,10 @@ async def test_every_worker_answers_queries_of_the_global_store_from_its_own_cop
         for client, server in zip(clients, servers, strict=True):
             await client.start()
             await server.start()
-        await _until(lambda: all(c.threads[0].tasks.active for c in clients), "both workers to own tasks")
+        await wait_until(lambda: all(c.threads[0].tasks.active for c in clients), "both workers to own tasks")
         rates = {f"cur{i}": 100 + i for i in range(9)}
         await kafka.produce(rate_updates, [(k.encode(), v.to_bytes(8, "big", signed=True)) for k, v in rates.items()])
-        await _until(lambda: all(_rates_of(c) == rates for c in clients), "both workers to hold every rate")
+        await wait_until(lambda: all(_rates_of(c) == rates for c in clients), "both workers to hold every rate")
 
         async with aiohttp.ClientSession() as session:
             for host, client, server in zip(hosts, clients, servers, strict=True):

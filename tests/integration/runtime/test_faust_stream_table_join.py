@@ -4,13 +4,13 @@ two partitions each. The expected output is computed here from the records produ
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
 
 from streamlet import App
 from streamlet.runtime.queries import QueryUnavailableError
+from tests.support.clients import wait_until
 from tests.support.kafka import KafkaTestCluster, unique_name
 
 pytestmark = pytest.mark.integration
@@ -32,14 +32,6 @@ def _app(app_id: str, orders: str, customers: str, out: str) -> App:
     return app
 
 
-async def _until(condition: Any, what: str, timeout: float = 60) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        assert loop.time() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.1)
-
-
 async def test_an_agent_enriches_orders_with_a_table(kafka: KafkaTestCluster, tmp_path: Any) -> None:
     orders = await kafka.create_topic("orders", partitions=PARTITIONS)
     customers = await kafka.create_topic("customers", partitions=PARTITIONS)
@@ -58,7 +50,7 @@ async def test_an_agent_enriches_orders_with_a_table(kafka: KafkaTestCluster, tm
             except QueryUnavailableError:
                 return False
 
-        await _until(loaded, "the customers table to be loaded")
+        await wait_until(loaded, "the customers table to be loaded")
         orders_in = [(f"c{i % 10}", f"o{i:03d}") for i in range(40)]  # c8 and c9 are not customers
         await kafka.produce(orders, [(k.encode(), v.encode()) for k, v in orders_in])
         records = await kafka.drain(out, PARTITIONS, expected=len(orders_in), timeout=60)

@@ -8,7 +8,6 @@ as every update is in both clients' stores before the orders that must see it ar
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.state import timestamped
 from streamlet.state.checkpoint import OffsetCheckpoint
 from streamlet.topology import StreamsBuilder, Topology
+from tests.support.clients import wait_until
 from tests.support.kafka import KafkaTestCluster, unique_name
 
 pytestmark = pytest.mark.integration
@@ -49,14 +49,6 @@ def _table_of(client: KafkaStreams) -> dict[str, str]:
     assert client.global_thread is not None
     store = client.global_thread.stores["customers"]
     return {k.decode(): timestamped.value_of(v).decode() for k, v in store.all()}
-
-
-async def _until(condition: object, what: str, timeout: float = 60) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():  # type: ignore[operator]
-        assert loop.time() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.1)
 
 
 async def _produce(kafka: KafkaTestCluster, topic: str, records: list[tuple[str, str | None]]) -> None:
@@ -92,7 +84,9 @@ async def test_two_clients_hold_the_whole_global_table_and_join_on_every_partiti
         for client in clients:
             await client.start()  # returns once the global store is restored
             assert _table_of(client) == table
-        await _until(lambda: all(c.threads[0].tasks.active for c in clients), "both clients to own some of the 3 tasks")
+        await wait_until(
+            lambda: all(c.threads[0].tasks.active for c in clients), "both clients to own some of the 3 tasks"
+        )
         first = _orders(0, 60)
         await _produce(kafka, orders, first)
         expected = _enriched(first, table)
@@ -102,7 +96,7 @@ async def test_two_clients_hold_the_whole_global_table_and_join_on_every_partiti
         await _produce(kafka, customers, updates)
         table.update({"c1": "moved", "c10": "new"})
         del table["c2"]
-        await _until(lambda: all(_table_of(c) == table for c in clients), "both clients to see the updates")
+        await wait_until(lambda: all(_table_of(c) == table for c in clients), "both clients to see the updates")
         second = _orders(60, 120)
         await _produce(kafka, orders, second)
         expected += _enriched(second, table)
