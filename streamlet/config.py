@@ -29,6 +29,7 @@ _LEGAL_ID = re.compile(r"[a-zA-Z0-9._-]{1,240}")
 DESERIALIZATION_HANDLERS = ("fail", "log_and_continue", "dead_letter")
 PROCESSING_HANDLERS = ("fail", "log_and_continue", "dead_letter")
 PRODUCTION_HANDLERS = ("fail", "continue", "dead_letter")
+REBALANCE_PROTOCOLS = ("cooperative", "eager")
 
 
 DEFAULT_BOOTSTRAP_SERVERS = "127.0.0.1:9092"
@@ -109,6 +110,11 @@ class StreamsConfig:
     heartbeat_interval_ms: int = 3_000
     rebalance_timeout_ms: int = 60_000
     max_poll_interval_ms: int = 300_000
+    # How the group rebalances (seed 003). "cooperative" (KIP-429, Kafka Streams' default since 2.4): members keep
+    # their partitions while the group rebalances, and only partitions changing owner stop, handed over in a second
+    # round. "eager": every member gives up everything first; for experiments, and the first bounce of a rolling
+    # upgrade from a streamlet that only spoke eager (Kafka Streams' upgrade.from two-bounce procedure).
+    rebalance_protocol: str = "cooperative"
     # Kafka's topology.optimization: "none", "all" or a comma list of rules (see streamlet.topology.optimizer);
     # the App builds its topology with it
     topology_optimization: str = "none"
@@ -124,6 +130,10 @@ class StreamsConfig:
                 f"{', '.join(PROCESSING_GUARANTEES)}" + (f" (did you mean {hint[0]!r}?)" if hint else "")
             )
         verify_topology_optimization(self.topology_optimization)
+        if self.rebalance_protocol not in REBALANCE_PROTOCOLS:
+            raise ConfigError(
+                f"rebalance_protocol={self.rebalance_protocol!r}: expected one of {', '.join(REBALANCE_PROTOCOLS)}"
+            )
         if self.commit_interval_ms == -1:
             object.__setattr__(self, "commit_interval_ms", DEFAULT_COMMIT_INTERVAL_MS[self.processing_guarantee])
         if not self.application_id or not isinstance(self.application_id, str):

@@ -1,11 +1,12 @@
-"""StreamsPartitionAssignor: the aiokafka partition assignor that places tasks, not partitions.
+"""StreamsPartitionAssignor: the group's partition assignor that places tasks, not partitions.
 
 Every stream thread's consumer carries one instance. On each join the thread's subscription (process
 id, task offset sums, previous tasks) goes out as user data; the group leader's instance decodes all of
 them, groups consumers into clients by process id (capacity = number of threads), computes lags
-against changelog end offsets fetched before the join (aiokafka's `assign()` is synchronous), runs the
-configured `TaskAssignor`, spreads each client's tasks over its threads, and returns every member's
-partitions plus its active/standby tasks and any follow-up (probing) rebalance deadline.
+against changelog end offsets it fetches then, runs the configured `TaskAssignor`, spreads each client's
+tasks over its threads, withholds the tasks whose partitions another consumer still owns (cooperative
+rebalancing: they move in the follow-up round), and returns every member's partitions plus its
+active/standby tasks and any follow-up (probing) rebalance deadline.
 """
 
 from __future__ import annotations
@@ -17,8 +18,6 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
-from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment, ConsumerProtocolMemberMetadata
 from aiokafka.structs import TopicPartition
 
 from streamlet.assignment.api import (
@@ -43,11 +42,13 @@ from streamlet.assignment.protocol import (
     SubscriptionInfo,
 )
 from streamlet.assignment.thread_assignment import (
+    apply_pending_revocations,
     distribute_tasks_to_threads,
     followup_rebalance_times,
     sorted_member_ids,
 )
 from streamlet.errors import MissingTopicError, TaskAssignmentError, TopologyError
+from streamlet.kafka.group.consumer_protocol import Assignment, Subscription
 from streamlet.task_id import TaskId
 
 log = logging.getLogger("streamlet.assignment")
@@ -71,9 +72,13 @@ class AssignorHost(Protocol):
     name: str
     process_id: uuid.UUID
 
-    def subscription_info(self) -> SubscriptionInfo: ...
+    async def subscription_info(self) -> SubscriptionInfo:
+        """Before every join (the thread locks the task directories it may report)."""
+        ...
 
-    def changelog_end_offset_sums(self, stateful_tasks: list[TaskId]) -> dict[TaskId, int]: ...
+    async def changelog_end_offset_sums(self, stateful_tasks: list[TaskId]) -> dict[TaskId, int]:
+        """On the leader, during the assignment: fetched then."""
+        ...
 
     def on_assignment_info(self, info: AssignmentInfo, partitions: list[TopicPartition]) -> None: ...
 
@@ -91,11 +96,11 @@ class AssignmentRecorder(Protocol):
     def record(self, event: dict[str, Any]) -> None: ...
 
 
-class StreamsPartitionAssignor(AbstractPartitionAssignor):
-    """One instance per stream thread; aiokafka calls `metadata`, `assign` (leader) and `on_assignment`."""
+class StreamsPartitionAssignor:
+    """One instance per stream thread; the group membership calls `subscription_user_data` before every join,
+    `assign` on the leader and `on_assignment` on every member."""
 
     name = "streamlet"
-    version = 0
 
     def __init__(
         self,
@@ -111,41 +116,42 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
         self._configs = configs
         self._history = history
 
-    def metadata(self, topics: object) -> ConsumerProtocolMemberMetadata:
-        user_data = self._host.subscription_info().encode()
-        return ConsumerProtocolMemberMetadata(self.version, sorted(topics), user_data)  # type: ignore[call-overload]
+    async def subscription_user_data(self, topics: object) -> bytes:
+        del topics
+        return (await self._host.subscription_info()).encode()
 
-    def on_assignment(self, assignment: ConsumerProtocolMemberAssignment) -> None:
-        info = AssignmentInfo.decode(assignment.user_data)
-        self._host.on_assignment_info(info, list(assignment.partitions()))
+    def on_assignment(self, assignment: Assignment, generation_id: int) -> None:
+        del generation_id
+        info = AssignmentInfo.decode(assignment.user_data or b"")
+        self._host.on_assignment_info(info, list(assignment.partitions))
 
-    def on_generation_assignment(self, generation: int) -> None:  # required by the ABC; unused
-        del generation
-
-    def assign(
-        self, cluster: object, members: Mapping[str, ConsumerProtocolMemberMetadata]
-    ) -> dict[str, ConsumerProtocolMemberAssignment]:
-        subscriptions = {member: SubscriptionInfo.decode(meta.user_data) for member, meta in members.items()}
+    async def assign(
+        self, partition_counts: Mapping[str, int], subscriptions: Mapping[str, Subscription]
+    ) -> dict[str, Assignment]:
+        decoded = {member: SubscriptionInfo.decode(sub.user_data or b"") for member, sub in subscriptions.items()}
+        owned = {member: sub.owned_partitions for member, sub in subscriptions.items()}
         try:
-            plan = self._plan(cluster, subscriptions)
+            return await self._plan(partition_counts, decoded, owned)
         except (MissingTopicError, TopologyError) as exc:
             log.error("assignment failed, every member gets an error: %s", exc)
             error = AssignmentInfo(error_code=AssignorErrorCode.INCOMPLETE_SOURCE_TOPIC_METADATA).encode()
-            return {m: ConsumerProtocolMemberAssignment(self.version, [], error) for m in members}
-        return plan
+            return {m: Assignment((), error) for m in subscriptions}
 
-    def _plan(
-        self, cluster: object, subscriptions: Mapping[str, SubscriptionInfo]
-    ) -> dict[str, ConsumerProtocolMemberAssignment]:
+    async def _plan(
+        self,
+        partition_counts: Mapping[str, int],
+        subscriptions: Mapping[str, SubscriptionInfo],
+        owned_partitions: Mapping[str, tuple[TopicPartition, ...]],
+    ) -> dict[str, Assignment]:
         counts: dict[str, int] = {}
         for topic in self._topology.source_topics():
-            partitions = cluster.partitions_for_topic(topic)  # type: ignore[attr-defined]
-            if not partitions:
+            if not partition_counts.get(topic):
                 raise MissingTopicError(f"no metadata for source topic {topic}")
-            counts[topic] = len(partitions)
+            counts[topic] = partition_counts[topic]
         task_partitions = self._topology.task_partitions(counts)
         stateful = sorted(t for t in task_partitions if self._topology.is_stateful(t))
-        end_sums = self._host.changelog_end_offset_sums(stateful)
+        end_sums = await self._host.changelog_end_offset_sums(stateful)
+        all_owned: set[tuple[str, int]] = set()
 
         clients: dict[uuid.UUID, ClientState] = {}
         consumers: dict[uuid.UUID, list[str]] = defaultdict(list)
@@ -154,7 +160,9 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
             sub = subscriptions[member]
             client = clients.setdefault(sub.process_id, ClientState())
             known = {t: s for t, s in sub.task_offset_sums.items() if t in task_partitions}
-            client.add_consumer(member, known)
+            owned = [(tp.topic, tp.partition) for tp in owned_partitions.get(member, ())]
+            all_owned.update(owned)
+            client.add_consumer(member, known, owned)
             client.previous_active_tasks.update(t for t in sub.prev_active if t in task_partitions)
             client.previous_standby_tasks.update(t for t in sub.prev_standby if t in task_partitions)
             consumers[sub.process_id].append(member)
@@ -185,7 +193,7 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
         by_pid = assignment.by_process_id()
         tasks_by_host = _tasks_by_host(by_pid, host_infos)
 
-        result: dict[str, ConsumerProtocolMemberAssignment] = {}
+        result: dict[str, Assignment] = {}
         followups: list[tuple[str, int]] = []
         threads: dict[uuid.UUID, list[ThreadTasks]] = {}
         for pid in sorted(clients, key=java_uuid_key):
@@ -194,12 +202,30 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
             standby = client_assignment.standby_tasks() if client_assignment else []
             members = sorted_member_ids(consumers[pid])
             per_thread = distribute_tasks_to_threads(members, active, standby, stateful, clients[pid].prev_tasks_by_lag)
-            deadline = client_assignment.followup_rebalance_deadline if client_assignment else None
-            # EAGER: every partition was given up before the join, so no consumer has tasks pending revocation
-            times = followup_rebalance_times(members, {}, deadline)
-            threads[pid] = [ThreadTasks(m, per_thread[m].active, per_thread[m].standby) for m in members]
+            # a task whose partition another consumer still owns waits for the follow-up round (under EAGER
+            # nothing is owned now, so nothing waits)
+            this_round = apply_pending_revocations(
+                per_thread,
+                clients[pid].owned_partitions,
+                all_owned,
+                {t: [(tp.topic, tp.partition) for tp in task_partitions[t]] for t in active},
+                clients[pid].previous_standby_tasks,
+                stateful,
+            )
             for member in members:
-                tasks = per_thread[member]
+                for task in this_round[member].pending_revocation:
+                    log.info(
+                        "stream-thread [%s-consumer] Removing task %s from %s active assignment until it is safely "
+                        "revoked in followup rebalance",
+                        self._host.name,
+                        task,
+                        member,
+                    )
+            deadline = client_assignment.followup_rebalance_deadline if client_assignment else None
+            times = followup_rebalance_times(members, {m: this_round[m].pending_revocation for m in members}, deadline)
+            threads[pid] = [ThreadTasks(m, this_round[m].active, this_round[m].standby) for m in members]
+            for member in members:
+                tasks = this_round[member]
                 next_ms = NO_FOLLOWUP if times[member] == LONG_MAX else times[member]
                 if next_ms != NO_FOLLOWUP:
                     followups.append((member, next_ms))
@@ -210,9 +236,8 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
                 info = AssignmentInfo(
                     tuple(sorted(tasks.active)), tuple(sorted(tasks.standby)), next_ms, tasks_by_host=tasks_by_host
                 )
-                result[member] = ConsumerProtocolMemberAssignment(
-                    self.version, sorted((t, sorted(p)) for t, p in by_topic.items()), info.encode()
-                )
+                partitions = tuple(TopicPartition(t, p) for t in sorted(by_topic) for p in sorted(by_topic[t]))
+                result[member] = Assignment(partitions, info.encode())
         self._log(task_partitions, stateful, by_pid, clients, followups)
         self._record(state.now_ms, clients, host_infos, sorted(task_partitions), stateful, by_pid, threads)
         notify_assignment_computed(self._task_assignor, result, subscriptions, AssignmentError.NONE)

@@ -6,9 +6,9 @@ task on the thread that reported the lowest lag for it where the quota allows, a
 TaskId order. Its last loop iterates a `PriorityQueue` in heap-array order, whose initial array comes from
 a `HashSet` for actives; both are emulated so the per-thread result is identical.
 
-streamlet's aiokafka group runs EAGER: nothing is owned at assign time, so Kafka Streams' COOPERATIVE rule
-(a task whose partition another consumer still owns is withheld this round) never applies here; the tests
-carry it (tests/support/cooperative.py) to reproduce Kafka Streams' per-consumer output.
+Under the COOPERATIVE protocol a task whose input partition another consumer still owns is withheld for one
+round (`apply_pending_revocations`), and its consumer is told to rejoin at once; under EAGER nothing is owned at
+assign time, so the same rule withholds nothing.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from streamlet.assignment.api import java_string_key
-from streamlet.assignment.client_state import LONG_MAX
+from streamlet.assignment.client_state import LONG_MAX, Partition
 from streamlet.assignment.java_collections import JavaPriorityQueue, java_hash_set_order
 from streamlet.errors import TaskAssignmentError
 from streamlet.task_id import TaskId
@@ -149,3 +149,44 @@ def followup_rebalance_times(
         else:
             times[member] = LONG_MAX
     return times
+
+
+@dataclass
+class ConsumerAssignment:
+    """What one consumer is told this round under COOPERATIVE: sorted lists."""
+
+    active: list[TaskId]
+    standby: list[TaskId]
+    pending_revocation: list[TaskId]
+
+
+def apply_pending_revocations(
+    threads: Mapping[str, ThreadTasks],
+    owned_partitions: Mapping[Partition, str],
+    all_owned_partitions: Iterable[Partition],
+    partitions_for_task: Mapping[TaskId, Iterable[Partition]],
+    previous_standby_tasks: Iterable[TaskId],
+    stateful_tasks: Iterable[TaskId] | Mapping[TaskId, object],
+) -> dict[str, ConsumerAssignment]:
+    """Withhold actives whose input partitions another consumer (of any client) still owns.
+
+    `owned_partitions` is this client's partition -> previous owner; `all_owned_partitions` is the union
+    over the whole group. A withheld stateful task the client previously had as a standby is given to the
+    consumer as a standby meanwhile, so its state is not closed.
+    """
+    all_owned = set(all_owned_partitions)
+    prev_standby = set(previous_standby_tasks)
+    stateful = set(stateful_tasks)
+    result: dict[str, ConsumerAssignment] = {}
+    for member in sorted_member_ids(threads):
+        kept: list[TaskId] = []
+        withheld: set[TaskId] = set()
+        for task in threads[member].active:
+            if any(owned_partitions.get(p) != member and p in all_owned for p in partitions_for_task.get(task, ())):
+                withheld.add(task)
+            else:
+                kept.append(task)
+        standby = set(threads[member].standby)
+        standby.update(t for t in withheld if t in prev_standby and t in stateful)
+        result[member] = ConsumerAssignment(sorted(kept), sorted(standby), sorted(withheld))
+    return result

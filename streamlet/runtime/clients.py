@@ -7,31 +7,23 @@ and the default supplier builds aiokafka clients with the settings a stream thre
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener
-from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
-from aiokafka.errors import KafkaError
-from aiokafka.protocol.api import Request, RequestStruct, Response
-from aiokafka.protocol.group import JoinGroupRequest
-from aiokafka.protocol.types import Array, Int16, Int32, Schema, String
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.structs import OffsetAndMetadata, TopicPartition
 
 from streamlet.config import StreamsConfig
+from streamlet.kafka import txn_offset_commit
+from streamlet.kafka.group.consumer import GroupConsumer
+from streamlet.kafka.group.consumer_protocol import RebalanceProtocol
+from streamlet.kafka.group.membership import GroupAssignor, MembershipConfig, RebalanceListener
 from streamlet.kafka.record_blocks import BlockRestoreConsumer
-from streamlet.runtime import txn_offset_commit
+from streamlet.kafka.txn_offset_commit import GroupMetadata
 from streamlet.runtime.fetched_records import RAW_RECORDS, FetchedRecord
-from streamlet.runtime.offset_fetch import fetch_stable_offsets
-from streamlet.runtime.txn_offset_commit import GroupMetadata
 
 log = logging.getLogger("streamlet.thread")
-
-#: aiokafka's generation id of a member that has none (it was fenced, or never joined).
-NO_GENERATION = -1
-UNKNOWN_MEMBER_ID = JoinGroupRequest.UNKNOWN_MEMBER_ID
 
 
 class RestoreConsumer(Protocol):
@@ -57,7 +49,9 @@ class RestoreConsumer(Protocol):
 class MainConsumer(RestoreConsumer, Protocol):
     """The group member of a stream thread."""
 
-    def subscribe(self, topics: Collection[str], listener: ConsumerRebalanceListener) -> None: ...
+    def subscribe(self, topics: Collection[str], listener: RebalanceListener, assignor: GroupAssignor) -> None:
+        """Join the group (after `start()`): rebalances call `listener`; the leader's `assignor` places tasks."""
+        ...
 
     def assignment(self) -> set[TopicPartition]: ...
 
@@ -99,11 +93,7 @@ class KafkaClientSupplier(Protocol):
     """Builds the clients of one stream thread."""
 
     def main_consumer(
-        self,
-        config: StreamsConfig,
-        client_id: str,
-        assignor: AbstractPartitionAssignor,
-        group_instance_id: str | None = None,
+        self, config: StreamsConfig, client_id: str, group_instance_id: str | None = None
     ) -> MainConsumer: ...
 
     def restore_consumer(self, config: StreamsConfig, client_id: str) -> RestoreConsumer: ...
@@ -117,136 +107,33 @@ class KafkaClientSupplier(Protocol):
     ) -> AIOKafkaProducer: ...
 
 
-class StreamsConsumer(AIOKafkaConsumer):
-    """aiokafka's consumer plus the group-membership questions a stream thread asks.
-
-    With `require_stable_offsets` (exactly-once) it fetches committed offsets as Kafka's consumer does under
-    read_committed: only once no transaction holds pending offsets for them (`offset_fetch`).
-    """
-
-    def __init__(self, *topics: str, require_stable_offsets: bool = False, **config: Any) -> None:
-        super().__init__(*topics, **config)
-        self._require_stable_offsets = require_stable_offsets
-
-    async def start(self) -> None:
-        await super().start()
-        coordinator = self._coordinator
-        if self._require_stable_offsets and coordinator is not None:
-            coordinator._do_fetch_commit_offsets = functools.partial(fetch_stable_offsets, coordinator)
-
-    async def committed_offsets(
-        self, partitions: Collection[TopicPartition]
-    ) -> dict[TopicPartition, OffsetAndMetadata]:
-        # aiokafka's `committed()` drops the metadata; its coordinator keeps it (and, under exactly-once,
-        # waits for stable offsets, see `offset_fetch`)
-        if not partitions:
-            return {}
-        offsets = await self._coordinator.fetch_committed_offsets(list(partitions))
-        return {tp: meta for tp, meta in offsets.items() if meta.offset >= 0}
-
-    def request_rejoin(self) -> None:
-        coordinator = self._coordinator
-        if coordinator is not None:
-            coordinator.request_rejoin()
-
-    def generation_lost(self) -> bool:
-        coordinator = self._coordinator
-        return coordinator is not None and coordinator.generation == NO_GENERATION
-
-    async def leave_group(self) -> None:
-        # aiokafka sends LeaveGroup only for dynamic members, and only v0/v1, which cannot name an instance id
-        coordinator = self._coordinator
-        if coordinator is None or coordinator.member_id == UNKNOWN_MEMBER_ID:
-            return
-        request = LeaveGroupRequestV3(coordinator.group_id, coordinator.member_id, self._group_instance_id)
-        try:
-            await coordinator._send_req(request)
-        except KafkaError as exc:
-            log.warning("LeaveGroup for %s failed: %r", self._group_instance_id or coordinator.member_id, exc)
-        coordinator.reset_generation()
-
-    def lag(self, partition: TopicPartition) -> int | None:
-        # aiokafka keeps both per assigned partition; `position()` would wait for one, this never waits
-        subscription = self._subscription.subscription
-        assignment = subscription.assignment if subscription is not None else None
-        state = assignment.state_value(partition) if assignment is not None else None
-        if state is None or not state.has_valid_position:
-            return None
-        # under read_committed the position stops at the LSO, before another producer's open transaction
-        end = state.lso if self._isolation_level == "read_committed" else state.highwater
-        if end is None or end < 0:
-            return None
-        return max(0, int(end) - int(state.position))
-
-    def group_metadata(self) -> GroupMetadata:
-        coordinator = self._coordinator
-        if coordinator is None:
-            return GroupMetadata(NO_GENERATION, "", self._group_instance_id)
-        return GroupMetadata(coordinator.generation, coordinator.member_id, self._group_instance_id)
-
-
-class LeaveGroupResponse_v3(Response):
-    API_KEY = 13
-    API_VERSION = 3
-    SCHEMA = Schema(
-        ("throttle_time_ms", Int32),
-        ("error_code", Int16),
-        (
-            "members",
-            Array(("member_id", String("utf-8")), ("group_instance_id", String("utf-8")), ("error_code", Int16)),
-        ),
-    )
-
-
-class LeaveGroupRequest_v3(RequestStruct):
-    API_KEY = 13
-    API_VERSION = 3
-    RESPONSE_TYPE = LeaveGroupResponse_v3
-    SCHEMA = Schema(
-        ("group_id", String("utf-8")),
-        ("members", Array(("member_id", String("utf-8")), ("group_instance_id", String("utf-8")))),
-    )
-
-
-class LeaveGroupRequestV3(Request[LeaveGroupRequest_v3]):
-    """KIP-345's LeaveGroup: names the member by its instance id, so a static member can leave."""
-
-    API_KEY = 13
-
-    def __init__(self, group_id: str, member_id: str, group_instance_id: str | None) -> None:
-        self._group_id = group_id
-        self._members = [(member_id, group_instance_id)]
-
-    def build(self, request_struct_class: type[LeaveGroupRequest_v3]) -> LeaveGroupRequest_v3:
-        return request_struct_class(self._group_id, self._members)
-
-
 class AioKafkaClientSupplier:
     """The default supplier: aiokafka clients configured as Kafka Streams configures its own."""
 
     def main_consumer(
-        self,
-        config: StreamsConfig,
-        client_id: str,
-        assignor: AbstractPartitionAssignor,
-        group_instance_id: str | None = None,
-    ) -> StreamsConsumer:
-        return StreamsConsumer(
+        self, config: StreamsConfig, client_id: str, group_instance_id: str | None = None
+    ) -> GroupConsumer:
+        return GroupConsumer(
+            membership=MembershipConfig(
+                group_id=config.application_id,
+                group_instance_id=group_instance_id,
+                session_timeout_ms=config.session_timeout_ms,
+                rebalance_timeout_ms=config.rebalance_timeout_ms,
+                heartbeat_interval_ms=config.heartbeat_interval_ms,
+                max_poll_interval_ms=config.max_poll_interval_ms,
+                protocol=RebalanceProtocol(config.rebalance_protocol),
+                require_stable_offsets=config.exactly_once,
+                client_id=client_id,
+            ),
             bootstrap_servers=config.bootstrap_servers,
-            group_id=config.application_id,
-            group_instance_id=group_instance_id,
             client_id=client_id,
             enable_auto_commit=False,
             auto_offset_reset="earliest",
-            partition_assignment_strategy=(assignor,),
             max_poll_records=config.max_poll_records,
-            session_timeout_ms=config.session_timeout_ms,
-            heartbeat_interval_ms=config.heartbeat_interval_ms,
-            rebalance_timeout_ms=config.rebalance_timeout_ms,
-            max_poll_interval_ms=config.max_poll_interval_ms,
+            # a JoinGroup may wait the whole rebalance timeout for the group (Kafka: rebalance timeout + 5 s)
+            request_timeout_ms=max(40_000, config.rebalance_timeout_ms + 5_000),
             metadata_max_age_ms=30_000,
             isolation_level=_isolation(config),
-            require_stable_offsets=config.exactly_once,
             key_deserializer=RAW_RECORDS,  # decoded batch records, no per-record ConsumerRecord
         )
 

@@ -22,8 +22,8 @@ from aiokafka import errors as aiokafka_errors
 from aiokafka.structs import OffsetAndMetadata, RecordMetadata, TopicPartition
 
 from streamlet.errors import StreamletError
+from streamlet.kafka.txn_offset_commit import GroupMetadata, set_group_metadata
 from streamlet.runtime.partitioner import CachingDefaultPartitioner, DeferredPartition
-from streamlet.runtime.txn_offset_commit import GroupMetadata, set_group_metadata
 
 _Headers = Sequence[tuple[str, bytes]]
 #: a queued record of one partition: (key, value, timestamp, headers)

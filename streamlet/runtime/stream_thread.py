@@ -5,9 +5,10 @@ event loop and heartbeats keep running), poll, process each task's records in of
 to the producer, and every `commit_interval_ms` commit. The thread owns its clients and the loop; its
 `TaskManager` owns the tasks and every transition, and its `ChangelogReader` owns restoration.
 
-Rebalances follow aiokafka's eager protocol. The callbacks run in aiokafka's coordinator task, so one
-lock serialises them with the loop's task work; it is never held across the main consumer's
-`getmany()`, which aiokafka's docs warn can deadlock.
+Rebalances follow the group's protocol (`streamlet.kafka.group`): cooperative by default, so the loop keeps
+processing the tasks it keeps while the group rebalances, and only tasks that move stop. The rebalance
+callbacks run in the membership's task, so one lock serialises them with the loop's task work; it is never
+held across the main consumer's `getmany()`.
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from aiokafka import AIOKafkaProducer, ConsumerRebalanceListener
+from aiokafka import AIOKafkaProducer
 from aiokafka.structs import TopicPartition
 
 from streamlet.assignment.api import AssignmentConfigs, TaskAssignor
@@ -48,15 +49,20 @@ from streamlet.task_id import TaskId
 log = logging.getLogger("streamlet.thread")
 
 
-class _Listener(ConsumerRebalanceListener):
+class _Listener:
+    """The group's rebalance callbacks, handed to the thread."""
+
     def __init__(self, thread: StreamThread) -> None:
         self._thread = thread
 
-    async def on_partitions_revoked(self, revoked: Iterable[TopicPartition]) -> None:
-        await self._thread.on_partitions_revoked()
+    async def on_partitions_revoked(self, partitions: set[TopicPartition]) -> None:
+        await self._thread.on_partitions_revoked(partitions)
 
-    async def on_partitions_assigned(self, assigned: Iterable[TopicPartition]) -> None:
-        await self._thread.on_partitions_assigned()
+    async def on_partitions_assigned(self, partitions: set[TopicPartition]) -> None:
+        await self._thread.on_partitions_assigned(partitions)
+
+    async def on_partitions_lost(self, partitions: set[TopicPartition]) -> None:
+        await self._thread.on_partitions_lost(partitions)
 
 
 class _HistoryRecorder:
@@ -72,10 +78,9 @@ class _HistoryRecorder:
         return self._writer.previous_event()
 
     def generation(self) -> int | None:
-        # aiokafka sets the join response's generation before it runs the leader's assignment
-        coordinator = getattr(self._thread.consumer, "_coordinator", None)
-        generation = getattr(coordinator, "generation", None)
-        return generation if isinstance(generation, int) and generation >= 0 else None
+        # the join response's generation is set before the leader's assignment runs
+        generation = self._thread.consumer.group_metadata().generation_id
+        return generation if generation >= 0 else None
 
     def record(self, event: dict[str, Any]) -> None:
         self._writer.record(event)
@@ -126,7 +131,7 @@ class StreamThread:
         recorder = None if assignment_history is None else _HistoryRecorder(self, assignment_history)
         self.assignor = StreamsPartitionAssignor(self, metadata, task_assignor, assignment_configs, recorder)
         instance_id = f"{config.group_instance_id}-{index}" if config.group_instance_id else None
-        self.consumer = clients.main_consumer(config, f"{self.name}-consumer", self.assignor, instance_id)
+        self.consumer = clients.main_consumer(config, f"{self.name}-consumer", instance_id)
         self.restore_consumer = clients.restore_consumer(config, f"{self.name}-restore-consumer")
         transactional_id = f"{config.application_id}-{process_id}-{index}" if config.exactly_once else None
         self._transactional_id = transactional_id
@@ -183,7 +188,7 @@ class StreamThread:
         await self.resources.collector.start(self._transactional_id, self.config.max_block_ms)
         await self.restore_consumer.start()
         await self.consumer.start()
-        self.consumer.subscribe(self._metadata.source_topics(), listener=_Listener(self))
+        self.consumer.subscribe(self._metadata.source_topics(), _Listener(self), self.assignor)
         self._stall_watch_task = asyncio.create_task(self.stall_watch.run(), name=f"{self.name}-stall-watch")
         self._task = asyncio.create_task(self._run(), name=self.name)
 
@@ -294,24 +299,37 @@ class StreamThread:
 
     # ---- rebalance callbacks and the assignor's host interface ----------------------------------------------
 
-    async def on_partitions_revoked(self) -> None:
+    async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+        """Commit, then suspend the tasks that lose a partition (under eager: every task, before each join)."""
+        if not revoked:
+            return
         if self._metadata_state is not None:  # before waiting for the lock: queries stop answering at once
             self._metadata_state.rebalance_started(self.name)
         async with self._lock:
             if self._closing:
                 return
             try:
-                if self.consumer.generation_lost():
-                    await self.tasks.handle_lost_all("the group coordinator dropped this member")
-                elif not await self.tasks.drop_if_frozen(rejoin=False):
-                    await self.tasks.handle_revocation()
-                self.tasks.lock_task_dirs()
-                await self._end_offsets.refresh(self._committed_offsets)
-            except Exception as exc:  # aiokafka swallows listener errors: surface it from the loop instead
-                log.exception("stream-thread [%s] failed while preparing the rebalance", self.name)
+                if not await self.tasks.drop_if_frozen(rejoin=False):
+                    await self.tasks.handle_revocation(revoked)
+            except Exception as exc:  # the membership would fail the group: surface it from the loop instead
+                log.exception("stream-thread [%s] failed while revoking %s", self.name, sorted(revoked))
                 self._failure = exc
 
-    async def on_partitions_assigned(self) -> None:
+    async def on_partitions_lost(self, lost: set[TopicPartition]) -> None:
+        """The coordinator dropped this member: its partitions may have new owners already."""
+        if self._metadata_state is not None:
+            self._metadata_state.rebalance_started(self.name)
+        async with self._lock:
+            if self._closing:
+                return
+            try:
+                await self.tasks.handle_lost_all("the group coordinator dropped this member")
+            except Exception as exc:
+                log.exception("stream-thread [%s] failed while closing lost tasks", self.name)
+                self._failure = exc
+
+    async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+        del assigned  # the assignment info names the tasks (kept, gained and lost)
         async with self._lock:
             info, self._pending_info = self._pending_info, None
             if info is None or self._closing:
@@ -336,8 +354,15 @@ class StreamThread:
                 followup,
             )
 
-    def subscription_info(self) -> SubscriptionInfo:
-        """Called by the assignor on every join (synchronously)."""
+    async def subscription_info(self) -> SubscriptionInfo:
+        """Called by the assignor before every join: lock the task directories on disk that no other thread
+        holds, so this thread may report their checkpointed offsets, then describe what it has."""
+        async with self._lock:
+            if not self._closing:
+                self.tasks.lock_task_dirs()
+            return self._subscription_info()
+
+    def _subscription_info(self) -> SubscriptionInfo:
         self._unique_field += 1
         return SubscriptionInfo(
             process_id=self.process_id,
@@ -348,7 +373,8 @@ class StreamThread:
             unique_field=self._unique_field,
         )
 
-    def changelog_end_offset_sums(self, stateful_tasks: list[TaskId]) -> dict[TaskId, int]:
+    async def changelog_end_offset_sums(self, stateful_tasks: list[TaskId]) -> dict[TaskId, int]:
+        await self._end_offsets.refresh(self._committed_offsets)
         return self._end_offsets.sums(stateful_tasks)
 
     def on_assignment_info(self, info: AssignmentInfo, partitions: list[TopicPartition]) -> None:

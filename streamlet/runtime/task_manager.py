@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
@@ -205,12 +205,19 @@ class TaskManager:
         self._reindex()
         self._pause_restoring()
 
-    async def handle_revocation(self) -> None:
-        """Eager rebalance with membership intact: commit, then suspend (tasks stay open)."""
-        if self.active and await self.commit_or_migrate(force_checkpoint=True):
-            self._was_running = {t.task_id for t in self.active.values() if t.state is TaskState.RUNNING}
-            for task in self.active.values():
+    async def handle_revocation(self, revoked: Collection[TopicPartition]) -> None:
+        """The group takes `revoked` away (cooperative: the partitions that move; eager: everything).
+
+        Commit (every task: one commit, or one transaction under exactly-once), then suspend the tasks that lose
+        a partition: they stay open until the assignment closes them (a clean close checkpoints), or resumes
+        them if they came back. Tasks that keep their partitions go on processing.
+        """
+        gone = set(revoked)
+        losing = [t for t in self.active.values() if gone.intersection(t.partitions)]
+        if losing and await self.commit_or_migrate():
+            for task in losing:
                 if task.state is TaskState.RUNNING:
+                    self._was_running.add(task.task_id)
                     task.state = TaskState.SUSPENDED
                     self._drop_buffers(task)
 

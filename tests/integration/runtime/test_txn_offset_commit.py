@@ -10,9 +10,9 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.errors import CommitFailedError
 from aiokafka.structs import OffsetAndMetadata, TopicPartition
 
-from streamlet.runtime import txn_offset_commit
+from streamlet.kafka import txn_offset_commit
+from streamlet.kafka.txn_offset_commit import GroupMetadata, set_group_metadata
 from streamlet.runtime.clients import StreamsConsumer
-from streamlet.runtime.txn_offset_commit import GroupMetadata, set_group_metadata
 from tests.support.kafka import KafkaTestCluster, unique_name
 
 pytestmark = pytest.mark.integration

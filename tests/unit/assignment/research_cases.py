@@ -19,8 +19,9 @@ from typing import Any
 from streamlet.assignment.api import AssignmentConfigs
 from streamlet.assignment.client_state import LONG_MAX, ClientState, Partition
 from streamlet.assignment.high_availability import assign_clients
+from streamlet.assignment.thread_assignment import ConsumerAssignment, apply_pending_revocations
 from streamlet.task_id import TaskId
-from tests.support.cooperative import ConsumerAssignment, apply_pending_revocations, distribute_client
+from tests.support.cooperative import distribute_client
 from tests.support.fixtures import ASSIGNMENT_CASES
 
 DATA = ASSIGNMENT_CASES

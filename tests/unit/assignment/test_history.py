@@ -7,8 +7,6 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from aiokafka.coordinator.protocol import ConsumerProtocolMemberMetadata
-
 from streamlet.assignment.api import AssignedTask, AssignmentConfigs, KafkaStreamsAssignment, TaskType
 from streamlet.assignment.client_state import LATEST_OFFSET, ClientState
 from streamlet.assignment.high_availability import HighAvailabilityTaskAssignor
@@ -22,8 +20,9 @@ from streamlet.assignment.history import (
 )
 from streamlet.assignment.partition_assignor import StreamsPartitionAssignor
 from streamlet.assignment.protocol import SubscriptionInfo
+from streamlet.kafka.group.consumer_protocol import Subscription
 from streamlet.task_id import TaskId
-from tests.unit.assignment.test_partition_assignor import _Cluster, _Host, _Topology
+from tests.unit.assignment.test_partition_assignor import COUNTS, _Host, _Topology
 
 A = uuid.UUID("4b61083e-57d0-457d-951f-d06556c148ca")
 B = uuid.UUID("7156cef1-307e-49c0-a5bb-0f11d26a4933")
@@ -130,15 +129,15 @@ class _Recorder:
         self.events.append(event)
 
 
-def test_the_leaders_assignor_records_one_event_per_rebalance_matching_what_members_are_sent() -> None:
+async def test_the_leaders_assignor_records_one_event_per_rebalance_matching_what_members_are_sent() -> None:
     recorder = _Recorder()
     assignor = StreamsPartitionAssignor(
         _Host(), _Topology(), HighAvailabilityTaskAssignor(), AssignmentConfigs(), recorder
     )
     pid = _Host.process_id
-    members = {m: ConsumerProtocolMemberMetadata(0, ["in"], SubscriptionInfo(pid).encode()) for m in ("c1", "c2")}
-    assignor.assign(_Cluster(), members)
-    assignor.assign(_Cluster(), members)
+    members = {m: Subscription(("in",), SubscriptionInfo(pid).encode()) for m in ("c1", "c2")}
+    await assignor.assign(COUNTS, members)
+    await assignor.assign(COUNTS, members)
     assert [e["generation"] for e in recorder.events] == [3, 4]
     assert [e["trigger"] for e in recorder.events] == ["join", "metadata"]
     (client,) = recorder.events[-1]["clients"]
@@ -146,7 +145,7 @@ def test_the_leaders_assignor_records_one_event_per_rebalance_matching_what_memb
     assert [(t["member_id"], t["active"]) for t in client["threads"]] == [("c1", ["0_0"]), ("c2", ["0_1"])]
 
 
-def test_a_failing_recorder_never_fails_the_rebalance() -> None:
+async def test_a_failing_recorder_never_fails_the_rebalance() -> None:
     class Broken(_Recorder):
         def record(self, event: dict[str, Any]) -> None:
             raise RuntimeError("broker down")
@@ -154,5 +153,5 @@ def test_a_failing_recorder_never_fails_the_rebalance() -> None:
     assignor = StreamsPartitionAssignor(
         _Host(), _Topology(), HighAvailabilityTaskAssignor(), AssignmentConfigs(), Broken()
     )
-    members = {"c1": ConsumerProtocolMemberMetadata(0, ["in"], SubscriptionInfo(_Host.process_id).encode())}
-    assert set(assignor.assign(_Cluster(), members)) == {"c1"}
+    members = {"c1": Subscription(("in",), SubscriptionInfo(_Host.process_id).encode())}
+    assert set(await assignor.assign(COUNTS, members)) == {"c1"}

@@ -7,7 +7,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment, ConsumerProtocolMemberMetadata
 from aiokafka.structs import TopicPartition
 
 from streamlet.assignment.api import (
@@ -22,6 +21,7 @@ from streamlet.assignment.api import (
 from streamlet.assignment.partition_assignor import StreamsPartitionAssignor
 from streamlet.assignment.protocol import NO_FOLLOWUP, AssignmentInfo, HostTasks, SubscriptionInfo
 from streamlet.errors import TaskAssignmentError
+from streamlet.kafka.group.consumer_protocol import Assignment, Subscription
 from streamlet.task_id import TaskId
 
 PID = uuid.UUID(int=1)
@@ -42,19 +42,18 @@ class _Topology:
         return frozenset()
 
 
-class _Cluster:
-    def partitions_for_topic(self, topic: str) -> set[int]:
-        return {0, 1}
+#: partition counts as the group membership hands them to the leader
+COUNTS = {"in": 2}
 
 
 class _Host:
     name = "leader"
     process_id = PID
 
-    def subscription_info(self) -> SubscriptionInfo:
+    async def subscription_info(self) -> SubscriptionInfo:
         return SubscriptionInfo(PID)
 
-    def changelog_end_offset_sums(self, stateful_tasks: list[TaskId]) -> dict[TaskId, int]:
+    async def changelog_end_offset_sums(self, stateful_tasks: list[TaskId]) -> dict[TaskId, int]:
         return {}
 
     def on_assignment_info(self, info: AssignmentInfo, partitions: list[TopicPartition]) -> None:
@@ -66,48 +65,51 @@ class _ListeningAssignor:
 
     def __init__(self, assignment: KafkaStreamsAssignment) -> None:
         self._assignment = assignment
-        self.computed: list[tuple[dict[str, ConsumerProtocolMemberAssignment], dict[str, Any], AssignmentError]] = []
+        self.computed: list[tuple[dict[str, Assignment], dict[str, Any], AssignmentError]] = []
 
     def assign(self, application_state: ApplicationState) -> TaskAssignment:
         return TaskAssignment([self._assignment])
 
     def on_assignment_computed(
-        self, assignment: Mapping[str, ConsumerProtocolMemberAssignment], subscription: Any, error: AssignmentError
+        self, assignment: Mapping[str, Assignment], subscription: Any, error: AssignmentError
     ) -> None:
         self.computed.append((dict(assignment), dict(subscription), error))
 
 
-def _members() -> dict[str, ConsumerProtocolMemberMetadata]:
+def _members(owned: Mapping[str, tuple[TopicPartition, ...]] | None = None) -> dict[str, Subscription]:
     user_data = SubscriptionInfo(PID).encode()
-    return {m: ConsumerProtocolMemberMetadata(0, ["in"], user_data) for m in ("c2", "c1")}
+    owned = owned or {}
+    return {m: Subscription(("in",), user_data, owned.get(m, ())) for m in ("c2", "c1")}
 
 
-def _assign(task_assignor: _ListeningAssignor) -> dict[str, ConsumerProtocolMemberAssignment]:
+async def _assign(
+    task_assignor: _ListeningAssignor, owned: Mapping[str, tuple[TopicPartition, ...]] | None = None
+) -> dict[str, Assignment]:
     assignor = StreamsPartitionAssignor(_Host(), _Topology(), task_assignor, AssignmentConfigs())
-    return assignor.assign(_Cluster(), _members())
+    return await assignor.assign(COUNTS, _members(owned))
 
 
-def test_assignment_computed_is_reported_with_what_members_are_sent() -> None:
+async def test_assignment_computed_is_reported_with_what_members_are_sent() -> None:
     actives = KafkaStreamsAssignment(PID, [AssignedTask(t, TaskType.ACTIVE) for t in TASKS], 5_000)
     task_assignor = _ListeningAssignor(actives)
-    result = _assign(task_assignor)
+    result = await _assign(task_assignor)
 
     assert task_assignor.computed == [(result, {m: SubscriptionInfo(PID) for m in ("c1", "c2")}, AssignmentError.NONE)]
-    infos = {m: AssignmentInfo.decode(a.user_data) for m, a in result.items()}
+    infos = {m: AssignmentInfo.decode(a.user_data or b"") for m, a in result.items()}
     assert {m: i.active_tasks for m, i in infos.items()} == {"c1": (TaskId(0, 0),), "c2": (TaskId(0, 1),)}
     # the probing deadline goes to the client's first consumer only
     assert {m: i.next_rebalance_ms for m, i in infos.items()} == {"c1": 5_000, "c2": NO_FOLLOWUP}
 
 
-def test_invalid_assignment_is_reported_then_fails_the_rebalance() -> None:
+async def test_invalid_assignment_is_reported_then_fails_the_rebalance() -> None:
     stranger = KafkaStreamsAssignment(uuid.UUID(int=2), [AssignedTask(t, TaskType.ACTIVE) for t in TASKS])
     task_assignor = _ListeningAssignor(stranger)
     with pytest.raises(TaskAssignmentError, match="MISSING_PROCESS_ID"):
-        _assign(task_assignor)
+        await _assign(task_assignor)
     assert [(a, e) for a, _, e in task_assignor.computed] == [({}, AssignmentError.MISSING_PROCESS_ID)]
 
 
-def test_every_member_learns_every_hosts_tasks() -> None:
+async def test_every_member_learns_every_hosts_tasks() -> None:
     """Kafka Streams' partitionsByHost: each member's assignment names the host of every client and its tasks."""
     other = uuid.UUID(int=2)
     plan = [
@@ -122,8 +124,8 @@ def test_every_member_learns_every_hosts_tasks() -> None:
             return TaskAssignment(plan)
 
     members = {
-        "a1": ConsumerProtocolMemberMetadata(0, ["in"], SubscriptionInfo(PID, host_info="a:1").encode()),
-        "b1": ConsumerProtocolMemberMetadata(0, ["in"], SubscriptionInfo(other, host_info="b:2").encode()),
+        "a1": Subscription(("in",), SubscriptionInfo(PID, host_info="a:1").encode()),
+        "b1": Subscription(("in",), SubscriptionInfo(other, host_info="b:2").encode()),
     }
 
     class _Stateful(_Topology):
@@ -134,14 +136,34 @@ def test_every_member_learns_every_hosts_tasks() -> None:
             return frozenset({"counts"})
 
     class _StatefulHost(_Host):
-        def changelog_end_offset_sums(self, stateful_tasks: list[TaskId]) -> dict[TaskId, int]:
+        async def changelog_end_offset_sums(self, stateful_tasks: list[TaskId]) -> dict[TaskId, int]:
             return dict.fromkeys(stateful_tasks, 0)
 
     assignor = StreamsPartitionAssignor(_StatefulHost(), _Stateful(), _Plan(plan[0]), AssignmentConfigs())
-    result = assignor.assign(_Cluster(), members)
+    result = await assignor.assign(COUNTS, members)
     expected = {
         "a:1": HostTasks(frozenset({TASKS[0]}), frozenset({TASKS[1]})),
         "b:2": HostTasks(frozenset({TASKS[1]}), frozenset()),
     }
     for member in ("a1", "b1"):
-        assert dict(AssignmentInfo.decode(result[member].user_data).tasks_by_host) == expected
+        assert dict(AssignmentInfo.decode(result[member].user_data or b"").tasks_by_host) == expected
+
+
+async def test_a_task_still_owned_by_another_consumer_is_withheld_until_the_followup_round() -> None:
+    """Kafka Streams' COOPERATIVE rule: c1 still owns in-1, which the plan moves to c2; c2 gets it only after c1
+    revoked it (it is told to rejoin at once), while in-0, which nobody owns, is assigned now."""
+    actives = KafkaStreamsAssignment(PID, [AssignedTask(t, TaskType.ACTIVE) for t in TASKS])
+    first = await _assign(_ListeningAssignor(actives), {"c1": (TopicPartition("in", 1),)})
+    infos = {m: AssignmentInfo.decode(a.user_data or b"") for m, a in first.items()}
+    assert {m: (a.partitions, infos[m].active_tasks) for m, a in first.items()} == {
+        "c1": ((TopicPartition("in", 0),), (TaskId(0, 0),)),
+        "c2": ((), ()),
+    }
+    assert {m: i.next_rebalance_ms for m, i in infos.items()} == {"c1": NO_FOLLOWUP, "c2": 0}
+
+    # the follow-up round: c1 revoked in-1 (it owns in-0 now), so c2 takes its task
+    second = await _assign(_ListeningAssignor(actives), {"c1": (TopicPartition("in", 0),)})
+    assert {m: a.partitions for m, a in second.items()} == {
+        "c1": (TopicPartition("in", 0),),
+        "c2": (TopicPartition("in", 1),),
+    }

@@ -15,7 +15,7 @@ from aiokafka.errors import CommitFailedError
 from aiokafka.structs import ConsumerRecord, OffsetAndMetadata, RecordMetadata, TopicPartition
 
 from streamlet.config import StreamsConfig
-from streamlet.runtime.txn_offset_commit import GroupMetadata
+from streamlet.kafka.txn_offset_commit import GroupMetadata
 
 
 class FakeKafka:
@@ -98,7 +98,7 @@ class FakeConsumer:
     async def stop(self) -> None:
         pass
 
-    def subscribe(self, topics: Collection[str], listener: Any) -> None:
+    def subscribe(self, topics: Collection[str], listener: Any, assignor: Any) -> None:
         self.listener = listener
 
     def assign(self, partitions: Collection[TopicPartition]) -> None:
@@ -321,7 +321,7 @@ class FakeClientSupplier:
         self.producers: list[FakeProducer] = []
 
     def main_consumer(
-        self, config: StreamsConfig, client_id: str, assignor: Any, group_instance_id: str | None = None
+        self, config: StreamsConfig, client_id: str, group_instance_id: str | None = None
     ) -> FakeConsumer:
         self.consumers.append(FakeConsumer(self.kafka, client_id))
         return self.consumers[-1]

@@ -183,7 +183,7 @@ async def test_buffered_records_are_fetched_again_after_a_revocation(make: _Make
     _append(h.kafka, B0, ("b3", 3), ("b9", 9))
     await h.poll_and_process(max_records=3)  # a1 a5 b3 fetched, b's lag 1: a1 b3 processed, a5 buffered
     assert _out(h.kafka) == ["a1", "b3"]
-    await h.tasks.handle_revocation()
+    await h.tasks.handle_revocation(h.consumer.assignment())
     assert h.kafka.committed == {A0: 1, B0: 1}  # processed records only
     assert (A0, 1) in h.consumer.seeks  # the consumer goes back to the buffered a5
     h.assign(T0)  # the task comes back (suspended -> running), positions from the commit

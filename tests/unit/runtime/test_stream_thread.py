@@ -74,7 +74,7 @@ async def assigned_and_running(thread: StreamThread) -> None:
     consumer, _ = fake(thread)
     consumer.assign([IN0])
     thread.on_assignment_info(AssignmentInfo(active_tasks=(T0,)), [IN0])
-    await thread.on_partitions_assigned()
+    await thread.on_partitions_assigned(consumer.assignment())
     for _ in range(3):
         await thread.run_once()
     assert thread.tasks.active[T0].state is TaskState.RUNNING
@@ -140,13 +140,13 @@ async def test_under_exactly_once_a_punctuation_commits_with_its_task_or_not_at_
         directory.close()
 
 
-async def test_revocation_after_the_member_was_dropped_takes_the_lost_path(thread: StreamThread) -> None:
+async def test_partitions_lost_when_the_member_was_dropped_take_the_lost_path(thread: StreamThread) -> None:
     await assigned_and_running(thread)
     await counted(thread, "a", "a")
     consumer, kafka = fake(thread)
     consumer.lost = True
 
-    await thread.on_partitions_revoked()
+    await thread.on_partitions_lost(consumer.assignment())
 
     assert thread.tasks.active == {}
     assert kafka.events == [] and CHANGELOG not in {tp.topic for tp in kafka.logs}
@@ -155,9 +155,9 @@ async def test_revocation_after_the_member_was_dropped_takes_the_lost_path(threa
 async def test_revocation_with_membership_intact_commits_and_suspends(thread: StreamThread) -> None:
     await assigned_and_running(thread)
     await counted(thread, "a", "a")
-    _, kafka = fake(thread)
+    consumer, kafka = fake(thread)
 
-    await thread.on_partitions_revoked()
+    await thread.on_partitions_revoked(consumer.assignment())
 
     assert thread.tasks.active[T0].state is TaskState.SUSPENDED
     assert kafka.committed == {IN0: 2} and latest(kafka, CHANGELOG) == {"a": 2}
@@ -211,7 +211,7 @@ async def test_probing_rebalance_is_requested_at_its_deadline(thread: StreamThre
     consumer, _ = fake(thread)
     deadline = int(time.time() * 1000) - 1
     thread.on_assignment_info(AssignmentInfo(next_rebalance_ms=deadline), [])
-    await thread.on_partitions_assigned()
+    await thread.on_partitions_assigned(consumer.assignment())
     assert not consumer.rejoin_requested
 
     await thread.run_once()
@@ -227,11 +227,11 @@ async def test_task_dirs_on_disk_are_locked_before_the_join_and_reported_from_th
     (task_dir / "rocksdb" / "counts").mkdir(parents=True)
     (task_dir / "rocksdb" / "counts" / "CURRENT").write_text("x")
     OffsetCheckpoint(task_dir / CHECKPOINT_FILE_NAME).write({TopicPartition(CHANGELOG, 1): 41})
-    assert thread.subscription_info().task_offset_sums == {}  # not locked yet: not this thread's to report
+    assert thread.tasks.task_offset_sums() == {}  # not locked yet: not this thread's to report
 
-    await thread.on_partitions_revoked()
+    info = await thread.subscription_info()  # what the group membership asks before every join
 
-    assert thread.subscription_info().task_offset_sums == {other: 41}
+    assert info.task_offset_sums == {other: 41}
 
 
 async def test_a_task_waiting_for_an_idle_partition_processes_on_a_later_loop_without_new_records(
@@ -245,7 +245,7 @@ async def test_a_task_waiting_for_an_idle_partition_processes_on_a_later_loop_wi
         consumer, kafka = fake(thread)
         consumer.assign([a0, b0])
         thread.on_assignment_info(AssignmentInfo(active_tasks=(T0,)), [a0, b0])
-        await thread.on_partitions_assigned()
+        await thread.on_partitions_assigned(consumer.assignment())
         await thread.run_once()
         kafka.append(a0, b"k", b"a5", 5)
         await thread.run_once()  # b is caught up and empty: a5 waits up to max_task_idle_ms for it

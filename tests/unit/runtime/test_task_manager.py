@@ -199,7 +199,7 @@ async def test_revoked_tasks_are_suspended_reported_running_and_resumed(harness:
     await harness.poll_and_process()
     task = harness.tasks.active[T0]
 
-    await harness.tasks.handle_revocation()
+    await harness.tasks.handle_revocation(harness.consumer.assignment())
 
     assert task.state is TaskState.SUSPENDED
     assert any(e.startswith("commit") for e in kafka.events)
@@ -226,7 +226,7 @@ async def test_a_task_moved_away_is_closed_clean(harness: Harness, kafka: FakeKa
     words(kafka, "a")
     await harness.poll_and_process()
 
-    await harness.tasks.handle_revocation()  # eager: every rebalance starts with a revocation
+    await harness.tasks.handle_revocation(harness.consumer.assignment())  # eager: every rebalance starts with a revocation
     harness.assign()
 
     assert harness.tasks.active == {} and harness.state_directory.task_owner(T0) is None
