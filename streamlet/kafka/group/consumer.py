@@ -146,29 +146,27 @@ class GroupConsumer(AIOKafkaConsumer):
         self.membership: GroupMembership | None = None
         self.assign([])  # aiokafka's manual mode with nothing yet; the membership fills it in place
 
-    def subscribe(  # type: ignore[override]
-        self, topics: Collection[str], listener: RebalanceListener, assignor: GroupAssignor
-    ) -> None:
-        """Join the group for `topics` (call after `start()`): the membership runs in the background."""
-        if self._fetcher is None:
-            raise RuntimeError("start() the consumer before subscribing")
-        self._client.set_topics(list(topics))
-        membership = GroupMembership(
+    async def start(self) -> None:
+        await super().start()
+        self.membership = GroupMembership(
             self._membership_config,
             _AiokafkaChannel(self, self._membership_config.group_id),
             _InPlaceOwnership(self),
-            assignor,
-            listener,
-            topics,
         )
-        self.membership = membership
+
+    def subscribe(  # type: ignore[override]
+        self, topics: Collection[str], listener: RebalanceListener, assignor: GroupAssignor
+    ) -> None:
+        """Join the group for `topics` (after `start()`): the membership runs in the background."""
+        membership = self._required()
+        self._client.set_topics(list(topics))
         self._client.cluster.add_listener(self._on_metadata)
-        membership.start()
+        membership.subscribe(topics, listener, assignor)
 
     def _on_metadata(self, cluster: Any) -> None:
         membership = self.membership
         if membership is not None:
-            counts = {t: len(cluster.partitions_for_topic(t) or ()) for t in membership._topics}
+            counts = {t: len(cluster.partitions_for_topic(t) or ()) for t in membership.topics}
             membership.metadata_changed({t: n for t, n in counts.items() if n})
 
     async def getmany(  # type: ignore[override]
@@ -181,7 +179,8 @@ class GroupConsumer(AIOKafkaConsumer):
     async def stop(self, *, leave: bool | None = None) -> None:  # type: ignore[override]
         membership = self.membership
         if membership is not None:
-            self._client.cluster.remove_listener(self._on_metadata)
+            if membership.topics:
+                self._client.cluster.remove_listener(self._on_metadata)
             await membership.close(leave=leave)
         await super().stop()
 
@@ -230,7 +229,7 @@ class GroupConsumer(AIOKafkaConsumer):
 
     def _required(self) -> GroupMembership:
         if self.membership is None:
-            raise RuntimeError("the consumer has not joined a group (subscribe first)")
+            raise RuntimeError("start() the consumer first")
         return self.membership
 
 

@@ -166,21 +166,13 @@ class MembershipConfig:
 class GroupMembership:
     """One consumer's membership; `start()` joins in the background, `close()` leaves (dynamic members)."""
 
-    def __init__(
-        self,
-        config: MembershipConfig,
-        channel: GroupChannel,
-        ownership: PartitionOwnership,
-        assignor: GroupAssignor,
-        listener: RebalanceListener,
-        topics: Collection[str],
-    ) -> None:
+    def __init__(self, config: MembershipConfig, channel: GroupChannel, ownership: PartitionOwnership) -> None:
         self.config = config
         self._channel = channel
         self._ownership = ownership
-        self._assignor = assignor
-        self._listener = listener
-        self._topics = tuple(sorted(set(topics)))
+        self._assignor: GroupAssignor | None = None
+        self._listener: RebalanceListener | None = None
+        self._topics: tuple[str, ...] = ()
         self.generation = Generation()
         self.state = MemberState.UNJOINED
         self._need_rejoin = True
@@ -197,7 +189,13 @@ class GroupMembership:
 
     # ---- lifecycle --------------------------------------------------------------------------------------
 
-    def start(self) -> None:
+    def subscribe(self, topics: Collection[str], listener: RebalanceListener, assignor: GroupAssignor) -> None:
+        """Join the group for `topics`, in the background (offsets can be fetched without joining)."""
+        if self._tasks:
+            raise RuntimeError("the member has already subscribed")
+        self._topics = tuple(sorted(set(topics)))
+        self._listener = listener
+        self._assignor = assignor
         self._tasks = [
             asyncio.create_task(self._run(), name=f"{self.config.client_id}-group"),
             asyncio.create_task(self._heartbeat_loop(), name=f"{self.config.client_id}-heartbeat"),
@@ -348,6 +346,14 @@ class GroupMembership:
 
     # ---- the join loop ----------------------------------------------------------------------------------
 
+    @property
+    def topics(self) -> tuple[str, ...]:
+        return self._topics
+
+    def _subscribed(self) -> tuple[GroupAssignor, RebalanceListener]:
+        assert self._assignor is not None and self._listener is not None, "subscribe() first"
+        return self._assignor, self._listener
+
     async def _run(self) -> None:
         backoff = self.config.retry_backoff_ms / 1000
         while not self._closing:
@@ -401,6 +407,7 @@ class GroupMembership:
         return await self._channel.send(request)
 
     async def _join_group(self) -> None:
+        assignor, _ = self._subscribed()
         if not self._join_prepared:
             await self._on_join_prepare()
             self._join_prepared = True
@@ -411,7 +418,7 @@ class GroupMembership:
         owned = self._ownership.owned() if self.config.protocol is RebalanceProtocol.COOPERATIVE else frozenset()
         subscription = Subscription(
             self._topics,
-            await self._assignor.subscription_user_data(self._topics),
+            await assignor.subscription_user_data(self._topics),
             tuple(sorted(owned)),
             self.generation.generation_id,
         )
@@ -424,12 +431,12 @@ class GroupMembership:
                 self.generation.member_id,
                 self.config.group_instance_id,  # type: ignore[arg-type]
                 PROTOCOL_TYPE,
-                [(self._assignor.name, subscription.encode())],
+                [(assignor.name, subscription.encode())],
             )
         )
         if not self._joined(response):
             return
-        self.generation = Generation(response.generation_id, response.member_id, response.protocol_name)
+        self.generation = Generation(response.generation_id, response.member_id, response.group_protocol)
         self.state = MemberState.COMPLETING_REBALANCE
         self._last_heartbeat_ok = time.monotonic()
         log.info("%s Successfully joined group with generation %s", self._prefix, self.generation)
@@ -498,24 +505,27 @@ class GroupMembership:
 
     async def _perform_assignment(self, members: list[Any]) -> dict[str, Assignment]:
         """The leader's part: decode every subscription, run the assignor, check the cooperative rule."""
+        assignor, _ = self._subscribed()
         subscriptions: dict[str, Subscription] = {}
         for member in members:
-            member_id, instance_id, metadata = member[0], member[1], member[-1]
+            member_id, metadata = member[0], member[-1]
+            instance_id = member[1] if len(member) == 3 else None  # JoinGroup v5+ names static members
             subscriptions[member_id] = Subscription.decode(metadata, instance_id)
         topics = sorted({t for s in subscriptions.values() for t in s.topics})
         counts = await self._channel.partition_counts(topics)
         log.info(
             "%s Performing assignment using strategy %s with subscriptions %s",
             self._prefix,
-            self._assignor.name,
+            assignor.name,
             {m: list(s.topics) for m, s in subscriptions.items()},
         )
-        assignments = await self._assignor.assign(counts, subscriptions)
+        assignments = await assignor.assign(counts, subscriptions)
         if self.config.protocol is RebalanceProtocol.COOPERATIVE:
             validate_cooperative_assignment(subscriptions, assignments)
         return {m: assignments.get(m, Assignment(())) for m in subscriptions}
 
     async def _on_join_prepare(self) -> None:
+        _, listener = self._subscribed()
         owned = set(self._ownership.owned())
         if self.generation_lost() or self.generation.member_id == UNKNOWN_MEMBER_ID:
             if owned:
@@ -524,19 +534,20 @@ class GroupMembership:
                     "indicating that consumer is in old state or no longer part of the group",
                     self._prefix,
                 )
-                await self._listener.on_partitions_lost(owned)
+                await listener.on_partitions_lost(owned)
                 self._ownership.assign((), {})
         elif self.config.protocol is RebalanceProtocol.EAGER:
             log.info("%s Revoke previously assigned partitions %s", self._prefix, _fmt(owned))
-            await self._listener.on_partitions_revoked(owned)
+            await listener.on_partitions_revoked(owned)
             self._ownership.assign((), {})
         else:
             gone = {tp for tp in owned if tp.topic not in self._topics}
             if gone:
-                await self._listener.on_partitions_revoked(gone)
+                await listener.on_partitions_revoked(gone)
                 self._ownership.assign(owned - gone, {})
 
     async def _on_join_complete(self, assignment: Assignment) -> None:
+        assignor, listener = self._subscribed()
         owned = set(self._ownership.owned())
         assigned = set(assignment.partitions)
         added = assigned - owned
@@ -555,14 +566,14 @@ class GroupMembership:
             )
             if revoked:
                 log.info("%s Revoke previously assigned partitions %s", self._prefix, _fmt(revoked))
-                await self._listener.on_partitions_revoked(revoked)
+                await listener.on_partitions_revoked(revoked)
                 self.request_rejoin("need to revoke partitions and re-join")
         log.info("%s Notifying assignor about the new %s", self._prefix, _fmt_assignment(assignment))
-        self._assignor.on_assignment(assignment, self.generation.generation_id)
+        assignor.on_assignment(assignment, self.generation.generation_id)
         committed = await self.committed(added)
         self._ownership.assign(assigned, {tp: meta.offset for tp, meta in committed.items()})
         log.info("%s Adding newly assigned partitions: %s", self._prefix, _fmt(added))
-        await self._listener.on_partitions_assigned(added)
+        await listener.on_partitions_assigned(added)
 
     # ---- heartbeats -------------------------------------------------------------------------------------
 

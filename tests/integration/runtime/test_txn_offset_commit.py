@@ -11,21 +11,21 @@ from aiokafka.errors import CommitFailedError
 from aiokafka.structs import OffsetAndMetadata, TopicPartition
 
 from streamlet.kafka import txn_offset_commit
+from streamlet.kafka.group.consumer import GroupConsumer
 from streamlet.kafka.txn_offset_commit import GroupMetadata, set_group_metadata
-from streamlet.runtime.clients import StreamsConsumer
+from tests.support.clients import wait_until
+from tests.support.group import RecordingListener, StickyAssignor, group_consumer
 from tests.support.kafka import KafkaTestCluster, unique_name
 
 pytestmark = pytest.mark.integration
 
 
-async def joined_member(kafka: KafkaTestCluster, topic: str, group: str) -> StreamsConsumer:
-    consumer = StreamsConsumer(topic, bootstrap_servers=kafka.bootstrap_servers, group_id=group)
+async def joined_member(kafka: KafkaTestCluster, topic: str, group: str) -> GroupConsumer:
+    consumer = group_consumer(kafka.bootstrap_servers, group)
     await consumer.start()
-    for _ in range(100):
-        await consumer.getmany(timeout_ms=100)
-        if consumer.assignment():
-            return consumer
-    raise TimeoutError("the consumer never joined")
+    consumer.subscribe([topic], RecordingListener(), StickyAssignor())
+    await wait_until(lambda: bool(consumer.assignment()), "the consumer to join", timeout=30)
+    return consumer
 
 
 async def committed(kafka: KafkaTestCluster, group: str, tp: TopicPartition) -> int | None:

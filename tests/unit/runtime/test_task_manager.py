@@ -226,7 +226,9 @@ async def test_a_task_moved_away_is_closed_clean(harness: Harness, kafka: FakeKa
     words(kafka, "a")
     await harness.poll_and_process()
 
-    await harness.tasks.handle_revocation(harness.consumer.assignment())  # eager: every rebalance starts with a revocation
+    await harness.tasks.handle_revocation(
+        harness.consumer.assignment()
+    )  # eager: every rebalance starts with a revocation
     harness.assign()
 
     assert harness.tasks.active == {} and harness.state_directory.task_owner(T0) is None
