@@ -1,0 +1,288 @@
+"""`GroupMembership` against a scripted coordinator: Kafka's error paths of JoinGroup, SyncGroup, Heartbeat and
+OffsetCommit, and the callbacks of both protocols (no broker; the broker tests are in tests/integration/kafka)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from aiokafka.coordinator.protocol import ConsumerProtocolMemberMetadata
+from aiokafka.errors import CommitFailedError
+from aiokafka.protocol.group import JoinGroupRequest, SyncGroupRequest
+from aiokafka.structs import OffsetAndMetadata, TopicPartition
+
+from streamlet.kafka.group.consumer_protocol import Assignment, RebalanceProtocol, Subscription
+from streamlet.kafka.group.membership import (
+    FENCED_INSTANCE_ID,
+    ILLEGAL_GENERATION,
+    MEMBER_ID_REQUIRED,
+    NOT_COORDINATOR,
+    REBALANCE_IN_PROGRESS,
+    UNKNOWN_MEMBER_ID_ERROR,
+    FatalGroupError,
+    GroupMembership,
+    MembershipConfig,
+    RebalanceInProgressCommitError,
+    validate_cooperative_assignment,
+)
+from streamlet.kafka.group.requests import HeartbeatRequest, OffsetCommitRequest, OffsetFetchRequest
+from tests.support.group import RecordingListener
+
+TOPIC = "in"
+P0, P1, P2 = (TopicPartition(TOPIC, p) for p in range(3))
+
+
+class ScriptedCoordinator:
+    """Answers each request type from its own queue, and records what was sent."""
+
+    def __init__(self) -> None:
+        self.known = True
+        self.answers: dict[type, list[Any]] = {}
+        self.sent: list[Any] = []
+        self.lookups = 0
+
+    def answer(self, request_type: type, *responses: Any) -> None:
+        self.answers.setdefault(request_type, []).extend(responses)
+
+    def coordinator_known(self) -> bool:
+        return self.known
+
+    async def find_coordinator(self) -> None:
+        self.lookups += 1
+        self.known = True
+
+    def coordinator_dead(self) -> None:
+        self.known = False
+
+    async def send(self, request: Any) -> Any:
+        self.sent.append(request)
+        queue = self.answers.get(type(request))
+        assert queue, f"no scripted answer for {type(request).__name__}"
+        return queue.pop(0)
+
+    async def partition_counts(self, topics: Collection[str]) -> dict[str, int]:
+        return {TOPIC: 3}
+
+
+class Owned:
+    def __init__(self) -> None:
+        self.partitions: frozenset[TopicPartition] = frozenset()
+        self.positions: dict[TopicPartition, int | None] = {}
+
+    def owned(self) -> frozenset[TopicPartition]:
+        return self.partitions
+
+    def assign(self, partitions: Collection[TopicPartition], positions: Mapping[TopicPartition, int]) -> None:
+        new = frozenset(partitions)
+        for tp in new - self.partitions:
+            self.positions[tp] = positions.get(tp)
+        self.partitions = new
+
+    def idle_seconds(self) -> float:
+        return 0.0
+
+
+class OneMemberAssignor:
+    name = "test"
+
+    def __init__(self) -> None:
+        self.received: list[tuple[Assignment, int]] = []
+
+    async def subscription_user_data(self, topics: Collection[str]) -> bytes:
+        return b"user-data"
+
+    async def assign(
+        self, partition_counts: Mapping[str, int], subscriptions: Mapping[str, Subscription]
+    ) -> dict[str, Assignment]:
+        return {m: Assignment(sub.owned_partitions) for m, sub in subscriptions.items()}
+
+    def on_assignment(self, assignment: Assignment, generation_id: int) -> None:
+        self.received.append((assignment, generation_id))
+
+
+def joined(generation: int, member: str = "m-1", leader: str = "other", code: int = 0) -> Any:
+    return SimpleNamespace(
+        error_code=code, generation_id=generation, group_protocol="test", leader_id=leader, member_id=member, members=[]
+    )
+
+
+def synced(*partitions: TopicPartition, code: int = 0) -> Any:
+    return SimpleNamespace(error_code=code, member_assignment=Assignment(partitions, b"info").encode())
+
+
+def fetched(offsets: Mapping[TopicPartition, int]) -> Any:
+    topics = [(TOPIC, [(tp.partition, o, -1, "", 0, {}) for tp, o in offsets.items()], {})]
+    return SimpleNamespace(error_code=0, topics=topics)
+
+
+def committed(code: int) -> Any:
+    return SimpleNamespace(topics=[(TOPIC, [(0, code)])])
+
+
+def membership(
+    protocol: RebalanceProtocol = RebalanceProtocol.COOPERATIVE, instance_id: str | None = None
+) -> tuple[GroupMembership, ScriptedCoordinator, Owned, RecordingListener, OneMemberAssignor]:
+    coordinator, owned, listener, assignor = ScriptedCoordinator(), Owned(), RecordingListener(), OneMemberAssignor()
+    member = GroupMembership(
+        MembershipConfig("group", group_instance_id=instance_id, protocol=protocol, retry_backoff_ms=1),
+        coordinator,
+        owned,
+    )
+    # registered without starting the background tasks: the tests drive one step at a time
+    member._topics, member._listener, member._assignor = (TOPIC,), listener, assignor
+    return member, coordinator, owned, listener, assignor
+
+
+def last_subscription(coordinator: ScriptedCoordinator) -> Subscription:
+    join = [r for r in coordinator.sent if isinstance(r, JoinGroupRequest)][-1]
+    return Subscription.decode(join._group_protocols[0][1])
+
+
+async def join_with(
+    member: GroupMembership, coordinator: ScriptedCoordinator, generation: int, *tps: TopicPartition
+) -> None:
+    coordinator.answer(JoinGroupRequest, joined(generation))
+    coordinator.answer(SyncGroupRequest, synced(*tps))
+    coordinator.answer(OffsetFetchRequest, fetched({tp: 10 * tp.partition for tp in tps}))
+    await member._join_group()
+
+
+async def test_first_join_retries_with_the_member_id_the_coordinator_requires() -> None:
+    member, coordinator, owned, listener, assignor = membership()
+    coordinator.answer(JoinGroupRequest, joined(-1, member="given-id", code=MEMBER_ID_REQUIRED))
+    await member._join_group()
+    assert member._need_rejoin and member.generation.member_id == "given-id"
+
+    await join_with(member, coordinator, 1, P0, P1)
+
+    joins = [r for r in coordinator.sent if isinstance(r, JoinGroupRequest)]
+    assert [j._member_id for j in joins] == ["", "given-id"]
+    assert owned.partitions == {P0, P1} and owned.positions == {P0: 0, P1: 10}  # from the committed offsets
+    assert listener.events == [("assigned", frozenset({P0, P1}))]
+    assert assignor.received[-1][1] == 1 and not member._need_rejoin
+
+
+async def test_cooperative_keeps_what_stays_revokes_only_what_moves_and_rejoins_at_once() -> None:
+    member, coordinator, owned, listener, _ = membership()
+    await join_with(member, coordinator, 1, P0, P1)
+    listener.events.clear()
+
+    await join_with(member, coordinator, 2, P0)  # P1 moves to another member
+
+    subscription = last_subscription(coordinator)
+    assert subscription.owned_partitions == (P0, P1) and subscription.generation_id == 1
+    assert listener.events == [("revoked", frozenset({P1})), ("assigned", frozenset())]
+    assert owned.partitions == {P0} and member._need_rejoin  # the follow-up round hands P1 over
+
+
+async def test_eager_gives_up_everything_before_it_joins() -> None:
+    member, coordinator, owned, listener, _ = membership(RebalanceProtocol.EAGER)
+    await join_with(member, coordinator, 1, P0, P1)
+    listener.events.clear()
+
+    await join_with(member, coordinator, 2, P0, P1)
+
+    subscription = last_subscription(coordinator)
+    assert subscription.owned_partitions == ()
+    assert listener.events == [("revoked", frozenset({P0, P1})), ("assigned", frozenset({P0, P1}))]
+    assert not member._need_rejoin
+
+
+@pytest.mark.parametrize("code", [ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID_ERROR])
+async def test_a_heartbeat_that_finds_the_generation_gone_loses_the_partitions(code: int) -> None:
+    member, coordinator, owned, listener, _ = membership()
+    await join_with(member, coordinator, 1, P0)
+    coordinator.answer(HeartbeatRequest, SimpleNamespace(error_code=code))
+
+    await member._heartbeat_once()
+
+    assert member.generation_lost() and member._need_rejoin
+    assert member.generation.member_id == ("" if code == UNKNOWN_MEMBER_ID_ERROR else "m-1")
+    listener.events.clear()
+    await join_with(member, coordinator, 2, P0)
+    assert listener.events[0] == ("lost", frozenset({P0}))  # nothing may be committed for them: no revoke
+
+
+async def test_a_heartbeat_learning_of_a_rebalance_rejoins_keeping_everything() -> None:
+    member, coordinator, owned, listener, _ = membership()
+    await join_with(member, coordinator, 1, P0)
+    coordinator.answer(HeartbeatRequest, SimpleNamespace(error_code=REBALANCE_IN_PROGRESS))
+
+    await member._heartbeat_once()
+
+    assert member._need_rejoin and not member.generation_lost() and owned.partitions == {P0}
+
+
+async def test_a_heartbeat_to_a_moved_coordinator_looks_it_up_again() -> None:
+    member, coordinator, _, _, _ = membership()
+    await join_with(member, coordinator, 1, P0)
+    coordinator.answer(HeartbeatRequest, SimpleNamespace(error_code=NOT_COORDINATOR))
+    await member._heartbeat_once()
+    assert not coordinator.known and not member.generation_lost()
+
+
+async def test_sync_group_errors() -> None:
+    member, coordinator, _, _, _ = membership()
+    coordinator.answer(JoinGroupRequest, joined(3))
+    coordinator.answer(SyncGroupRequest, synced(code=REBALANCE_IN_PROGRESS))
+    await member._join_group()
+    assert member._need_rejoin and member.generation.generation_id == 3  # rejoin, still a member
+
+    coordinator.answer(JoinGroupRequest, joined(4))
+    coordinator.answer(SyncGroupRequest, synced(code=UNKNOWN_MEMBER_ID_ERROR))
+    await member._join_group()
+    assert member.generation_lost() and member.generation.member_id == ""
+
+
+async def test_a_fenced_static_member_stops_with_a_clear_error() -> None:
+    member, coordinator, _, _, _ = membership(instance_id="worker-1-1")
+    coordinator.answer(JoinGroupRequest, joined(-1, code=FENCED_INSTANCE_ID))
+    with pytest.raises(FatalGroupError, match="worker-1-1"):
+        await member._join_group()
+
+
+async def test_the_leader_checks_the_cooperative_rule() -> None:
+    subscriptions = {"a": Subscription((TOPIC,), owned_partitions=(P0,)), "b": Subscription((TOPIC,))}
+    validate_cooperative_assignment(subscriptions, {"a": Assignment((P0,)), "b": Assignment((P1,))})
+    with pytest.raises(FatalGroupError, match="in-0"):
+        validate_cooperative_assignment(subscriptions, {"a": Assignment(()), "b": Assignment((P0,))})
+
+
+async def test_commit_errors() -> None:
+    member, coordinator, _, _, _ = membership()
+    await join_with(member, coordinator, 1, P0)
+    offsets = {P0: OffsetAndMetadata(5, "meta")}
+
+    coordinator.answer(OffsetCommitRequest, committed(0))
+    await member.commit(offsets)
+    sent = coordinator.sent[-1]
+    assert sent._head == ("group", 1, "m-1", None) and sent._topics == [(TOPIC, [(0, 5, -1, "meta")])]
+
+    coordinator.answer(OffsetCommitRequest, committed(REBALANCE_IN_PROGRESS))
+    with pytest.raises(RebalanceInProgressCommitError):
+        await member.commit(offsets)
+    assert not member.generation_lost()
+
+    coordinator.answer(OffsetCommitRequest, committed(ILLEGAL_GENERATION))
+    with pytest.raises(CommitFailedError):
+        await member.commit(offsets)
+    assert member.generation_lost()
+    with pytest.raises(CommitFailedError):  # a member without a generation does not even ask
+        await member.commit(offsets)
+
+
+def test_subscriptions_of_every_version_decode() -> None:
+    """v3 round trip, and the v0 bytes of a member that predates KIP-429 (today's eager streamlet on aiokafka)."""
+    sub = Subscription(("a", "b"), b"\x01\x02", (TopicPartition("a", 1), TopicPartition("a", 0)), 7, "rack-1")
+    back = Subscription.decode(sub.encode(), "inst")
+    assert back == Subscription(
+        ("a", "b"), b"\x01\x02", (TopicPartition("a", 0), TopicPartition("a", 1)), 7, "rack-1", "inst"
+    )
+    v0 = ConsumerProtocolMemberMetadata(0, ["a"], b"ud").encode()
+    assert Subscription.decode(v0) == Subscription(("a",), b"ud")
+    with pytest.raises(ValueError, match="truncated"):
+        Subscription.decode(sub.encode()[:-3])
+    assert Assignment.decode(Assignment((P1, P0), b"x").encode()) == Assignment((P0, P1), b"x")
+    assert Assignment.decode(b"") == Assignment(())
