@@ -208,6 +208,30 @@ async def test_revoked_tasks_are_suspended_reported_running_and_resumed(harness:
     assert harness.tasks.active[T0] is task and task.state is TaskState.RUNNING
 
 
+async def test_a_cooperative_revocation_suspends_only_the_tasks_that_lose_a_partition(
+    harness: Harness, kafka: FakeKafka
+) -> None:
+    t1, in1 = TaskId(0, 1), TopicPartition("in", 1)
+    harness.assign(T0, t1)
+    await harness.tasks.restore(timeout_ms=0)
+    words(kafka, "a")
+    kafka.append(in1, b"b", b"line")
+    await harness.poll_and_process()
+    kept = harness.tasks.active[T0]
+
+    await harness.tasks.handle_revocation({in1})  # only 0_1 moves
+
+    assert kept.state is TaskState.RUNNING and harness.tasks.active[t1].state is TaskState.SUSPENDED
+    assert kafka.committed == {IN0: 1, in1: 1}  # one commit for every task, before the moving one stops
+    words(kafka, "a")
+    await harness.poll_and_process()  # the kept task never stopped
+    await harness.tasks.commit()
+    assert latest(kafka, OUTPUT)["a"] == 2 and kafka.committed[IN0] == 2
+    harness.assign(T0)  # the assignment without 0_1 closes it (clean: checkpointed), 0_0 goes on as it was
+    assert set(harness.tasks.active) == {T0} and harness.tasks.active[T0] is kept
+    assert kafka.events[-1] == "checkpoint 0_1"
+
+
 async def test_a_task_whose_directory_another_thread_holds_waits(harness: Harness) -> None:
     assert harness.state_directory.lock_task(T0, "thread-2")
     harness.assign(T0)
