@@ -67,6 +67,11 @@ class MainConsumer(RestoreConsumer, Protocol):
         """The group's committed offsets of `partitions`, with their metadata (partitions never committed: absent)."""
         ...
 
+    def drop_partitions_and_rejoin(self) -> None:
+        """Give up every partition without callbacks (its tasks were closed dirty: the positions are past what
+        was committed) and rejoin, so whoever gets them next starts from the committed offsets."""
+        ...
+
     def request_rejoin(self) -> None:
         """Rejoin the group on the next poll (a probing rebalance)."""
         ...

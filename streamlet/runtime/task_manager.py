@@ -255,8 +255,8 @@ class TaskManager:
         await self._discard_output()
         self._was_running = set()
         # The consumer may still hold the partitions (e.g. its transaction timed out, its membership did not):
-        # without a rebalance nobody would reopen their tasks.
-        self._consumer.request_rejoin()
+        # give them up (their positions are past what was committed) and rejoin, as Kafka Streams unsubscribes
+        self._consumer.drop_partitions_and_rejoin()
 
     def open_pending(self) -> None:
         """Open assigned tasks whose directory or store was not available yet.
@@ -442,7 +442,7 @@ class TaskManager:
             f"this process did not run for longer than the session timeout ({self._stall_watch.threshold_s:g} s)"
         )
         if rejoin:  # not from a rebalance callback: that rebalance is the rejoin
-            self._consumer.request_rejoin()
+            self._consumer.drop_partitions_and_rejoin()
         return True
 
     async def commit_or_migrate(self, *, force_checkpoint: bool = False) -> bool:

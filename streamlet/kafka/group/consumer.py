@@ -194,6 +194,10 @@ class GroupConsumer(AIOKafkaConsumer):
     ) -> dict[TopicPartition, OffsetAndMetadata]:
         return await self._required().committed(partitions)
 
+    def drop_partitions_and_rejoin(self) -> None:
+        if self.membership is not None:
+            self.membership.drop_partitions_and_rejoin("its tasks were closed without committing")
+
     def request_rejoin(self) -> None:
         if self.membership is not None:
             self.membership.request_rejoin("triggered followup rebalance")

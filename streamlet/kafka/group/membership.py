@@ -177,6 +177,7 @@ class GroupMembership:
         self.state = MemberState.UNJOINED
         self._need_rejoin = True
         self._join_prepared = False
+        self._drop_owned = False
         self._fatal: BaseException | None = None
         self._closing = False
         self._wakeup = asyncio.Event()
@@ -228,6 +229,13 @@ class GroupMembership:
             log.info("%s Request joining group due to: %s", self._prefix, reason)
         self._need_rejoin = True
         self._wakeup.set()
+
+    def drop_partitions_and_rejoin(self, reason: str) -> None:
+        """Before the next join, own nothing (no callbacks: the member already closed what it had). Its positions
+        are past what was committed, so the partitions must restart from their committed offsets, here or
+        elsewhere (Kafka Streams unsubscribes on TaskMigratedException)."""
+        self._drop_owned = True
+        self.request_rejoin(reason)
 
     def generation_lost(self) -> bool:
         return self.generation.generation_id == NO_GENERATION
@@ -408,6 +416,9 @@ class GroupMembership:
 
     async def _join_group(self) -> None:
         assignor, _ = self._subscribed()
+        if self._drop_owned:
+            self._drop_owned = False
+            self._ownership.assign((), {})
         if not self._join_prepared:
             await self._on_join_prepare()
             self._join_prepared = True

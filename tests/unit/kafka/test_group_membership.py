@@ -286,3 +286,18 @@ def test_subscriptions_of_every_version_decode() -> None:
         Subscription.decode(sub.encode()[:-3])
     assert Assignment.decode(Assignment((P1, P0), b"x").encode()) == Assignment((P0, P1), b"x")
     assert Assignment.decode(b"") == Assignment(())
+
+
+async def test_dropped_partitions_restart_from_their_committed_offsets() -> None:
+    """After a migrated path (tasks closed without committing) the member owns nothing when it rejoins, so a
+    partition it gets back is positioned at its committed offset, not where the closed task had read to."""
+    member, coordinator, owned, listener, _ = membership()
+    await join_with(member, coordinator, 1, P0)
+    owned.positions[P0] = 99  # read past what was committed
+
+    member.drop_partitions_and_rejoin("its tasks were closed without committing")
+    listener.events.clear()
+    await join_with(member, coordinator, 2, P0)
+
+    assert last_subscription(coordinator).owned_partitions == ()
+    assert owned.positions[P0] == 0 and listener.events == [("assigned", frozenset({P0}))]

@@ -168,6 +168,10 @@ class FakeConsumer:
     def request_rejoin(self) -> None:
         self.rejoin_requested = True
 
+    def drop_partitions_and_rejoin(self) -> None:
+        self.rejoin_requested = True
+        self.assign([])  # positions forgotten: the next assignment starts from the committed offsets
+
     def generation_lost(self) -> bool:
         return self.lost
 
