@@ -70,6 +70,8 @@ class _AiokafkaChannel:
 
     async def find_coordinator(self) -> None:
         client = self._consumer._client
+        if client.get_random_node() is None:  # aiokafka asserts on it: no broker known yet
+            raise aiokafka.errors.NodeNotReadyError("no broker is known")
         node_id = await client.coordinator_lookup(CoordinationType.GROUP, self._group_id)
         if not await client.ready(node_id, group=ConnectionGroup.COORDINATION):
             raise aiokafka.errors.NodeNotReadyError(f"group coordinator {node_id} is not reachable")

@@ -398,7 +398,10 @@ class GroupMembership:
         self._wakeup.clear()
 
     async def _await_coordinator(self) -> None:
+        """Look the coordinator up until found: backoff doubling to 1 s (Kafka's retry.backoff.max.ms), one log
+        line when the search starts and one every 10 s while it lasts (a broker outage must not flood the log)."""
         backoff = self.config.retry_backoff_ms / 1000
+        failures, started, logged = 0, time.monotonic(), 0.0
         while not self._channel.coordinator_known():
             try:
                 await self._channel.find_coordinator()
@@ -407,8 +410,18 @@ class GroupMembership:
             except Errors.KafkaError as exc:
                 if not exc.retriable and not isinstance(exc, Errors.KafkaConnectionError | Errors.NodeNotReadyError):
                     raise
-                log.info("%s FindCoordinator failed (%r); retrying", self._prefix, exc)
-                await asyncio.sleep(backoff)
+                failures += 1
+                now = time.monotonic()
+                if failures == 1 or now - logged >= 10:
+                    logged = now
+                    log.info(
+                        "%s group coordinator not available (%r); %d attempts in %.0f s, retrying",
+                        self._prefix,
+                        exc,
+                        failures,
+                        now - started,
+                    )
+                await asyncio.sleep(min(1.0, backoff * 2 ** min(failures - 1, 10)))
 
     async def _send(self, request: Any) -> Any:
         await self._await_coordinator()
@@ -468,7 +481,12 @@ class GroupMembership:
         log.info("%s Successfully synced group in generation %s", self._prefix, self.generation)
         self.state = MemberState.STABLE
         self.rebalances += 1
-        await self._on_join_complete(Assignment.decode(sync.member_assignment))
+        try:
+            await self._on_join_complete(Assignment.decode(sync.member_assignment))
+        except BaseException:  # the assignment was not taken: join again rather than sit on a half-done one
+            self._need_rejoin = True
+            self.state = MemberState.UNJOINED
+            raise
         self._join_prepared = False
 
     def _joined(self, response: Any) -> bool:
