@@ -53,6 +53,7 @@ NOT_COORDINATOR = 16
 ILLEGAL_GENERATION = 22
 UNKNOWN_MEMBER_ID_ERROR = 25
 REBALANCE_IN_PROGRESS = 27
+GROUP_AUTHORIZATION_FAILED = 30
 MEMBER_ID_REQUIRED = 79
 FENCED_INSTANCE_ID = 82
 UNSTABLE_OFFSET_COMMIT = 88
@@ -83,6 +84,12 @@ class Generation:
 
 class FatalGroupError(Errors.KafkaError):
     """The member cannot go on in this group (fenced by another instance, not authorized, misconfigured)."""
+
+
+class RetriableGroupError(Errors.KafkaError):
+    """The coordinator asked to try again (loading, moved, rebalancing): the join loop backs off and rejoins."""
+
+    retriable = True
 
 
 class RebalanceInProgressCommitError(Errors.CommitFailedError):
@@ -504,10 +511,10 @@ class GroupMembership:
             self._reset_generation("JoinGroup answered UNKNOWN_MEMBER_ID", code)
             return False
         if code in (COORDINATOR_LOAD_IN_PROGRESS, REBALANCE_IN_PROGRESS):
-            raise Errors.for_code(code)(f"JoinGroup answered {error}")
+            raise RetriableGroupError(f"JoinGroup answered {error}")
         if code in _COORDINATOR_MOVED:
             self._channel.coordinator_dead()
-            raise Errors.for_code(code)(f"JoinGroup answered {error}")
+            raise RetriableGroupError(f"JoinGroup answered {error}")
         if code == FENCED_INSTANCE_ID:
             raise FatalGroupError(self._fenced_message())
         raise FatalGroupError(f"group {self.config.group_id}: JoinGroup failed with {error}")
@@ -527,7 +534,7 @@ class GroupMembership:
             return False
         if code in _COORDINATOR_MOVED:
             self._channel.coordinator_dead()
-            raise Errors.for_code(code)(f"SyncGroup answered {error}")
+            raise RetriableGroupError(f"SyncGroup answered {error}")
         if code == FENCED_INSTANCE_ID:
             raise FatalGroupError(self._fenced_message())
         raise FatalGroupError(f"group {self.config.group_id}: SyncGroup failed with {error}")
@@ -662,6 +669,8 @@ class GroupMembership:
             self._wakeup.set()
         elif code == FENCED_INSTANCE_ID:
             self._fail(FatalGroupError(self._fenced_message()))
+        elif code == GROUP_AUTHORIZATION_FAILED:
+            self._fail(FatalGroupError(f"not authorized to use group {self.config.group_id}"))
         else:
             log.warning("%s Heartbeat answered %s", self._prefix, Errors.for_code(code).__name__)
 
