@@ -155,8 +155,10 @@ def test_events_round_trip_through_json_and_readers_refuse_what_they_do_not_know
 
 def test_version_1_events_without_restored_bytes_are_still_read() -> None:
     event = build_metrics_event(sample(thread("t1", processed={T00: 3})))
-    old = {k: v for k, v in event.items() if k != "restored_bytes_total"} | {"version": 1}
-    assert METRICS_VERSION == 2
+    old = {k: v for k, v in event.items() if k not in ("restored_bytes_total", "dropped_records_total")}
+    old |= {"version": 1}
+    assert METRICS_VERSION == 3
     assert parse_metrics_event(old) == old
+    assert parse_metrics_event(old | {"version": 2}) == old | {"version": 2}
     assert parse_metrics_event({**old, "version": 0}) is None
     assert metrics_topic("wordcount") == "wordcount-metrics"
