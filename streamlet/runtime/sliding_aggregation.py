@@ -203,7 +203,9 @@ def sliding_aggregation(
         if timestamp > observed[0]:
             observed[0] = timestamp
         if timestamp + difference < observed[0] - grace:  # late: every window of the record closed
-            graph.dropped.late(_node, record, timestamp - difference, timestamp, observed[0] - grace, observed[0])
+            graph.dropped.late(
+                _node, record, timestamp - difference, timestamp, observed[0] - grace, observed[0], inclusive_end=True
+            )
             return
         key_bytes = key_ser(topic, key)
         if timestamp < difference:
