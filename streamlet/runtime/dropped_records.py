@@ -4,7 +4,7 @@ Kafka Streams records every record a processor skips (a late record for a closed
 aggregation, a record the deserialization handler skipped, ...) in the task-level sensor `dropped-records`
 (`dropped-records-total` and `dropped-records-rate`, group `stream-task-metrics`, tags `thread-id` and
 `task-id`), and logs a WARN for each. A streamlet task has one `DroppedRecords`: the processor nodes call
-`record()` (or `late()`) only on their drop path, so a record that is not dropped costs nothing here.
+it only on their drop path, so a record that is not dropped costs nothing here.
 
 Counts are kept per `(processor, reason)`, so the metrics can say which window or join dropped what. The
 stream thread keeps each task's sensor across task moves (`DroppedRecordsSensors`), so, like the processed
