@@ -91,11 +91,11 @@ class _InPlaceOwnership:
 
     def assign(self, partitions: Collection[TopicPartition], positions: Mapping[TopicPartition, int]) -> None:
         assignment = self._assignment()
-        new = frozenset(partitions)
+        old, new = frozenset(assignment.tps), frozenset(partitions)
         states: dict[TopicPartition, TopicPartitionState] = assignment._tp_state
-        for tp in assignment.tps - new:
+        for tp in old - new:
             states[tp] = TopicPartitionState(assignment)  # no position: an in-flight fetch for it is discarded
-        for tp in new - assignment.tps:
+        for tp in new - old:
             state = TopicPartitionState(assignment)
             position = positions.get(tp)
             if position is None:
@@ -105,8 +105,10 @@ class _InPlaceOwnership:
             states[tp] = state
         assignment._topic_partitions = new
         fetcher = self._consumer._fetcher
-        if fetcher is not None:  # wake its loop now rather than at its next timeout
-            fetcher._notify(fetcher._wait_consume_future)
+        if fetcher is not None:
+            for tp in old ^ new:  # what was fetched for a partition that left is not for its next state
+                fetcher._records.pop(tp, None)
+            fetcher._notify(fetcher._wait_consume_future)  # wake its loop now rather than at its next timeout
 
     def _reset_strategy(self) -> int:
         return int(self._consumer._fetcher._default_reset_strategy)

@@ -394,19 +394,27 @@ async def test_a_stale_heartbeat_while_rejoining_is_ignored() -> None:
 async def test_kept_partitions_keep_their_fetch_state_in_aiokafka() -> None:
     """The in-place assignment on aiokafka's own objects: a kept partition keeps its position and pause, an added
     one starts at its committed offset, a removed one is detached (an in-flight fetch for it is discarded)."""
+    from aiokafka.consumer.fetcher import OffsetResetStrategy
     from aiokafka.consumer.subscription_state import SubscriptionState
 
     from streamlet.kafka.group.consumer import _InPlaceOwnership
 
     state = SubscriptionState()
     state.assign_from_user([])
-    consumer = SimpleNamespace(_subscription=state, _fetcher=None)
+    fetcher = SimpleNamespace(
+        _records={},
+        _wait_consume_future=None,
+        _notify=lambda future: None,
+        _default_reset_strategy=OffsetResetStrategy.EARLIEST,
+    )
+    consumer = SimpleNamespace(_subscription=state, _fetcher=fetcher)
     ownership = _InPlaceOwnership(consumer)  # type: ignore[arg-type]
     ownership.assign([P0, P1], {P0: 5, P1: 7})
     assignment = state.subscription.assignment
     assignment.state_value(P0).consumed_to(42)
     state.pause(P0)
     kept = assignment.state_value(P0)
+    fetcher._records.update({P0: "fetched for p0", P1: "fetched for p1"})
 
     ownership.assign([P0, P2], {P2: 3})
 
@@ -415,3 +423,7 @@ async def test_kept_partitions_keep_their_fetch_state_in_aiokafka() -> None:
     assert kept.position == 42 and kept.paused
     assert assignment.state_value(P2).position == 3
     assert not assignment.state_value(P1).has_valid_position  # detached
+    assert fetcher._records == {P0: "fetched for p0"}  # a removed partition's fetched records go with it
+
+    ownership.assign([P0, P1, P2], {})  # P1 back, with no committed offset: its old records must not be read
+    assert assignment.state_value(P1).awaiting_reset and P1 not in fetcher._records
