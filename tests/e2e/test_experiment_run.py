@@ -96,7 +96,9 @@ def test_seed_000_scenario_runs_and_reports(bootstrap_servers: str, tmp_path: Pa
     c_first = next(c for c in joined["clients"] if c["process_id"] == C)
     assert not _stateful(c_first["active"]) and 0 < len(c_first["warmup"]) <= 2, joined
     assert joined["followup_scheduled"] is True and joined["trigger"] == "join"
-    assert any(e["trigger"] == "probing" for e in events[events.index(joined) + 1 :])
+    # later rounds move them: probing rebalances, or (cooperative) the follow-ups of rounds that withheld tasks,
+    # which rerun the assignor too
+    assert any(e["trigger"] in ("probing", "revocation") for e in events[events.index(joined) + 1 :])
 
     # every client's metrics events were collected; its last one holds its final counts (sent on shutdown)
     metrics = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
