@@ -19,6 +19,7 @@ from aiokafka.client import ConnectionGroup, CoordinationType
 from aiokafka.consumer.fetcher import Fetcher
 from aiokafka.consumer.subscription_state import Assignment as _AiokafkaAssignment
 from aiokafka.consumer.subscription_state import TopicPartitionState
+from aiokafka.protocol.group import JoinGroupRequest, SyncGroupRequest
 from aiokafka.structs import OffsetAndMetadata, TopicPartition
 
 from streamlet.kafka.aiokafka_internals import require
@@ -31,10 +32,16 @@ from streamlet.kafka.group.membership import (
 )
 from streamlet.kafka.txn_offset_commit import GroupMetadata
 
+#: aiokafka keys its connections by (node, group); any other value opens one more connection to the node
+REBALANCE_CONNECTION = 2
+
 
 class _AiokafkaChannel:
-    """The coordinator connection over aiokafka's client (a connection group of its own, as aiokafka's
-    coordinator uses, so heartbeats never queue behind fetches)."""
+    """The coordinator connections over aiokafka's client: a broker answers one request per connection at a
+    time, in order, so nothing may queue behind a request the coordinator holds. Heartbeats, commits and offset
+    fetches use aiokafka's coordination connection (never behind a fetch); JoinGroup and SyncGroup, which the
+    coordinator holds until the whole group has joined (seconds, up to the rebalance timeout), get one of their
+    own: a stream thread's commits and offset fetches go on while the group rebalances."""
 
     def __init__(self, consumer: AIOKafkaConsumer, group_id: str) -> None:
         self._consumer = consumer
@@ -60,8 +67,10 @@ class _AiokafkaChannel:
         node_id = self._node_id
         if node_id is None:
             raise aiokafka.errors.CoordinatorNotAvailableError()
+        held = isinstance(request, JoinGroupRequest | SyncGroupRequest)
+        group = REBALANCE_CONNECTION if held else ConnectionGroup.COORDINATION
         try:
-            return await self._consumer._client.send(node_id, request, group=ConnectionGroup.COORDINATION)
+            return await self._consumer._client.send(node_id, request, group=group)
         except aiokafka.errors.KafkaError:
             self.coordinator_dead()
             raise
