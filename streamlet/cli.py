@@ -49,16 +49,24 @@ class AppLike(Protocol):
 def _broker(args: argparse.Namespace) -> int:
     from streamlet.kafka.broker import LocalBroker
 
-    broker = LocalBroker(args.dir, port=args.port)
+    default_port = int(DEFAULT_BOOTSTRAP_SERVERS.rpartition(":")[2])
+    broker = LocalBroker(args.dir, port=args.port, preferred_port=default_port)
     if args.action == "start":
         began = time.monotonic()
         status = broker.start(timeout=args.timeout)
-        print(status.bootstrap_servers)
+        # stdout is one shell line, so `eval "$(streamlet broker start)"` points this shell's clients at it
+        print(f"export {ENVIRONMENT_VARIABLES['bootstrap_servers']}={status.bootstrap_servers}")
         print(
             f"broker pid {status.pid}, Kafka {status.kafka_version}, ready in {time.monotonic() - began:.1f}s; "
             f"log {status.log_file}",
             file=sys.stderr,
         )
+        if status.bootstrap_servers != DEFAULT_BOOTSTRAP_SERVERS:
+            print(
+                f"clients default to {DEFAULT_BOOTSTRAP_SERVERS}, and this broker listens on "
+                f"{status.bootstrap_servers}: run the export line above (or eval this command's output)",
+                file=sys.stderr,
+            )
         return 0
     if args.action == "status":
         current = broker.status()
@@ -415,7 +423,9 @@ def build_parser() -> argparse.ArgumentParser:
     broker.add_argument(
         "--dir", default=None, help="broker directory (default $STREAMLET_BROKER_DIR or ~/.cache/streamlet/broker)"
     )
-    broker.add_argument("--port", type=int, default=None, help="listener port (default: a free port)")
+    broker.add_argument(
+        "--port", type=int, default=None, help="listener port (default: 9092 when free, else a free port)"
+    )
     broker.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the broker to answer")
     broker.set_defaults(handler=_broker)
 
