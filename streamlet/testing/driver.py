@@ -287,10 +287,10 @@ class TopologyTestDriver:
             raise TypeError(f"store {name!r} is not a session store")
         return SessionStoreView(self._store(name), self.topology.stores[name], self.names.serde_topic(name))
 
-    @property
     def dropped_records(self) -> int:
         """Records the processors skipped (null keys or values, late records for closed windows, negative
-        extracted timestamps): Kafka's task-level dropped-records metric."""
+        extracted timestamps): Kafka's task-level dropped-records metric. A method, as every other read of the
+        driver (`queue_size()`, `produced_topics()`, `get_key_value_store()`) and Kafka's `metrics()`."""
         return sum(graph.dropped_records for graph in set(self._graphs.values()))
 
     def get_timestamped_key_value_store(self, name: str) -> TimestampedKeyValueStoreView:
