@@ -22,6 +22,7 @@ from typing import Any
 
 from streamlet.agent_context import AgentError, record_value, run_inline, task_context
 from streamlet.agent_stream import NEXT, AgentStream, NextRecord
+from streamlet.agent_tables import check_declared_tables
 from streamlet.channels import Channel
 from streamlet.global_tables import GlobalTable
 from streamlet.replies import ReplyConsumer, reply_serde, reply_target
@@ -211,6 +212,7 @@ def compile_agents(builder: StreamsBuilder, agents: Iterable[Agent]) -> None:
                 )
             return kstream
 
+        check_declared_tables(agent.name, agent.fn, agent.tables)
         kstream = source_of(topic)
         recorder: list[AgentStream] = []
         # undeclared keys are not known to be bytes (group_by then picks str); undeclared values are bytes

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from streamlet.agent_context import current_context, record_value
+from streamlet.agent_context import current_context, record_value, table_store
 from streamlet.errors import TopologyError
 from streamlet.runtime.processor_graph import TaskContext
 from streamlet.serdes import Serde
@@ -94,7 +94,7 @@ def _partition_now(ctx: TaskContext, wrapper: WindowWrapper) -> int:
     table = wrapper.table
     windows = table.windows
     assert windows is not None
-    newest = max(table.latest_window.get(ctx.task_id, -1), _observed_window_start(ctx.get_state_store(table.name)))
+    newest = max(table.latest_window.get(ctx.task_id, -1), _observed_window_start(table_store(ctx, table.name)))
     if newest < 0:  # nothing written yet: the current record's newest window
         return record_timestamp(ctx)
     return newest + windows.size_ms - 1
@@ -161,14 +161,14 @@ class WindowWrapper:
         if isinstance(value, WindowSet):
             return  # the in-place operator already wrote its windows
         ctx = self._context()
-        store, raw_key = ctx.get_state_store(self.name), self._key(key)
+        store, raw_key = table_store(ctx, self.name), self._key(key)
         for window in self.windows.windows_for(self.relative_time(ctx)):
             self._put(ctx, store, raw_key, window, value)
 
     def __delitem__(self, key: Any) -> None:
         """Delete the key's windows of the relative time (tombstones in the changelog)."""
         ctx = self._context()
-        store, raw_key = ctx.get_state_store(self.name), self._key(key)
+        store, raw_key = table_store(ctx, self.name), self._key(key)
         for window in self.windows.windows_for(self.relative_time(ctx)):
             store.delete(window_key_schema.to_store_key(raw_key, window.start))
 
@@ -203,7 +203,7 @@ class WindowWrapper:
     def _read(self, key: Any, timestamp: Callable[[TaskContext], int], pick: Callable[[list[TimeWindow]], Any]) -> Any:
         ctx = self._context()
         windows = self.windows.windows_for(timestamp(ctx))
-        return self._get(ctx.get_state_store(self.name), self._key(key), pick(windows) if windows else None, key)
+        return self._get(table_store(ctx, self.name), self._key(key), pick(windows) if windows else None, key)
 
     # ---- every key of the partitions this worker runs (Faust's windowed keys/items/values views) --------------
 
@@ -227,7 +227,7 @@ class WindowWrapper:
         those holding `time_of(ctx, store)`."""
         ctx = self._context()
         local = getattr(ctx, "local_stores", None)
-        stores: list[Any] = [ctx.get_state_store(self.name)] if local is None else local(self.name)
+        stores: list[Any] = [table_store(ctx, self.name)] if local is None else local(self.name)
         key_de = self.table.key_serde.deserialize
         for store in stores:
             windows = self.windows.windows_for(time_of(ctx, store))
@@ -311,7 +311,7 @@ class WindowSet:
         """`window = op(window, value)` in every window of the wrapper's relative time."""
         wrapper = self.wrapper
         ctx = wrapper._context()
-        store, raw_key = ctx.get_state_store(wrapper.name), wrapper._key(self.key)
+        store, raw_key = table_store(ctx, wrapper.name), wrapper._key(self.key)
         for window in wrapper.windows.windows_for(wrapper.relative_time(ctx)):
             wrapper._put(ctx, store, raw_key, window, op(wrapper._get(store, raw_key, window, self.key), value))
         return self
