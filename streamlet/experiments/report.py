@@ -14,8 +14,9 @@ Numbers, per run:
   a restore somewhere, or a warmup paying off);
 * skew: the most stateful active tasks one client held in any round, against the even share;
 * per client, from `metrics.jsonl` (the clients' metrics events) when the run collected it: records
-  processed (a client that joined and processed nothing is flagged: the run did not scale under load), the time its tasks spent assigned but not RUNNING (restoring, waiting, rebalancing), and the
-  records and key + value bytes it restored (per move, they need the round windows: the Spark report).
+  processed (a client that joined and processed nothing is flagged: the run did not scale under load), the
+  time its tasks spent assigned but not RUNNING (restoring, waiting, rebalancing), and the records and
+  key + value bytes it restored (per move, they need the round windows: the Spark report).
 """
 
 from __future__ import annotations
