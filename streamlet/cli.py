@@ -22,6 +22,7 @@ from streamlet.config import (
     default_bootstrap_servers,
     parse_setting,
 )
+from streamlet.console_keys import KEY_SERDE_HELP
 from streamlet.errors import ConfigError, StreamletError
 from streamlet.logging_utils import install_repeat_filter
 
@@ -314,9 +315,14 @@ def _produce(args: argparse.Namespace) -> int:
 def _consume(args: argparse.Namespace) -> int:
     from aiokafka import AIOKafkaConsumer
 
+    from streamlet.console_keys import console_key_serde, format_key
     from streamlet.serdes import serde_from_name
 
-    key_serde, value_serde = serde_from_name(args.key_serde), serde_from_name(args.value_serde)
+    key_serde = console_key_serde(args.key_serde, args.window_size)
+    try:
+        value_serde = serde_from_name(args.value_serde)
+    except ValueError as exc:
+        raise StreamletError(f"--value-serde: {exc}") from None
 
     async def run() -> None:
         consumer = AIOKafkaConsumer(
@@ -335,7 +341,7 @@ def _consume(args: argparse.Namespace) -> int:
                     break
                 for records in batch.values():
                     for r in records:
-                        key = key_serde.deserialize(args.topic, r.key)
+                        key = format_key(key_serde.deserialize(args.topic, r.key))
                         value = value_serde.deserialize(args.topic, r.value)
                         print(f"{key}{args.separator}{value}")
                         seen += 1
@@ -478,7 +484,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     consume = sub.add_parser("consume", help="print a topic's records from the beginning until it is idle")
     consume.add_argument("topic")
-    consume.add_argument("--key-serde", default="str")
+    consume.add_argument("--key-serde", default="str", help=KEY_SERDE_HELP)
+    consume.add_argument(
+        "--window-size", default=None, help="with --key-serde windowed:INNER: the windows' size (60000, 60s, 5m, 1h)"
+    )
     consume.add_argument("--value-serde", default="str")
     consume.add_argument("--separator", default="\t")
     consume.add_argument("--idle-timeout", type=float, default=3.0, help="stop after this many idle seconds")
