@@ -34,7 +34,7 @@ def current_context(what: str) -> TaskContext:
 
 def table_store(ctx: TaskContext, name: str) -> Any:
     """The task's store of table `name`, or an error saying how to give the task that store (a task has the
-    stores of its agents' `tables=[...]` only; `agent_tables` checks what it can when the topology is built)."""
+    stores of its agents' `tables=[...]` only; `agent_references` checks what it can when the topology is built)."""
     try:
         return ctx.get_state_store(name)
     except KeyError:

@@ -21,8 +21,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from streamlet.agent_context import AgentError, record_value, run_inline, task_context
+from streamlet.agent_references import check_declared_tables, output_topics
 from streamlet.agent_stream import NEXT, AgentStream, NextRecord
-from streamlet.agent_tables import check_declared_tables
 from streamlet.channels import Channel
 from streamlet.global_tables import GlobalTable
 from streamlet.replies import ReplyConsumer, reply_serde, reply_target
@@ -185,6 +185,16 @@ def _first_step(generator: Any) -> Any:
         return generator.asend(None)
     finally:
         sys.set_asyncgen_hooks(*hooks)
+
+
+def agent_output_topics(agents: Iterable[Agent]) -> dict[str, list[str]]:
+    """Topic -> the agents that may write it (their code's topic references and their sinks): the client
+    checks at start-up that these exist."""
+    out: dict[str, list[str]] = {}
+    for agent in agents:
+        for topic in output_topics(agent.fn, agent.sinks):
+            out.setdefault(topic, []).append(f"agent {agent.name}")
+    return out
 
 
 def compile_agents(builder: StreamsBuilder, agents: Iterable[Agent]) -> None:

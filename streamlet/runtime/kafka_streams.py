@@ -14,7 +14,7 @@ import logging
 import socket
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aiokafka.structs import TopicPartition
@@ -23,7 +23,7 @@ from streamlet.assignment.api import AssignmentConfigs
 from streamlet.assignment.history import assignment_history_topic
 from streamlet.assignment.registry import resolve_task_assignor
 from streamlet.config import StreamsConfig
-from streamlet.errors import StreamletError
+from streamlet.errors import MissingTopicError, StreamletError
 from streamlet.kafka.topics import InternalTopicManager, TopicSpec
 from streamlet.runtime.assignment_history import AssignmentHistoryWriter
 from streamlet.runtime.changelog_end_offsets import ChangelogEndOffsets
@@ -67,9 +67,12 @@ class KafkaStreams:
         restore_listener: StateRestoreListener | None = None,
         client_supplier: KafkaClientSupplier | None = None,
         owned_topics: Sequence[TopicSpec] = (),
+        output_topics: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         self.topology = topology
         self.owned_topics = tuple(owned_topics)  # user-level topics the app creates (Faust GlobalTables')
+        # user topics written outside the topology's sink nodes (an agent's sends), each with what writes it
+        self.output_topics = {topic: list(writers) for topic, writers in (output_topics or {}).items()}
         self.config = config
         self.topology_metadata = TopologyMetadata(topology, config.application_id)
         self.task_assignor = resolve_task_assignor(config.task_assignor)  # a bad name fails here, at start-up
@@ -215,6 +218,7 @@ class KafkaStreams:
                 self.topology.external_source_topics() + self.topology.global_topics()
             )
             self._source_partition_counts = dict(counts)
+            await self._require_sink_topics(manager)
             internal = self.topology_metadata.names.internal_topics(counts)
             await manager.ensure(TopicSpec(t.name, t.partitions or 1, t.config) for t in internal)
             if self.config.assignment_history:
@@ -232,6 +236,23 @@ class KafkaStreams:
         ]
         sourced = self.topology_metadata.names.source_changelog_topics()  # user topics reused as changelogs
         return changelogs + [TopicPartition(t, p) for t in sorted(sourced) for p in range(counts[t])]
+
+    async def _require_sink_topics(self, manager: InternalTopicManager) -> None:
+        """Fail at start-up, naming each missing topic and what writes it, if a topic the topology's sinks or
+        the agents write does not exist: producing to it would only wait for metadata, record after record.
+        Topics chosen per record (a processor's `context.send`) are checked by the record collector instead."""
+        writers = self.topology.external_sink_topics()
+        for topic, names in self.output_topics.items():
+            writers.setdefault(topic, []).extend(names)
+        existing = await manager.partition_counts(sorted(writers))
+        missing = [
+            f"{topic} (written by {', '.join(writers[topic])})" for topic in sorted(writers) if topic not in existing
+        ]
+        if missing:
+            raise MissingTopicError(
+                f"sink topic(s) do not exist: {'; '.join(missing)}. Create them first (e.g. `streamlet topics "
+                "create NAME --partitions N`): streamlet creates only its internal topics"
+            )
 
     async def wait(self) -> None:
         """Return when every thread stopped; raise the first thread failure."""

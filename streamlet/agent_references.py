@@ -1,11 +1,15 @@
-"""Which tables an agent's code uses that its `tables=[...]` does not declare.
+"""What an agent's code references: the tables it must declare, and the topics it may write.
 
 An agent's tables are state stores connected to its processor, so a task has only the stores its agents
 declare. Writing another table used to fail at the first record with a bare `KeyError`; reading the agent's
-code when the topology is built names the table and what to add before any record flows. The check sees
-tables the agent function (and the functions and lambdas defined in it) names as globals or closure
-variables; a table reached another way (an attribute, a helper function) is caught at the record instead,
-by `agent_context.table_store`, with the same advice.
+code when the topology is built names the table and what to add before any record flows. The topics it
+references (and its `sinks=`) are the topics it may send to: the client checks they exist at start-up, as
+it checks source topics, instead of failing at the first send.
+
+Both see what the agent function (and the functions and lambdas defined in it) names as globals or closure
+variables. A table reached another way (an attribute, a helper function) is caught at the record instead,
+by `agent_context.table_store`, with the same advice; a topic so reached, by the record collector at its
+first send.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Any
 from streamlet.agent_context import AgentError
 from streamlet.global_tables import GlobalTable
 from streamlet.tables import Table
+from streamlet.topic_ref import TopicRef
 from streamlet.windowed_tables import WindowWrapper
 
 
@@ -53,3 +58,15 @@ def check_declared_tables(agent_name: str, fn: Callable[..., Any], declared: Ite
             f"agent {agent_name} uses table(s) {', '.join(map(repr, missing))} but does not declare them: "
             f"add them to its decorator, @app.agent(topic, tables=[...]), so that its tasks get their stores"
         )
+
+
+def output_topics(fn: Callable[..., Any], sinks: Iterable[Any]) -> list[str]:
+    """The topics the agent's code references (`topic.send`, another agent's `send`) and its sinks' topics."""
+    from streamlet.agents import Agent  # agents imports this module
+
+    found: list[str] = []
+    for obj in [*referenced_objects(fn), *sinks]:
+        topic = obj.topic if isinstance(obj, Agent) else obj
+        if isinstance(topic, TopicRef) and topic.name not in found:
+            found.append(topic.name)
+    return found
