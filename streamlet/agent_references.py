@@ -62,11 +62,9 @@ def check_declared_tables(agent_name: str, fn: Callable[..., Any], declared: Ite
 
 def output_topics(fn: Callable[..., Any], sinks: Iterable[Any]) -> list[str]:
     """The topics the agent's code references (`topic.send`, another agent's `send`) and its sinks' topics."""
-    from streamlet.agents import Agent  # agents imports this module
-
     found: list[str] = []
     for obj in [*referenced_objects(fn), *sinks]:
-        topic = obj.topic if isinstance(obj, Agent) else obj
+        topic = obj if isinstance(obj, TopicRef) else getattr(obj, "topic", None)  # an Agent: the topic it reads
         if isinstance(topic, TopicRef) and topic.name not in found:
             found.append(topic.name)
     return found

@@ -8,6 +8,7 @@ import pytest
 
 from streamlet import App
 from streamlet.agent_context import AgentError
+from streamlet.agents import agent_output_topics
 from streamlet.testing import TopologyTestDriver
 
 
@@ -69,3 +70,27 @@ def test_a_table_the_check_cannot_see_fails_at_the_record_saying_what_to_add() -
         topic = driver.create_input_topic("orders", "str", "str")
         with pytest.raises(AgentError, match=r"table 'totals' is not a table of the agent .*tables=\[\.\.\.\]"):
             topic.pipe_input("k", "ann", timestamp=1)
+
+
+def test_the_topics_an_agent_may_write_are_its_referenced_topics_agents_and_sinks() -> None:
+    app = App("shop")
+    orders = app.topic("orders", key_serde="str", value_serde="str")
+    audit = app.topic("audit", key_serde="str", value_serde="str")
+    totals = app.topic("totals", key_serde="str", value_serde="str")
+    archive = app.topic("archive", key_serde="str", value_serde="str")
+
+    @app.agent(archive)
+    async def archiver(stream: Any) -> None:
+        async for _ in stream:
+            pass
+
+    @app.agent(orders, sink=[audit])
+    async def tally(stream: Any) -> Any:
+        async for order in stream:
+            await totals.send(key=order, value=order)
+            await archiver.send(value=order)
+            yield order
+
+    outputs = agent_output_topics([tally])
+    assert set(outputs) == {"totals", "archive", "audit"}
+    assert all(writers == [f"agent {tally.name}"] for writers in outputs.values())
