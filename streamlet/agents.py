@@ -247,7 +247,7 @@ def compile_agents(builder: StreamsBuilder, agents: Iterable[Agent]) -> None:
             builder.add_store(table.name, table.key_serde, table.value_serde, windows=table.windows)
             stores.append(table.name)
             if isinstance(table, Table) and table.closer is not None:
-                builder.add_store(table.closer.store_name, "bytes", "bytes")
+                builder.add_store(table.closer.store_name, "bytes", "bytes", queryable=False)
                 stores.append(table.closer.store_name)
         final._kstream.process(_agent_processor_factory(agent), stores=stores)
 

@@ -1,7 +1,8 @@
 """Faust's windowed tables: `app.Table(...).tumbling(size, expires=...)` / `.hopping(size, step, expires=...)`.
 
 `table[key]` is a `WindowSet`: `table[key] += 1` updates every window the record falls in (one when tumbling,
-`size / step` when hopping), and `.current()`, `.now()`, `.delta(d)`, `.value()` read one window, as in Faust:
+`size / step` when hopping), and `.current()`, `.now()`, `.delta(d)`, `.value()` read one window, as in Faust,
+and `.at(t)` the window of event time `t` (streamlet's: what a web page, which has no record, reads by):
 
 * `current()`: the latest window holding the current record's timestamp;
 * `delta(d)`: the latest window holding the record's timestamp minus `d` seconds (the window `d` ago);
@@ -271,6 +272,11 @@ class WindowedView:
         ms = to_ms(d, f"table {self.wrapper.name}: delta")
         return self._shaped(self.wrapper._items(lambda ctx, store: record_timestamp(ctx) - ms, _latest))
 
+    def at(self, time: float | datetime) -> Iterator[Any]:
+        """In the latest window holding event time `time` (seconds since the epoch, or a datetime)."""
+        ms = to_ms(time, f"table {self.wrapper.name}: at")
+        return self._shaped(self.wrapper._items(lambda ctx, store: ms, _latest))
+
     def _shaped(self, items: Iterator[tuple[Any, Any]]) -> Iterator[Any]:
         shape = self._shape
         return (shape(key, value) for key, value in items)
@@ -333,6 +339,14 @@ class WindowSet:
         """The latest window of the current record's timestamp minus `d` seconds."""
         ms = to_ms(d, f"table {self.wrapper.name}: delta")
         return self.wrapper._read(self.key, lambda ctx: record_timestamp(ctx) - ms, _latest)
+
+    def at(self, time: float | datetime) -> Any:
+        """The latest window holding event time `time` (seconds since the epoch, or a datetime).
+
+        In a web page there is no record, so `current()` and `value()` read the wall clock's window; this
+        reads the window of any event time, e.g. one a request names, as long as the table still keeps it."""
+        ms = to_ms(time, f"table {self.wrapper.name}: at")
+        return self.wrapper._read(self.key, lambda ctx: ms, _latest)
 
     def __iadd__(self, other: Any) -> WindowSet:
         return self.apply(operator.add, other)

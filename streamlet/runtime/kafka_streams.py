@@ -37,6 +37,7 @@ from streamlet.runtime.restore_listener import CompositeRestoreListener, Logging
 from streamlet.runtime.stream_thread import StreamThread
 from streamlet.runtime.task_creator import TaskCreator
 from streamlet.runtime.topology_metadata import TopologyMetadata
+from streamlet.runtime.window_queries import ReadOnlySessionStore, ReadOnlyWindowStore, store_view
 from streamlet.state import rocksdb_memory
 from streamlet.state.state_directory import StateDirectory
 from streamlet.topology import Topology
@@ -314,6 +315,8 @@ class KafkaStreams:
         active task, is read from the standby if it is at most that many changelog records behind the end
         offsets last fetched by `refresh_standby_lags()` (never fetched: the standby does not answer).
         A global store is read from this client's own full copy (see `streamlet.runtime.global_queries`).
+        A window store's view is a `ReadOnlyWindowStore` (read by key and time range), a session store's a
+        `ReadOnlySessionStore` (see `streamlet.runtime.window_queries`).
         """
         if self.metadata_state.is_global(name):
             return GlobalReadOnlyKeyValueStore(
@@ -322,7 +325,7 @@ class KafkaStreams:
                 lambda: self.state is State.RUNNING,
                 lambda: None if self.global_thread is None else self.global_thread.stores.get(name),
             )
-        return ReadOnlyKeyValueStore(
+        return store_view(
             name,
             self.metadata_state,
             lambda: self.state is State.RUNNING,
@@ -330,6 +333,20 @@ class KafkaStreams:
             max_standby_lag=max_standby_lag,
             standby_end_offset=self._standby_end_offsets.get,
         )
+
+    def window_store(self, name: str, *, max_standby_lag: int | None = None) -> ReadOnlyWindowStore:
+        """`store(name)` for a window store, typed (Kafka's `QueryableStoreTypes.windowStore()`)."""
+        view = self.store(name, max_standby_lag=max_standby_lag)
+        if not isinstance(view, ReadOnlyWindowStore):
+            raise StreamletError(f"store {name!r} is not a window store ({type(view).__name__})")
+        return view
+
+    def session_store(self, name: str, *, max_standby_lag: int | None = None) -> ReadOnlySessionStore:
+        """`store(name)` for a session store, typed (Kafka's `QueryableStoreTypes.sessionStore()`)."""
+        view = self.store(name, max_standby_lag=max_standby_lag)
+        if not isinstance(view, ReadOnlySessionStore):
+            raise StreamletError(f"store {name!r} is not a session store ({type(view).__name__})")
+        return view
 
     async def refresh_standby_lags(self) -> dict[TopicPartition, int]:
         """Fetch the end offsets of the local standbys' changelog partitions; returns each one's lag."""
