@@ -22,7 +22,7 @@ from streamlet.config import (
     default_bootstrap_servers,
     parse_setting,
 )
-from streamlet.console_keys import KEY_SERDE_HELP
+from streamlet.console_keys import KEY_SERDE_HELP, console_key_serde, format_key
 from streamlet.errors import ConfigError, StreamletError
 from streamlet.logging_utils import install_repeat_filter
 
@@ -86,7 +86,7 @@ def _broker(args: argparse.Namespace) -> int:
 def load_target(spec: str) -> Any:
     """`package.module:attribute` or `path/to/file.py:attribute` -> the object (an App, a Topology, or a callable
     returning one). A file is what Faust users and `python app.py` users have at hand, so both spellings work."""
-    module_name, _, attribute = spec.rpartition(":") if spec.count(":") else (spec, "", "")
+    module_name, _, attribute = spec.rpartition(":")
     if not module_name or not attribute:
         raise StreamletError(
             f"expected MODULE:ATTRIBUTE or FILE.py:ATTRIBUTE (e.g. examples.wordcount.app:app or "
@@ -315,7 +315,6 @@ def _produce(args: argparse.Namespace) -> int:
 def _consume(args: argparse.Namespace) -> int:
     from aiokafka import AIOKafkaConsumer
 
-    from streamlet.console_keys import console_key_serde, format_key
     from streamlet.serdes import serde_from_name
 
     key_serde = console_key_serde(args.key_serde, args.window_size)
