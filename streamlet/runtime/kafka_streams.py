@@ -219,8 +219,8 @@ class KafkaStreams:
                 self.topology.external_source_topics() + self.topology.global_topics()
             )
             self._source_partition_counts = dict(counts)
-            await self._require_sink_topics(manager)
-            internal = self.topology_metadata.names.internal_topics(counts)
+            internal = self.topology_metadata.names.internal_topics(counts)  # checks co-partitioning first
+            await self._require_sink_topics(manager)  # before any internal topic is created
             await manager.ensure(TopicSpec(t.name, t.partitions or 1, t.config) for t in internal)
             if self.config.assignment_history:
                 # one partition keeps the history in order; time retention, never compaction (one key)
