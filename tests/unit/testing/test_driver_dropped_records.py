@@ -71,7 +71,7 @@ def test_late_records_of_time_windows_are_counted_per_closed_window(
     with caplog.at_level(logging.WARNING, logger=LOGGER):
         with _pipe(_windowed_count(windows), [("k", t) for t in timestamps]) as driver:
             assert driver.dropped_records_by_processor() == {"count-per-window": expected}
-            assert driver.dropped_records == expected
+            assert driver.dropped_records() == expected
     warnings = _warnings(caplog)
     assert 1 <= len(warnings) < expected  # at most one line per processor per 10 s
     assert warnings[0].startswith("Skipping record for expired window. processor=[count-per-window] task=[0_0]")
@@ -81,7 +81,7 @@ def test_the_warning_names_the_window_the_expiration_and_the_stream_time(caplog:
     windows = TimeWindows.of_size_and_grace(10, 2)
     with caplog.at_level(logging.WARNING, logger=LOGGER):
         with _pipe(_windowed_count(windows), [("k", 3), ("k", 25), ("k", 7)]) as driver:
-            assert driver.dropped_records == 1
+            assert driver.dropped_records() == 1
     (warning,) = _warnings(caplog)
     # [0,10) closed when stream time 25 passed 10 + 2: expiration is stream time - grace, as Kafka logs it
     assert warning == (
