@@ -97,6 +97,24 @@ async def test_the_loop_restores_processes_and_commits(thread: StreamThread) -> 
     assert kafka.committed == {IN0: 3}
 
 
+async def test_no_periodic_commit_between_the_start_of_a_join_and_its_assignment(thread: StreamThread) -> None:
+    """Kafka Streams' rebalanceInProgress: a commit sent while the member rejoins would carry the generation the
+    join is replacing (refused, and under exactly-once the transaction with it); tasks go on processing."""
+    await assigned_and_running(thread)
+    consumer, kafka = fake(thread)
+    await thread.subscription_info()  # the group membership starts a join
+    await counted(thread, "a")
+    thread.tasks.last_commit = 0.0
+    await thread.run_once()
+    assert kafka.committed == {}
+
+    thread.on_assignment_info(AssignmentInfo(active_tasks=(T0,)), [IN0])
+    await thread.on_partitions_assigned(set())  # the join is over: the same task, kept running
+    thread.tasks.last_commit = 0.0
+    await thread.run_once()
+    assert kafka.committed == {IN0: 1}
+
+
 async def _tick(task: StreamTask) -> None:
     """A timer's tick: one record sent from the task, with the task's (punctuation) timestamp."""
     task.send(OUTPUT, b"tick", struct.pack(">q", 1), task.timestamp, 0)
