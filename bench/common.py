@@ -223,6 +223,25 @@ class Proc:
             return ""
 
 
+async def task_owners(admin: Any, group: str, repartition: str) -> dict[int, str]:
+    """Task 1_p -> the client that owns it now (client id without its thread suffix), from DescribeGroups."""
+    from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment
+
+    owners: dict[int, str] = {}
+    for response in await admin.describe_consumer_groups([group]):
+        for described in response.groups:
+            for member in described[5]:  # (error, group, state, protocol type, protocol, members, ...)
+                client_id, assignment = member[-4], member[-1]
+                if not assignment:
+                    continue
+                client = client_id.split("-StreamThread-")[0]
+                for topic, partitions in ConsumerProtocolMemberAssignment.decode(assignment).assignment:
+                    if topic == repartition:
+                        for p in partitions:
+                            owners[p] = client
+    return owners
+
+
 SYNCED = re.compile(r"Successfully synced group in generation Generation\{generationId=(\d+)")
 
 

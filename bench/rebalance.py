@@ -11,10 +11,12 @@
   RUNNING, read from its log ("assigned active ..." / "task ... restored, now RUNNING").
 - At the end the latest count of every word is checked against an independent count of what was
   produced.
-- `--protocols cooperative,eager --rounds R` runs the protocols interleaved (A B A B ...): no count task moves
-  within the window (the stateful tasks wait for warmups and the 600 s probing interval), so every count task
-  is a task that stays, and its longest gap after the join is what the rebalance cost it. Rebalances after
-  the join are counted from the group generations the clients log.
+- Who owns each count task is sampled from the group every 0.5 s (DescribeGroups, as `migration.py`): a task
+  whose owner never changed after the join stays, the others moved (with this small state the new client is
+  caught up at once, so some count tasks move in the join's own rounds).
+- `--protocols cooperative,eager --rounds R` runs the protocols interleaved (A B A B ...) and reports, per
+  protocol, the longest gap of the tasks that stay and of those that move (median and worst over the runs),
+  and the rebalances after the join, counted from the group generations the clients log.
 
 Usage: .venv/bin/python bench/rebalance.py [--rate LINES_PER_S] [--before S] [--after S]
        [--protocols cooperative,eager] [--rounds R]
@@ -38,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common  # noqa: E402
 import corpus as corpus_mod  # noqa: E402
-from common import LIB_PY, Proc, highest_generation, log, spawn  # noqa: E402
+from common import LIB_PY, Proc, highest_generation, log, spawn, task_owners  # noqa: E402
 
 PARTITIONS = 6
 
@@ -138,6 +140,7 @@ async def run(
     bootstrap: str, rate: float, before: float, after: float, run_id: str, protocol: str = "cooperative"
 ) -> dict[str, Any]:
     from aiokafka import AIOKafkaConsumer
+    from aiokafka.admin import AIOKafkaAdminClient
 
     app_id = f"bench-rebal-{run_id}"
     input_topic, output_topic = f"{app_id}-input", f"{app_id}-output"
@@ -156,7 +159,21 @@ async def run(
     await consumer.start()
     stop_consuming = asyncio.Event()
 
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    owners_over_time: list[tuple[float, dict[int, str]]] = []
+    repartition = f"{app_id}-counts-store-repartition"
+
+    async def sample_owners() -> None:
+        while not stop_consuming.is_set():
+            try:
+                owners_over_time.append((time.time(), await task_owners(admin, app_id, repartition)))
+            except Exception as exc:  # a rebalance in progress: no assignment to read this time
+                log(f"describe group: {exc!r}")
+            await asyncio.sleep(0.5)
+
     cons_task = asyncio.create_task(watch_counts(consumer, stop_consuming, arrivals, latest))
+    owners_task = asyncio.create_task(sample_owners())
     prod_task = None
     try:
         procs = [start_worker(i, bootstrap, app_id, input_topic, output_topic, work, protocol) for i in range(2)]
@@ -186,12 +203,17 @@ async def run(
             common.stop(p)
         stop_consuming.set()
         await cons_task
+        await owners_task
         await consumer.stop()
+        await admin.close()
         if prod_task is not None and not prod_task.done():
             prod_task.cancel()
 
+    complete = [(t, o) for t, o in owners_over_time if len(o) == PARTITIONS]
+    at_join = next((o for t, o in reversed(complete) if t <= t_join), {})
     per_task = []
     for p in range(PARTITIONS):
+        stayed = bool(at_join) and all(o.get(p) == at_join.get(p) for t, o in complete if t > t_join)
         ts = arrivals[p]
         pre = [b - a for a, b in zip(ts, ts[1:], strict=False) if b <= t_join]
         post_pairs = [(a, b) for a, b in zip(ts, ts[1:], strict=False) if b > t_join]
@@ -202,6 +224,7 @@ async def run(
                 "baseline_max_gap_s": round(max(pre, default=0), 2),
                 "max_gap_after_join_s": round(worst[1] - worst[0], 2) if worst else None,
                 "gap_starts_after_join_s": round(worst[0] - t_join, 2) if worst else None,
+                "stayed": stayed,
             }
         )
     events = _log_events(procs[2].log_path)
@@ -267,13 +290,19 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if all(r["counts_ok"] for r in results) else 1
 
 
-def _staying_gap(res: dict[str, Any]) -> float:
-    return max(t["max_gap_after_join_s"] or 0 for t in res["per_task"])
+def _staying_gap(res: dict[str, Any]) -> float | None:
+    """The longest gap after the join of a task that kept its owner (None: every task moved)."""
+    return max((t["max_gap_after_join_s"] or 0 for t in res["per_task"] if t["stayed"]), default=None)
+
+
+def _moved_gap(res: dict[str, Any]) -> float | None:
+    return max((t["max_gap_after_join_s"] or 0 for t in res["per_task"] if not t["stayed"]), default=None)
 
 
 def _run_line(res: dict[str, Any]) -> str:
     return (
-        f"longest gap of a count task after the join {_staying_gap(res)} s (baseline "
+        f"longest gap after the join of a task that stayed {_staying_gap(res)} s, of one that moved "
+        f"{_moved_gap(res)} s (baseline "
         f"{max(t['baseline_max_gap_s'] for t in res['per_task'])} s), {res['rebalances_after_join']} rebalances, "
         f"counts {'match' if res['counts_ok'] else 'DO NOT match'}"
     )
@@ -281,11 +310,13 @@ def _run_line(res: dict[str, Any]) -> str:
 
 def _run_text(res: dict[str, Any]) -> str:
     rows = [
-        [t["task"], t["baseline_max_gap_s"], t["max_gap_after_join_s"], t["gap_starts_after_join_s"]]
+        [t["task"], "stayed" if t["stayed"] else "moved", t["baseline_max_gap_s"], t["max_gap_after_join_s"],
+         t["gap_starts_after_join_s"]]
         for t in res["per_task"]
-    ]
+    ]  # fmt: skip
     text = f"{res['protocol']}:\n" + common.table(
-        ["task (output partition)", "max gap before join s", "max gap after join s", "gap began s after join"], rows
+        ["task (output partition)", "owner", "max gap before join s", "max gap after join s", "gap began s after join"],
+        rows,
     )
     nc = res["new_client"]
     running = nc["first_stateful_task_running_s"]
@@ -303,17 +334,22 @@ def _distribution(results: list[dict[str, Any]]) -> str:
     rows = []
     for protocol in dict.fromkeys(r["protocol"] for r in results):
         runs = [r for r in results if r["protocol"] == protocol]
-        gaps = [_staying_gap(r) for r in runs]
+        staying = [g for g in map(_staying_gap, runs) if g is not None]
+        moved = [g for g in map(_moved_gap, runs) if g is not None]
         counts = [r["rebalances_after_join"] for r in runs]
         rows.append(
-            [protocol, len(runs), round(statistics.median(gaps), 2), max(gaps), statistics.median(counts),
-             max(counts), sum(r["counts_ok"] for r in runs)]
+            [protocol, len(runs), _median(staying), max(staying, default=None), _median(moved),
+             max(moved, default=None), statistics.median(counts), max(counts), sum(r["counts_ok"] for r in runs)]
         )  # fmt: skip
     return common.table(
-        ["protocol", "runs", "staying tasks' longest gap median s", "worst s", "rebalances median", "max",
-         "runs with exact counts"],
+        ["protocol", "runs", "staying tasks' longest gap median s", "worst s", "moved tasks' longest gap median s",
+         "worst s", "rebalances median", "max", "runs with exact counts"],
         rows,
     )  # fmt: skip
+
+
+def _median(values: list[float]) -> float | None:
+    return round(statistics.median(values), 2) if values else None
 
 
 if __name__ == "__main__":
