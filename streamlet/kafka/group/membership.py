@@ -171,7 +171,7 @@ class MembershipConfig:
 
 
 class GroupMembership:
-    """One consumer's membership; `start()` joins in the background, `close()` leaves (dynamic members)."""
+    """One consumer's membership: `subscribe()` joins in the background, `close()` leaves (dynamic members)."""
 
     def __init__(self, config: MembershipConfig, channel: GroupChannel, ownership: PartitionOwnership) -> None:
         self.config = config
