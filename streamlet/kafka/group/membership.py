@@ -199,6 +199,7 @@ class GroupMembership:
         self._last_heartbeat_ok = time.monotonic()
         self._poll_timeout_left = False
         self._expedite_until = 0.0
+        self._heartbeat_soon = asyncio.Event()
         self._metadata_snapshot: dict[str, int] = {}
         self.rebalances = 0  # completed joins (SyncGroup answered): what experiments count per scale step
         self._tasks: list[asyncio.Task[None]] = []
@@ -498,6 +499,7 @@ class GroupMembership:
         self.state = MemberState.STABLE
         self.rebalances += 1
         self._expedite_until = time.monotonic() + EXPEDITE_S * self.config.heartbeat_interval_ms / 1000
+        self._heartbeat_soon.set()
         try:
             await self._on_join_complete(Assignment.decode(sync.member_assignment))
         except BaseException:  # the assignment was not taken: join again rather than sit on a half-done one
@@ -630,7 +632,9 @@ class GroupMembership:
 
     async def _heartbeat_loop(self) -> None:
         while not self._closing:
-            await asyncio.sleep(self.heartbeat_delay())
+            with contextlib.suppress(TimeoutError):  # a completed join cuts the wait short (see EXPEDITE_S)
+                await asyncio.wait_for(self._heartbeat_soon.wait(), self.heartbeat_delay())
+            self._heartbeat_soon.clear()
             if self.state not in (MemberState.COMPLETING_REBALANCE, MemberState.STABLE):
                 continue
             if self.generation.generation_id == NO_GENERATION or not self._channel.coordinator_known():
