@@ -348,8 +348,14 @@ class StreamThread:
             if self._metadata_state is not None:
                 self._metadata_state.assignment_applied(self.name, info.tasks_by_host)
             self._probing_deadline_ms = None if info.next_rebalance_ms == NO_FOLLOWUP else info.next_rebalance_ms
+            if info.next_rebalance_ms == 0:
+                # tasks were withheld from this thread until their owner revokes them: rejoin now, from within the
+                # rebalance, so this member's next JoinGroup is the one that owner's rejoin starts (asked later,
+                # from the loop, it would come after that round began and start one more)
+                self._probing_deadline_ms = None
+                self.consumer.request_rejoin()
             followup = (
-                "" if self._probing_deadline_ms is None else f", followup rebalance at {self._probing_deadline_ms}"
+                "" if info.next_rebalance_ms == NO_FOLLOWUP else f", followup rebalance at {info.next_rebalance_ms}"
             )
             log.info(
                 "stream-thread [%s] assigned active %s standby %s%s",

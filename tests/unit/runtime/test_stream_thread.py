@@ -237,6 +237,15 @@ async def test_probing_rebalance_is_requested_at_its_deadline(thread: StreamThre
     assert consumer.rejoin_requested
 
 
+async def test_withheld_tasks_rejoin_from_within_the_rebalance(thread: StreamThread) -> None:
+    """`next_rebalance_ms = 0` (tasks withheld until their owner revokes them): the rejoin is asked in the assignment
+    callback, before the membership's next join starts, not later from the loop (which would start one more)."""
+    consumer, _ = fake(thread)
+    thread.on_assignment_info(AssignmentInfo(next_rebalance_ms=0), [])
+    await thread.on_partitions_assigned(set())
+    assert consumer.rejoin_requested
+
+
 async def test_task_dirs_on_disk_are_locked_before_the_join_and_reported_from_their_checkpoint(
     thread: StreamThread, tmp_path: Path
 ) -> None:
