@@ -455,6 +455,8 @@ class GroupMembership:
         self._need_rejoin = False
         self.state = MemberState.PREPARING_REBALANCE
         counts = await self._channel.partition_counts(self._topics, fresh=False)
+        if counts.keys() != set(self._topics):  # the client's metadata lacks a topic: ask the cluster
+            counts = await self._channel.partition_counts(self._topics)
         self._metadata_snapshot = {t: counts[t] for t in self._topics if t in counts}
         owned = self._ownership.owned() if self.config.protocol is RebalanceProtocol.COOPERATIVE else frozenset()
         subscription = Subscription(
