@@ -119,6 +119,7 @@ class RunRecord:
     application_id: str
     input_topic: str
     output_topic: str
+    protocol: str = ""  # the clients' rebalance protocol (run dirs of older runners have none)
     bootstrap_servers: str = ""
     started_at: float = field(default_factory=time.time)
     ended_at: float | None = None
@@ -219,6 +220,7 @@ class ExperimentRunner:
         self.record = RunRecord(
             scenario=scenario.name,
             assignor=scenario.app.task_assignor,
+            protocol=scenario.app.rebalance_protocol,
             application_id=run_id,
             input_topic=f"{run_id}-input",
             output_topic=f"{run_id}-output",
