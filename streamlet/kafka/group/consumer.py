@@ -3,9 +3,9 @@
 aiokafka's consumer runs with no group of its own (`group_id=None`, one manual assignment that starts empty),
 so its fetcher, connections and metadata work as always. The membership changes that one assignment in place:
 a partition kept across a rebalance keeps its `TopicPartitionState` (position, pause, fetched high watermark)
-and whatever the fetcher has already buffered for it; a removed one gets a detached state, so a fetch response
-still in flight for it is discarded. This is the only code that reaches into aiokafka's consumer internals,
-checked once, at import, against the aiokafka version streamlet pins.
+and whatever the fetcher has already buffered for it; a removed one gets a detached, paused state, so a fetch
+response still in flight for it and records already buffered for it are discarded. This is the only code
+that reaches into aiokafka's consumer internals, checked once, at import, against the aiokafka version streamlet pins.
 """
 
 from __future__ import annotations
@@ -116,7 +116,12 @@ class _InPlaceOwnership:
         new = frozenset(partitions)
         states: dict[TopicPartition, TopicPartitionState] = assignment._tp_state
         for tp in assignment.tps - new:
-            states[tp] = TopicPartitionState(assignment)  # no position: an in-flight fetch for it is discarded
+            # A detached state: no position, so a fetch response still in flight for it is discarded. Paused,
+            # so records already buffered for it are dropped too: the fetcher's check asks an unpaused state
+            # for its position, and a state without one fails an assertion instead of dropping them.
+            detached = TopicPartitionState(assignment)
+            detached.pause()
+            states[tp] = detached
         for tp in new - assignment.tps:
             state = TopicPartitionState(assignment)
             position = positions.get(tp)
