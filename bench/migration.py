@@ -15,9 +15,20 @@ The scenario, run for each peer in turn with the same settings:
   its last output before its move to its first output after it. For all tasks: the longest output gap before the
   join (baseline) and after it.
 - Final counts are checked against an independent count of the input.
+- Rebalances after the join: the group generations every client logs ("Successfully synced group in
+  generation Generation{generationId=N ...", the same line in Kafka's consumer and in streamlet's), the highest
+  at the end less the highest logged before the third client started.
+
+Peers: `streamlet` (its default, cooperative rebalancing), `streamlet-eager` (rebalance_protocol=eager) and
+`kafka-streams` (4.1.1, cooperative). With `--rounds R` the peers run interleaved (A B C A B C ...) and the
+summary gives each peer's median and worst.
+
+The group's shape is a flag too: `--clients 4 --threads 2 --partitions 24 --guarantee exactly_once_v2` is
+where eager has the most to revoke (every thread commits a transaction and suspends every task).
 
 Usage: .venv/bin/python bench/migration.py [--keys N] [--rate LINES_PER_S] [--before S] [--after S]
-       [--peers streamlet,kafka-streams] [--rounds R]
+       [--peers streamlet,streamlet-eager,kafka-streams] [--rounds R]
+       [--clients N] [--threads T] [--partitions P] [--guarantee at_least_once|exactly_once_v2]
 """
 
 from __future__ import annotations
@@ -25,6 +36,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import re
 import statistics
 import sys
 import time
@@ -33,35 +45,76 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from dataclasses import dataclass  # noqa: E402
+
 import common  # noqa: E402
 import corpus as corpus_mod  # noqa: E402
 from common import JAVA_CP, LIB_PY, Proc, log, spawn  # noqa: E402
-from rebalance import PARTITIONS, produce_at_rate, watch_counts  # noqa: E402
+from rebalance import produce_at_rate, watch_counts  # noqa: E402
 from restore import write_changelog  # noqa: E402
 
 PROBING_MS = 60_000  # Kafka Streams refuses less
 COMMIT_MS = 1_000
-PEERS = ("streamlet", "kafka-streams")
+PEERS = ("streamlet", "streamlet-eager", "kafka-streams")
 
 
-def start_client(peer: str, i: int, bootstrap: str, app_id: str, topics: tuple[str, str], work: Path) -> Proc:
+@dataclass(frozen=True)
+class Shape:
+    """The group before the join: `clients` clients of `threads` threads; one more client joins."""
+
+    clients: int = 2
+    threads: int = 1
+    partitions: int = 6
+    guarantee: str = "at_least_once"
+
+
+SYNCED = re.compile(r"Successfully synced group in generation Generation\{generationId=(\d+)")
+
+
+def highest_generation(procs: list[Proc]) -> int:
+    """The highest group generation any client has logged so far (0: none)."""
+    generations = [0]
+    for proc in procs:
+        if proc.log_path.exists():
+            generations += [int(g) for g in SYNCED.findall(proc.log_path.read_text(errors="replace"))]
+    return max(generations)
+
+
+def start_client(
+    peer: str, i: int, bootstrap: str, app_id: str, topics: tuple[str, str], work: Path, shape: Shape
+) -> Proc:
     input_topic, output_topic = topics
     state = str(work / f"state-{i}")
-    if peer == "streamlet":
+    if peer.startswith("streamlet"):
         env = {
             "WORDCOUNT_INPUT_TOPIC": input_topic,
             "WORDCOUNT_OUTPUT_TOPIC": output_topic,
             "WORDCOUNT_APPLICATION_ID": app_id,
         }
-        settings = [f"commit_interval_ms={COMMIT_MS}", "statestore_cache_max_bytes=0"]
+        settings = [
+            f"commit_interval_ms={COMMIT_MS}",
+            "statestore_cache_max_bytes=0",
+            f"processing_guarantee={shape.guarantee}",
+        ]
         settings.append(f"probing_rebalance_interval_ms={PROBING_MS}")
-        cmd = [str(LIB_PY), "-m", "streamlet.cli", "worker", "examples.wordcount.app:app", "--threads", "1"]
+        if peer == "streamlet-eager":
+            settings.append("rebalance_protocol=eager")
+        cmd = [
+            str(LIB_PY),
+            "-m",
+            "streamlet.cli",
+            "worker",
+            "examples.wordcount.app:app",
+            "--threads",
+            str(shape.threads),
+        ]
         cmd += ["--state-dir", state, "--bootstrap-servers", bootstrap, "--log-level", "info"]
         for setting in settings:
             cmd += ["--config", setting]
         return spawn(f"{peer}-{i}", cmd, work / f"{peer}-{i}.log", env=env)
     cmd = ["java", "-Xmx1g", f"-Dstreams.probing.rebalance.interval.ms={PROBING_MS}", "-cp", JAVA_CP]
-    cmd += ["bench.WordCount", bootstrap, app_id, input_topic, output_topic, state, "1", str(COMMIT_MS), "0"]
+    cmd += ["bench.WordCount", bootstrap, app_id, input_topic, output_topic, state, str(shape.threads)]
+    cmd += [str(COMMIT_MS), "0", shape.guarantee]
     return spawn(f"{peer}-{i}", cmd, work / f"{peer}-{i}.log")
 
 
@@ -84,7 +137,9 @@ async def task_owners(admin: Any, group: str, repartition: str) -> dict[int, str
     return owners
 
 
-async def run(peer: str, bootstrap: str, keys: int, rate: float, before: float, after: float, run_id: str) -> dict:
+async def run(
+    peer: str, bootstrap: str, keys: int, rate: float, before: float, after: float, run_id: str, shape: Shape
+) -> dict:
     from aiokafka import AIOKafkaConsumer
     from aiokafka.admin import AIOKafkaAdminClient
 
@@ -95,20 +150,28 @@ async def run(peer: str, bootstrap: str, keys: int, rate: float, before: float, 
     work = common.WORK / run_id / "migration" / peer
     work.mkdir(parents=True, exist_ok=True)
     await common.recreate_topics(
-        bootstrap, {input_topic: PARTITIONS, output_topic: PARTITIONS, changelog: PARTITIONS}, compact={changelog}
+        bootstrap,
+        {input_topic: shape.partitions, output_topic: shape.partitions, changelog: shape.partitions},
+        compact={changelog},
     )
-    seconds = await write_changelog(bootstrap, changelog, keys, PARTITIONS)
+    seconds = await write_changelog(bootstrap, changelog, keys, shape.partitions)
     log(f"{peer}: {keys:,} keys written into {changelog} in {seconds:.1f}s")
     pool, _ = corpus_mod.pool()
     lines = [pool[i * 7919 % len(pool)] for i in range(int(rate * (before + after + 120)) + 1)]
     produced: collections.Counter[str] = collections.Counter()
-    arrivals: dict[int, list[float]] = {p: [] for p in range(PARTITIONS)}
+    arrivals: dict[int, list[float]] = {p: [] for p in range(shape.partitions)}
     latest: dict[str, int] = {}
     owners_over_time: list[tuple[float, dict[int, str]]] = []
     stop = asyncio.Event()
     procs: list[Proc] = []
 
-    consumer = AIOKafkaConsumer(output_topic, bootstrap_servers=bootstrap, group_id=None, auto_offset_reset="earliest")
+    consumer = AIOKafkaConsumer(
+        output_topic,
+        bootstrap_servers=bootstrap,
+        group_id=None,
+        auto_offset_reset="earliest",
+        isolation_level="read_committed" if shape.guarantee == "exactly_once_v2" else "read_uncommitted",
+    )
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
     await consumer.start()
     await admin.start()
@@ -128,17 +191,23 @@ async def run(peer: str, bootstrap: str, keys: int, rate: float, before: float, 
     ]
     producing: asyncio.Task[None] | None = None
     try:
-        procs = [start_client(peer, i, bootstrap, app_id, (input_topic, output_topic), work) for i in range(2)]
-        producing = asyncio.create_task(produce_at_rate(bootstrap, input_topic, lines, rate, stop, produced))
+        procs = [
+            start_client(peer, i, bootstrap, app_id, (input_topic, output_topic), work, shape)
+            for i in range(shape.clients)
+        ]
+        producing = asyncio.create_task(
+            produce_at_rate(bootstrap, input_topic, lines, rate, stop, produced, shape.partitions)
+        )
         deadline = time.monotonic() + 180
         while not all(arrivals.values()) and time.monotonic() < deadline:
             await asyncio.sleep(0.2)
         if not all(arrivals.values()):
             raise RuntimeError(f"{peer}: not every task produced output within 180 s: {procs[0].tail()}")
-        log(f"{peer}: two clients restored {keys:,} keys and produce; {before:.0f}s steady, then a third joins")
+        log(f"{peer}: {shape.clients} clients restored {keys:,} keys and produce; {before:.0f}s steady, then one joins")
         await asyncio.sleep(before)
         t_join = time.time()
-        procs.append(start_client(peer, 2, bootstrap, app_id, (input_topic, output_topic), work))
+        generation_at_join = highest_generation(procs)
+        procs.append(start_client(peer, shape.clients, bootstrap, app_id, (input_topic, output_topic), work, shape))
         await asyncio.sleep(after)
         stop.set()
         await producing
@@ -157,11 +226,12 @@ async def run(peer: str, bootstrap: str, keys: int, rate: float, before: float, 
         if producing is not None and not producing.done():
             producing.cancel()
 
+    rebalances = highest_generation(procs) - generation_at_join
     wrong = [w for w in produced.keys() | latest.keys() if latest.get(w) != produced.get(w)]
-    before_join = [o for t, o in owners_over_time if t <= t_join and len(o) == PARTITIONS]
+    before_join = [o for t, o in owners_over_time if t <= t_join and len(o) == shape.partitions]
     old_clients = set(before_join[-1].values()) if before_join else set()
     per_task = []
-    for p in range(PARTITIONS):
+    for p in range(shape.partitions):
         ts = arrivals[p]
         gaps_before = [b - a for a, b in zip(ts, ts[1:], strict=False) if b <= t_join]
         gaps_after = [(a, b) for a, b in zip(ts, ts[1:], strict=False) if b > t_join]
@@ -187,6 +257,7 @@ async def run(peer: str, bootstrap: str, keys: int, rate: float, before: float, 
         "keys": keys,
         "rate_lines_per_s": rate,
         "words_produced": sum(produced.values()),
+        "rebalances_after_join": rebalances,
         "counts_ok": not wrong,
         "wrong_examples": wrong[:8],
         "per_task": per_task,
@@ -205,6 +276,30 @@ def summary(res: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def distribution_table(results: list[dict[str, Any]]) -> str:
+    """Per peer over its runs: median and worst of the moved tasks' pause, of the staying tasks' longest gap
+    after the join, and the rebalances after the join."""
+    rows = []
+    for peer in dict.fromkeys(r["peer"] for r in results):
+        runs = [r for r in results if r["peer"] == peer]
+        moved = [r["max_migration_pause_s"] for r in runs if r["max_migration_pause_s"] is not None]
+        staying = [r["max_other_task_gap_s"] for r in runs if r["max_other_task_gap_s"] is not None]
+        counts = [r["rebalances_after_join"] for r in runs]
+        rows.append(
+            [peer, len(runs), _median(moved), max(moved, default=None), _median(staying), max(staying, default=None),
+             _median(counts), max(counts, default=None), sum(r["counts_ok"] for r in runs)]
+        )  # fmt: skip
+    return common.table(
+        ["peer", "runs", "moved pause median s", "worst", "staying gap median s", "worst", "rebalances median",
+         "max", "runs with exact counts"],
+        rows,
+    )  # fmt: skip
+
+
+def _median(values: list[float]) -> float | None:
+    return round(statistics.median(values), 2) if values else None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--keys", type=int, default=3_000_000, help="distinct keys in the count store at start")
@@ -213,7 +308,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--after", type=float, default=100.0, help="seconds observed after the join")
     parser.add_argument("--peers", default=",".join(PEERS))
     parser.add_argument("--rounds", type=int, default=1, help="repeat the peers, interleaved")
+    parser.add_argument("--clients", type=int, default=2, help="clients before the join (one more joins)")
+    parser.add_argument("--threads", type=int, default=1, help="stream threads per client")
+    parser.add_argument("--partitions", type=int, default=6)
+    parser.add_argument("--guarantee", default="at_least_once", choices=("at_least_once", "exactly_once_v2"))
     args = parser.parse_args(argv)
+    shape = Shape(args.clients, args.threads, args.partitions, args.guarantee)
     peers = [p.strip() for p in args.peers.split(",") if p.strip()]
     unknown = set(peers) - set(PEERS)
     if unknown:
@@ -224,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
         for r in range(args.rounds):
             for peer in peers:
                 run_id = time.strftime("%m%d%H%M%S") + f"r{r}"
-                res = asyncio.run(run(peer, bootstrap, args.keys, args.rate, args.before, args.after, run_id))
+                res = asyncio.run(run(peer, bootstrap, args.keys, args.rate, args.before, args.after, run_id, shape))
                 asyncio.run(common.delete_topics_with_prefix(bootstrap, res["app_id"]))
                 results.append({**res, **summary(res)})
                 log(f"{peer}: {summary(res)}")
@@ -248,16 +348,17 @@ def main(argv: list[str] | None = None) -> int:
             f"(baseline {res['max_baseline_gap_s']} s); final counts "
             f"{'match' if res['counts_ok'] else 'DO NOT match'} the input ({res['words_produced']:,} words)"
         )
-    by_peer: dict[str, list[float]] = collections.defaultdict(list)
-    for res in results:
-        if res["max_migration_pause_s"] is not None:
-            by_peer[res["peer"]].append(res["max_migration_pause_s"])
-    for peer, pauses in by_peer.items():
-        lines.append(f"{peer}: median longest migration pause {statistics.median(pauses)} s over {len(pauses)} run(s)")
+    lines += ["", distribution_table(results)]
     text = "\n".join(lines)
-    print(f"\nMigration pause, 2 -> 3 clients, {args.keys:,} keys in the count store, {args.rate:.0f} lines/s:\n{text}")
+    title = (
+        f"Migration pause, {shape.clients} -> {shape.clients + 1} clients x {shape.threads} thread(s), "
+        f"{shape.partitions} partitions, {shape.guarantee}, {args.keys:,} keys in the count store, "
+        f"{args.rate:.0f} lines/s"
+    )
+    print(f"\n{title}:\n{text}")
     path = common.write_result(
-        "migration", {"runs": results, "table": text, "command": " ".join(["bench/migration.py", *sys.argv[1:]])}
+        "migration" if shape == Shape() else "migration-" + "-".join(map(str, vars(shape).values())),
+        {"runs": results, "table": text, "title": title, "command": " ".join(["bench/migration.py", *sys.argv[1:]])},
     )
     log(f"wrote {path}")
     return 0 if all(r["counts_ok"] for r in results) else 1

@@ -80,7 +80,13 @@ def _log_events(path: Path) -> list[tuple[float, str]]:
 
 
 async def produce_at_rate(
-    bootstrap: str, topic: str, lines: list[str], rate: float, stop: asyncio.Event, produced: collections.Counter[str]
+    bootstrap: str,
+    topic: str,
+    lines: list[str],
+    rate: float,
+    stop: asyncio.Event,
+    produced: collections.Counter[str],
+    partitions: int = PARTITIONS,
 ) -> None:
     """Send `lines` at `rate` lines/s round-robin over the partitions until `stop`, counting their words."""
     from aiokafka import AIOKafkaProducer
@@ -92,7 +98,7 @@ async def produce_at_rate(
         while not stop.is_set() and i < len(lines):
             due = int((time.monotonic() - began) * rate)
             while i < min(due, len(lines)):
-                await producer.send(topic, lines[i].encode(), partition=i % PARTITIONS)
+                await producer.send(topic, lines[i].encode(), partition=i % partitions)
                 produced.update(corpus_mod.java_split(lines[i]))
                 i += 1
             await asyncio.sleep(0.01)

@@ -2,7 +2,8 @@
 
 It reads the latest assignment event (`<application_id>-assignments`) and each client's latest metrics
 event (`<application_id>-metrics`) and prints, per client, its active / standby / warmup tasks with their
-states, records processed and time not RUNNING, its consumer lag, its restorations under way, and whether
+states, records processed and time not RUNNING, the records its processors dropped (late records, null
+keys, ...; per processor and reason), its consumer lag, its restorations under way, and whether
 the group leader scheduled a probing (follow-up) rebalance. `read_group_events` is the Kafka half;
 `format_status` is pure, so what it prints is testable without Kafka.
 """
@@ -110,6 +111,8 @@ class TaskRow:
     processed: int | None = None
     not_running_s: float | None = None
     lag: int | None = None  # changelog lag as the assignor saw it (standbys and warmups)
+    dropped: int | None = None  # records its processors dropped (late, null keys, ...) since the client started
+    dropped_rate: float | None = None  # per second, lately
 
 
 def task_rows(client: Mapping[str, Any] | None, metrics: Mapping[str, Any] | None) -> list[TaskRow]:
@@ -132,6 +135,8 @@ def task_rows(client: Mapping[str, Any] | None, metrics: Mapping[str, Any] | Non
                 None if entry is None else int(entry.get("records_processed", 0)),
                 None if entry is None else float(entry.get("not_running_ms", 0.0)) / 1000,
                 lag if isinstance(lag, int) and lag >= 0 and kind != "active" else None,
+                None if entry is None else int(entry.get("dropped_records_total", 0)),
+                None if entry is None else float(entry.get("dropped_records_rate", 0.0)),
             )
         )
     return rows
@@ -142,6 +147,8 @@ def _task_line(row: TaskRow) -> str:
     if row.processed is not None:
         parts.append(f"processed {row.processed:>9}")
         parts.append(f"  not running {row.not_running_s or 0.0:.1f}s")
+    if row.dropped:
+        parts.append(f"  dropped {row.dropped} ({row.dropped_rate or 0.0:.1f}/s)")
     if row.lag is not None:
         parts.append(f"  lag {row.lag} (as the assignor saw it)")
     return "".join(parts).rstrip()
@@ -181,6 +188,7 @@ def _client_lines(client: Mapping[str, Any] | None, metrics: Mapping[str, Any] |
             total = sum(int(p["lag"]) for p in consumer)
             detail = ", ".join(f"{p['topic']}-{p['partition']}:{p['lag']}" for p in consumer)
             lines.append(f"  consumer lag {total} ({detail})")
+        lines += _dropped_lines(metrics)
         for p in metrics.get("standby_lag", []):
             lines.append(f"  standby lag {p['topic']}-{p['partition']}: {p['lag']}")
         for r in metrics.get("restore", []):
@@ -188,6 +196,18 @@ def _client_lines(client: Mapping[str, Any] | None, metrics: Mapping[str, Any] |
                 f"  restoring {r['store']} from {r['topic']}-{r['partition']}: {r['percent']:.0f}% "
                 f"({r['total'] - r['remaining']}/{r['total']}), {r['rate']:.0f} records/s, ETA {format_eta(r['eta_s'])}"
             )
+    return lines
+
+
+def _dropped_lines(metrics: Mapping[str, Any]) -> list[str]:
+    """Per task and processor, the records it dropped, by reason (Kafka's dropped-records, broken down)."""
+    lines = []
+    for task, entry in sorted(metrics.get("tasks", {}).items()):
+        by_processor: dict[str, list[str]] = {}
+        for item in entry.get("dropped_records", []):
+            by_processor.setdefault(str(item["processor"]), []).append(f"{item['count']} {item['reason']}")
+        for processor, counts in sorted(by_processor.items()):
+            lines.append(f"  dropped by {processor} in {task}: {', '.join(counts)}")
     return lines
 
 

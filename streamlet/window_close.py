@@ -42,7 +42,7 @@ from typing import Any
 from streamlet.agent_context import run_inline
 from streamlet.runtime.processor_graph import TaskContext
 from streamlet.state import window_key_schema
-from streamlet.windows import TimeWindows
+from streamlet.windows import TimeWindow, TimeWindows
 
 __all__ = ["WindowCloseCallback", "WindowCloser", "closed_windows_store"]
 
@@ -82,6 +82,16 @@ class WindowCloser:
         """True if the window has closed: a write to it now is late, and dropped."""
         closed = self._closed_through(self._marker(ctx))
         return closed is not None and window_start <= closed
+
+    def drop_late(self, ctx: TaskContext, window: TimeWindow) -> None:
+        """Count and log a write to a closed window (a late record) as a dropped record of the agent's node,
+        as Kafka's windowed aggregations count theirs (see `streamlet.runtime.dropped_records`)."""
+        dropped = getattr(ctx, "dropped", None)
+        if dropped is None:  # not in a task's processor (nothing to count in)
+            return
+        stream_time = int(getattr(ctx, "stream_time", -1))
+        node = getattr(ctx, "node", self.table.name)
+        dropped.late(node, ctx, window.start, window.end, stream_time - self.windows.grace_ms, stream_time)
 
     def advance(self, ctx: TaskContext, timestamp: int) -> None:
         """Stream time moves to `timestamp` (if later): close the windows that closes, in order."""

@@ -192,7 +192,8 @@ class WindowWrapper:
     def _put(self, ctx: TaskContext, store: Any, raw_key: bytes, window: TimeWindow, value: Any) -> None:
         closer = self.table.closer
         if closer is not None and closer.is_closed(ctx, window.start):
-            return  # a late write: the window's final value is out (streamlet.window_close)
+            closer.drop_late(ctx, window)  # a late write: the window's final value is out (streamlet.window_close)
+            return
         store.put(
             window_key_schema.to_store_key(raw_key, window.start), self.table.value_serde.serialize(self.name, value)
         )

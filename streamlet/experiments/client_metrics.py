@@ -29,6 +29,8 @@ class ClientTotals:
     # records and key + value bytes restored; None when an event lacks the field (older workers, version 1)
     restored_records: int | None = 0
     restored_bytes: int | None = 0
+    # records the client's tasks dropped (late, null keys, ...); None when an event lacks it (version < 3)
+    dropped_records: int | None = 0
 
     @property
     def total_not_running_s(self) -> float:
@@ -45,6 +47,10 @@ def _add_run(totals: ClientTotals, last: Mapping[str, Any]) -> None:
         totals.not_running_s[task] = totals.not_running_s.get(task, 0.0) + seconds
     totals.restored_records = _add_restored(totals.restored_records, last.get("restored_total"), "records")
     totals.restored_bytes = _add_restored(totals.restored_bytes, last.get("restored_bytes_total"), "bytes")
+    dropped = last.get("dropped_records_total")
+    totals.dropped_records = (
+        None if totals.dropped_records is None or dropped is None else totals.dropped_records + int(dropped)
+    )
 
 
 def _add_restored(total: int | None, entries: Sequence[Mapping[str, Any]] | None, unit: str) -> int | None:
@@ -96,19 +102,19 @@ def client_totals(lines: Sequence[str], names: Mapping[str, str]) -> tuple[list[
 
 
 def render_client_totals(totals: Sequence[ClientTotals]) -> list[str]:
-    """Markdown: records processed, time not RUNNING and records and key + value bytes restored per client,
-    then each task's time over all clients."""
+    """Markdown: records processed, time not RUNNING, records and key + value bytes restored and records
+    dropped per client, then each task's time over all clients."""
     out = [
         "| client | records processed | time tasks not RUNNING (s) | longest task (s) | rebalances | starts "
-        "| records restored | bytes restored |",
-        "|---|---|---|---|---|---|---|---|",
+        "| records restored | bytes restored | records dropped |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for c in totals:
         worst = max(c.not_running_s.items(), key=lambda kv: (kv[1], kv[0]), default=None)
         longest = "-" if worst is None else f"{worst[0]} {worst[1]:.1f}"
         out.append(
             f"| {c.name} | {c.records_processed} | {c.total_not_running_s:.1f} | {longest} | {c.rebalances} "
-            f"| {c.starts} | {_known(c.restored_records)} | {_known(c.restored_bytes)} |"
+            f"| {c.starts} | {_known(c.restored_records)} | {_known(c.restored_bytes)} | {_known(c.dropped_records)} |"
         )
     by_task: dict[str, float] = {}
     for c in totals:

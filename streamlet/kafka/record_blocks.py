@@ -23,6 +23,8 @@ from aiokafka import errors as kafka_errors
 from aiokafka.consumer import fetcher as _fetcher
 from aiokafka.structs import TopicPartition
 
+from streamlet.kafka.aiokafka_internals import version_supported
+
 try:
     import streamlet._record_batch as _native
 except ImportError:  # built without a C compiler: aiokafka's decoder fills the blocks
@@ -180,6 +182,8 @@ def _unpack_blocks(self: Any) -> Iterator[RecordBlock]:
 
 
 def _install() -> bool:
+    if not version_supported():
+        return False
     records_class: Any = getattr(_fetcher, "PartitionRecords", None)
     original_init = getattr(records_class, "__init__", None)
     if original_init is None or not hasattr(records_class, "_unpack_records"):

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from streamlet.runtime.dropped_records import DroppedRecords
 from streamlet.runtime.record_context import RecordContext
 from streamlet.topology import nodes as n
 from streamlet.topology.nodes import ProcessorSpec, StoreSpec
@@ -23,10 +24,10 @@ Forward = Callable[[Any, Any], None]
 
 
 class Graph(Protocol):
-    """What a windowed aggregation needs of its task's graph: the record context and the drop counter."""
+    """What a windowed aggregation needs of its task's graph: the record context and the dropped-records sensor."""
 
     record: RecordContext
-    dropped_records: int
+    dropped: DroppedRecords
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,8 @@ from typing import Any, Protocol
 from aiokafka.consumer import fetcher as _fetcher
 from aiokafka.structs import ConsumerRecord, TopicPartition
 
+from streamlet.kafka.aiokafka_internals import version_supported
+
 
 class FetchedRecord(Protocol):
     """What the runtime reads of a fetched record (a `ConsumerRecord` or aiokafka's decoded batch record)."""
@@ -69,6 +71,8 @@ def consumer_record(tp: TopicPartition, record: Any) -> ConsumerRecord[Any, Any]
 
 
 def _install() -> bool:
+    if not version_supported():
+        return False
     records_class: Any = getattr(_fetcher, "PartitionRecords", None)
     original = getattr(records_class, "_consumer_record", None)
     if original is None or getattr(original, "_streamlet_raw", False):

@@ -19,6 +19,7 @@ from typing import Any, Protocol, cast
 
 from streamlet.errors import StreamletError
 from streamlet.murmur3 import hash128
+from streamlet.runtime.dropped_records import STALE, DroppedRecords
 from streamlet.runtime.record_context import RecordContext
 from streamlet.runtime.table_table_join import Getter, forward_at
 from streamlet.runtime.topic_names import TopicNames
@@ -52,7 +53,7 @@ class TaskProcessorGraph(Protocol):
 
     task_id: TaskId
     record: RecordContext
-    dropped_records: int
+    dropped: DroppedRecords
 
 
 Forward = Callable[[Any, Any], None]
@@ -112,7 +113,7 @@ def _subscription_send(
                     send(old_fk, Instruction.DELETE_KEY_NO_PROPAGATE)
                 send(new_fk, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
             elif old_fk is None and new_fk is None:
-                graph.dropped_records += 1
+                graph.dropped.null_key_or_value(_node, graph.record)
             elif old_fk is None:
                 send(new_fk, Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE)
             elif new_fk is None:
@@ -127,7 +128,7 @@ def _subscription_send(
             if left_join:
                 send(new_fk, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
             elif new_fk is None:
-                graph.dropped_records += 1
+                graph.dropped.null_key_or_value(_node, graph.record)
             else:
                 send(new_fk, Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE)
 
@@ -150,7 +151,7 @@ def _subscription_receive(
 
     def subscription_receive(foreign_key: Any, wrapper: SubscriptionWrapper, _node: str = spec.name) -> None:
         if foreign_key is None and wrapper.instruction != Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE:
-            graph.dropped_records += 1
+            graph.dropped.null_key_or_value(_node, graph.record)
             return
         if wrapper.version > SUBSCRIPTION_VERSION:
             raise UnsupportedVersionError("SubscriptionWrapper is of an incompatible version.")
@@ -205,7 +206,7 @@ def _foreign_table_join(
 
     def foreign_table_join(foreign_key: Any, change: Change, _node: str = spec.name) -> None:
         if foreign_key is None:
-            graph.dropped_records += 1
+            graph.dropped.null_key_or_value(_node, graph.record)
             return
         prefix = combined_key_prefix(fk_ser(fk_topic, foreign_key) or b"")
         for key, raw in store.range(prefix, _increment(prefix)):
@@ -237,7 +238,7 @@ def _response_join(
         found = get(key)
         current = None if found is None else hash128(value_ser(value_topic, found[0]) or b"")
         if response.original_value_hash != current:
-            graph.dropped_records += 1  # the left value changed since: a newer response will follow
+            graph.dropped.record(_node, STALE)  # the left value changed since: a newer response will follow
             return
         foreign_value = response.foreign_value
         if foreign_value is None and (not left_join or found is None):

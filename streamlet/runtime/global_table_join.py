@@ -32,7 +32,7 @@ def build(
     def global_table_join(key: Any, value: Any, _node: str = spec.name) -> None:
         table_key = key_mapper(key, value)
         if value is None or (table_key is None and not left):
-            graph.dropped_records += 1
+            graph.dropped.null_key_or_value(_node, graph.record)
             return
         table_value = None if table_key is None else get(table_key)
         if left or table_value is not None:

@@ -18,6 +18,7 @@ from typing import Any, Protocol, cast
 
 from streamlet.errors import TopologyError
 from streamlet.runtime import foreign_key_join
+from streamlet.runtime.dropped_records import DroppedRecords
 from streamlet.runtime.record_context import RecordContext
 from streamlet.runtime.table_aggregation import table_aggregation, table_select
 from streamlet.runtime.table_table_join import join_merger, table_table_join
@@ -40,7 +41,7 @@ class TaskProcessorGraph(Protocol):
 
     task_id: TaskId
     record: RecordContext
-    dropped_records: int
+    dropped: DroppedRecords
 
 
 def build(
@@ -149,7 +150,7 @@ def _table_source(
 
         def unmaterialized_source(key: Any, value: Any, _node: str = spec.name) -> None:
             if key is None:
-                graph.dropped_records += 1
+                graph.dropped.null_key_or_value(_node, graph.record)
                 return
             forward(key, Change(value, None))
 
@@ -159,7 +160,7 @@ def _table_source(
 
     def table_source(key: Any, value: Any, _node: str = spec.name) -> None:
         if key is None:
-            graph.dropped_records += 1
+            graph.dropped.null_key_or_value(_node, graph.record)
             return
         write(key, value)
 
@@ -302,7 +303,7 @@ def _stream_table_join(
 
         def left_join(key: Any, value: Any, _node: str = spec.name) -> None:
             if value is None:
-                graph.dropped_records += 1
+                graph.dropped.null_key_or_value(_node, graph.record)
                 return
             forward(key, joiner(value, None if key is None else get(key)))
 
@@ -310,7 +311,7 @@ def _stream_table_join(
 
     def join(key: Any, value: Any, _node: str = spec.name) -> None:
         if key is None or value is None:
-            graph.dropped_records += 1
+            graph.dropped.null_key_or_value(_node, graph.record)
             return
         table_value = get(key)
         if table_value is not None:

@@ -22,9 +22,9 @@ from streamlet.runtime.restore_listener import RestoreProgress
 from streamlet.task_id import TaskId
 
 #: Version of the event's JSON shape; readers skip versions they do not know rather than misread them.
-#: 2 added `restored_bytes_total`; version 1 events (without it) are still read.
-METRICS_VERSION = 2
-KNOWN_VERSIONS = (1, 2)
+#: 2 added `restored_bytes_total`, 3 the dropped records; events of older versions (without them) are still read.
+METRICS_VERSION = 3
+KNOWN_VERSIONS = (1, 2, 3)
 EVENT_TYPE = "streamlet.metrics"
 #: Task states in the event beyond Kafka Streams' active ones: assigned, not opened yet; a standby.
 PENDING = "PENDING"
@@ -49,6 +49,8 @@ class ThreadSample:
     commit_total_s: float
     commit_latencies_s: Sequence[float]  # since the previous event
     consumer_lags: Mapping[TopicPartition, int] = field(default_factory=dict)
+    # per task, records its processors dropped since the thread started: (processor, reason) -> count
+    dropped: Mapping[TaskId, Mapping[tuple[str, str], int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,7 @@ class ClientSample:
     now: float  # monotonic, for restoration rates
     restored_totals: Mapping[tuple[TopicPartition, str], int] = field(default_factory=dict)
     restored_bytes_totals: Mapping[tuple[TopicPartition, str], int] = field(default_factory=dict)
+    dropped_rates: Mapping[TaskId, float] = field(default_factory=dict)  # per task, records dropped per second
 
 
 def _ms(seconds: float) -> float:
@@ -91,6 +94,8 @@ def build_metrics_event(sample: ClientSample) -> dict[str, Any]:
     def entry(task: TaskId) -> dict[str, Any]:
         return tasks.setdefault(task, {"state": None, "thread": None, "records_processed": 0, "not_running_ms": 0.0})
 
+    dropped: dict[TaskId, dict[tuple[str, str], int]] = {}
+
     consumer_lags: dict[TopicPartition, int] = {}
     latencies: list[float] = []
     for thread in sample.threads:
@@ -100,8 +105,21 @@ def build_metrics_event(sample: ClientSample) -> dict[str, Any]:
             entry(task)["not_running_ms"] = round(entry(task)["not_running_ms"] + _ms(seconds), 3)
         for task, state in thread.states.items():
             entry(task).update(state=state, thread=thread.name)
+        for task, counts in thread.dropped.items():
+            merged = dropped.setdefault(task, {})
+            for key, count in counts.items():
+                merged[key] = merged.get(key, 0) + count
         consumer_lags.update(thread.consumer_lags)
         latencies.extend(thread.commit_latencies_s)
+    for task, counts in dropped.items():
+        if not counts:
+            continue
+        item = entry(task)
+        item["dropped_records_total"] = sum(counts.values())
+        item["dropped_records_rate"] = sample.dropped_rates.get(task, 0.0)
+        item["dropped_records"] = [
+            {"processor": node, "reason": reason, "count": count} for (node, reason), count in sorted(counts.items())
+        ]
     restore = [
         {
             "store": p.store,
@@ -128,6 +146,9 @@ def build_metrics_event(sample: ClientSample) -> dict[str, Any]:
         "threads": len(sample.threads),
         "tasks": {str(t): tasks[t] for t in sorted(tasks)},
         "records_processed": sum(e["records_processed"] for e in tasks.values()),
+        # (version 3) Kafka's dropped-records-total of the client's tasks; a task that dropped records has
+        # its total, its rate and, per processor and reason (late, null-key-or-value, ...), the counts
+        "dropped_records_total": sum(e.get("dropped_records_total", 0) for e in tasks.values()),
         "consumer_lag": _partitions(consumer_lags),
         "restore": restore,
         "standby_lag": _partitions(sample.standby_lags),

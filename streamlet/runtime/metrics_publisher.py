@@ -22,9 +22,12 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.structs import TopicPartition
 
 from streamlet.runtime.clients import MainConsumer
+from streamlet.runtime.dropped_records import DroppedRecordsRates
 from streamlet.runtime.metrics_event import ClientSample, ThreadSample, build_metrics_event
 from streamlet.runtime.restore_listener import RestoreProgressTracker
+from streamlet.runtime.task_creator import ThreadResources
 from streamlet.runtime.task_manager import TaskManager
+from streamlet.task_id import TaskId
 
 log = logging.getLogger("streamlet.metrics")
 
@@ -35,6 +38,7 @@ class SampledThread(Protocol):
     name: str
     tasks: TaskManager
     consumer: MainConsumer
+    resources: ThreadResources
 
 
 def sample_thread(thread: SampledThread, since: float) -> ThreadSample:
@@ -56,6 +60,7 @@ def sample_thread(thread: SampledThread, since: float) -> ThreadSample:
         commit_total_s=metrics.commit_total_s,
         commit_latencies_s=metrics.commit_latencies_since(since),
         consumer_lags=lags,
+        dropped={sensor.task_id: dict(sensor.counts) for sensor in thread.resources.dropped},
     )
 
 
@@ -79,6 +84,7 @@ class ClientMetrics:
         self._threads = threads
         self._restore_progress = restore_progress
         self._standby_lags = standby_lags
+        self._dropped_rates = DroppedRecordsRates(time.monotonic())
 
     async def sample(self, since: float | None = None, *, sequence: int = 0, timeout: float = 2.0) -> ClientSample:
         """The client now; commit latencies of the commits after `since` (monotonic; default one interval)."""
@@ -92,6 +98,11 @@ class ClientMetrics:
         now = time.monotonic()
         if since is None:  # e.g. a scrape of /metrics: the last interval (5 s when no events are published)
             since = now - (self.interval_ms or 5000) / 1000.0
+        threads = [sample_thread(t, since) for t in self._threads()]
+        dropped: dict[TaskId, int] = {}
+        for thread in threads:
+            for task, counts in thread.dropped.items():
+                dropped[task] = dropped.get(task, 0) + sum(counts.values())
         return ClientSample(
             application_id=self.application_id,
             process_id=self.process_id,
@@ -99,7 +110,8 @@ class ClientMetrics:
             timestamp_ms=int(time.time() * 1000),
             sequence=sequence,
             interval_ms=self.interval_ms,
-            threads=[sample_thread(t, since) for t in self._threads()],
+            threads=threads,
+            dropped_rates=self._dropped_rates.rates(now, dropped),
             restoring=self._restore_progress.in_progress(),
             restored_totals=self._restore_progress.restored_totals(),
             restored_bytes_totals=self._restore_progress.restored_bytes_totals(),

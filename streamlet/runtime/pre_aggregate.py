@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from streamlet.errors import TopologyError
+from streamlet.runtime.dropped_records import DroppedRecords
 from streamlet.runtime.record_context import RecordContext
 from streamlet.topology.nodes import ProcessorSpec
 from streamlet.topology.pre_aggregation import MAX_PARTIAL_KEYS, NO_PARTIAL
@@ -21,7 +22,7 @@ Forward = Callable[[Any, Any], None]
 
 class _Graph(Protocol):
     record: RecordContext
-    dropped_records: int
+    dropped: DroppedRecords
 
     def add_flusher(self, flush: Callable[[], None]) -> None: ...
 
@@ -51,7 +52,7 @@ def pre_aggregate_node(
         if key is None:
             return  # the repartition filter would drop it
         if value is None:
-            graph.dropped_records += 1  # the aggregation would skip it
+            graph.dropped.null_key_or_value(_node, graph.record)
             return
         try:
             entry = partials.get(key)

@@ -8,18 +8,26 @@ plus what belongs to one node: `forward()` to the node's children and `schedule(
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
+from streamlet.runtime.dropped_records import DroppedRecords
 from streamlet.runtime.punctuation import Cancellable, PunctuationType, Punctuator, TaskPunctuations
 from streamlet.runtime.record_context import RecordContext
 
 __all__ = ["ProcessorContext"]
 
 
+class _Graph(Protocol):
+    """What a processor context reads of its task's graph."""
+
+    dropped: DroppedRecords
+    stream_time: int
+
+
 class ProcessorContext:
     """`forward`, `schedule` and the current record's metadata for one processor node of one task."""
 
-    __slots__ = ("node", "_task", "_record", "_punctuations", "_forward", "__weakref__")
+    __slots__ = ("node", "_task", "_record", "_punctuations", "_forward", "_graph", "__weakref__")
 
     def __init__(
         self,
@@ -28,12 +36,24 @@ class ProcessorContext:
         record: RecordContext,
         punctuations: TaskPunctuations,
         forward: Callable[[Any, Any], None],
+        graph: _Graph | None = None,
     ) -> None:
         self.node = node
         self._task = task
         self._record = record
         self._punctuations = punctuations
         self._forward = forward
+        self._graph = graph
+
+    @property
+    def dropped(self) -> DroppedRecords | None:
+        """The task's dropped-records sensor, where a processor counts the records it skips (None: none)."""
+        return None if self._graph is None else self._graph.dropped
+
+    @property
+    def stream_time(self) -> int:
+        """The task's stream time: the largest timestamp it has processed (-1: none yet, or no graph)."""
+        return -1 if self._graph is None else self._graph.stream_time
 
     @property
     def task(self) -> Any:

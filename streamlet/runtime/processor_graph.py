@@ -25,6 +25,7 @@ from typing import Any, Protocol, cast, runtime_checkable
 
 from streamlet.errors import SerializationError, StreamletError, StreamsFailure, TopologyError
 from streamlet.runtime import branch_processors, global_table_join, ktable_processors, stream_join, value_getters
+from streamlet.runtime.dropped_records import INVALID_TIMESTAMP, DroppedRecords
 from streamlet.runtime.partitioner import DeferredPartition
 from streamlet.runtime.pre_aggregate import pre_aggregate_node
 from streamlet.runtime.processor_context import ProcessorContext
@@ -130,11 +131,12 @@ def failing_node(tb: TracebackType | None) -> str | None:
 class RecordDeserializationError(SerializationError):
     """A source record could not be deserialized (what `deserialization_exception_handler` handles)."""
 
-    def __init__(self, message: str, topic: str, partition: int, offset: int) -> None:
+    def __init__(self, message: str, topic: str, partition: int, offset: int, node: str | None = None) -> None:
         super().__init__(message)
         self.topic = topic
         self.partition = partition
         self.offset = offset
+        self.node = node  # the source node that read it
 
 
 class InvalidTimestampError(RecordDeserializationError):
@@ -189,7 +191,7 @@ class TaskProcessorGraph:
         "store_names",
         "record",
         "_sinks",
-        "dropped_records",
+        "dropped",
         "_sources",
         "_nodes",
         "_flushers",
@@ -209,6 +211,7 @@ class TaskProcessorGraph:
         record: RecordContext,
         punctuations: TaskPunctuations | None = None,
         join_emit_interval_ms: int = stream_join.EMIT_INTERVAL_MS,
+        dropped: DroppedRecords | None = None,
     ) -> None:
         self.task_id = task_id
         self.application_id = application_id
@@ -217,7 +220,8 @@ class TaskProcessorGraph:
         self.store_names: tuple[str, ...] = ()
         self.record = record
         self._sinks: frozenset[str] = frozenset()
-        self.dropped_records = 0  # null keys/values skipped by aggregations
+        # what the processors skipped (late records, null keys, ...): Kafka's dropped-records sensor of the task
+        self.dropped = dropped if dropped is not None else DroppedRecords(task_id)
         self._sources: dict[str, Callable[[bytes | None, bytes | None], None]] = {}
         self._nodes: tuple[str, ...] = ()
         self._flushers: list[Callable[[], None]] = []
@@ -236,6 +240,11 @@ class TaskProcessorGraph:
     @property
     def nodes(self) -> tuple[str, ...]:
         return self._nodes
+
+    @property
+    def dropped_records(self) -> int:
+        """Records the processors skipped so far (Kafka's `dropped-records-total` of the task)."""
+        return self.dropped.total
 
     def partition_time(self, topic: str, partition: int) -> int:
         """The largest timestamp processed on one input partition (-1: none yet): what a commit records."""
@@ -317,6 +326,7 @@ def build_task_graph(
     timestamp_extractor: TimestampExtractor | None = None,
     punctuations: TaskPunctuations | None = None,
     join_emit_interval_ms: int = stream_join.EMIT_INTERVAL_MS,
+    dropped: DroppedRecords | None = None,
 ) -> TaskProcessorGraph:
     """Compile the sub-topology of `task_id` into a `TaskProcessorGraph` bound to `context`.
 
@@ -324,11 +334,14 @@ def build_task_graph(
     `timestamp_extractor` replaces the timestamp of each record read from a user topic (see
     `streamlet.timestamps`); records of repartition topics keep theirs. `punctuations` are the task's
     punctuation queues, when several graphs make one task (the TopologyTestDriver); by default its own.
+    `dropped` is the task's dropped-records sensor, which its thread keeps across task moves; by default a new one.
     """
     topology = names.topology
     sub = topology.subtopology(task_id.subtopology)
     record = record if record is not None else RecordContext()
-    graph = TaskProcessorGraph(task_id, names.application_id, sub.id, record, punctuations, join_emit_interval_ms)
+    graph = TaskProcessorGraph(
+        task_id, names.application_id, sub.id, record, punctuations, join_emit_interval_ms, dropped
+    )
     specs = [topology.node(name) for name in sub.nodes]
     children: dict[str, list[str]] = {spec.name: [] for spec in specs}
     for spec in specs:
@@ -382,6 +395,7 @@ def _source(
                 topic,
                 record.partition,
                 record.offset,
+                spec.name,
             ) from exc
         partition = record.partition
         partition_time = partition_times.get(partition, UNKNOWN)
@@ -394,12 +408,24 @@ def _source(
                     topic,
                     partition,
                     record.offset,
+                    spec.name,
                 )
         else:
             consumed = ConsumedRecord(topic, partition, record.offset, record.timestamp, k, v)
             timestamp = extractor(consumed, partition_time)
-            if timestamp < 0:
-                graph.dropped_records += 1  # Kafka's RecordQueue skips it, with a warning and a metric
+            if timestamp < 0:  # Kafka's RecordQueue skips it, with a warning and a metric
+                graph.dropped.skipped(
+                    _node,
+                    INVALID_TIMESTAMP,
+                    "Skipping record due to negative extracted timestamp. processor=[%s] task=[%s] topic=[%s] "
+                    "partition=[%d] offset=[%d] extractedTimestamp=[%d]",
+                    _node,
+                    graph.task_id,
+                    topic,
+                    partition,
+                    record.offset,
+                    timestamp,
+                )
                 return
             record.timestamp = timestamp
         if timestamp > partition_time:
@@ -521,7 +547,7 @@ def _processor(
 
         return repartition_filter
     if op == n.PROCESS:
-        processor_context = ProcessorContext(spec.name, context, graph.record, graph.punctuations, forward)
+        processor_context = ProcessorContext(spec.name, context, graph.record, graph.punctuations, forward, graph)
         processor = fn(processor_context)  # one processor instance per task
         if not callable(processor):
             raise TopologyError(f"processor factory of node {spec.name} returned {processor!r}, not a callable")
@@ -635,7 +661,7 @@ def _aggregation(
 
         def count(key: Any, value: Any, _node: str = spec.name) -> None:
             if key is None or value is None:
-                graph.dropped_records += 1
+                graph.dropped.null_key_or_value(_node, record)
                 return
             store_key = key_ser(topic, key)
             old = get(store_key)
@@ -660,7 +686,7 @@ def _aggregation(
 
         def reduce(key: Any, value: Any, _node: str = spec.name) -> None:
             if key is None or value is None:
-                graph.dropped_records += 1
+                graph.dropped.null_key_or_value(_node, record)
                 return
             store_key = key_ser(topic, key)
             old = get(store_key)
@@ -678,7 +704,7 @@ def _aggregation(
 
     def aggregate(key: Any, value: Any, _node: str = spec.name) -> None:
         if key is None or value is None:
-            graph.dropped_records += 1
+            graph.dropped.null_key_or_value(_node, record)
             return
         store_key = key_ser(topic, key)
         old = get(store_key)
@@ -699,10 +725,11 @@ def _window_aggregation(
     """count/reduce/aggregate per key and time window (`KStreamWindowAggregate`, emitting on every update).
 
     Stream time here is the largest timestamp this processor has seen; a window closes once stream time
-    reaches its end plus the grace period, and a record for a closed window is dropped (counted in
-    `graph.dropped_records`, as Kafka's dropped-records sensor). Only null keys are skipped: a null value
-    still counts, as in Kafka. Each window's aggregate sits in the window store under the WindowKeySchema key,
-    with its timestamp (the record's for a new window, else the larger of the record's and the stored one).
+    reaches its end plus the grace period, and a record for a closed window is dropped (counted and logged by
+    `graph.dropped`, Kafka's dropped-records sensor), once per closed window it falls in, as Kafka counts it.
+    Only null keys are skipped: a null value still counts, as in Kafka. Each window's aggregate sits in the
+    window store under the WindowKeySchema key, with its timestamp (the record's for a new window, else the
+    larger of the record's and the stored one).
     """
     windows = spec.windows
     assert isinstance(windows, TimeWindows)
@@ -769,7 +796,7 @@ def _window_aggregation(
 
     def window_aggregate(key: Any, value: Any, _node: str = spec.name) -> None:
         if key is None:
-            graph.dropped_records += 1
+            graph.dropped.null_key_or_value(_node, record)
             return
         timestamp = record.timestamp
         if timestamp > observed[0]:
@@ -777,8 +804,8 @@ def _window_aggregation(
         close_time = observed[0] - grace
         key_bytes = key_ser(topic, key)
         for window in windows.windows_for(timestamp):
-            if window.end <= close_time:
-                graph.dropped_records += 1  # late: the window closed (Kafka logs "Skipping record for expired window")
+            if window.end <= close_time:  # late: the window closed
+                graph.dropped.late(_node, record, window.start, window.end, close_time, observed[0])
                 continue
             store_key = window_key_schema.to_store_key(key_bytes, window.start)
             old = get(store_key)

@@ -3,8 +3,8 @@
 Built from the same event the client appends to `<application_id>-metrics` (`build_metrics_event`), so the
 topic and the endpoint never disagree. Every series carries `application_id` and `process_id`, so one
 Prometheus can scrape all the workers of several applications. Counts since the client started are
-counters; states, lags and restoration progress are gauges; commit latency p50/max are over the last
-metrics interval.
+counters (a task's dropped records too, also per processor and reason); states, lags, restoration progress
+and the dropped-records rate are gauges; commit latency p50/max are over the last metrics interval.
 """
 
 from __future__ import annotations
@@ -43,7 +43,24 @@ def metric_families(event: Mapping[str, Any]) -> list[Metric]:
     processed = _counter("task_records_processed", "Records processed by the task on this client", "task")
     not_running = _counter("task_not_running_seconds", "Time the task was assigned here but not RUNNING", "task")
     state = _gauge("task_state", "1 for the task's current state on this client", "task", "state")
+    dropped = _counter(
+        "task_dropped_records", "Records the task's processors dropped (Kafka's dropped-records-total)", "task"
+    )
+    dropped_rate = _gauge(
+        "task_dropped_records_rate", "Records the task dropped per second lately (Kafka's dropped-records-rate)", "task"
+    )
+    by_processor = _counter(
+        "processor_dropped_records",
+        "Records one processor of the task dropped, by reason",
+        "task",
+        "processor",
+        "reason",
+    )
     for task, entry in sorted(event.get("tasks", {}).items()):
+        dropped.add_metric([*client, task], float(entry.get("dropped_records_total", 0)))
+        dropped_rate.add_metric([*client, task], float(entry.get("dropped_records_rate", 0.0)))
+        for item in entry.get("dropped_records", []):
+            by_processor.add_metric([*client, task, item["processor"], item["reason"]], float(item["count"]))
         processed.add_metric([*client, task], float(entry.get("records_processed", 0)))
         not_running.add_metric([*client, task], float(entry.get("not_running_ms", 0.0)) / 1000.0)
         if entry.get("state"):
@@ -86,6 +103,9 @@ def metric_families(event: Mapping[str, Any]) -> list[Metric]:
     total.add_metric(client, float(event.get("records_processed", 0)))
     return [
         processed,
+        dropped,
+        dropped_rate,
+        by_processor,
         not_running,
         state,
         lag,

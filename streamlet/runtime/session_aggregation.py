@@ -4,9 +4,9 @@ A record at `t` finds the sessions of its key that end at or after `t - gap` and
 `t + gap`, merges their aggregates (oldest end first) into a new session spanning them all and `t`, and
 removes the merged ones: each removal is a tombstone downstream and in the changelog. Stream time is the
 largest timestamp this processor has seen; if the merged session ends before `stream time - gap - grace`
-the record is late: it is dropped and counted in `graph.dropped_records`. Only null keys are skipped (a
-null value still counts), as in Kafka. Updates go downstream stamped with the session's end, as Kafka's
-`SessionCacheFlushListener` stamps them.
+the record is late: it is dropped, counted and logged by `graph.dropped` (Kafka's dropped-records sensor).
+Only null keys are skipped (a null value still counts), as in Kafka. Updates go downstream stamped with the
+session's end, as Kafka's `SessionCacheFlushListener` stamps them.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def session_aggregation(
 
     def session_aggregate(key: Any, value: Any, _node: str = spec.name) -> None:
         if key is None:
-            graph.dropped_records += 1
+            graph.dropped.null_key_or_value(_node, record)
             return
         timestamp = record.timestamp
         if timestamp > observed[0]:
@@ -79,8 +79,8 @@ def session_aggregation(
             aggregate = merge(key, aggregate, decode(raw))
             start = min(start, schema.start_of(store_key))
             end = max(end, schema.end_of(store_key))
-        if end < close_time:
-            graph.dropped_records += 1  # late: Kafka logs "Skipping record for expired window"
+        if end < close_time:  # late: the merged session closed
+            graph.dropped.late(_node, record, start, end, close_time, observed[0], inclusive_end=True)
             return
         if start != timestamp or end != timestamp:
             for store_key, _ in merged:

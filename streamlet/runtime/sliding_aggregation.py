@@ -97,7 +97,9 @@ def sliding_aggregation(
     def update_window(key: Any, key_bytes: bytes, value: Any, start: int, stored: ValueAndTimestamp | None) -> None:
         """`updateWindowAndForward`: add the record to the window, unless the window closed."""
         if start + difference < observed[0] - grace:
-            graph.dropped_records += 1
+            graph.dropped.late(
+                spec.name, record, start, start + difference, observed[0] - grace, observed[0], inclusive_end=True
+            )
             return
         old = None if stored is None else stored[0]
         if direct:
@@ -195,13 +197,15 @@ def sliding_aggregation(
 
     def sliding_aggregate(key: Any, value: Any, _node: str = spec.name) -> None:
         if key is None or value is None:
-            graph.dropped_records += 1
+            graph.dropped.null_key_or_value(_node, record)
             return
         timestamp = record.timestamp
         if timestamp > observed[0]:
             observed[0] = timestamp
-        if timestamp + difference < observed[0] - grace:
-            graph.dropped_records += 1  # late: every window of the record closed
+        if timestamp + difference < observed[0] - grace:  # late: every window of the record closed
+            graph.dropped.late(
+                _node, record, timestamp - difference, timestamp, observed[0] - grace, observed[0], inclusive_end=True
+            )
             return
         key_bytes = key_ser(topic, key)
         if timestamp < difference:

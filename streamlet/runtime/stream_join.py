@@ -20,9 +20,11 @@ import struct
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol, cast
 
+from streamlet.runtime.dropped_records import LATE, DroppedRecords
 from streamlet.runtime.record_context import RecordContext
 from streamlet.runtime.topic_names import TopicNames
 from streamlet.state import window_key_schema
+from streamlet.state.window_store import RocksDBWindowStore
 from streamlet.topology import nodes as n
 from streamlet.topology.nodes import ProcessorSpec
 
@@ -47,7 +49,7 @@ class TaskProcessorGraph(Protocol):
     """What the join needs of `processor_graph.TaskProcessorGraph`."""
 
     record: RecordContext
-    dropped_records: int
+    dropped: DroppedRecords
     join_trackers: dict[str, TimeTracker]
     join_emit_interval_ms: int
 
@@ -98,16 +100,47 @@ def _windowed(
     value_ser = store_spec.value_serde.serialize
     record = graph.record
     seqnum = [0]
+    segments = _segmented(store)
 
     def windowed(key: Any, value: Any, _node: str = spec.name) -> None:
         timestamp = record.timestamp
         forward(key, value)
         if key is not None:
+            # out of order and in a dropped segment: the store drops the write, no later record can join it
+            if segments is not None and timestamp < segments.observed_stream_time and value is not None:
+                if segments.is_expired(timestamp):
+                    _expired(graph, _node, record, segments)
             seqnum[0] = (seqnum[0] + 1) & _MAX_SEQNUM
             store_key = window_key_schema.to_store_key(key_ser(topic, key), timestamp, seqnum[0])
             store.put(store_key, value_ser(topic, value))  # a null value is logged, not stored
 
     return windowed
+
+
+def _segmented(store: Any) -> RocksDBWindowStore | None:
+    """The segmented window store under a store's caching and logging layers (None: another kind of store)."""
+    while store is not None and not isinstance(store, RocksDBWindowStore):
+        store = getattr(store, "inner", None)
+    return store
+
+
+def _expired(graph: TaskProcessorGraph, node: str, record: RecordContext, segments: RocksDBWindowStore) -> None:
+    """Count and log a join record its window store drops (Kafka logs "Skipping record for expired segment"
+    and counts it in the store's expired-window-record-drop sensor; here it is a dropped record of the node)."""
+    graph.dropped.skipped(
+        node,
+        LATE,
+        "Skipping record for expired segment. processor=[%s] task=[%s] topic=[%s] partition=[%d] offset=[%d] "
+        "timestamp=[%d] expiration=[%d] streamTime=[%d]",
+        node,
+        graph.dropped.task_id,
+        record.topic,
+        record.partition,
+        record.offset,
+        record.timestamp,
+        segments.live_from(),
+        segments.observed_stream_time,
+    )
 
 
 def _join(
@@ -189,7 +222,7 @@ def _join(
             forward(key, joiner(value, None))
             return
         if key is None or value is None:
-            graph.dropped_records += 1  # Kafka: "Skipping record due to null key or value"
+            graph.dropped.null_key_or_value(_node, graph.record)
             return
         if shared is not None and timestamp == tracker.stream_time:
             emit_non_joined(shared)
@@ -244,7 +277,7 @@ def _self_join(
 
     def self_join(key: Any, value: Any, _node: str = spec.name) -> None:
         if key is None or value is None:
-            graph.dropped_records += 1  # Kafka: "Skipping record due to null key or value"
+            graph.dropped.null_key_or_value(_node, graph.record)
             return
         timestamp = record.timestamp
         joined_with_self = joiner(value, value)

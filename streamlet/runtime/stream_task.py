@@ -11,6 +11,7 @@ from typing import Any
 
 from aiokafka.structs import OffsetAndMetadata, TopicPartition
 
+from streamlet.runtime.dropped_records import DESERIALIZATION, PROCESSING_ERROR, PRODUCTION_ERROR, DroppedRecords
 from streamlet.runtime.fetched_records import FetchedRecord, consumer_record
 from streamlet.runtime.handlers import ThreadHandlers
 from streamlet.runtime.local_tasks import LocalTasks
@@ -43,6 +44,7 @@ class StreamTask:
         timestamp_extractor: TimestampExtractor | None = None,
         global_stores: Mapping[str, Any] | None = None,
         max_task_idle_ms: int = 0,
+        dropped: DroppedRecords | None = None,
     ) -> None:
         self.task_id = task_id
         self.partitions = partitions
@@ -63,7 +65,7 @@ class StreamTask:
         self._local_tasks = local_tasks
         if local_tasks is not None:
             local_tasks.add(self)
-        self.graph = build_task_graph(names, task_id, self, self.record_context, timestamp_extractor)
+        self.graph = build_task_graph(names, task_id, self, self.record_context, timestamp_extractor, dropped=dropped)
         # several input partitions: fetched records wait in per-partition queues and are taken smallest timestamp
         # first; one partition needs no choice, and its batches are processed as fetched (`process`)
         self.partition_group = (
@@ -118,9 +120,11 @@ class StreamTask:
                 process(topic, partition, record.offset, record.timestamp, record.key, record.value)
             except RecordDeserializationError as exc:
                 self._handlers.deserialization.handle(self.task_id, consumer_record(tp, record), exc)
+                self.graph.dropped.record(exc.node or topic, DESERIALIZATION)  # the handler skipped it
             except RecordProcessingError as exc:
                 handler = self._handlers.production if exc.production else self._handlers.processing
                 handler.handle(self.task_id, consumer_record(tp, record), exc.cause, exc.node)
+                self.graph.dropped.record(exc.node or topic, PRODUCTION_ERROR if exc.production else PROCESSING_ERROR)
         if records:
             self._consumed[tp] = records[-1].offset
 

@@ -45,7 +45,7 @@ def table_table_join(spec: ProcessorSpec, forward: Forward, get: Getter, graph: 
 
     def table_table_join(key: Any, change: Change, _node: str = spec.name) -> None:
         if key is None:
-            graph.dropped_records += 1
+            graph.dropped.null_key_or_value(_node, graph.record)
             return
         found = get(key)
         if found is None:

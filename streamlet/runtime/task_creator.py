@@ -10,12 +10,13 @@ from __future__ import annotations
 import contextlib
 import shutil
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from aiokafka.structs import TopicPartition
 
 from streamlet.config import StreamsConfig
+from streamlet.runtime.dropped_records import DroppedRecordsSensors
 from streamlet.runtime.handlers import ThreadHandlers
 from streamlet.runtime.local_tasks import LocalTasks
 from streamlet.runtime.record_collector import RecordCollector
@@ -42,6 +43,8 @@ class ThreadResources:
     cache: RecordCache
     collector: RecordCollector
     handlers: ThreadHandlers
+    # each task's dropped-records sensor, kept across task moves (counts since the thread started)
+    dropped: DroppedRecordsSensors = field(default_factory=DroppedRecordsSensors)
 
 
 class TaskCreator:
@@ -101,6 +104,7 @@ class TaskCreator:
             timestamp_extractor=self._config.extractor,
             global_stores=self._global_stores,
             max_task_idle_ms=self._config.max_task_idle_ms,
+            dropped=resources.dropped.task(task_id),
         )
 
     def create_standby(self, task_id: TaskId) -> StandbyTask:

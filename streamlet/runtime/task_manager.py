@@ -28,6 +28,7 @@ from aiokafka.structs import OffsetAndMetadata, TopicPartition
 
 from streamlet.assignment.protocol import AssignmentInfo, AssignorErrorCode
 from streamlet.errors import StateStoreCorruptedError, StateStoreError, StreamletError
+from streamlet.kafka.group.membership import RebalanceInProgressCommitError
 from streamlet.runtime.changelog_reader import ChangelogReader
 from streamlet.runtime.clients import MainConsumer
 from streamlet.runtime.fetched_records import FetchedRecord
@@ -478,7 +479,8 @@ class TaskManager:
             acked = await self._commit_transaction(offsets)
         else:
             acked = await self._collector.flush()
-            await self._commit_offsets(offsets)
+            if not await self._commit_offsets(offsets):
+                offsets = {}  # not committed: nothing is marked, the next commit sends them again
         # a source topic reused as a changelog is checkpointed at the offsets consumed from it, under the ones the
         # producer acknowledged (Kafka's StreamTask#checkpointableOffsets); other input partitions are ignored
         consumed = {tp: meta.offset - 1 for tp, meta in offsets.items()}
@@ -494,11 +496,17 @@ class TaskManager:
             await _maybe_checkpoint(standby.state_manager, force_checkpoint)
         self.metrics.record_commit(time.monotonic() - started)
 
-    async def _commit_offsets(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
+    async def _commit_offsets(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> bool:
+        """False if the group is between a JoinGroup and its SyncGroup: the member keeps its tasks (under the
+        cooperative protocol they may well stay), and the offsets go with the next commit."""
         if not offsets:
-            return
+            return True
         try:
             await self._consumer.commit(offsets)
+            return True
+        except RebalanceInProgressCommitError:
+            log.info("stream-thread [%s] the group is rebalancing: offsets are committed at the next commit", self.name)
+            return False
         except (CommitFailedError, IllegalStateError) as exc:
             raise TaskMigratedError(f"stream-thread [{self.name}] lost its partitions: {exc}") from exc
 

@@ -137,7 +137,7 @@ class RocksDBWindowStore:
             check_value(value)
             timestamp = self.segment_timestamp(key)
             self.observed_stream_time = max(self.observed_stream_time, timestamp)
-            if self.segment_id(timestamp) < self._min_live_segment():
+            if self.is_expired(timestamp):
                 self.expired_writes += 1
                 continue
             local = self._local(key)
@@ -150,6 +150,14 @@ class RocksDBWindowStore:
         old = self.get(key)
         self.put(key, None)
         return old
+
+    def is_expired(self, timestamp: int) -> bool:
+        """Whether a write at `timestamp` now falls in a dropped segment, and is itself dropped."""
+        return self.segment_id(timestamp) < self._min_live_segment()
+
+    def live_from(self) -> int:
+        """The first timestamp a write may have now: the start of the oldest live segment."""
+        return self._min_live_segment() * self.segment_interval_ms
 
     def _min_live_segment(self) -> int:
         return self.segment_id(self.observed_stream_time - self.retention_ms)

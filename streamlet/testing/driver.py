@@ -293,6 +293,16 @@ class TopologyTestDriver:
         extracted timestamps): Kafka's task-level dropped-records metric."""
         return sum(graph.dropped_records for graph in set(self._graphs.values()))
 
+    @property
+    def dropped_records_by_processor(self) -> dict[str, int]:
+        """The same per processor node: what each one dropped (late records, null keys, ...), as a running
+        worker reports it in its metrics."""
+        out: dict[str, int] = {}
+        for graph in set(self._graphs.values()):
+            for node, count in graph.dropped.by_processor().items():
+                out[node] = out.get(node, 0) + count
+        return out
+
     def get_timestamped_key_value_store(self, name: str) -> TimestampedKeyValueStoreView:
         """A timestamped store by name, values as `(value, timestamp)`."""
         if not self.topology.stores[name].timestamped:

@@ -133,3 +133,25 @@ def test_an_application_without_events_says_which_topics_are_missing() -> None:
 def test_the_command_line() -> None:
     args = build_parser().parse_args(["status", "--application-id", "app", "--bootstrap-servers", "b:9092", "--watch"])
     assert (args.application_id, args.bootstrap_servers, args.watch, args.interval) == ("app", "b:9092", True, 2.0)
+
+
+def test_dropped_records_per_task_and_processor() -> None:
+    thread = ThreadSample(
+        name="t1",
+        states={TaskId(0, 0): "RUNNING", TaskId(0, 1): "RUNNING"},
+        processed={TaskId(0, 0): 50, TaskId(0, 1): 9},
+        not_running_s={},
+        rebalances=1,
+        commits=1,
+        commit_total_s=0.01,
+        commit_latencies_s=[],
+        dropped={TaskId(0, 0): {("AGG", "late"): 12, ("AGG", "null-key-or-value"): 1, ("JOIN", "late"): 2}},
+    )
+    sample = ClientSample(
+        "app", A, "h", NOW - 1_000, 1, 5000, [thread], [], {}, now=10.0, dropped_rates={TaskId(0, 0): 0.5}
+    )
+    lines = format_status(GroupEvents("app", metrics={A: build_metrics_event(sample)}), now_ms=NOW).splitlines()
+    assert "            0_0    RUNNING   processed        50  not running 0.0s  dropped 15 (0.5/s)" in lines
+    assert "            0_1    RUNNING   processed         9  not running 0.0s" in lines  # nothing dropped
+    assert "  dropped by AGG in 0_0: 12 late, 1 null-key-or-value" in lines
+    assert "  dropped by JOIN in 0_0: 2 late" in lines

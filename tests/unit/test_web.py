@@ -264,7 +264,9 @@ async def test_metrics_and_status_serve_the_clients_sample(cluster: _Cluster, tm
         for _ in range(3):
             kafka.append(IN0, b"w", b"line")
         await harness.poll_and_process()
-        thread = SimpleNamespace(name="app-t1", tasks=harness.tasks, consumer=harness.consumer)
+        thread = SimpleNamespace(
+            name="app-t1", tasks=harness.tasks, consumer=harness.consumer, resources=harness.resources
+        )
         cluster.a.metrics = ClientMetrics(
             "app",
             "pid-a",

@@ -10,7 +10,6 @@ that reaches into aiokafka's consumer internals, checked once, at import, agains
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Collection, Mapping
 from typing import Any
 
@@ -22,6 +21,7 @@ from aiokafka.consumer.subscription_state import Assignment as _AiokafkaAssignme
 from aiokafka.consumer.subscription_state import TopicPartitionState
 from aiokafka.structs import OffsetAndMetadata, TopicPartition
 
+from streamlet.kafka.aiokafka_internals import require
 from streamlet.kafka.group.consumer_protocol import NO_GENERATION
 from streamlet.kafka.group.membership import (
     GroupAssignor,
@@ -30,30 +30,6 @@ from streamlet.kafka.group.membership import (
     RebalanceListener,
 )
 from streamlet.kafka.txn_offset_commit import GroupMetadata
-
-SUPPORTED_AIOKAFKA = "0.14."
-
-
-def _check_aiokafka() -> None:
-    """The internals used below exist as streamlet expects (aiokafka 0.14): fail at import, not mid-rebalance."""
-    version = getattr(aiokafka, "__version__", "?")
-    sources = {
-        "Assignment": inspect.getsource(_AiokafkaAssignment.__init__),
-        "Fetcher": inspect.getsource(Fetcher.__init__) + inspect.getsource(Fetcher._fetch_requests_routine),
-    }
-    expected = {
-        "Assignment": ("self._topic_partitions", "self._tp_state"),
-        "Fetcher": ("self._default_reset_strategy", "self._wait_consume_future"),
-    }
-    missing = [
-        f"{owner}.{name[5:]}" for owner, names in expected.items() for name in names if name not in sources[owner]
-    ]
-    missing += [name for name in ("COORDINATION",) if not hasattr(ConnectionGroup, name)]
-    if not version.startswith(SUPPORTED_AIOKAFKA) or missing:
-        raise ImportError(
-            f"streamlet's group membership needs aiokafka {SUPPORTED_AIOKAFKA}x (installed: {version}; "
-            f"missing: {', '.join(missing) or 'nothing'}): reinstall streamlet's pinned dependencies"
-        )
 
 
 class _AiokafkaChannel:
@@ -70,6 +46,8 @@ class _AiokafkaChannel:
 
     async def find_coordinator(self) -> None:
         client = self._consumer._client
+        if client.get_random_node() is None:  # aiokafka asserts on it: no broker known yet
+            raise aiokafka.errors.NodeNotReadyError("no broker is known")
         node_id = await client.coordinator_lookup(CoordinationType.GROUP, self._group_id)
         if not await client.ready(node_id, group=ConnectionGroup.COORDINATION):
             raise aiokafka.errors.NodeNotReadyError(f"group coordinator {node_id} is not reachable")
@@ -242,4 +220,12 @@ class GroupConsumer(AIOKafkaConsumer):
         return self.membership
 
 
-_check_aiokafka()
+require(
+    "streamlet's group membership",
+    [
+        (_AiokafkaAssignment.__init__, ("self._topic_partitions", "self._tp_state")),
+        (Fetcher.__init__, ("self._default_reset_strategy",)),
+        (Fetcher._fetch_requests_routine, ("self._wait_consume_future",)),
+        (AIOKafkaConsumer.__init__, ("self._subscription", "self._client")),
+    ],
+)

@@ -53,6 +53,7 @@ NOT_COORDINATOR = 16
 ILLEGAL_GENERATION = 22
 UNKNOWN_MEMBER_ID_ERROR = 25
 REBALANCE_IN_PROGRESS = 27
+GROUP_AUTHORIZATION_FAILED = 30
 MEMBER_ID_REQUIRED = 79
 FENCED_INSTANCE_ID = 82
 UNSTABLE_OFFSET_COMMIT = 88
@@ -83,6 +84,12 @@ class Generation:
 
 class FatalGroupError(Errors.KafkaError):
     """The member cannot go on in this group (fenced by another instance, not authorized, misconfigured)."""
+
+
+class RetriableGroupError(Errors.KafkaError):
+    """The coordinator asked to try again (loading, moved, rebalancing): the join loop backs off and rejoins."""
+
+    retriable = True
 
 
 class RebalanceInProgressCommitError(Errors.CommitFailedError):
@@ -398,7 +405,10 @@ class GroupMembership:
         self._wakeup.clear()
 
     async def _await_coordinator(self) -> None:
+        """Look the coordinator up until found: backoff doubling to 1 s (Kafka's retry.backoff.max.ms), one log
+        line when the search starts and one every 10 s while it lasts (a broker outage must not flood the log)."""
         backoff = self.config.retry_backoff_ms / 1000
+        failures, started, logged = 0, time.monotonic(), 0.0
         while not self._channel.coordinator_known():
             try:
                 await self._channel.find_coordinator()
@@ -407,8 +417,18 @@ class GroupMembership:
             except Errors.KafkaError as exc:
                 if not exc.retriable and not isinstance(exc, Errors.KafkaConnectionError | Errors.NodeNotReadyError):
                     raise
-                log.info("%s FindCoordinator failed (%r); retrying", self._prefix, exc)
-                await asyncio.sleep(backoff)
+                failures += 1
+                now = time.monotonic()
+                if failures == 1 or now - logged >= 10:
+                    logged = now
+                    log.info(
+                        "%s group coordinator not available (%r); %d attempts in %.0f s, retrying",
+                        self._prefix,
+                        exc,
+                        failures,
+                        now - started,
+                    )
+                await asyncio.sleep(min(1.0, backoff * 2 ** min(failures - 1, 10)))
 
     async def _send(self, request: Any) -> Any:
         await self._await_coordinator()
@@ -468,7 +488,12 @@ class GroupMembership:
         log.info("%s Successfully synced group in generation %s", self._prefix, self.generation)
         self.state = MemberState.STABLE
         self.rebalances += 1
-        await self._on_join_complete(Assignment.decode(sync.member_assignment))
+        try:
+            await self._on_join_complete(Assignment.decode(sync.member_assignment))
+        except BaseException:  # the assignment was not taken: join again rather than sit on a half-done one
+            self._need_rejoin = True
+            self.state = MemberState.UNJOINED
+            raise
         self._join_prepared = False
 
     def _joined(self, response: Any) -> bool:
@@ -486,10 +511,10 @@ class GroupMembership:
             self._reset_generation("JoinGroup answered UNKNOWN_MEMBER_ID", code)
             return False
         if code in (COORDINATOR_LOAD_IN_PROGRESS, REBALANCE_IN_PROGRESS):
-            raise Errors.for_code(code)(f"JoinGroup answered {error}")
+            raise RetriableGroupError(f"JoinGroup answered {error}")
         if code in _COORDINATOR_MOVED:
             self._channel.coordinator_dead()
-            raise Errors.for_code(code)(f"JoinGroup answered {error}")
+            raise RetriableGroupError(f"JoinGroup answered {error}")
         if code == FENCED_INSTANCE_ID:
             raise FatalGroupError(self._fenced_message())
         raise FatalGroupError(f"group {self.config.group_id}: JoinGroup failed with {error}")
@@ -509,7 +534,7 @@ class GroupMembership:
             return False
         if code in _COORDINATOR_MOVED:
             self._channel.coordinator_dead()
-            raise Errors.for_code(code)(f"SyncGroup answered {error}")
+            raise RetriableGroupError(f"SyncGroup answered {error}")
         if code == FENCED_INSTANCE_ID:
             raise FatalGroupError(self._fenced_message())
         raise FatalGroupError(f"group {self.config.group_id}: SyncGroup failed with {error}")
@@ -644,6 +669,8 @@ class GroupMembership:
             self._wakeup.set()
         elif code == FENCED_INSTANCE_ID:
             self._fail(FatalGroupError(self._fenced_message()))
+        elif code == GROUP_AUTHORIZATION_FAILED:
+            self._fail(FatalGroupError(f"not authorized to use group {self.config.group_id}"))
         else:
             log.warning("%s Heartbeat answered %s", self._prefix, Errors.for_code(code).__name__)
 

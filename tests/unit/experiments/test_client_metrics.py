@@ -8,7 +8,7 @@ from pathlib import Path
 from aiokafka.structs import TopicPartition
 
 from streamlet.experiments.cli import read_run_dir
-from streamlet.experiments.client_metrics import client_totals
+from streamlet.experiments.client_metrics import client_totals, render_client_totals
 from streamlet.experiments.report import render_report
 from streamlet.runtime.metrics_event import ClientSample, ThreadSample, build_metrics_event
 from streamlet.task_id import TaskId
@@ -115,3 +115,20 @@ def test_the_report_shows_records_and_bytes_restored_per_client_and_in_total(tmp
     assert f"| {B[:8]} | 0 | 0.0 | - | 1 | 1 | 7 | ? |" in text
     assert "| records restored (all clients) | 41 |" in text
     assert "| bytes restored, key + value (all clients) | ? |" in text
+
+
+def _dropping(pid: str, sequence: int, late: int, version: int | None = None) -> str:
+    thread = ThreadSample("t1", {}, {T0: 100}, {}, 1, 0, 0.0, [], dropped={T0: {("AGG", "late"): late}})
+    event = build_metrics_event(ClientSample("app", pid, "h", 1000 * sequence, sequence, 500, [thread], [], {}, 0.0))
+    if version is not None:  # an older worker: no dropped records in its events
+        event = {k: v for k, v in event.items() if k != "dropped_records_total"} | {"version": version}
+    return json.dumps(event)
+
+
+def test_records_dropped_per_client_over_its_runs() -> None:
+    lines = [_dropping(A, 1, 3), _dropping(A, 2, 8), _dropping(A, 1, 2), _dropping(B, 1, 5, version=2)]
+    [a, b], _ = client_totals(lines, NAMES)
+    assert (a.dropped_records, b.dropped_records) == (10, None)  # 8 in A's first run, 2 after its restart
+    rows = render_client_totals([a, b])
+    assert rows[0].endswith("| records restored | bytes restored | records dropped |")
+    assert rows[2].endswith("| 10 |") and rows[3].endswith("| ? |")

@@ -9,12 +9,14 @@ from typing import Any
 
 import pytest
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberMetadata
-from aiokafka.errors import CommitFailedError
+from aiokafka.errors import CommitFailedError, KafkaError
 from aiokafka.protocol.group import JoinGroupRequest, SyncGroupRequest
 from aiokafka.structs import OffsetAndMetadata, TopicPartition
 
 from streamlet.kafka.group.consumer_protocol import Assignment, RebalanceProtocol, Subscription
 from streamlet.kafka.group.membership import (
+    COORDINATOR_LOAD_IN_PROGRESS,
+    COORDINATOR_NOT_AVAILABLE,
     FENCED_INSTANCE_ID,
     ILLEGAL_GENERATION,
     MEMBER_ID_REQUIRED,
@@ -22,8 +24,10 @@ from streamlet.kafka.group.membership import (
     REBALANCE_IN_PROGRESS,
     UNKNOWN_MEMBER_ID_ERROR,
     FatalGroupError,
+    Generation,
     GroupMembership,
     MembershipConfig,
+    MemberState,
     RebalanceInProgressCommitError,
     validate_cooperative_assignment,
 )
@@ -301,3 +305,113 @@ async def test_dropped_partitions_restart_from_their_committed_offsets() -> None
 
     assert last_subscription(coordinator).owned_partitions == ()
     assert owned.positions[P0] == 0 and listener.events == [("assigned", frozenset({P0}))]
+
+
+@pytest.mark.parametrize(
+    ("code", "outcome"),
+    [
+        (COORDINATOR_LOAD_IN_PROGRESS, "retry"),
+        (COORDINATOR_NOT_AVAILABLE, "find coordinator"),
+        (NOT_COORDINATOR, "find coordinator"),
+        (REBALANCE_IN_PROGRESS, "retry"),
+        (UNKNOWN_MEMBER_ID_ERROR, "new member"),
+        (FENCED_INSTANCE_ID, "fatal"),
+        (23, "fatal"),  # INCONSISTENT_GROUP_PROTOCOL
+        (26, "fatal"),  # INVALID_SESSION_TIMEOUT
+        (30, "fatal"),  # GROUP_AUTHORIZATION_FAILED
+        (81, "fatal"),  # GROUP_MAX_SIZE_REACHED
+    ],
+)
+async def test_join_group_errors(code: int, outcome: str) -> None:
+    """Kafka's JoinGroupResponseHandler, error by error."""
+    member, coordinator, _, _, _ = membership()
+    member.generation = Generation(4, "m-1", "test")
+    coordinator.answer(JoinGroupRequest, joined(-1, code=code))
+    if outcome == "fatal":
+        with pytest.raises(FatalGroupError):
+            await member._join_group()
+        return
+    if outcome == "new member":
+        await member._join_group()
+        assert member.generation == Generation() and member._need_rejoin
+        return
+    with pytest.raises(KafkaError) as raised:  # retriable: the join loop backs off and joins again
+        await member._join_group()
+    assert raised.value.retriable and member._need_rejoin and member.generation.member_id == "m-1"
+    assert coordinator.known is (outcome == "retry")
+
+
+@pytest.mark.parametrize(
+    ("code", "outcome"),
+    [
+        (REBALANCE_IN_PROGRESS, "rejoin"),
+        (ILLEGAL_GENERATION, "generation reset"),
+        (UNKNOWN_MEMBER_ID_ERROR, "member reset"),
+        (NOT_COORDINATOR, "find coordinator"),
+        (COORDINATOR_NOT_AVAILABLE, "find coordinator"),
+        (FENCED_INSTANCE_ID, "fatal"),
+        (30, "fatal"),
+    ],
+)
+async def test_sync_group_errors_one_by_one(code: int, outcome: str) -> None:
+    member, coordinator, owned, listener, _ = membership()
+    coordinator.answer(JoinGroupRequest, joined(5))
+    coordinator.answer(SyncGroupRequest, synced(code=code))
+    if outcome == "fatal":
+        with pytest.raises(FatalGroupError):
+            await member._join_group()
+        return
+    if outcome == "find coordinator":
+        with pytest.raises(KafkaError):
+            await member._join_group()
+        assert not coordinator.known and member._need_rejoin
+        return
+    await member._join_group()
+    assert member._need_rejoin and listener.events == [] and owned.partitions == frozenset()
+    assert member.generation.generation_id == (5 if outcome == "rejoin" else -1)
+    assert member.generation.member_id == ("" if outcome == "member reset" else "m-1")
+
+
+@pytest.mark.parametrize("code", [FENCED_INSTANCE_ID, 30])
+async def test_a_fatal_heartbeat_answer_stops_the_member(code: int) -> None:
+    member, coordinator, _, _, _ = membership(instance_id="worker-2-1")
+    await join_with(member, coordinator, 1, P0)
+    coordinator.answer(HeartbeatRequest, SimpleNamespace(error_code=code))
+    await member._heartbeat_once()
+    with pytest.raises(FatalGroupError):
+        member.check_errors()
+
+
+async def test_a_stale_heartbeat_while_rejoining_is_ignored() -> None:
+    member, coordinator, owned, _, _ = membership()
+    await join_with(member, coordinator, 1, P0)
+    member.state = MemberState.COMPLETING_REBALANCE  # joined the next generation, SyncGroup pending
+    coordinator.answer(HeartbeatRequest, SimpleNamespace(error_code=ILLEGAL_GENERATION))
+    await member._heartbeat_once()
+    assert not member.generation_lost() and owned.partitions == {P0}
+
+
+async def test_kept_partitions_keep_their_fetch_state_in_aiokafka() -> None:
+    """The in-place assignment on aiokafka's own objects: a kept partition keeps its position and pause, an added
+    one starts at its committed offset, a removed one is detached (an in-flight fetch for it is discarded)."""
+    from aiokafka.consumer.subscription_state import SubscriptionState
+
+    from streamlet.kafka.group.consumer import _InPlaceOwnership
+
+    state = SubscriptionState()
+    state.assign_from_user([])
+    consumer = SimpleNamespace(_subscription=state, _fetcher=None)
+    ownership = _InPlaceOwnership(consumer)  # type: ignore[arg-type]
+    ownership.assign([P0, P1], {P0: 5, P1: 7})
+    assignment = state.subscription.assignment
+    assignment.state_value(P0).consumed_to(42)
+    state.pause(P0)
+    kept = assignment.state_value(P0)
+
+    ownership.assign([P0, P2], {P2: 3})
+
+    assert state.subscription.assignment is assignment and assignment.active  # the fetcher goes on
+    assert assignment.tps == {P0, P2} and assignment.state_value(P0) is kept
+    assert kept.position == 42 and kept.paused
+    assert assignment.state_value(P2).position == 3
+    assert not assignment.state_value(P1).has_valid_position  # detached

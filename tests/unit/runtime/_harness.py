@@ -95,7 +95,9 @@ class Harness:
             self.metadata.changelog_topics(),
             transactional=exactly_once,
         )
-        resources = ThreadResources(RecordCache(cache_bytes), self.collector, ThreadHandlers(self.collector))
+        self.resources = resources = ThreadResources(
+            RecordCache(cache_bytes), self.collector, ThreadHandlers(self.collector)
+        )
         admin = FakeConsumer(kafka, f"{name}-admin", read_uncommitted_ends=True)
         self.reader = ChangelogReader(
             self.restore_consumer,

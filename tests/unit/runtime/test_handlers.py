@@ -56,6 +56,8 @@ async def test_processing_log_and_continue_skips_the_poison_and_goes_on() -> Non
     await s.run(b"A", None, b"B")  # None: the value mapper calls None.lower()
     assert s.values("out") == [b"a", b"b"]
     assert s.handlers.processing.skipped == 1
+    # a skipped record is a dropped record of the processor that raised (Kafka's dropped-records)
+    assert s.task.graph.dropped.counts == {("KSTREAM-MAPVALUES-0000000001", "processing-error"): 1}
 
 
 async def test_processing_fail_names_task_processor_topic_partition_and_offset() -> None:
@@ -142,6 +144,7 @@ async def test_a_negative_timestamp_goes_to_the_deserialization_handler() -> Non
     await s.collector.flush()
     assert s.values("out") == [b"a", b"c"]
     assert s.handlers.deserialization.skipped == 1
+    assert s.task.graph.dropped.counts == {("KSTREAM-SOURCE-0000000000", "deserialization-error"): 1}
 
 
 async def test_a_negative_timestamp_fails_the_task_by_default_naming_the_record() -> None:

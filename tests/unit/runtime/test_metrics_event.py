@@ -155,8 +155,30 @@ def test_events_round_trip_through_json_and_readers_refuse_what_they_do_not_know
 
 def test_version_1_events_without_restored_bytes_are_still_read() -> None:
     event = build_metrics_event(sample(thread("t1", processed={T00: 3})))
-    old = {k: v for k, v in event.items() if k != "restored_bytes_total"} | {"version": 1}
-    assert METRICS_VERSION == 2
+    old = {k: v for k, v in event.items() if k not in ("restored_bytes_total", "dropped_records_total")}
+    old |= {"version": 1}
+    assert METRICS_VERSION == 3
     assert parse_metrics_event(old) == old
+    assert parse_metrics_event(old | {"version": 2}) == old | {"version": 2}
     assert parse_metrics_event({**old, "version": 0}) is None
     assert metrics_topic("wordcount") == "wordcount-metrics"
+
+
+def test_dropped_records_are_summed_over_threads_per_task_processor_and_reason() -> None:
+    agg, join = "KSTREAM-AGGREGATE-0000000003", "KSTREAM-WINDOWED-0000000002"
+    t1 = thread(
+        "t1", states={T01: "RUNNING"}, dropped={T00: {(agg, "late"): 4, (agg, "null-key-or-value"): 1}, T01: {}}
+    )
+    t2 = thread("t2", dropped={T00: {(agg, "late"): 2}, T02: {(join, "late"): 3}})
+    client = ClientSample(**{**sample(t1, t2).__dict__, "dropped_rates": {T00: 0.25, T02: 0.1}})
+    event = build_metrics_event(client)
+    assert event["dropped_records_total"] == 10
+    assert event["tasks"]["0_0"]["dropped_records_total"] == 7
+    assert event["tasks"]["0_0"]["dropped_records_rate"] == 0.25
+    assert event["tasks"]["0_0"]["dropped_records"] == [
+        {"processor": agg, "reason": "late", "count": 6},
+        {"processor": agg, "reason": "null-key-or-value", "count": 1},
+    ]
+    assert event["tasks"]["0_2"]["dropped_records"] == [{"processor": join, "reason": "late", "count": 3}]
+    assert "dropped_records_total" not in event["tasks"]["0_1"]  # a task that dropped nothing: no fields
+    assert parse_metrics_event(json.dumps(event)) == event

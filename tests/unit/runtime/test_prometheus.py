@@ -92,3 +92,31 @@ def test_an_idle_client_exposes_its_counters_and_no_latency() -> None:
     text = prometheus_text(idle).decode()
     assert 'streamlet_rebalances_total{application_id="a",process_id="p"} 0.0' in text.splitlines()
     assert "streamlet_commit_latency_seconds{" not in text
+
+
+def test_dropped_records_per_task_with_its_rate_and_per_processor_and_reason() -> None:
+    event = {
+        **EVENT,
+        "tasks": {
+            **EVENT["tasks"],
+            "1_0": {
+                **EVENT["tasks"]["1_0"],
+                "dropped_records_total": 5,
+                "dropped_records_rate": 0.5,
+                "dropped_records": [
+                    {"processor": "KSTREAM-AGGREGATE-0000000003", "reason": "late", "count": 4},
+                    {"processor": "KSTREAM-AGGREGATE-0000000003", "reason": "null-key-or-value", "count": 1},
+                ],
+            },
+        },
+    }
+    lines = prometheus_text(event).decode().splitlines()
+    assert "# TYPE streamlet_task_dropped_records_total counter" in lines
+    assert f'streamlet_task_dropped_records_total{{{CLIENT},task="1_0"}} 5.0' in lines
+    assert f'streamlet_task_dropped_records_total{{{CLIENT},task="1_1"}} 0.0' in lines  # every task has the series
+    assert f'streamlet_task_dropped_records_rate{{{CLIENT},task="1_0"}} 0.5' in lines
+    late = f'{CLIENT},processor="KSTREAM-AGGREGATE-0000000003",reason="late",task="1_0"'
+    assert f"streamlet_processor_dropped_records_total{{{late}}} 4.0" in lines
+    families = {f.name: f for f in text_string_to_metric_families(prometheus_text(event).decode())}
+    by_processor = families["streamlet_processor_dropped_records"].samples
+    assert sum(s.value for s in by_processor) == 5.0

@@ -11,8 +11,10 @@ from hypothesis import strategies as st
 
 from examples.wordcount.dsl import build_topology, split_words
 from streamlet.errors import TopologyError
+from streamlet.runtime.dropped_records import DroppedRecords
 from streamlet.runtime.pre_aggregate import pre_aggregate_node
 from streamlet.runtime.record_context import RecordContext
+from streamlet.task_id import TaskId
 from streamlet.testing import TopologyTestDriver
 from streamlet.topology import StreamsBuilder, Topology
 from streamlet.topology import nodes as n
@@ -163,7 +165,7 @@ def test_aggregate_with_a_combiner_ends_with_the_same_values(records: Records) -
 class _Graph:
     def __init__(self) -> None:
         self.record = RecordContext()
-        self.dropped_records = 0
+        self.dropped = DroppedRecords(TaskId(0, 0))
         self.flushers: list[Any] = []
 
     def add_flusher(self, flush: Any) -> None:
@@ -180,7 +182,7 @@ def test_partials_go_out_on_flush_with_their_largest_timestamp_and_early_when_to
         node(key, "x")
     graph.record.timestamp = 7
     node("b", None)
-    assert sent == [] and graph.dropped_records == 1
+    assert sent == [] and graph.dropped.total == 1
     (flush,) = graph.flushers
     flush()
     assert sent == [("a", 3, 9), ("b", 1, 2)]
