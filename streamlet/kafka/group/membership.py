@@ -287,6 +287,16 @@ class GroupMembership:
             if code == REBALANCE_IN_PROGRESS:
                 self.request_rejoin("the group is rebalancing")
                 raise RebalanceInProgressCommitError("the group is rebalancing; the offsets are committed later")
+            if code in (UNKNOWN_MEMBER_ID_ERROR, ILLEGAL_GENERATION) and (
+                self.generation != generation or self.state is MemberState.PREPARING_REBALANCE
+            ):
+                # Kafka's ConsumerCoordinator: the commit carried a generation this member is already leaving
+                # (it joined a newer one meanwhile, or is joining). Resetting would throw away the generation it
+                # just got, and the thread would close its tasks as lost, uncommitted: a rebalance in progress.
+                raise RebalanceInProgressCommitError(
+                    f"the commit of {generation} was refused ({Errors.for_code(code).__name__}): the member is in "
+                    "a newer rebalance; the offsets are committed later"
+                )
             if code in (UNKNOWN_MEMBER_ID_ERROR, ILLEGAL_GENERATION):
                 self._reset_generation(f"OffsetCommit answered {Errors.for_code(code).__name__}", code)
                 raise Errors.CommitFailedError(

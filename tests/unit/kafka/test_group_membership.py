@@ -277,6 +277,34 @@ async def test_commit_errors() -> None:
         await member.commit(offsets)
 
 
+@pytest.mark.parametrize("meanwhile", ["joined a newer generation", "sent a JoinGroup"])
+async def test_a_commit_refused_for_the_generation_the_member_is_leaving_keeps_the_new_one(meanwhile: str) -> None:
+    """Kafka's rule: ILLEGAL_GENERATION for a commit sent before the member joined a newer generation (or while it
+    is joining) is a rebalance in progress, not a lost generation. Seen in `experiment run` under cooperative: the
+    answer came just after JoinGroup gave generation 6, the member reset it, and its thread closed its tasks as
+    lost, uncommitted, so their records were counted twice."""
+    member, coordinator, _, _, _ = membership()
+    await join_with(member, coordinator, 1, P0)
+    scripted = coordinator.send
+
+    async def send(request: Any) -> Any:
+        if isinstance(request, OffsetCommitRequest):  # the commit is in flight when the member moves on
+            if meanwhile == "joined a newer generation":
+                member.generation = Generation(2, "m-1", "test")
+                member.state = MemberState.COMPLETING_REBALANCE
+            else:
+                member.state = MemberState.PREPARING_REBALANCE
+        return await scripted(request)
+
+    coordinator.send = send  # type: ignore[method-assign]
+    coordinator.answer(OffsetCommitRequest, committed(ILLEGAL_GENERATION))
+    before = member.generation if meanwhile == "sent a JoinGroup" else Generation(2, "m-1", "test")
+    with pytest.raises(RebalanceInProgressCommitError):
+        await member.commit({P0: OffsetAndMetadata(5, "")})
+    assert member.generation == before and not member.generation_lost()
+    assert coordinator.sent[-1]._head == ("group", 1, "m-1", None)  # sent as generation 1
+
+
 def test_subscriptions_of_every_version_decode() -> None:
     """v3 round trip, and the v0 bytes of a member that predates KIP-429 (today's eager streamlet on aiokafka)."""
     sub = Subscription(("a", "b"), b"\x01\x02", (TopicPartition("a", 1), TopicPartition("a", 0)), 7, "rack-1")
