@@ -265,7 +265,11 @@ class StreamThread:
                     return
                 if not await tasks.drain():
                     return
-            if (time.monotonic() - tasks.last_commit) * 1000 >= self.config.commit_interval_ms:
+            # Kafka Streams commits nothing while a rebalance is in progress: the commit would queue behind this
+            # member's JoinGroup on the coordinator's connection (the broker answers a connection's requests in
+            # order, and a JoinGroup waits for every member), stopping this loop and every task it keeps.
+            commit_due = (time.monotonic() - tasks.last_commit) * 1000 >= self.config.commit_interval_ms
+            if commit_due and not self.consumer.rebalance_in_progress():
                 await tasks.commit_or_migrate()
         await asyncio.sleep(0)  # every iteration yields, even when all awaits above completed at once
         tasks.observe_states(time.monotonic())  # metrics: time each task spends not RUNNING

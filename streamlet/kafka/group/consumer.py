@@ -188,6 +188,9 @@ class GroupConsumer(AIOKafkaConsumer):
     def generation_lost(self) -> bool:
         return self.membership is not None and self.membership.generation_lost()
 
+    def rebalance_in_progress(self) -> bool:
+        return self.membership is not None and self.membership.rebalance_in_progress()
+
     async def leave_group(self) -> None:
         if self.membership is not None:
             await self.membership.leave_group("the application asked to leave")

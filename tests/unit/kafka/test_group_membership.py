@@ -285,6 +285,7 @@ async def test_a_commit_refused_for_the_generation_the_member_is_leaving_keeps_t
     lost, uncommitted, so their records were counted twice."""
     member, coordinator, _, _, _ = membership()
     await join_with(member, coordinator, 1, P0)
+    assert not member.rebalance_in_progress()  # STABLE: the stream thread commits
     scripted = coordinator.send
 
     async def send(request: Any) -> Any:
@@ -302,6 +303,7 @@ async def test_a_commit_refused_for_the_generation_the_member_is_leaving_keeps_t
     with pytest.raises(RebalanceInProgressCommitError):
         await member.commit({P0: OffsetAndMetadata(5, "")})
     assert member.generation == before and not member.generation_lost()
+    assert member.rebalance_in_progress()  # joining: the stream thread holds its commits until it is STABLE
     assert coordinator.sent[-1]._head == ("group", 1, "m-1", None)  # sent as generation 1
 
 

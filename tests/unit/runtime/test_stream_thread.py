@@ -97,6 +97,22 @@ async def test_the_loop_restores_processes_and_commits(thread: StreamThread) -> 
     assert kafka.committed == {IN0: 3}
 
 
+async def test_no_commit_while_a_rebalance_is_in_progress_and_processing_goes_on(thread: StreamThread) -> None:
+    """Kafka Streams' rule: a commit due while the member's JoinGroup is under way waits for the rebalance (it
+    would queue behind the JoinGroup on the coordinator's connection, stopping the loop); records still flow."""
+    await assigned_and_running(thread)
+    consumer, kafka = fake(thread)
+    consumer.rebalancing = True
+    await counted(thread, "a", "b", "a")
+    thread.tasks.last_commit = 0.0  # the commit interval has passed
+    await thread.run_once()
+    assert thread.tasks.metrics.processed[T0] == 3  # processed, not committed (the cache holds the counts)
+    assert kafka.committed == {} and latest(kafka, OUTPUT) == {}
+    consumer.rebalancing = False
+    await thread.run_once()
+    assert kafka.committed == {IN0: 3} and latest(kafka, OUTPUT) == {"a": 2, "b": 1}
+
+
 async def _tick(task: StreamTask) -> None:
     """A timer's tick: one record sent from the task, with the task's (punctuation) timestamp."""
     task.send(OUTPUT, b"tick", struct.pack(">q", 1), task.timestamp, 0)
