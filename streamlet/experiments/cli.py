@@ -1,8 +1,11 @@
-"""`streamlet experiment run SCENARIO` and `streamlet experiment report RUN_DIR...` (wired into streamlet.cli).
+"""`streamlet experiment run SCENARIO...` and `streamlet experiment report RUN_DIR...` (wired into streamlet.cli).
 
 `run` exits 0 when the run passed (timeline done, output exact), 1 when it failed, 2 for a bad scenario
 (nothing was started), 130 on Ctrl-C and 143 on SIGTERM; in every case the processes it started are gone
-when it returns. `report` never fails on a damaged run dir: it says what is missing and reports the rest.
+when it returns. With several scenarios or `--protocols`, the runs go one after another (one broker, one
+run at a time: they would skew each other's timings), a failed run does not stop the others, the exit code
+is the worst one, and Ctrl-C stops the rest. `report` never fails on a damaged run dir: it says what is
+missing and reports the rest.
 """
 
 from __future__ import annotations

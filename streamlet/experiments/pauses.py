@@ -9,10 +9,13 @@ the process started:
 
 * **not RUNNING**: a stretch of consecutive events in which the task's `not_running_ms` grew (ThreadMetrics
   charges it every 0.1 s while the task is assigned but not RUNNING: suspended, restoring, waiting). It is a
-  staying task's pause when the task was RUNNING on that client in the event before the stretch, stayed
+  staying task's pause when the task was RUNNING on that client in the two events before the stretch, stayed
   assigned there through it, and is RUNNING there again in the event that ends it: it stopped and resumed in
   place (eager suspends and resumes every task it keeps). A task that leaves never resumes there, and one that
-  arrives was not RUNNING before, so neither counts. Adjacent stops merge at the event resolution.
+  arrives was not RUNNING before, so neither counts. Two events, not one: ThreadMetrics charges the time since
+  its last observation to the tasks not RUNNING then, so a task that just became RUNNING can still be charged
+  for a loop that was busy elsewhere; one whole interval RUNNING rules that out. Adjacent stops merge at the
+  event resolution.
 * **no progress**: the task stayed RUNNING but its `records_processed` did not grow for at least one whole
   interval, between two events where it grew (a loop blocked in a rebalance would show here, not above). The
   gap is the time between those two events minus one interval, so it is exact to one interval. A gap is only
@@ -115,7 +118,8 @@ def _not_running_stretches(points: Sequence[_Point]) -> list[tuple[float, int]]:
             owned = owned and points[i].state is not None
             continue
         if start is not None:
-            if points[start].state == RUNNING and owned and points[i].state == RUNNING:
+            ran_before = start >= 1 and points[start - 1].state == points[start].state == RUNNING
+            if ran_before and owned and points[i].state == RUNNING:
                 out.append((total / 1000.0, points[i].timestamp_ms))
             start = None
     return out

@@ -52,6 +52,7 @@ R, S, X = "RUNNING", "SUSPENDED", "RESTORING"
 # 2 s, 800 ms more before 3 s, RUNNING again by then; then RUNNING throughout. 1_0 leaves A: suspended
 # (300 ms, then 200 ms more), then closed (no state). 1_1 arrives on C restoring and RUNNING from 2 s on.
 EAGER_METRICS = [
+    metrics(A, 0, {"0_0": (R, 4, 0.0), "1_0": (R, 2, 0.0)}),
     metrics(A, 1, {"0_0": (R, 10, 0.0), "1_0": (R, 5, 0.0)}),
     metrics(C, 1, {"1_1": (X, 0, 800.0)}),
     metrics(A, 2, {"0_0": (S, 15, 400.0), "1_0": (S, 6, 300.0)}),
@@ -62,6 +63,7 @@ EAGER_METRICS = [
 ]
 # Cooperative: 0_0 runs on throughout (its count grows every second, never a ms not RUNNING); 1_0 leaves A.
 COOPERATIVE_METRICS = [
+    metrics(A, 0, {"0_0": (R, 2, 0.0), "1_0": (R, 1, 0.0)}),
     metrics(A, 1, {"0_0": (R, 10, 0.0), "1_0": (R, 5, 0.0)}),
     metrics(A, 2, {"0_0": (R, 20, 0.0), "1_0": (S, 6, 300.0)}),
     metrics(A, 3, {"0_0": (R, 30, 0.0), "1_0": (None, 6, 500.0)}),
@@ -71,9 +73,23 @@ COOPERATIVE_METRICS = [
 
 def test_a_task_suspended_and_resumed_in_place_paused_and_moved_or_arriving_tasks_did_not() -> None:
     pauses = staying_pauses(EAGER_METRICS, NAMES)
-    # 0_0 on A: 400 + 800 ms not RUNNING between two RUNNING events (1 s and 4 s); closed by the event at 4 s
+    # 0_0 on A: 400 + 800 ms not RUNNING between RUNNING events (0 s and 1 s; 4 s); closed by the event at 4 s
     assert pauses == [StayingPause("A", "0_0", 1.2, NOT_RUNNING, 4000)]
     assert staying_pauses(COOPERATIVE_METRICS, NAMES) == []
+
+
+def test_a_task_just_become_running_is_not_a_staying_task_yet() -> None:
+    """C's 1_1 was RUNNING in one event only when 450 ms were charged to it: maybe its restore's last
+    observation, billed late because the loop was busy elsewhere; a whole interval RUNNING first is needed."""
+    lines = [
+        metrics(C, 1, {"1_1": (S, 0, 0.0)}),
+        metrics(C, 2, {"1_1": (R, 0, 0.0)}),
+        metrics(C, 3, {"1_1": (R, 4, 450.0)}),
+        metrics(C, 4, {"1_1": (R, 9, 450.0)}),
+    ]
+    assert staying_pauses(lines, NAMES) == []
+    ran_longer = [metrics(C, 0, {"1_1": (R, 0, 0.0)}), *lines[1:]]
+    assert staying_pauses(ran_longer, NAMES) == [StayingPause("C", "1_1", 0.45, NOT_RUNNING, 4000)]
 
 
 def test_a_task_running_without_progress_for_whole_intervals_paused_but_not_the_idle_tail() -> None:
