@@ -8,7 +8,9 @@ recorded events by `report` and `pauses`:
   round to hand over the tasks it withheld; eager revokes everything in one, probing rebalances included);
 * task-seconds not RUNNING: the clients' `not_running_ms` summed over all tasks (start-up and moves too);
 * stateful task moves: stateful actives that changed client from one round to the next;
-* the longest pause of a task that stayed on its client (`pauses`): cooperative's promise is that it is 0.
+* the longest pause of a task that stayed on its client (`pauses`), per scale step: cooperative's promise is
+  that it is 0. A pause belongs to the step of the last rebalance before it ended (eager suspends a task before
+  the rebalance and resumes it after).
 """
 
 from __future__ import annotations
@@ -16,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from streamlet.experiments.pauses import longest
-from streamlet.experiments.report import RunSummary, rebalances_per_step, stateful_moves
+from streamlet.experiments.pauses import StayingPause
+from streamlet.experiments.report import Round, RunSummary, convergences, rebalances_per_step, stateful_moves
 
 HEADER = (
     "scenario",
@@ -35,6 +37,25 @@ HEADER = (
 def _record(summary: RunSummary) -> Mapping[str, Any]:
     record = summary.record
     return record if isinstance(record, Mapping) else {}
+
+
+def pauses_per_step(rounds: Sequence[Round], pauses: Sequence[StayingPause]) -> list[tuple[str, StayingPause | None]]:
+    """(membership change, the longest pause of a task that stayed that ended after its first rebalance and
+    before the next change's), in order; pauses before the first timed round go to the first change."""
+    steps = [(c.change, rounds[c.start_round - 1].timestamp_ms) for c in convergences(rounds)]
+    longest: dict[int, StayingPause] = {}
+    for pause in pauses:
+        step = max((i for i, (_, at) in enumerate(steps) if at is not None and at <= pause.end_ms), default=0)
+        if step not in longest or pause.seconds > longest[step].seconds:
+            longest[step] = pause
+    return [(change, longest.get(i)) for i, (change, _) in enumerate(steps)]
+
+
+def _pause_cell(summary: RunSummary) -> str:
+    if summary.staying is None:
+        return "-"
+    steps = pauses_per_step(summary.rounds, summary.staying)
+    return ", ".join(f"{change} {p.describe()}" for change, p in steps if p is not None) or "0"
 
 
 def protocol_row(summary: RunSummary) -> dict[str, str]:
@@ -58,7 +79,7 @@ def protocol_row(summary: RunSummary) -> dict[str, str]:
                 ", ".join(f"{change} {n}" for change, n in rebalances_per_step(summary.rounds)) or "-",
                 "-" if clients is None else f"{sum(c.total_not_running_s for c in clients):.1f}",
                 str(sum(n for _, n in stateful_moves(summary.rounds))),
-                longest(summary.staying),
+                _pause_cell(summary),
                 output,
                 took,
             ),
@@ -94,7 +115,8 @@ def render_protocol_table(summaries: Sequence[RunSummary]) -> list[str]:
     out += [
         "",
         "The pause is the longest time a task stopped (not RUNNING, or RUNNING without progress for a whole "
-        "metrics interval) and resumed on the client it was on; 0: every task that stayed ran on.",
+        "metrics interval) and resumed on the client it was on, per scale step (steps without one are left out); "
+        "0: every task that stayed ran on.",
         "",
     ]
     return out

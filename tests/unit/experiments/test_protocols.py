@@ -16,7 +16,7 @@ import pytest
 from streamlet.experiments.cli import planned_runs, render_with_protocols
 from streamlet.experiments.html_report import RunView, build_summary, render_html
 from streamlet.experiments.pauses import NO_PROGRESS, NOT_RUNNING, StayingPause, staying_pauses
-from streamlet.experiments.protocols import compares_protocols, protocol_rows
+from streamlet.experiments.protocols import compares_protocols, pauses_per_step, protocol_rows
 from streamlet.experiments.report import convergences, rebalances_per_step, render_report, summarize
 from streamlet.experiments.scenario import ScenarioError, load_scenario, parse_scenario
 from tests.unit.experiments.test_report import RECORD, SEED, A, B, C, _client, _event
@@ -162,7 +162,8 @@ def test_the_protocols_side_by_side_table() -> None:
     assert eag["task-seconds not RUNNING"] == "3.2" and coop["task-seconds not RUNNING"] == "1.4"
     # the seed's 4 moves (see test_report); cooperative: 1_4 and 1_5 go from A and B to C in the second round
     assert eag["stateful moves"] == "4" and coop["stateful moves"] == "2"
-    assert eag["longest pause of a task that stayed"] == "1.20s (0_0 on A, not RUNNING)"
+    # the pause ended at 4 s, after C's join (generation 2, at 2 s): it belongs to that step
+    assert eag["longest pause of a task that stayed"] == "+C 1.20s (0_0 on A, not RUNNING)"
     assert coop["longest pause of a task that stayed"] == "0"
     assert eag["run"] == coop["run"] == "31s" and eag["output"] == "exact"
 
@@ -170,13 +171,23 @@ def test_the_protocols_side_by_side_table() -> None:
     assert text.startswith("# Rebalance protocols side by side")
     assert (
         "| seed000-2-to-3 | eager | high_availability | start: A, B 1, +C 3 | 3.2 | 4 "
-        "| 1.20s (0_0 on A, not RUNNING) | exact | 31s |" in text
+        "| +C 1.20s (0_0 on A, not RUNNING) | exact | 31s |" in text
     )
     assert "| rebalance protocol | eager | cooperative |" in text  # the runs' own side-by-side table
     # one protocol only: no protocols table, and a run without metrics shows "-"
     single = render_with_protocols([_summary("eager", SEED, [])])
     assert "Rebalance protocols" not in single and "| longest pause of a task that stayed | 0 |" in single
     assert "| longest pause of a task that stayed | - |" in render_report([summarize("x", RECORD, SEED)])
+
+
+def test_each_pause_belongs_to_the_step_of_the_last_rebalance_before_it_ended() -> None:
+    rounds = summarize("seed", RECORD, SEED).rounds  # start: A, B at 1 s (generation 1); +C at 2 s (2, 3, 4)
+    early = StayingPause("A", "1_0", 0.5, NOT_RUNNING, 500)  # before any round: the first step's
+    start = StayingPause("B", "1_1", 0.7, NOT_RUNNING, 1999)
+    join, probing = StayingPause("A", "0_0", 0.3, NO_PROGRESS, 2000), StayingPause("C", "1_3", 0.9, NOT_RUNNING, 4500)
+    assert pauses_per_step(rounds, [early, start, join, probing]) == [("start: A, B", start), ("+C", probing)]
+    assert pauses_per_step(rounds, [join]) == [("start: A, B", None), ("+C", join)]
+    assert pauses_per_step(rounds, []) == [("start: A, B", None), ("+C", None)]
 
 
 def test_a_run_recorded_before_the_protocol_was_a_dimension_says_so() -> None:
@@ -225,7 +236,7 @@ def test_the_html_report_and_summary_json_carry_the_protocols() -> None:
     ]
     page = render_html(views)
     assert "<h2>Rebalance protocols side by side</h2>" in page
-    assert "<td>1.20s (0_0 on A, not RUNNING)</td>" in page
+    assert "<td>+C 1.20s (0_0 on A, not RUNNING)</td>" in page
     summary = build_summary(views)
     assert [r["protocol"] for r in summary["protocols"]] == ["cooperative", "eager"]
     eager, cooperative = summary["runs"]
