@@ -13,6 +13,7 @@ import datetime as _dt
 import json
 import os
 import platform
+import re
 import signal
 import struct
 import subprocess
@@ -220,6 +221,38 @@ class Proc:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
         except OSError:
             return ""
+
+
+async def task_owners(admin: Any, group: str, repartition: str) -> dict[int, str]:
+    """Task 1_p -> the client that owns it now (client id without its thread suffix), from DescribeGroups."""
+    from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment
+
+    owners: dict[int, str] = {}
+    for response in await admin.describe_consumer_groups([group]):
+        for described in response.groups:
+            for member in described[5]:  # (error, group, state, protocol type, protocol, members, ...)
+                client_id, assignment = member[-4], member[-1]
+                if not assignment:
+                    continue
+                client = client_id.split("-StreamThread-")[0]
+                for topic, partitions in ConsumerProtocolMemberAssignment.decode(assignment).assignment:
+                    if topic == repartition:
+                        for p in partitions:
+                            owners[p] = client
+    return owners
+
+
+SYNCED = re.compile(r"Successfully synced group in generation Generation\{generationId=(\d+)")
+
+
+def highest_generation(procs: list[Proc]) -> int:
+    """The highest group generation any client has logged so far (0: none): Kafka's consumer and streamlet's
+    group membership log the same line, so rebalances count the same way for every peer."""
+    generations = [0]
+    for proc in procs:
+        if proc.log_path.exists():
+            generations += [int(g) for g in SYNCED.findall(proc.log_path.read_text(errors="replace"))]
+    return max(generations)
 
 
 def spawn(name: str, cmd: list[str], log_path: Path, *, env: dict[str, str] | None = None, cwd: Path = ROOT) -> Proc:

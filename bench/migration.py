@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
-import re
 import statistics
 import sys
 import time
@@ -49,7 +48,7 @@ from dataclasses import dataclass  # noqa: E402
 
 import common  # noqa: E402
 import corpus as corpus_mod  # noqa: E402
-from common import JAVA_CP, LIB_PY, Proc, log, spawn  # noqa: E402
+from common import JAVA_CP, LIB_PY, Proc, highest_generation, log, spawn, task_owners  # noqa: E402
 from rebalance import produce_at_rate, watch_counts  # noqa: E402
 from restore import write_changelog  # noqa: E402
 
@@ -66,18 +65,6 @@ class Shape:
     threads: int = 1
     partitions: int = 6
     guarantee: str = "at_least_once"
-
-
-SYNCED = re.compile(r"Successfully synced group in generation Generation\{generationId=(\d+)")
-
-
-def highest_generation(procs: list[Proc]) -> int:
-    """The highest group generation any client has logged so far (0: none)."""
-    generations = [0]
-    for proc in procs:
-        if proc.log_path.exists():
-            generations += [int(g) for g in SYNCED.findall(proc.log_path.read_text(errors="replace"))]
-    return max(generations)
 
 
 def start_client(
@@ -116,25 +103,6 @@ def start_client(
     cmd += ["bench.WordCount", bootstrap, app_id, input_topic, output_topic, state, str(shape.threads)]
     cmd += [str(COMMIT_MS), "0", shape.guarantee]
     return spawn(f"{peer}-{i}", cmd, work / f"{peer}-{i}.log")
-
-
-async def task_owners(admin: Any, group: str, repartition: str) -> dict[int, str]:
-    """Task 1_p -> the client that owns it now (client id without its thread suffix), from DescribeGroups."""
-    from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment
-
-    owners: dict[int, str] = {}
-    for response in await admin.describe_consumer_groups([group]):
-        for described in response.groups:
-            for member in described[5]:  # (error, group, state, protocol type, protocol, members, ...)
-                client_id, assignment = member[-4], member[-1]
-                if not assignment:
-                    continue
-                client = client_id.split("-StreamThread-")[0]
-                for topic, partitions in ConsumerProtocolMemberAssignment.decode(assignment).assignment:
-                    if topic == repartition:
-                        for p in partitions:
-                            owners[p] = client
-    return owners
 
 
 async def run(

@@ -11,8 +11,15 @@
   RUNNING, read from its log ("assigned active ..." / "task ... restored, now RUNNING").
 - At the end the latest count of every word is checked against an independent count of what was
   produced.
+- Who owns each count task is sampled from the group every 0.5 s (DescribeGroups, as `migration.py`): a task
+  whose owner never changed after the join stays, the others moved (with this small state the new client is
+  caught up at once, so some count tasks move in the join's own rounds).
+- `--protocols cooperative,eager --rounds R` runs the protocols interleaved (A B A B ...) and reports, per
+  protocol, the longest gap of the tasks that stay and of those that move (median and worst over the runs),
+  and the rebalances after the join, counted from the group generations the clients log.
 
 Usage: .venv/bin/python bench/rebalance.py [--rate LINES_PER_S] [--before S] [--after S]
+       [--protocols cooperative,eager] [--rounds R]
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import asyncio
 import collections
 import datetime as dt
 import re
+import statistics
 import struct
 import sys
 import time
@@ -32,12 +40,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common  # noqa: E402
 import corpus as corpus_mod  # noqa: E402
-from common import LIB_PY, Proc, log, spawn  # noqa: E402
+from common import LIB_PY, Proc, highest_generation, log, spawn, task_owners  # noqa: E402
 
 PARTITIONS = 6
 
 
-def start_worker(i: int, bootstrap: str, app_id: str, input_topic: str, output_topic: str, work: Path) -> Proc:
+PROTOCOLS = ("cooperative", "eager")
+
+
+def start_worker(
+    i: int, bootstrap: str, app_id: str, input_topic: str, output_topic: str, work: Path, protocol: str = "cooperative"
+) -> Proc:
     env = {
         "WORDCOUNT_INPUT_TOPIC": input_topic,
         "WORDCOUNT_OUTPUT_TOPIC": output_topic,
@@ -63,6 +76,8 @@ def start_worker(i: int, bootstrap: str, app_id: str, input_topic: str, output_t
             "commit_interval_ms=1000",
             "--config",
             "statestore_cache_max_bytes=0",
+            "--config",
+            f"rebalance_protocol={protocol}",
         ],
         work / f"worker-{i}.log",
         env=env,
@@ -121,8 +136,11 @@ async def watch_counts(
                 latest[r.key.decode()] = struct.unpack(">q", r.value)[0]
 
 
-async def run(bootstrap: str, rate: float, before: float, after: float, run_id: str) -> dict[str, Any]:
+async def run(
+    bootstrap: str, rate: float, before: float, after: float, run_id: str, protocol: str = "cooperative"
+) -> dict[str, Any]:
     from aiokafka import AIOKafkaConsumer
+    from aiokafka.admin import AIOKafkaAdminClient
 
     app_id = f"bench-rebal-{run_id}"
     input_topic, output_topic = f"{app_id}-input", f"{app_id}-output"
@@ -141,10 +159,24 @@ async def run(bootstrap: str, rate: float, before: float, after: float, run_id: 
     await consumer.start()
     stop_consuming = asyncio.Event()
 
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    owners_over_time: list[tuple[float, dict[int, str]]] = []
+    repartition = f"{app_id}-counts-store-repartition"
+
+    async def sample_owners() -> None:
+        while not stop_consuming.is_set():
+            try:
+                owners_over_time.append((time.time(), await task_owners(admin, app_id, repartition)))
+            except Exception as exc:  # a rebalance in progress: no assignment to read this time
+                log(f"describe group: {exc!r}")
+            await asyncio.sleep(0.5)
+
     cons_task = asyncio.create_task(watch_counts(consumer, stop_consuming, arrivals, latest))
+    owners_task = asyncio.create_task(sample_owners())
     prod_task = None
     try:
-        procs = [start_worker(i, bootstrap, app_id, input_topic, output_topic, work) for i in range(2)]
+        procs = [start_worker(i, bootstrap, app_id, input_topic, output_topic, work, protocol) for i in range(2)]
         prod_task = asyncio.create_task(produce_at_rate(bootstrap, input_topic, lines, rate, stop_producing, produced))
         deadline = time.monotonic() + 120
         while not any(arrivals.values()) and time.monotonic() < deadline:
@@ -154,7 +186,8 @@ async def run(bootstrap: str, rate: float, before: float, after: float, run_id: 
         log(f"two workers produce output; steady state for {before:.0f}s, then a third worker joins")
         await asyncio.sleep(before)
         t_join = time.time()
-        procs.append(start_worker(2, bootstrap, app_id, input_topic, output_topic, work))
+        generation_at_join = highest_generation(procs)
+        procs.append(start_worker(2, bootstrap, app_id, input_topic, output_topic, work, protocol))
         await asyncio.sleep(after)
         stop_producing.set()
         await prod_task
@@ -170,12 +203,17 @@ async def run(bootstrap: str, rate: float, before: float, after: float, run_id: 
             common.stop(p)
         stop_consuming.set()
         await cons_task
+        await owners_task
         await consumer.stop()
+        await admin.close()
         if prod_task is not None and not prod_task.done():
             prod_task.cancel()
 
+    complete = [(t, o) for t, o in owners_over_time if len(o) == PARTITIONS]
+    at_join = next((o for t, o in reversed(complete) if t <= t_join), {})
     per_task = []
     for p in range(PARTITIONS):
+        stayed = bool(at_join) and all(o.get(p) == at_join.get(p) for t, o in complete if t > t_join)
         ts = arrivals[p]
         pre = [b - a for a, b in zip(ts, ts[1:], strict=False) if b <= t_join]
         post_pairs = [(a, b) for a, b in zip(ts, ts[1:], strict=False) if b > t_join]
@@ -186,6 +224,7 @@ async def run(bootstrap: str, rate: float, before: float, after: float, run_id: 
                 "baseline_max_gap_s": round(max(pre, default=0), 2),
                 "max_gap_after_join_s": round(worst[1] - worst[0], 2) if worst else None,
                 "gap_starts_after_join_s": round(worst[0] - t_join, 2) if worst else None,
+                "stayed": stayed,
             }
         )
     events = _log_events(procs[2].log_path)
@@ -206,6 +245,8 @@ async def run(bootstrap: str, rate: float, before: float, after: float, run_id: 
     wrong = [w for w in produced.keys() | latest.keys() if latest.get(w) != produced.get(w)]
     return {
         "app_id": app_id,
+        "protocol": protocol,
+        "rebalances_after_join": highest_generation(procs) - generation_at_join,
         "rate_lines_per_s": rate,
         "before_s": before,
         "after_s": after,
@@ -224,34 +265,91 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=300.0, help="input lines per second")
     parser.add_argument("--before", type=float, default=25.0, help="seconds of steady state before the join")
     parser.add_argument("--after", type=float, default=45.0, help="seconds observed after the join")
+    parser.add_argument("--protocols", default="cooperative", help="comma list of rebalance protocols, interleaved")
+    parser.add_argument("--rounds", type=int, default=1)
     args = parser.parse_args(argv)
-    run_id = time.strftime("%m%d%H%M%S")
+    protocols = [p.strip() for p in args.protocols.split(",") if p.strip()]
+    if set(protocols) - set(PROTOCOLS):
+        parser.error(f"unknown protocols {sorted(set(protocols) - set(PROTOCOLS))}; choose from {PROTOCOLS}")
     common.quiet_logs()
+    results = []
     with common.broker() as bootstrap:
-        res = asyncio.run(run(bootstrap, args.rate, args.before, args.after, run_id))
-        asyncio.run(common.delete_topics_with_prefix(bootstrap, f"bench-rebal-{run_id}"))
+        for r in range(args.rounds):
+            for protocol in protocols:
+                run_id = time.strftime("%m%d%H%M%S") + f"r{r}"
+                res = asyncio.run(run(bootstrap, args.rate, args.before, args.after, run_id, protocol))
+                asyncio.run(common.delete_topics_with_prefix(bootstrap, f"bench-rebal-{run_id}"))
+                results.append(res)
+                log(f"{protocol}: {_run_line(res)}")
+    text = "\n\n".join(_run_text(res) for res in results) + "\n\n" + _distribution(results)
+    print(f"\nRebalance pause, streamlet, 2 -> 3 clients at {args.rate:.0f} lines/s:\n{text}")
+    path = common.write_result(
+        "rebalance", {"runs": results, "table": text, "command": " ".join(["bench/rebalance.py", *sys.argv[1:]])}
+    )
+    log(f"wrote {path}")
+    return 0 if all(r["counts_ok"] for r in results) else 1
+
+
+def _staying_gap(res: dict[str, Any]) -> float | None:
+    """The longest gap after the join of a task that kept its owner (None: every task moved)."""
+    return max((t["max_gap_after_join_s"] or 0 for t in res["per_task"] if t["stayed"]), default=None)
+
+
+def _moved_gap(res: dict[str, Any]) -> float | None:
+    return max((t["max_gap_after_join_s"] or 0 for t in res["per_task"] if not t["stayed"]), default=None)
+
+
+def _run_line(res: dict[str, Any]) -> str:
+    return (
+        f"longest gap after the join of a task that stayed {_staying_gap(res)} s, of one that moved "
+        f"{_moved_gap(res)} s (baseline "
+        f"{max(t['baseline_max_gap_s'] for t in res['per_task'])} s), {res['rebalances_after_join']} rebalances, "
+        f"counts {'match' if res['counts_ok'] else 'DO NOT match'}"
+    )
+
+
+def _run_text(res: dict[str, Any]) -> str:
     rows = [
-        [t["task"], t["baseline_max_gap_s"], t["max_gap_after_join_s"], t["gap_starts_after_join_s"]]
+        [t["task"], "stayed" if t["stayed"] else "moved", t["baseline_max_gap_s"], t["max_gap_after_join_s"],
+         t["gap_starts_after_join_s"]]
         for t in res["per_task"]
-    ]
-    text = common.table(
-        ["task (output partition)", "max gap before join s", "max gap after join s", "gap began s after join"], rows
+    ]  # fmt: skip
+    text = f"{res['protocol']}:\n" + common.table(
+        ["task (output partition)", "owner", "max gap before join s", "max gap after join s", "gap began s after join"],
+        rows,
     )
     nc = res["new_client"]
     running = nc["first_stateful_task_running_s"]
-    text += (
-        f"\n\nnew client: active tasks [{nc['final_active']}] {nc['first_active_assignment_s']} s after its "
+    return text + (
+        f"\nnew client: active tasks [{nc['final_active']}] {nc['first_active_assignment_s']} s after its "
         f"launch (processing from then), standby/warm-up [{nc['final_standby']}]; a stateful task restored and "
         f"RUNNING on it: {f'{running} s' if running else 'none within the window'} (stateful tasks may move "
-        f"after warm-up at the next probing rebalance, probing_rebalance_interval_ms default 600 s). Final counts "
+        f"after warm-up at the next probing rebalance, probing_rebalance_interval_ms default 600 s). "
+        f"{res['rebalances_after_join']} rebalances after the join. Final counts "
         f"{'match' if res['counts_ok'] else 'DO NOT match'} the input ({res['words_produced']:,} words)."
     )
-    print(f"\nRebalance pause, streamlet, 2 -> 3 clients at {args.rate:.0f} lines/s:\n{text}")
-    path = common.write_result(
-        "rebalance", {**res, "table": text, "command": " ".join(["bench/rebalance.py", *sys.argv[1:]])}
-    )
-    log(f"wrote {path}")
-    return 0
+
+
+def _distribution(results: list[dict[str, Any]]) -> str:
+    rows = []
+    for protocol in dict.fromkeys(r["protocol"] for r in results):
+        runs = [r for r in results if r["protocol"] == protocol]
+        staying = [g for g in map(_staying_gap, runs) if g is not None]
+        moved = [g for g in map(_moved_gap, runs) if g is not None]
+        counts = [r["rebalances_after_join"] for r in runs]
+        rows.append(
+            [protocol, len(runs), _median(staying), max(staying, default=None), _median(moved),
+             max(moved, default=None), statistics.median(counts), max(counts), sum(r["counts_ok"] for r in runs)]
+        )  # fmt: skip
+    return common.table(
+        ["protocol", "runs", "staying tasks' longest gap median s", "worst s", "moved tasks' longest gap median s",
+         "worst s", "rebalances median", "max", "runs with exact counts"],
+        rows,
+    )  # fmt: skip
+
+
+def _median(values: list[float]) -> float | None:
+    return round(statistics.median(values), 2) if values else None
 
 
 if __name__ == "__main__":

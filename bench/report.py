@@ -81,7 +81,7 @@ def build() -> str:
     if rb:
         parts.append(
             f"### Rebalance pause (streamlet, 2 -> 3 clients){_when(rb)}\n\n`{rb['command']}`: "
-            f"{rb['rate_lines_per_s']:.0f} lines/s, cache off.\n\n" + rb["table"]
+            f"{(rb.get('runs') or [rb])[0]['rate_lines_per_s']:.0f} lines/s, cache off.\n\n" + rb["table"]
         )
     mg = load("migration")
     if mg:

@@ -13,7 +13,7 @@ from typing import Any
 from streamlet.errors import TopologyError
 from streamlet.runtime.processor_graph import TaskContext
 
-__all__ = ["AgentError", "current_context", "record_value", "run_inline", "task_context"]
+__all__ = ["AgentError", "current_context", "record_value", "run_inline", "table_store", "task_context"]
 
 task_context: contextvars.ContextVar[TaskContext | None] = contextvars.ContextVar("streamlet_task", default=None)
 #: the value the agent is processing (what a windowed table's `relative_to_field` reads)
@@ -30,6 +30,18 @@ def current_context(what: str) -> TaskContext:
     if ctx is None:
         raise AgentError(f"{what} can only be used inside an agent while it processes a record")
     return ctx
+
+
+def table_store(ctx: TaskContext, name: str) -> Any:
+    """The task's store of table `name`, or an error saying how to give the task that store (a task has the
+    stores of its agents' `tables=[...]` only; `agent_references` checks what it can when the topology is built)."""
+    try:
+        return ctx.get_state_store(name)
+    except KeyError:
+        raise AgentError(
+            f"table {name!r} is not a table of the agent using it: add it to the agent's "
+            f"@app.agent(topic, tables=[...]), so that its tasks get the table's store"
+        ) from None
 
 
 def run_inline(result: Any, what: str) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Generator, Iterable
 from typing import Any
 
 from streamlet.agent_joins import Seconds, check_joinable, global_ktable, join_windows, pair, table_key_selector
-from streamlet.errors import TopologyError
+from streamlet.errors import StreamletError, TopologyError
 from streamlet.global_tables import GlobalTable
 from streamlet.join_windows import JoinWindows, StreamJoined
 from streamlet.models import FieldDescriptor
@@ -39,6 +39,40 @@ class NextRecord:
     def __await__(self) -> Generator[object, Any, Any]:
         item = yield NEXT
         return item
+
+
+class GroupByError(StreamletError):
+    """An agent's `group_by` could not compute a record's new key. It is a processing error: the
+    `processing_exception_handler` stops the task (`fail`) or skips the record (`log_and_continue`,
+    `dead_letter`), and the message names the agent and its `group_by`, not the generated processor."""
+
+
+def group_key_selector(key_fn: Callable[[Any], Any], where: str) -> Callable[[Any], Any]:
+    """`key_fn` for a `group_by`, raising `GroupByError` naming `where` (the agent and its group_by).
+
+    A null value (a tombstone, or a record the producer sent without a value) has no field to group by. Faust
+    raises on it inside the agent; Kafka Streams' `selectKey` calls the selector with it too. Dropping it
+    silently would lose records unnoticed, so it is a processing error with the fix in the message.
+    """
+    name = key_fn.name if isinstance(key_fn, FieldDescriptor) else ""
+    field = f"{key_fn.model.__name__}.{name}" if isinstance(key_fn, FieldDescriptor) else None
+    label = field or getattr(key_fn, "__qualname__", repr(key_fn))
+
+    def select(value: Any) -> Any:
+        if value is None and field is not None:
+            raise GroupByError(
+                f"{where} ({field}): the record's value is null, so it has no field {name!r} to group by; "
+                "drop null values before the group_by (stream.filter(lambda v: v is not None)), or set "
+                "processing_exception_handler='log_and_continue' to skip such records"
+            )
+        try:
+            return key_fn(value)
+        except Exception as exc:
+            shown = repr(value)
+            shown = shown if len(shown) <= 200 else shown[:200] + "..."
+            raise GroupByError(f"{where}: its key function {label} raised {exc!r} on the value {shown}") from exc
+
+    return select
 
 
 class AgentStream:
@@ -137,8 +171,9 @@ class AgentStream:
         values = declared_serde(value_serde, self._value.type, f"{where} value_serde")
         if values is None:
             values = self._value.serde if self._value.serde is not None else JsonSerde()
+        select = group_key_selector(key_fn, where)
         nxt = self._then(
-            lambda ks: ks.select_key(lambda _k, v: key_fn(v)).repartition(name, key_serde=keys, value_serde=values),
+            lambda ks: ks.select_key(lambda _k, v: select(v)).repartition(name, key_serde=keys, value_serde=values),
             Carried(keys, key_type),
             Carried(values, self._value.type),
         )

@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from streamlet.agent_context import AgentError, record_value, run_inline, task_context
+from streamlet.agent_references import check_declared_tables, output_topics
 from streamlet.agent_stream import NEXT, AgentStream, NextRecord
 from streamlet.channels import Channel
 from streamlet.global_tables import GlobalTable
@@ -186,6 +187,16 @@ def _first_step(generator: Any) -> Any:
         sys.set_asyncgen_hooks(*hooks)
 
 
+def agent_output_topics(agents: Iterable[Agent]) -> dict[str, list[str]]:
+    """Topic -> the agents that may write it (their code's topic references and their sinks): the client
+    checks at start-up that these exist."""
+    out: dict[str, list[str]] = {}
+    for agent in agents:
+        for topic in output_topics(agent.fn, agent.sinks):
+            out.setdefault(topic, []).append(f"agent {agent.name}")
+    return out
+
+
 def compile_agents(builder: StreamsBuilder, agents: Iterable[Agent]) -> None:
     """Add every agent's pipeline and processor node to `builder`.
 
@@ -211,6 +222,7 @@ def compile_agents(builder: StreamsBuilder, agents: Iterable[Agent]) -> None:
                 )
             return kstream
 
+        check_declared_tables(agent.name, agent.fn, agent.tables)
         kstream = source_of(topic)
         recorder: list[AgentStream] = []
         # undeclared keys are not known to be bytes (group_by then picks str); undeclared values are bytes
@@ -235,7 +247,7 @@ def compile_agents(builder: StreamsBuilder, agents: Iterable[Agent]) -> None:
             builder.add_store(table.name, table.key_serde, table.value_serde, windows=table.windows)
             stores.append(table.name)
             if isinstance(table, Table) and table.closer is not None:
-                builder.add_store(table.closer.store_name, "bytes", "bytes")
+                builder.add_store(table.closer.store_name, "bytes", "bytes", queryable=False)
                 stores.append(table.closer.store_name)
         final._kstream.process(_agent_processor_factory(agent), stores=stores)
 

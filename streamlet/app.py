@@ -302,7 +302,11 @@ class App:
         ]
         config = self.config(**overrides)
         return KafkaStreams(
-            self.topology(config.topology_optimization), config, restore_listener=restore_listener, owned_topics=owned
+            self.topology(config.topology_optimization),
+            config,
+            restore_listener=restore_listener,
+            owned_topics=owned,
+            output_topics=agents.agent_output_topics(self._agents),
         )
 
     def cleanup(self, **overrides: Any) -> None:

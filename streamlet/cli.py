@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
+import importlib.util
 import logging
 import os
 import sys
@@ -21,6 +22,7 @@ from streamlet.config import (
     default_bootstrap_servers,
     parse_setting,
 )
+from streamlet.console_keys import KEY_SERDE_HELP, console_key_serde, format_key
 from streamlet.errors import ConfigError, StreamletError
 from streamlet.logging_utils import install_repeat_filter
 
@@ -49,16 +51,24 @@ class AppLike(Protocol):
 def _broker(args: argparse.Namespace) -> int:
     from streamlet.kafka.broker import LocalBroker
 
-    broker = LocalBroker(args.dir, port=args.port)
+    default_port = int(DEFAULT_BOOTSTRAP_SERVERS.rpartition(":")[2])
+    broker = LocalBroker(args.dir, port=args.port, preferred_port=default_port)
     if args.action == "start":
         began = time.monotonic()
         status = broker.start(timeout=args.timeout)
-        print(status.bootstrap_servers)
+        # stdout is one shell line, so `eval "$(streamlet broker start)"` points this shell's clients at it
+        print(f"export {ENVIRONMENT_VARIABLES['bootstrap_servers']}={status.bootstrap_servers}")
         print(
             f"broker pid {status.pid}, Kafka {status.kafka_version}, ready in {time.monotonic() - began:.1f}s; "
             f"log {status.log_file}",
             file=sys.stderr,
         )
+        if status.bootstrap_servers != DEFAULT_BOOTSTRAP_SERVERS:
+            print(
+                f"clients default to {DEFAULT_BOOTSTRAP_SERVERS}, and this broker listens on "
+                f"{status.bootstrap_servers}: run the export line above (or eval this command's output)",
+                file=sys.stderr,
+            )
         return 0
     if args.action == "status":
         current = broker.status()
@@ -74,20 +84,47 @@ def _broker(args: argparse.Namespace) -> int:
 
 
 def load_target(spec: str) -> Any:
-    """`package.module:attribute` -> the object (an App, a Topology, or a callable returning one)."""
-    module_name, _, attribute = spec.partition(":")
+    """`package.module:attribute` or `path/to/file.py:attribute` -> the object (an App, a Topology, or a callable
+    returning one). A file is what Faust users and `python app.py` users have at hand, so both spellings work."""
+    module_name, _, attribute = spec.rpartition(":")
     if not module_name or not attribute:
-        raise StreamletError(f"expected MODULE:ATTRIBUTE (e.g. examples.wordcount.app:app), got {spec!r}")
-    sys.path.insert(0, os.getcwd())
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise StreamletError(f"cannot import {module_name!r}: {exc}") from exc
+        raise StreamletError(
+            f"expected MODULE:ATTRIBUTE or FILE.py:ATTRIBUTE (e.g. examples.wordcount.app:app or "
+            f"examples/wordcount/app.py:app), got {spec!r}"
+        )
+    if module_name.endswith(".py") or os.sep in module_name:
+        module = _module_from_file(module_name)
+    else:
+        sys.path.insert(0, os.getcwd())
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise StreamletError(f"cannot import {module_name!r}: {exc}") from exc
     try:
         target = getattr(module, attribute)
     except AttributeError:
         raise StreamletError(f"module {module_name!r} has no attribute {attribute!r}") from None
     return target
+
+
+def _module_from_file(path: str) -> Any:
+    """Import a Python file as a module named after it, with its directory on sys.path (for its own imports)."""
+    file = os.path.abspath(path)
+    if not os.path.isfile(file):
+        raise StreamletError(f"no such file: {path!r} (a worker target is MODULE:ATTRIBUTE or FILE.py:ATTRIBUTE)")
+    name = os.path.splitext(os.path.basename(file))[0]
+    spec = importlib.util.spec_from_file_location(name, file)
+    if spec is None or spec.loader is None:
+        raise StreamletError(f"cannot load {path!r} as a Python module (a worker target file must end in .py)")
+    sys.path.insert(0, os.path.dirname(file))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except ImportError as exc:
+        del sys.modules[name]
+        raise StreamletError(f"cannot import {path!r}: {exc}") from exc
+    return module
 
 
 def _app_of(spec: str, application_id: str | None) -> AppLike:
@@ -280,7 +317,11 @@ def _consume(args: argparse.Namespace) -> int:
 
     from streamlet.serdes import serde_from_name
 
-    key_serde, value_serde = serde_from_name(args.key_serde), serde_from_name(args.value_serde)
+    key_serde = console_key_serde(args.key_serde, args.window_size)
+    try:
+        value_serde = serde_from_name(args.value_serde)
+    except ValueError as exc:
+        raise StreamletError(f"--value-serde: {exc}") from None
 
     async def run() -> None:
         consumer = AIOKafkaConsumer(
@@ -299,7 +340,7 @@ def _consume(args: argparse.Namespace) -> int:
                     break
                 for records in batch.values():
                     for r in records:
-                        key = key_serde.deserialize(args.topic, r.key)
+                        key = format_key(key_serde.deserialize(args.topic, r.key))
                         value = value_serde.deserialize(args.topic, r.value)
                         print(f"{key}{args.separator}{value}")
                         seen += 1
@@ -415,7 +456,9 @@ def build_parser() -> argparse.ArgumentParser:
     broker.add_argument(
         "--dir", default=None, help="broker directory (default $STREAMLET_BROKER_DIR or ~/.cache/streamlet/broker)"
     )
-    broker.add_argument("--port", type=int, default=None, help="listener port (default: a free port)")
+    broker.add_argument(
+        "--port", type=int, default=None, help="listener port (default: 9092 when free, else a free port)"
+    )
     broker.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the broker to answer")
     broker.set_defaults(handler=_broker)
 
@@ -440,7 +483,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     consume = sub.add_parser("consume", help="print a topic's records from the beginning until it is idle")
     consume.add_argument("topic")
-    consume.add_argument("--key-serde", default="str")
+    consume.add_argument("--key-serde", default="str", help=KEY_SERDE_HELP)
+    consume.add_argument(
+        "--window-size", default=None, help="with --key-serde windowed:INNER: the windows' size (60000, 60s, 5m, 1h)"
+    )
     consume.add_argument("--value-serde", default="str")
     consume.add_argument("--separator", default="\t")
     consume.add_argument("--idle-timeout", type=float, default=3.0, help="stop after this many idle seconds")

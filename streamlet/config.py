@@ -202,14 +202,39 @@ class StreamsConfig:
         for raw_key, value in values.items():
             key = config_key(raw_key)
             if key not in known:
-                hint = difflib.get_close_matches(key, sorted(known), n=1)
-                suffix = f" (did you mean {hint[0]!r}?)" if hint else ""
-                raise ConfigError(f"unknown config {raw_key!r}{suffix}")
+                raise ConfigError(f"unknown config {raw_key!r}{_unknown_config_hint(key, known)}")
             kwargs[key] = value
         return cls(**kwargs)
 
     def replace(self, **changes: Any) -> StreamsConfig:
         return dataclasses.replace(self, **changes)
+
+
+# Faust's App settings a Faust user types first, and streamlet's name for each. A name Faust shares with no
+# StreamsConfig field would get a misleading close match from difflib (or none): these hints come first.
+FAUST_SETTINGS: Mapping[str, str] = {
+    "broker": "bootstrap_servers (a host:port list, without Faust's kafka:// prefix)",
+    "id": "application_id (App's first argument)",
+    "datadir": "state_dir",
+    "tabledir": "state_dir",
+    "table_standby_replicas": "num_standby_replicas",
+    "broker_commit_interval": "commit_interval_ms (milliseconds, not Faust's seconds)",
+    "broker_session_timeout": "session_timeout_ms (milliseconds)",
+    "broker_heartbeat_interval": "heartbeat_interval_ms (milliseconds)",
+    "broker_max_poll_records": "max_poll_records",
+    "broker_max_poll_interval": "max_poll_interval_ms (milliseconds)",
+    "web_bind": "web_host",
+    "topic_replication_factor": "replication_factor",
+    "store": "nothing: tables are always in RocksDB under state_dir (drop store=)",
+}
+
+
+def _unknown_config_hint(key: str, known: set[str]) -> str:
+    """' (did you mean ...?)' for an unknown setting: Faust's name for it, else the closest StreamsConfig field."""
+    if key in FAUST_SETTINGS:
+        return f" (Faust's {key!r}: in streamlet, use {FAUST_SETTINGS[key]})"
+    hint = difflib.get_close_matches(key, sorted(known), n=1)
+    return f" (did you mean {hint[0]!r}?)" if hint else ""
 
 
 def config_key(raw: str) -> str:

@@ -14,7 +14,7 @@ class TopologyError(StreamletError):
 
 
 class MissingTopicError(StreamletError):
-    """A source topic the topology reads does not exist."""
+    """A topic the application reads or writes does not exist (streamlet creates only its internal topics)."""
 
 
 class SerializationError(StreamletError):

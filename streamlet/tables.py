@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from streamlet.agent_context import current_context
+from streamlet.agent_context import current_context, table_store
 from streamlet.errors import SerializationError, TopologyError
 from streamlet.serdes import Serde, SerdeLike, resolve_serde
 from streamlet.task_id import TaskId
@@ -99,7 +99,7 @@ class Table:
 
     def _store(self) -> Any:
         self._check_plain()
-        return current_context(f"table {self.name}").get_state_store(self.name)
+        return table_store(current_context(f"table {self.name}"), self.name)
 
     def _check_plain(self) -> None:
         if self.windows is not None:
@@ -162,7 +162,7 @@ class Table:
         self._check_plain()
         ctx = current_context(f"table {self.name}")
         local = getattr(ctx, "local_stores", None)
-        return [ctx.get_state_store(self.name)] if local is None else local(self.name)
+        return [table_store(ctx, self.name)] if local is None else local(self.name)
 
     def _raw_items(self) -> Iterator[tuple[bytes, bytes]]:
         for store in self._local_stores():

@@ -2,8 +2,10 @@
 
 Endpoints (JSON):
 
-* `GET /stores/<store>/<key>`: the key's value, read here if this client's active task owns the key's
-  partition, else forwarded once to the owner's `application_server` (the owner answers for itself);
+* `GET /stores/<store>/<key>`: the key's value (a window or session store's: its windows, `?at=T` those
+  holding event time T, `?from=A&to=B` those in a time range, in epoch ms), read here if this client's
+  active task owns the key's partition, else forwarded once to the owner's `application_server` (the
+  owner answers for itself);
   `?max_standby_lag=N` lets a local standby at most N changelog records behind answer (KIP-535);
 * `GET /metadata`, `GET /metadata/<store>`, `GET /metadata/<store>/<key>`: which host runs which tasks,
   which hosts have a store, which host owns a key (Kafka Streams' `metadataForAllStreamsClients`,
@@ -50,9 +52,11 @@ from streamlet.runtime.queries import (
     StreamsMetadataState,
     UnknownStoreError,
 )
+from streamlet.runtime.window_queries import MAX_TIME, ReadOnlySessionStore, ReadOnlyWindowStore
 from streamlet.serdes import BytesSerde, IntegerSerde, JsonSerde, LongSerde, Serde, StringSerde
 from streamlet.status import GroupEvents
 from streamlet.task_id import TaskId
+from streamlet.windows import Windowed
 
 __all__ = ["FORWARDED_HEADER", "Page", "QueryClient", "Web", "WebServer"]
 
@@ -170,13 +174,19 @@ class WebServer:
         store = self._client.store(name, max_standby_lag=None if lag is None else int(lag))
         key = parse_key(store_key_serde(self._client.metadata_state, name), raw_key)
         raw = store.serialize_key(key)
-        value = store.get(key)
         body = {
             "store": name,
             "key": key,
             "partition": self._client.metadata_state.partition_for(name, raw),
             "host": self.local_host,
         }
+        if isinstance(store, ReadOnlyWindowStore | ReadOnlySessionStore):
+            windows = [
+                {"start": w.window.start, "end": w.window.end, "value": v}
+                for w, v in _windowed_query(store, key, request.query)
+            ]
+            return self._web.json({**body, "windows": windows}, status=200 if windows else 404)
+        value = store.get(key)
         if value is None:
             return self._web.json({**body, "error": "not_found"}, status=404)
         return self._web.json({**body, "value": value})
@@ -318,6 +328,40 @@ class QueryContext:
 
     def send(self, *args: Any, **kwargs: Any) -> None:
         raise AgentError("a web page cannot send records; send from an agent")
+
+
+def _windowed_query(
+    store: ReadOnlyWindowStore | ReadOnlySessionStore, key: Any, query: Mapping[str, str]
+) -> list[tuple[Windowed, Any]]:
+    """A windowed store's answer for `key` and the request's time parameters, in epoch milliseconds.
+
+    Window stores: `?at=T`, the windows holding event time T; `?from=A&to=B`, those starting in [A, B]; neither,
+    every live window. Session stores: `?from=A&to=B`, the sessions overlapping [A, B]; none, every session.
+    """
+    times = {name: _millis(query, name) for name in ("at", "from", "to")}
+    if isinstance(store, ReadOnlySessionStore):
+        if times["at"] is not None:
+            return store.find_sessions(key, times["at"], times["at"])
+        return store.find_sessions(key, times["from"] or 0, _or_max(times["to"]))
+    if times["at"] is not None:
+        if times["from"] is not None or times["to"] is not None:
+            raise ValueError("give either at=T or from=A&to=B, not both")
+        return store.windows_at(key, times["at"])
+    return store.fetch_range(key, times["from"] or 0, _or_max(times["to"]))
+
+
+def _millis(query: Mapping[str, str], name: str) -> int | None:
+    raw = query.get(name)
+    if raw is None:
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"{name}={raw!r}: expected a time in epoch milliseconds") from None
+
+
+def _or_max(value: int | None) -> int:
+    return MAX_TIME if value is None else value
 
 
 def store_key_serde(state: StreamsMetadataState, name: str) -> Serde:

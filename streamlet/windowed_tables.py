@@ -1,7 +1,8 @@
 """Faust's windowed tables: `app.Table(...).tumbling(size, expires=...)` / `.hopping(size, step, expires=...)`.
 
 `table[key]` is a `WindowSet`: `table[key] += 1` updates every window the record falls in (one when tumbling,
-`size / step` when hopping), and `.current()`, `.now()`, `.delta(d)`, `.value()` read one window, as in Faust:
+`size / step` when hopping), and `.current()`, `.now()`, `.delta(d)`, `.value()` read one window, as in Faust,
+and `.at(t)` the window of event time `t` (streamlet's: what a web page, which has no record, reads by):
 
 * `current()`: the latest window holding the current record's timestamp;
 * `delta(d)`: the latest window holding the record's timestamp minus `d` seconds (the window `d` ago);
@@ -30,7 +31,7 @@ from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from streamlet.agent_context import current_context, record_value
+from streamlet.agent_context import current_context, record_value, table_store
 from streamlet.errors import TopologyError
 from streamlet.runtime.processor_graph import TaskContext
 from streamlet.serdes import Serde
@@ -94,7 +95,7 @@ def _partition_now(ctx: TaskContext, wrapper: WindowWrapper) -> int:
     table = wrapper.table
     windows = table.windows
     assert windows is not None
-    newest = max(table.latest_window.get(ctx.task_id, -1), _observed_window_start(ctx.get_state_store(table.name)))
+    newest = max(table.latest_window.get(ctx.task_id, -1), _observed_window_start(table_store(ctx, table.name)))
     if newest < 0:  # nothing written yet: the current record's newest window
         return record_timestamp(ctx)
     return newest + windows.size_ms - 1
@@ -161,14 +162,14 @@ class WindowWrapper:
         if isinstance(value, WindowSet):
             return  # the in-place operator already wrote its windows
         ctx = self._context()
-        store, raw_key = ctx.get_state_store(self.name), self._key(key)
+        store, raw_key = table_store(ctx, self.name), self._key(key)
         for window in self.windows.windows_for(self.relative_time(ctx)):
             self._put(ctx, store, raw_key, window, value)
 
     def __delitem__(self, key: Any) -> None:
         """Delete the key's windows of the relative time (tombstones in the changelog)."""
         ctx = self._context()
-        store, raw_key = ctx.get_state_store(self.name), self._key(key)
+        store, raw_key = table_store(ctx, self.name), self._key(key)
         for window in self.windows.windows_for(self.relative_time(ctx)):
             store.delete(window_key_schema.to_store_key(raw_key, window.start))
 
@@ -204,7 +205,7 @@ class WindowWrapper:
     def _read(self, key: Any, timestamp: Callable[[TaskContext], int], pick: Callable[[list[TimeWindow]], Any]) -> Any:
         ctx = self._context()
         windows = self.windows.windows_for(timestamp(ctx))
-        return self._get(ctx.get_state_store(self.name), self._key(key), pick(windows) if windows else None, key)
+        return self._get(table_store(ctx, self.name), self._key(key), pick(windows) if windows else None, key)
 
     # ---- every key of the partitions this worker runs (Faust's windowed keys/items/values views) --------------
 
@@ -228,7 +229,7 @@ class WindowWrapper:
         those holding `time_of(ctx, store)`."""
         ctx = self._context()
         local = getattr(ctx, "local_stores", None)
-        stores: list[Any] = [ctx.get_state_store(self.name)] if local is None else local(self.name)
+        stores: list[Any] = [table_store(ctx, self.name)] if local is None else local(self.name)
         key_de = self.table.key_serde.deserialize
         for store in stores:
             windows = self.windows.windows_for(time_of(ctx, store))
@@ -272,6 +273,11 @@ class WindowedView:
         ms = to_ms(d, f"table {self.wrapper.name}: delta")
         return self._shaped(self.wrapper._items(lambda ctx, store: record_timestamp(ctx) - ms, _latest))
 
+    def at(self, time: float | datetime) -> Iterator[Any]:
+        """In the latest window holding event time `time` (seconds since the epoch, or a datetime)."""
+        ms = to_ms(time, f"table {self.wrapper.name}: at")
+        return self._shaped(self.wrapper._items(lambda ctx, store: ms, _latest))
+
     def _shaped(self, items: Iterator[tuple[Any, Any]]) -> Iterator[Any]:
         shape = self._shape
         return (shape(key, value) for key, value in items)
@@ -312,7 +318,7 @@ class WindowSet:
         """`window = op(window, value)` in every window of the wrapper's relative time."""
         wrapper = self.wrapper
         ctx = wrapper._context()
-        store, raw_key = ctx.get_state_store(wrapper.name), wrapper._key(self.key)
+        store, raw_key = table_store(ctx, wrapper.name), wrapper._key(self.key)
         for window in wrapper.windows.windows_for(wrapper.relative_time(ctx)):
             wrapper._put(ctx, store, raw_key, window, op(wrapper._get(store, raw_key, window, self.key), value))
         return self
@@ -334,6 +340,14 @@ class WindowSet:
         """The latest window of the current record's timestamp minus `d` seconds."""
         ms = to_ms(d, f"table {self.wrapper.name}: delta")
         return self.wrapper._read(self.key, lambda ctx: record_timestamp(ctx) - ms, _latest)
+
+    def at(self, time: float | datetime) -> Any:
+        """The latest window holding event time `time` (seconds since the epoch, or a datetime).
+
+        In a web page there is no record, so `current()` and `value()` read the wall clock's window; this
+        reads the window of any event time, e.g. one a request names, as long as the table still keeps it."""
+        ms = to_ms(time, f"table {self.wrapper.name}: at")
+        return self.wrapper._read(self.key, lambda ctx: ms, _latest)
 
     def __iadd__(self, other: Any) -> WindowSet:
         return self.apply(operator.add, other)

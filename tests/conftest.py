@@ -19,6 +19,7 @@ def bootstrap_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
         return
     from streamlet.kafka.broker import LocalBroker
 
+    # no preferred_port: any free port, not 9092, which a developer's own `streamlet broker start` takes
     broker = LocalBroker(tmp_path_factory.mktemp("kafka-broker"), die_with_parent=True)
     status = broker.start()
     try:

@@ -30,7 +30,7 @@ from streamlet.task_id import TaskId
 HISTORY_VERSION = 1
 EVENT_TYPE = "streamlet.assignment"
 #: Why a rebalance happened, as far as the leader can tell (see `infer_trigger`).
-TRIGGERS = ("join", "leave", "probing", "metadata", "unknown")
+TRIGGERS = ("join", "leave", "probing", "revocation", "metadata", "unknown")
 
 
 def assignment_history_topic(application_id: str) -> str:
@@ -45,6 +45,8 @@ class ThreadTasks:
     member_id: str
     active: Sequence[TaskId]
     standby: Sequence[TaskId]
+    #: cooperative rebalancing: tasks withheld this round until their previous owner revokes them
+    pending_revocation: Sequence[TaskId] = ()
 
 
 def _names(tasks: Sequence[TaskId] | set[TaskId] | frozenset[TaskId]) -> list[str]:
@@ -90,8 +92,9 @@ def infer_trigger(
     """(trigger, joined process ids, left process ids) from the previous event this leader wrote.
 
     The group protocol does not tell the leader why members rejoined, so the trigger is inferred: a new
-    client or more threads is a join, a missing client or fewer threads a leave, a due follow-up of the
-    previous round is probing, anything else (e.g. a topic's partitions changed) is metadata. Without a
+    client or more threads is a join, a missing client or fewer threads a leave, the immediate follow-up of a
+    round that withheld tasks (cooperative rebalancing) is revocation, a due follow-up of the previous round is
+    probing, anything else (e.g. a topic's partitions changed) is metadata. Without a
     previous event (this client just became leader) a client reporting no tasks at all counts as a join,
     otherwise the trigger is unknown.
     """
@@ -110,6 +113,8 @@ def infer_trigger(
         return "join", joined, left
     if left or any(current[p] < before[p] for p in current if p in before):
         return "leave", joined, left
+    if any(t.get("pending_revocation") for c in previous.get("clients", []) for t in c.get("threads", [])):
+        return "revocation", [], []
     deadline = previous.get("followup_deadline_ms")
     if previous.get("followup_scheduled") and isinstance(deadline, int) and now_ms >= deadline:
         return "probing", [], []
@@ -167,7 +172,12 @@ def build_assignment_event(
                 "standby": _names([t for t in standby if t not in warmups[pid]]),
                 "warmup": _names(warmups[pid]),
                 "threads": [
-                    {"member_id": t.member_id, "active": _names(t.active), "standby": _names(t.standby)}
+                    {
+                        "member_id": t.member_id,
+                        "active": _names(t.active),
+                        "standby": _names(t.standby),
+                        "pending_revocation": _names(t.pending_revocation),
+                    }
                     for t in threads.get(pid, ())
                 ],
                 "previous_active": _names(state.previous_active_tasks),

@@ -223,7 +223,10 @@ class StreamsPartitionAssignor:
                     )
             deadline = client_assignment.followup_rebalance_deadline if client_assignment else None
             times = followup_rebalance_times(members, {m: this_round[m].pending_revocation for m in members}, deadline)
-            threads[pid] = [ThreadTasks(m, this_round[m].active, this_round[m].standby) for m in members]
+            threads[pid] = [
+                ThreadTasks(m, this_round[m].active, this_round[m].standby, this_round[m].pending_revocation)
+                for m in members
+            ]
             for member in members:
                 tasks = this_round[member]
                 next_ms = NO_FOLLOWUP if times[member] == LONG_MAX else times[member]

@@ -14,8 +14,9 @@ Numbers, per run:
   a restore somewhere, or a warmup paying off);
 * skew: the most stateful active tasks one client held in any round, against the even share;
 * per client, from `metrics.jsonl` (the clients' metrics events) when the run collected it: records
-  processed, the time its tasks spent assigned but not RUNNING (restoring, waiting, rebalancing), and the
-  records and key + value bytes it restored (per move, they need the round windows: the Spark report).
+  processed (a client that joined and processed nothing is flagged: the run did not scale under load), the
+  time its tasks spent assigned but not RUNNING (restoring, waiting, rebalancing), and the records and
+  key + value bytes it restored (per move, they need the round windows: the Spark report).
 * rebalances per scale step: every rebalance from one membership change to the next (a cooperative
   handover's second round included), and the longest pause of a task that stayed on its client
   (`pauses`): what compares the two rebalance protocols (`protocols` lays the runs side by side).
@@ -171,8 +172,39 @@ def summarize(
     if metrics_lines is not None:
         summary.clients, problems = client_totals(metrics_lines, client_names(record))
         summary.problems += problems
+        summary.problems += [
+            f"client {name} joined (step {step}) but processed no record: the input had ended or it got no "
+            "active task, so this run shows no scaling under load"
+            for name, step in idle_joiners(record, summary.clients)
+        ]
         summary.staying = staying_pauses(metrics_lines, client_names(record))
     return summary
+
+
+def joiners(record: Mapping[str, Any] | None) -> dict[str, int]:
+    """Clients an `add` or `replace` step started (name -> step index), from run.json's step and client times."""
+    steps = (record or {}).get("steps", [])
+    clients = (record or {}).get("clients", {})
+    if not isinstance(steps, list) or not isinstance(clients, Mapping):
+        return {}
+    out: dict[str, int] = {}
+    for name, info in clients.items():
+        started = info.get("started_at") if isinstance(info, Mapping) else None
+        if not isinstance(started, (int, float)):
+            continue
+        for step in steps:
+            if not isinstance(step, Mapping) or step.get("action") not in ("add", "replace"):
+                continue
+            began, ended = step.get("started_at"), step.get("ended_at")
+            if isinstance(began, (int, float)) and began <= started and (ended is None or started <= ended):
+                out[str(name)] = int(step.get("index", 0))
+    return out
+
+
+def idle_joiners(record: Mapping[str, Any] | None, clients: Sequence[ClientTotals]) -> list[tuple[str, int]]:
+    """The joining clients (name, step) that processed nothing: a scale-out with nothing to scale."""
+    processed = {c.name: c.records_processed for c in clients}
+    return [(name, step) for name, step in sorted(joiners(record).items()) if processed.get(name, 0) == 0]
 
 
 def _summarize_rounds(label: str, record: Mapping[str, Any] | None, lines: Sequence[str] | None) -> RunSummary:
@@ -407,6 +439,9 @@ def metrics_table(summary: RunSummary) -> dict[str, str]:
         "records processed (all clients)": "-"
         if summary.clients is None
         else str(sum(c.records_processed for c in summary.clients)),
+        "joining clients that processed nothing": "-"
+        if summary.clients is None
+        else ", ".join(name for name, _ in idle_joiners(record, summary.clients)) or "none",
         "time tasks not RUNNING (all clients)": "-"
         if summary.clients is None
         else f"{sum(c.total_not_running_s for c in summary.clients):.1f}s",

@@ -43,7 +43,7 @@ from streamlet.assignment.history import assignment_history_topic
 from streamlet.cli import load_target
 from streamlet.errors import StreamletError
 from streamlet.experiments.inputs import count_differences, decode_count, expected_counts, input_lines
-from streamlet.experiments.scenario import Scenario, ScenarioError, Step, config_text
+from streamlet.experiments.scenario import STOP_TIMEOUT_S, Scenario, ScenarioError, Step, config_text, load_problem
 from streamlet.kafka.broker import LocalBroker
 from streamlet.kafka.topics import InternalTopicManager, TopicSpec
 from streamlet.runtime.metrics_event import metrics_topic
@@ -51,7 +51,7 @@ from streamlet.runtime.metrics_event import metrics_topic
 log = logging.getLogger("streamlet.experiments")
 
 RUN_FORMAT_VERSION = 1
-_STOP_TIMEOUT = 60.0
+_STOP_TIMEOUT = STOP_TIMEOUT_S  # scenario.load_problem counts a stop at this
 _RUNNING_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) .*\] task (\d+_\d+) restored, now RUNNING", re.M)
 
 
@@ -238,6 +238,9 @@ class ExperimentRunner:
     async def run(self) -> RunRecord:
         """Run the scenario; returns the record (status "passed", "failed" or "interrupted")."""
         check_app(self.scenario.app.target, self.cwd)
+        problem = load_problem(self.scenario)
+        if problem:
+            log.warning("scenario %s: %s", self.scenario.name, problem)
         if self.run_dir.exists() and any(self.run_dir.iterdir()):
             raise ScenarioError(f"run directory {self.run_dir} is not empty: give a new one")
         self.run_dir.mkdir(parents=True, exist_ok=True)

@@ -167,6 +167,58 @@ class Scenario:
         return names
 
 
+#: Seconds of input a scenario must still produce after its last membership change, at the latest that change
+#: can happen: the group rebalances under load and a client that joined gets records to process.
+LOAD_AFTER_LAST_CHANGE_S = 10.0
+#: The longest a `stop` (or the stop in a `replace`) takes: SIGTERM, then SIGKILL after this many seconds.
+STOP_TIMEOUT_S = 60.0
+MEMBERSHIP_ACTIONS = ("start", "add", "stop", "replace")
+
+
+def step_max_seconds(step: Step) -> float:
+    """The longest `step` can take in a run that does not fail (a wait that times out fails the run)."""
+    if step.action in ("wait_stable", "wait_converged"):
+        return step.timeout
+    if step.action in ("stop", "replace"):
+        return STOP_TIMEOUT_S
+    if step.action in ("sleep", "pause"):
+        return step.seconds or 0.0
+    return 0.0
+
+
+def last_membership_change_s(scenario: Scenario) -> float:
+    """The latest time, in seconds from the start of the input, at which the last client joins or leaves."""
+    elapsed, last = 0.0, 0.0
+    for step in scenario.steps:
+        elapsed += step_max_seconds(step)
+        if step.action in MEMBERSHIP_ACTIONS:
+            last = elapsed
+    return last
+
+
+def load_problem(scenario: Scenario) -> str | None:
+    """Why the scenario may change its membership without load, or None.
+
+    A client that joins after the input has ended processes nothing, and the run then shows a rebalance, not
+    scaling. The input starts with the timeline and lasts `lines / rate` seconds; every wait is counted at its
+    timeout, so the check holds however fast the group settles. With `rate` steps the input's timing depends
+    on when they run, and the check gives no answer (None).
+    """
+    spec = scenario.input
+    if any(step.action == "rate" for step in scenario.steps) or spec.rate <= 0:
+        return None
+    input_s = spec.lines / spec.rate
+    needed_s = last_membership_change_s(scenario) + LOAD_AFTER_LAST_CHANGE_S
+    if input_s >= needed_s:
+        return None
+    return (
+        f"the input lasts {input_s:g}s ({spec.lines} lines at {spec.rate:g}/s), but the last client may join or "
+        f"leave {last_membership_change_s(scenario):g}s in (each wait at its timeout): produce at least "
+        f"{needed_s * spec.rate:.0f} lines, or shorten the timeouts, so the group changes under load "
+        f"for {LOAD_AFTER_LAST_CHANGE_S:g}s more"
+    )
+
+
 # action -> (required keys, optional keys), besides "action":
 #   start           clients = ["A", "B"] or a count (c1..cN); threads (default 2) - new clients, each with its
 #                   own state dir and a process id from [process_ids] (else a random one)

@@ -168,6 +168,18 @@ def _free_port(host: str) -> int:
         return int(sock.getsockname()[1])
 
 
+def choose_port(host: str, requested: int | None, preferred: int | None) -> int:
+    """The listener port: the one requested (taken or not: `start` reports a taken one), else `preferred`
+    when it is free, else any free port. `streamlet broker start` prefers 9092, the port clients default to,
+    so a fresh machine needs no STREAMLET_BOOTSTRAP_SERVERS; tests prefer none, so a developer's broker on
+    9092 never meets the test session's."""
+    if requested:
+        return requested
+    if preferred and _port_free(host, preferred):
+        return preferred
+    return _free_port(host)
+
+
 # --------------------------------------------------------------------------------------------------------
 # The broker
 
@@ -203,6 +215,7 @@ class LocalBroker:
         directory: Path | str | None = None,
         *,
         port: int | None = None,
+        preferred_port: int | None = None,
         host: str = "127.0.0.1",
         kafka_version: str = KAFKA_VERSION,
         heap: str = "512m",
@@ -215,6 +228,7 @@ class LocalBroker:
         self.die_with_parent = die_with_parent
         self.host = host
         self.requested_port = port
+        self.preferred_port = preferred_port  # used when free and no port is requested (see `choose_port`)
         self.kafka_version = kafka_version
         self.heap = heap
         self.overrides = dict(overrides or {})  # server.properties entries that replace the defaults
@@ -248,7 +262,7 @@ class LocalBroker:
             return running
         java = check_java()
         libs = kafka_libs(self.kafka_version)
-        port = self.requested_port or _free_port(self.host)
+        port = choose_port(self.host, self.requested_port, self.preferred_port)
         if not _port_free(self.host, port):
             raise BrokerError(f"port {port} on {self.host} is taken; choose another with --port or stop its owner")
         controller_port = _free_port(self.host)

@@ -80,10 +80,6 @@ class MainConsumer(RestoreConsumer, Protocol):
         """True once the coordinator has dropped this member (its partitions now belong to others)."""
         ...
 
-    def rebalance_in_progress(self) -> bool:
-        """True while this member's JoinGroup or SyncGroup is under way (the thread then does not commit)."""
-        ...
-
     def group_metadata(self) -> GroupMetadata:
         """Generation, member id and instance id: what a transactional offset commit is fenced by."""
         ...

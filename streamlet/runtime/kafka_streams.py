@@ -14,7 +14,7 @@ import logging
 import socket
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aiokafka.structs import TopicPartition
@@ -23,7 +23,7 @@ from streamlet.assignment.api import AssignmentConfigs
 from streamlet.assignment.history import assignment_history_topic
 from streamlet.assignment.registry import resolve_task_assignor
 from streamlet.config import StreamsConfig
-from streamlet.errors import StreamletError
+from streamlet.errors import MissingTopicError, StreamletError
 from streamlet.kafka.topics import InternalTopicManager, TopicSpec
 from streamlet.runtime.assignment_history import AssignmentHistoryWriter
 from streamlet.runtime.changelog_end_offsets import ChangelogEndOffsets
@@ -37,6 +37,7 @@ from streamlet.runtime.restore_listener import CompositeRestoreListener, Logging
 from streamlet.runtime.stream_thread import StreamThread
 from streamlet.runtime.task_creator import TaskCreator
 from streamlet.runtime.topology_metadata import TopologyMetadata
+from streamlet.runtime.window_queries import ReadOnlySessionStore, ReadOnlyWindowStore, store_view
 from streamlet.state import rocksdb_memory
 from streamlet.state.state_directory import StateDirectory
 from streamlet.topology import Topology
@@ -67,9 +68,12 @@ class KafkaStreams:
         restore_listener: StateRestoreListener | None = None,
         client_supplier: KafkaClientSupplier | None = None,
         owned_topics: Sequence[TopicSpec] = (),
+        output_topics: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         self.topology = topology
         self.owned_topics = tuple(owned_topics)  # user-level topics the app creates (Faust GlobalTables')
+        # user topics written outside the topology's sink nodes (an agent's sends), each with what writes it
+        self.output_topics = {topic: list(writers) for topic, writers in (output_topics or {}).items()}
         self.config = config
         self.topology_metadata = TopologyMetadata(topology, config.application_id)
         self.task_assignor = resolve_task_assignor(config.task_assignor)  # a bad name fails here, at start-up
@@ -215,7 +219,8 @@ class KafkaStreams:
                 self.topology.external_source_topics() + self.topology.global_topics()
             )
             self._source_partition_counts = dict(counts)
-            internal = self.topology_metadata.names.internal_topics(counts)
+            internal = self.topology_metadata.names.internal_topics(counts)  # checks co-partitioning first
+            await self._require_sink_topics(manager)  # before any internal topic is created
             await manager.ensure(TopicSpec(t.name, t.partitions or 1, t.config) for t in internal)
             if self.config.assignment_history:
                 # one partition keeps the history in order; time retention, never compaction (one key)
@@ -232,6 +237,23 @@ class KafkaStreams:
         ]
         sourced = self.topology_metadata.names.source_changelog_topics()  # user topics reused as changelogs
         return changelogs + [TopicPartition(t, p) for t in sorted(sourced) for p in range(counts[t])]
+
+    async def _require_sink_topics(self, manager: InternalTopicManager) -> None:
+        """Fail at start-up, naming each missing topic and what writes it, if a topic the topology's sinks or
+        the agents write does not exist: producing to it would only wait for metadata, record after record.
+        Topics chosen per record (a processor's `context.send`) are checked by the record collector instead."""
+        writers = self.topology.external_sink_topics()
+        for topic, names in self.output_topics.items():
+            writers.setdefault(topic, []).extend(names)
+        existing = await manager.partition_counts(sorted(writers))
+        missing = [
+            f"{topic} (written by {', '.join(writers[topic])})" for topic in sorted(writers) if topic not in existing
+        ]
+        if missing:
+            raise MissingTopicError(
+                f"sink topic(s) do not exist: {'; '.join(missing)}. Create them first (e.g. `streamlet topics "
+                "create NAME --partitions N`): streamlet creates only its internal topics"
+            )
 
     async def wait(self) -> None:
         """Return when every thread stopped; raise the first thread failure."""
@@ -293,6 +315,8 @@ class KafkaStreams:
         active task, is read from the standby if it is at most that many changelog records behind the end
         offsets last fetched by `refresh_standby_lags()` (never fetched: the standby does not answer).
         A global store is read from this client's own full copy (see `streamlet.runtime.global_queries`).
+        A window store's view is a `ReadOnlyWindowStore` (read by key and time range), a session store's a
+        `ReadOnlySessionStore` (see `streamlet.runtime.window_queries`).
         """
         if self.metadata_state.is_global(name):
             return GlobalReadOnlyKeyValueStore(
@@ -301,7 +325,7 @@ class KafkaStreams:
                 lambda: self.state is State.RUNNING,
                 lambda: None if self.global_thread is None else self.global_thread.stores.get(name),
             )
-        return ReadOnlyKeyValueStore(
+        return store_view(
             name,
             self.metadata_state,
             lambda: self.state is State.RUNNING,
@@ -309,6 +333,20 @@ class KafkaStreams:
             max_standby_lag=max_standby_lag,
             standby_end_offset=self._standby_end_offsets.get,
         )
+
+    def window_store(self, name: str, *, max_standby_lag: int | None = None) -> ReadOnlyWindowStore:
+        """`store(name)` for a window store, typed (Kafka's `QueryableStoreTypes.windowStore()`)."""
+        view = self.store(name, max_standby_lag=max_standby_lag)
+        if not isinstance(view, ReadOnlyWindowStore):
+            raise StreamletError(f"store {name!r} is not a window store ({type(view).__name__})")
+        return view
+
+    def session_store(self, name: str, *, max_standby_lag: int | None = None) -> ReadOnlySessionStore:
+        """`store(name)` for a session store, typed (Kafka's `QueryableStoreTypes.sessionStore()`)."""
+        view = self.store(name, max_standby_lag=max_standby_lag)
+        if not isinstance(view, ReadOnlySessionStore):
+            raise StreamletError(f"store {name!r} is not a session store ({type(view).__name__})")
+        return view
 
     async def refresh_standby_lags(self) -> dict[TopicPartition, int]:
         """Fetch the end offsets of the local standbys' changelog partitions; returns each one's lag."""

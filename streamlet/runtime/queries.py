@@ -110,9 +110,14 @@ class StreamsMetadataState:
         self._assigned: set[str] = set()  # threads that got at least one assignment
         self._rebalancing: set[str] = set()
         self._store_subtopology: dict[str, int] = {}
+        stores = metadata.topology.stores
         for sub in metadata.topology.subtopologies:
             for store in sub.store_names:
-                self._store_subtopology[store] = sub.id
+                spec = stores[store]
+                # not a store of streamlet's own bookkeeping, a suppression buffer or a stream-stream join's
+                # window store (whose keys hold a sequence number): Kafka Streams queries none of these
+                if spec.queryable and not spec.buffer and not spec.retain_duplicates:
+                    self._store_subtopology[store] = sub.id
         # every client holds these whole: any key is local (streamlet.runtime.global_queries)
         self._global_stores = frozenset(g.store for g in metadata.topology.global_stores)
 
@@ -163,6 +168,13 @@ class StreamsMetadataState:
         if windows is None:
             return _same
         return session_key_schema.key_of if isinstance(windows, SessionWindows) else window_key_schema.key_of
+
+    def known_store(self, store: str) -> bool:
+        return store in self._store_subtopology or store in self._global_stores
+
+    def store_windows(self, store: str) -> Any:
+        """The store's windows (TimeWindows, SlidingWindows or SessionWindows), None for a key-value store."""
+        return self._metadata.topology.stores[store].windows
 
     def is_timestamped(self, store: str) -> bool:
         """A DSL aggregation's store keeps timestamp + value (Kafka's TimestampedKeyValueStore); queries read values."""
@@ -327,11 +339,7 @@ class ReadOnlyKeyValueStore:
     # ---- raw (bytes) API, also what tables read through outside agents -------------------------------------------
 
     def get_raw(self, key: bytes) -> bytes | None:
-        self._check_available()
-        routing = self._routing_key(key)
-        partition = self._state.partition_for(self.name, routing)
-        store = self._local_store(TaskId(self._sub, partition), partition, routing)
-        result: bytes | None = store.get(key)
+        result: bytes | None = self._store_for(key).get(key)
         if result is not None and self._timestamped:
             return timestamped.value_of(result)
         return result
@@ -340,6 +348,13 @@ class ReadOnlyKeyValueStore:
         """Every local `(key, value)` as bytes, partition after partition (what a table's items() reads in a page)."""
         for store in self._local_stores():
             yield from self._plain(store.all())
+
+    def _store_for(self, store_key: bytes) -> Any:
+        """The local store of the partition `store_key` routes to (raises when it is not here or not ready)."""
+        self._check_available()
+        routing = self._routing_key(store_key)
+        partition = self._state.partition_for(self.name, routing)
+        return self._local_store(TaskId(self._sub, partition), partition, routing)
 
     def _local_stores(self) -> list[Any]:
         """The store of every local RUNNING active task (in partition order); raises while any is not ready.

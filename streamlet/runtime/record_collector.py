@@ -21,7 +21,7 @@ from aiokafka import AIOKafkaProducer
 from aiokafka import errors as aiokafka_errors
 from aiokafka.structs import OffsetAndMetadata, RecordMetadata, TopicPartition
 
-from streamlet.errors import StreamletError
+from streamlet.errors import MissingTopicError, StreamletError
 from streamlet.kafka.txn_offset_commit import GroupMetadata, set_group_metadata
 from streamlet.runtime.partitioner import CachingDefaultPartitioner, DeferredPartition
 
@@ -92,7 +92,9 @@ class RecordCollector:
         *,
         transactional: bool = False,
         producer_factory: Callable[[], AIOKafkaProducer] | None = None,
+        missing_topic_timeout_s: float = 5.0,
     ) -> None:
+        self._missing_topic_timeout_s = missing_topic_timeout_s
         self._producer = producer
         self._producer_factory = producer_factory
         self._transactional = transactional
@@ -193,9 +195,7 @@ class RecordCollector:
             if isinstance(chosen, int):
                 partition = chosen
             else:
-                partitions = self._partitions.get(topic)
-                if partitions is None:
-                    partitions = self._partitions[topic] = sorted(await self._producer.partitions_for(topic))
+                partitions = self._partitions.get(topic) or await self._topic_partitions(topic)
                 partition_or_none = None if chosen is None else _choose(chosen, topic, len(partitions))
                 partition = partitioner(key, partitions, partitions) if partition_or_none is None else partition_or_none
             group = groups.get((topic, partition))
@@ -203,7 +203,28 @@ class RecordCollector:
                 group = groups[(topic, partition)] = []
             group.append((key, value, timestamp, headers))
         for (topic, partition), records in groups.items():
+            if topic not in self._partitions and topic not in self._changelog_topics:
+                await self._topic_partitions(topic)  # a topic first written now: it must exist
             await self._send_records(topic, partition, records)
+
+    async def _topic_partitions(self, topic: str) -> list[int]:
+        """The topic's partitions, or `MissingTopicError` after `missing_topic_timeout_s`.
+
+        Topics the topology names are checked at start-up; this catches the ones known only when a record is
+        sent (a processor's `context.send` to a computed topic, a topic an agent reaches indirectly). Left to
+        the producer, a missing topic means metadata requests until its request timeout, an error logged for
+        each, then an error that a transactional thread takes for a fenced producer: it closes its tasks,
+        rejoins and meets the same topic again, forever. A shorter bound makes it one clear, fatal error.
+        """
+        try:
+            found = await asyncio.wait_for(self._producer.partitions_for(topic), self._missing_topic_timeout_s)
+        except (TimeoutError, aiokafka_errors.UnknownTopicOrPartitionError):
+            raise MissingTopicError(
+                f"topic {topic} does not exist, and a task writes a record to it. Create it (`streamlet topics "
+                f"create {topic} --partitions N`); streamlet creates only its internal topics"
+            ) from None
+        partitions = self._partitions[topic] = sorted(found)
+        return partitions
 
     async def _send_records(self, topic: str, partition: int, records: list[_Queued]) -> None:
         producer = self._producer

@@ -116,6 +116,7 @@ class StreamThread:
         self._metadata = metadata
         self._end_offsets = end_offsets
         self._pending_info: AssignmentInfo | None = None
+        self._rebalancing = False  # from the start of a join until its assignment is applied
         self._probing_deadline_ms: int | None = None
         self._unique_field = 0
         self._failure: BaseException | None = None
@@ -265,11 +266,10 @@ class StreamThread:
                     return
                 if not await tasks.drain():
                     return
-            # Kafka Streams commits nothing while a rebalance is in progress: the commit would queue behind this
-            # member's JoinGroup on the coordinator's connection (the broker answers a connection's requests in
-            # order, and a JoinGroup waits for every member), stopping this loop and every task it keeps.
-            commit_due = (time.monotonic() - tasks.last_commit) * 1000 >= self.config.commit_interval_ms
-            if commit_due and not self.consumer.rebalance_in_progress():
+            # no periodic commit while the group rebalances (Kafka Streams' rebalanceInProgress): it would carry a
+            # generation the join may replace any moment; revocations still commit what they hand over
+            due = (time.monotonic() - tasks.last_commit) * 1000 >= self.config.commit_interval_ms
+            if due and not self._rebalancing:
                 await tasks.commit_or_migrate()
         await asyncio.sleep(0)  # every iteration yields, even when all awaits above completed at once
         tasks.observe_states(time.monotonic())  # metrics: time each task spends not RUNNING
@@ -335,6 +335,7 @@ class StreamThread:
     async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
         del assigned  # the assignment info names the tasks (kept, gained and lost)
         async with self._lock:
+            self._rebalancing = False
             info, self._pending_info = self._pending_info, None
             if info is None or self._closing:
                 return
@@ -362,6 +363,7 @@ class StreamThread:
         """Called by the assignor before every join: lock the task directories on disk that no other thread
         holds, so this thread may report their checkpointed offsets, then describe what it has."""
         async with self._lock:
+            self._rebalancing = True
             if not self._closing:
                 self.tasks.lock_task_dirs()
             return self._subscription_info()

@@ -287,13 +287,12 @@ class TopologyTestDriver:
             raise TypeError(f"store {name!r} is not a session store")
         return SessionStoreView(self._store(name), self.topology.stores[name], self.names.serde_topic(name))
 
-    @property
     def dropped_records(self) -> int:
         """Records the processors skipped (null keys or values, late records for closed windows, negative
-        extracted timestamps): Kafka's task-level dropped-records metric."""
+        extracted timestamps): Kafka's task-level dropped-records metric. A method, as every other read of the
+        driver (`queue_size()`, `produced_topics()`, `get_key_value_store()`) and Kafka's `metrics()`."""
         return sum(graph.dropped_records for graph in set(self._graphs.values()))
 
-    @property
     def dropped_records_by_processor(self) -> dict[str, int]:
         """The same per processor node: what each one dropped (late records, null keys, ...), as a running
         worker reports it in its metrics."""

@@ -270,9 +270,11 @@ class StreamsBuilder:
         value_serde: SerdeLike = None,
         *,
         windows: TimeWindows | None = None,
+        queryable: bool = True,
     ) -> None:
         """Declare a store for `KStream.process(..., stores=[name])` (Kafka's `addStateStore`); with `windows`, a
-        window store (WindowKeySchema keys, segmented, keeping windows `windows.retention_ms` long)."""
+        window store (WindowKeySchema keys, segmented, keeping windows `windows.retention_ms` long).
+        `queryable=False` hides it from interactive queries (a store of the library's own bookkeeping)."""
         validate_name(name, "Store name")
         self._internal.claim_store(name)
         self._internal.state_stores[name] = StoreSpec(
@@ -280,6 +282,7 @@ class StreamsBuilder:
             _or_default(_serde(key_serde, "key_serde")),
             _or_default(_serde(value_serde, "value_serde")),
             windows=windows,
+            queryable=queryable,
         )
 
     def stream(

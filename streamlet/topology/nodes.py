@@ -264,3 +264,4 @@ class StoreSpec:
     buffer: bool = False  # a suppression buffer (in memory, time-ordered): see streamlet.state.time_ordered_buffer
     cached: bool = True  # behind the record cache (stream-stream join stores never are, as in Kafka)
     retain_duplicates: bool = False  # a join window store: each put is a new entry (a sequence number in its key)
+    queryable: bool = True  # False: streamlet's own bookkeeping (a windowed table's closed windows), hidden from IQ

@@ -276,6 +276,15 @@ class Topology:
     def sink_topics(self) -> list[str]:
         return list(dict.fromkeys(t for sub in self._subtopologies for t in sub.sink_topics))
 
+    def external_sink_topics(self) -> dict[str, list[str]]:
+        """Topics the user owns that the topology writes (they must exist before it starts, as its sources
+        must), each with its sink nodes: what an error about a missing one names."""
+        out: dict[str, list[str]] = {}
+        for spec in self._nodes:
+            if isinstance(spec, SinkSpec) and spec.topic not in self._internal:
+                out.setdefault(spec.topic, []).append(f"sink node {spec.name}")
+        return out
+
     def external_source_topics(self) -> list[str]:
         """Source topics the user owns (must exist before the application starts)."""
         return [t for t in self.source_topics() if t not in self._internal]

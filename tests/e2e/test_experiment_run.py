@@ -81,7 +81,7 @@ def test_seed_000_scenario_runs_and_reports(bootstrap_servers: str, tmp_path: Pa
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     record = json.loads((run_dir / "run.json").read_text())
     assert record["status"] == "passed" and record["verification"]["ok"], record
-    assert record["produced"] == 1500 and record["assignor"] == "high_availability"
+    assert record["produced"] == 7000 and record["assignor"] == "high_availability"
     assert record["protocol"] == "cooperative"  # StreamsConfig's default: the scenario does not set it
     pids = _worker_pids(run_dir)
     assert set(pids) == {"A", "B", "C"} and not any(_alive(p) for p in pids.values())
@@ -92,15 +92,14 @@ def test_seed_000_scenario_runs_and_reports(bootstrap_servers: str, tmp_path: Pa
     last = {c["process_id"]: c for c in events[-1]["clients"]}
     assert set(last) == {A, B, C} and events[-1]["followup_scheduled"] is False
     assert sorted(len(_stateful(c["active"])) for c in last.values()) == [2, 2, 2]
-    # seed 000's mechanism: C joins with warmups and no stateful active, tasks move to it in later rebalances:
-    # probing ones, and under cooperative (the default) the follow-ups that hand over what a round withheld,
-    # which re-run the assignor too (their trigger is inferred as "metadata")
+    # seed 000's mechanism: C joins with warmups and no stateful active
     joined = next(e for e in events if C in {c["process_id"] for c in e["clients"]})
     c_first = next(c for c in joined["clients"] if c["process_id"] == C)
     assert not _stateful(c_first["active"]) and 0 < len(c_first["warmup"]) <= 2, joined
     assert joined["followup_scheduled"] is True and joined["trigger"] == "join"
-    later = events[events.index(joined) + 1 :]
-    assert all(e["trigger"] in ("probing", "metadata") for e in later), [e["trigger"] for e in later]
+    # later rounds move them: probing rebalances, or (cooperative) the follow-ups of rounds that withheld tasks,
+    # which rerun the assignor too
+    assert any(e["trigger"] in ("probing", "revocation") for e in events[events.index(joined) + 1 :])
 
     # every client's metrics events were collected; its last one holds its final counts (sent on shutdown)
     metrics = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
@@ -110,6 +109,8 @@ def test_seed_000_scenario_runs_and_reports(bootstrap_servers: str, tmp_path: Pa
         t["records_processed"] for e in last_metrics.values() for n, t in e["tasks"].items() if n[0] == "0"
     )
     assert lines_read >= record["produced"]  # every input line once (more only if a task reprocessed)
+    # C joined while the input still flowed: it processed records, and the report flags no idle joiner
+    assert last_metrics[C]["records_processed"] > 0, last_metrics[C]
     # tasks are SUSPENDED from each revocation to the next assignment: several rebalances took some time
     assert sum(t["not_running_ms"] for e in last_metrics.values() for t in e["tasks"].values()) > 0
 
@@ -121,10 +122,11 @@ def test_seed_000_scenario_runs_and_reports(bootstrap_servers: str, tmp_path: Pa
     assert "metrics.jsonl" not in "".join(line for line in report.stdout.splitlines() if "missing" in line)
     assert "| final stateful split | A=2 B=2 C=2 |" in report.stdout
     assert "| output | exact |" in report.stdout
+    assert "| joining clients that processed nothing | none |" in report.stdout
     assert "| rebalance protocol | cooperative |" in report.stdout
     assert "| round | gen | trigger | client |" in report.stdout
     assert (run_dir / "report.md").read_text() == report.stdout
-    assert elapsed < 120, f"the e2e scenario took {elapsed:.0f}s"
+    assert elapsed < 150, f"the e2e scenario took {elapsed:.0f}s"  # 47 s of input, so C joins under load
 
     _check_html_report(run_dir, tmp_path / "report", events, last_metrics)
 

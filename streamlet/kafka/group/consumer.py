@@ -3,9 +3,9 @@
 aiokafka's consumer runs with no group of its own (`group_id=None`, one manual assignment that starts empty),
 so its fetcher, connections and metadata work as always. The membership changes that one assignment in place:
 a partition kept across a rebalance keeps its `TopicPartitionState` (position, pause, fetched high watermark)
-and whatever the fetcher has already buffered for it; a removed one gets a detached, paused state, so a fetch
-response still in flight for it and records already buffered for it are discarded. This is the only code
-that reaches into aiokafka's consumer internals, checked once, at import, against the aiokafka version streamlet pins.
+and whatever the fetcher has already buffered for it; a removed one gets a detached state, so a fetch response
+still in flight for it is discarded. This is the only code that reaches into aiokafka's consumer internals,
+checked once, at import, against the aiokafka version streamlet pins.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from aiokafka.client import ConnectionGroup, CoordinationType
 from aiokafka.consumer.fetcher import Fetcher
 from aiokafka.consumer.subscription_state import Assignment as _AiokafkaAssignment
 from aiokafka.consumer.subscription_state import TopicPartitionState
+from aiokafka.protocol.group import JoinGroupRequest, SyncGroupRequest
 from aiokafka.structs import OffsetAndMetadata, TopicPartition
 
 from streamlet.kafka.aiokafka_internals import require
@@ -31,10 +32,16 @@ from streamlet.kafka.group.membership import (
 )
 from streamlet.kafka.txn_offset_commit import GroupMetadata
 
+#: aiokafka keys its connections by (node, group); any other value opens one more connection to the node
+REBALANCE_CONNECTION = 2
+
 
 class _AiokafkaChannel:
-    """The coordinator connection over aiokafka's client (a connection group of its own, as aiokafka's
-    coordinator uses, so heartbeats never queue behind fetches)."""
+    """The coordinator connections over aiokafka's client: a broker answers one request per connection at a
+    time, in order, so nothing may queue behind a request the coordinator holds. Heartbeats, commits and offset
+    fetches use aiokafka's coordination connection (never behind a fetch); JoinGroup and SyncGroup, which the
+    coordinator holds until the whole group has joined (seconds, up to the rebalance timeout), get one of their
+    own: a stream thread's commits and offset fetches go on while the group rebalances."""
 
     def __init__(self, consumer: AIOKafkaConsumer, group_id: str) -> None:
         self._consumer = consumer
@@ -60,8 +67,10 @@ class _AiokafkaChannel:
         node_id = self._node_id
         if node_id is None:
             raise aiokafka.errors.CoordinatorNotAvailableError()
+        held = isinstance(request, JoinGroupRequest | SyncGroupRequest)
+        group = REBALANCE_CONNECTION if held else ConnectionGroup.COORDINATION
         try:
-            return await self._consumer._client.send(node_id, request, group=ConnectionGroup.COORDINATION)
+            return await self._consumer._client.send(node_id, request, group=group)
         except aiokafka.errors.KafkaError:
             self.coordinator_dead()
             raise
@@ -91,16 +100,11 @@ class _InPlaceOwnership:
 
     def assign(self, partitions: Collection[TopicPartition], positions: Mapping[TopicPartition, int]) -> None:
         assignment = self._assignment()
-        new = frozenset(partitions)
+        old, new = frozenset(assignment.tps), frozenset(partitions)
         states: dict[TopicPartition, TopicPartitionState] = assignment._tp_state
-        for tp in assignment.tps - new:
-            # A detached state: no position, so a fetch response still in flight for it is discarded. Paused,
-            # so records already buffered for it are dropped too: the fetcher's check asks an unpaused state
-            # for its position, and a state without one fails an assertion instead of dropping them.
-            detached = TopicPartitionState(assignment)
-            detached.pause()
-            states[tp] = detached
-        for tp in new - assignment.tps:
+        for tp in old - new:
+            states[tp] = TopicPartitionState(assignment)  # no position: an in-flight fetch for it is discarded
+        for tp in new - old:
             state = TopicPartitionState(assignment)
             position = positions.get(tp)
             if position is None:
@@ -110,8 +114,10 @@ class _InPlaceOwnership:
             states[tp] = state
         assignment._topic_partitions = new
         fetcher = self._consumer._fetcher
-        if fetcher is not None:  # wake its loop now rather than at its next timeout
-            fetcher._notify(fetcher._wait_consume_future)
+        if fetcher is not None:
+            for tp in old ^ new:  # what was fetched for a partition that left is not for its next state
+                fetcher._records.pop(tp, None)
+            fetcher._notify(fetcher._wait_consume_future)  # wake its loop now rather than at its next timeout
 
     def _reset_strategy(self) -> int:
         return int(self._consumer._fetcher._default_reset_strategy)
@@ -187,9 +193,6 @@ class GroupConsumer(AIOKafkaConsumer):
 
     def generation_lost(self) -> bool:
         return self.membership is not None and self.membership.generation_lost()
-
-    def rebalance_in_progress(self) -> bool:
-        return self.membership is not None and self.membership.rebalance_in_progress()
 
     async def leave_group(self) -> None:
         if self.membership is not None:

@@ -171,7 +171,7 @@ class MembershipConfig:
 
 
 class GroupMembership:
-    """One consumer's membership; `start()` joins in the background, `close()` leaves (dynamic members)."""
+    """One consumer's membership: `subscribe()` joins in the background, `close()` leaves (dynamic members)."""
 
     def __init__(self, config: MembershipConfig, channel: GroupChannel, ownership: PartitionOwnership) -> None:
         self.config = config
@@ -246,10 +246,6 @@ class GroupMembership:
 
     def generation_lost(self) -> bool:
         return self.generation.generation_id == NO_GENERATION
-
-    def rebalance_in_progress(self) -> bool:
-        """Between this member's JoinGroup and its SyncGroup answer (Kafka Streams' `rebalanceInProgress`)."""
-        return self.state in (MemberState.PREPARING_REBALANCE, MemberState.COMPLETING_REBALANCE)
 
     def metadata_changed(self, counts: Mapping[str, int]) -> None:
         """The client's metadata now has these partition counts: a change in a subscribed topic needs a rebalance."""

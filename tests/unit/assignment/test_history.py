@@ -75,8 +75,8 @@ def test_event_holds_every_client_in_java_uuid_order_with_lags_warmups_and_follo
     assert by_pid[str(C)]["warmup"] == ["1_0", "1_1"] and by_pid[str(C)]["standby"] == []
     assert by_pid[str(A)]["lags"] == {"1_0": LATEST_OFFSET, "1_1": 500}
     assert by_pid[str(A)]["threads"] == [
-        {"member_id": "m1", "active": ["1_0"], "standby": []},
-        {"member_id": "m2", "active": [], "standby": []},
+        {"member_id": "m1", "active": ["1_0"], "standby": [], "pending_revocation": []},
+        {"member_id": "m2", "active": [], "standby": [], "pending_revocation": []},
     ]
     assert by_pid[str(A)]["host"] == "a:1" and by_pid[str(A)]["capacity"] == 2
     assert by_pid[str(B)]["followup_deadline_ms"] == 6_000
@@ -96,6 +96,9 @@ def test_trigger_is_inferred_from_the_previous_event() -> None:
     clients = {A: _client(2, {}), B: _client(2, {}), C: _client(2, {})}
     assert infer_trigger(first, clients, 5_999)[0] == "metadata"
     assert infer_trigger(first, clients, 6_000)[0] == "probing"
+    pending = [{**first["clients"][0], "threads": [{"pending_revocation": ["1_0"]}]}, *first["clients"][1:]]
+    withheld = {**first, "clients": pending}
+    assert infer_trigger(withheld, clients, 5_999)[0] == "revocation"  # the cooperative follow-up round
     assert infer_trigger(first, {A: _client(2, {}), B: _client(2, {})}, 7_000) == ("leave", [], [str(C)])
     more_threads = {A: _client(3, {}), B: _client(2, {}), C: _client(2, {})}
     assert infer_trigger(first, more_threads, 7_000)[0] == "join"

@@ -185,3 +185,51 @@ def test_shutdown_events_after_the_timeline_are_left_out() -> None:
     summary = summarize("cut", dict(RECORD, timeline_events=4), [*SEED, _event(5, False, _client(A, "1_0"))])
     assert len(summary.rounds) == 4 and summary.problems == []
     assert summary.notes == ["1 event(s) after the timeline (the shutdown's rebalances) are not reported"]
+
+
+def _metrics(pid: str, processed: int) -> str:
+    """A client's last metrics event, with only what the per-client totals read."""
+    tasks = {"0_0": {"records_processed": processed, "not_running_ms": 0.0}}
+    return json.dumps(
+        {"type": "streamlet.metrics", "version": 2, "process_id": pid, "sequence": 1, "records_processed": processed}
+        | {"tasks": tasks, "rebalances": 1}
+    )
+
+
+# run.json of seed 000's scenario: A and B start in step 1, C in step 4 (an `add`)
+JOINED_RECORD: dict[str, Any] = {
+    **RECORD,
+    "clients": {
+        "A": {"process_id": A, "started_at": 100.0},
+        "B": {"process_id": B, "started_at": 100.1},
+        "C": {"process_id": C, "started_at": 120.5},
+    },
+    "steps": [
+        {"index": 1, "action": "start", "started_at": 100.0, "ended_at": 100.2},
+        {"index": 2, "action": "wait_stable", "started_at": 100.2, "ended_at": 117.0},
+        {"index": 3, "action": "sleep", "started_at": 117.0, "ended_at": 120.0},
+        {"index": 4, "action": "add", "started_at": 120.4, "ended_at": 120.6},
+        {"index": 5, "action": "wait_converged", "started_at": 120.6, "ended_at": 140.0},
+    ],
+}
+
+
+def test_a_joining_client_that_processed_nothing_is_flagged() -> None:
+    metrics = [_metrics(A, 800), _metrics(B, 700), _metrics(C, 0)]
+    summary = summarize("hata", JOINED_RECORD, SEED, metrics)
+    assert any(p.startswith("client C joined (step 4) but processed no record") for p in summary.problems)
+    text = render_report([summary])
+    assert "| joining clients that processed nothing | C |" in text
+    assert "Problems (the rest is reported):" in text
+
+
+def test_a_joining_client_that_processed_records_is_not_flagged() -> None:
+    metrics = [_metrics(A, 800), _metrics(B, 700), _metrics(C, 300)]
+    summary = summarize("hata", JOINED_RECORD, SEED, metrics)
+    assert not any("processed no record" in p for p in summary.problems)
+    assert "| joining clients that processed nothing | none |" in render_report([summary])
+
+
+def test_a_starting_client_that_processed_nothing_is_not_a_joiner() -> None:
+    metrics = [_metrics(A, 0), _metrics(B, 700), _metrics(C, 300)]
+    assert not any("processed no record" in p for p in summarize("hata", JOINED_RECORD, SEED, metrics).problems)

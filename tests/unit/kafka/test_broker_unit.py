@@ -56,3 +56,66 @@ def test_status_without_broker_is_none(tmp_path) -> None:
 def test_cluster_ids_never_start_with_a_dash() -> None:
     ids = [broker_mod._new_cluster_id() for _ in range(2000)]
     assert all(not i.startswith("-") and len(i) == 22 for i in ids)
+
+
+def _unused_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_preferred_port_is_used_when_free() -> None:
+    port = _unused_port()
+    assert broker_mod.choose_port("127.0.0.1", None, port) == port
+
+
+def test_taken_preferred_port_falls_back_to_a_free_one() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        taken = sock.getsockname()[1]
+        chosen = broker_mod.choose_port("127.0.0.1", None, taken)
+        assert chosen != taken
+        assert broker_mod._port_free("127.0.0.1", chosen)
+
+
+def test_requested_port_wins_over_preferred() -> None:
+    assert broker_mod.choose_port("127.0.0.1", 12345, 9092) == 12345
+
+
+def test_library_broker_prefers_no_port(tmp_path) -> None:
+    """The test session's broker (tests/conftest.py) is built this way: it must not take 9092."""
+    assert LocalBroker(tmp_path / "b").preferred_port is None
+
+
+def _fake_start(seen: list[LocalBroker], port: int):
+    def start(self: LocalBroker, timeout: float = 120.0) -> broker_mod.BrokerStatus:
+        seen.append(self)
+        return broker_mod.BrokerStatus(
+            pid=1, host="127.0.0.1", port=port, controller_port=1, kafka_version="4.1.1",
+            data_dir="d", log_file="l", started_at=0.0,
+        )  # fmt: skip
+
+    return start
+
+
+def test_cli_start_prefers_9092_and_prints_the_export_line(monkeypatch, tmp_path, capsys) -> None:
+    from streamlet import cli
+
+    seen: list[LocalBroker] = []
+    monkeypatch.setattr(LocalBroker, "start", _fake_start(seen, 9092))
+    assert cli.main(["broker", "start", "--dir", str(tmp_path)]) == 0
+    assert seen[0].preferred_port == 9092 and seen[0].requested_port is None
+    out, err = capsys.readouterr()
+    assert out == "export STREAMLET_BOOTSTRAP_SERVERS=127.0.0.1:9092\n"
+    assert "clients default to" not in err
+
+
+def test_cli_start_on_another_port_says_to_export(monkeypatch, tmp_path, capsys) -> None:
+    from streamlet import cli
+
+    monkeypatch.setattr(LocalBroker, "start", _fake_start([], 40123))
+    assert cli.main(["broker", "start", "--dir", str(tmp_path)]) == 0
+    out, err = capsys.readouterr()
+    assert out == "export STREAMLET_BOOTSTRAP_SERVERS=127.0.0.1:40123\n"
+    assert "clients default to 127.0.0.1:9092" in err

@@ -88,7 +88,6 @@ class FakeConsumer:
         self.paused: set[TopicPartition] = set()
         self.seeks: list[tuple[TopicPartition, int]] = []
         self.lost = False
-        self.rebalancing = False  # between a JoinGroup and its SyncGroup answer
         self.rejoin_requested = False
         self.commit_error: Exception | None = None
         self.listener: Any = None
@@ -175,9 +174,6 @@ class FakeConsumer:
 
     def generation_lost(self) -> bool:
         return self.lost
-
-    def rebalance_in_progress(self) -> bool:
-        return self.rebalancing
 
     def lag(self, partition: TopicPartition) -> int | None:
         """As aiokafka: from the end the last fetch of the partition reported (unknown before one)."""

@@ -46,10 +46,10 @@ def test_a_response_for_a_replaced_left_value_is_dropped(driver: TopologyTestDri
     orders.pipe_input("o1", "c1:first", 10)
     orders.pipe_input("o1", "c2:second", 11)
     assert out.read_key_values_to_list() == [("o1", "c1:first+None"), ("o1", "c2:second+None")]
-    dropped = driver.dropped_records
+    dropped = driver.dropped_records()
     _respond(driver, "o1", "c1:first", "late answer for the old value")  # arrives after the newer one
     assert out.is_empty()
-    assert driver.dropped_records == dropped + 1
+    assert driver.dropped_records() == dropped + 1
     _respond(driver, "o1", "c2:second", "Carol")  # for the current value: joined
     assert out.read_key_values_to_list() == [("o1", "c2:second+Carol")]
 

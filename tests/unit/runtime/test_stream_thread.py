@@ -97,20 +97,22 @@ async def test_the_loop_restores_processes_and_commits(thread: StreamThread) -> 
     assert kafka.committed == {IN0: 3}
 
 
-async def test_no_commit_while_a_rebalance_is_in_progress_and_processing_goes_on(thread: StreamThread) -> None:
-    """Kafka Streams' rule: a commit due while the member's JoinGroup is under way waits for the rebalance (it
-    would queue behind the JoinGroup on the coordinator's connection, stopping the loop); records still flow."""
+async def test_no_periodic_commit_between_the_start_of_a_join_and_its_assignment(thread: StreamThread) -> None:
+    """Kafka Streams' rebalanceInProgress: a commit sent while the member rejoins would carry the generation the
+    join is replacing (refused, and under exactly-once the transaction with it); tasks go on processing."""
     await assigned_and_running(thread)
     consumer, kafka = fake(thread)
-    consumer.rebalancing = True
-    await counted(thread, "a", "b", "a")
-    thread.tasks.last_commit = 0.0  # the commit interval has passed
+    await thread.subscription_info()  # the group membership starts a join
+    await counted(thread, "a")
+    thread.tasks.last_commit = 0.0
     await thread.run_once()
-    assert thread.tasks.metrics.processed[T0] == 3  # processed, not committed (the cache holds the counts)
-    assert kafka.committed == {} and latest(kafka, OUTPUT) == {}
-    consumer.rebalancing = False
+    assert kafka.committed == {}
+
+    thread.on_assignment_info(AssignmentInfo(active_tasks=(T0,)), [IN0])
+    await thread.on_partitions_assigned(set())  # the join is over: the same task, kept running
+    thread.tasks.last_commit = 0.0
     await thread.run_once()
-    assert kafka.committed == {IN0: 3} and latest(kafka, OUTPUT) == {"a": 2, "b": 1}
+    assert kafka.committed == {IN0: 1}
 
 
 async def _tick(task: StreamTask) -> None:

@@ -6,6 +6,10 @@ same behaviour against Kafka Streams' own driver.
 
 from __future__ import annotations
 
+import inspect
+import re
+from pathlib import Path
+
 import pytest
 
 from streamlet.app import App
@@ -129,7 +133,7 @@ def test_window_store_view_and_dropped_late_records() -> None:
         assert store.fetch("k", 0) is None
         assert store.fetch("k", 10) == 1
         assert list(store.all()) == [(Windowed("k", TimeWindow(10, 20)), 1)]
-        assert driver.dropped_records == 2
+        assert driver.dropped_records() == 2
         with pytest.raises(TypeError, match="window store"):
             driver.get_key_value_store("w")
         records.pipe_input("k", "v", 200_000)  # window 10 expires in turn (its 60 s segment is dropped)
@@ -185,3 +189,17 @@ def test_agents_sends_carry_the_record_timestamp() -> None:
         driver.create_input_topic("lines", "str", "str").pipe_input(None, "a b a", 42)
         records = driver.create_output_topic("out", "str", "int64").read_records_to_list()
         assert records == [TestRecord("a", 1, 42), TestRecord("b", 1, 42), TestRecord("a", 2, 42)]
+
+
+def test_readme_and_driver_agree_on_what_is_called() -> None:
+    """Every `driver.name(` README's testing section shows is a method; every `driver.name` it shows bare is not."""
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    section = readme.split("## Testing without Kafka", 1)[1].split("\n## ", 1)[0]
+    called = set(re.findall(r"driver\.(\w+)\(", section))
+    bare = set(re.findall(r"driver\.(\w+)\b(?!\()", section)) - called
+    assert {"dropped_records", "produced_topics", "get_key_value_store"} <= called
+    for name in called:
+        assert inspect.isfunction(getattr(TopologyTestDriver, name)), f"README calls driver.{name}()"
+    assert "stream_time" in bare
+    for name in bare:
+        assert isinstance(getattr(TopologyTestDriver, name), property), f"README reads driver.{name} bare"

@@ -70,8 +70,8 @@ def test_late_records_of_time_windows_are_counted_per_closed_window(
     windows = TimeWindows.of_size_and_grace(size, grace).advance_by(advance)
     with caplog.at_level(logging.WARNING, logger=LOGGER):
         with _pipe(_windowed_count(windows), [("k", t) for t in timestamps]) as driver:
-            assert driver.dropped_records_by_processor == {"count-per-window": expected}
-            assert driver.dropped_records == expected
+            assert driver.dropped_records_by_processor() == {"count-per-window": expected}
+            assert driver.dropped_records() == expected
     warnings = _warnings(caplog)
     assert 1 <= len(warnings) < expected  # at most one line per processor per 10 s
     assert warnings[0].startswith("Skipping record for expired window. processor=[count-per-window] task=[0_0]")
@@ -81,7 +81,7 @@ def test_the_warning_names_the_window_the_expiration_and_the_stream_time(caplog:
     windows = TimeWindows.of_size_and_grace(10, 2)
     with caplog.at_level(logging.WARNING, logger=LOGGER):
         with _pipe(_windowed_count(windows), [("k", 3), ("k", 25), ("k", 7)]) as driver:
-            assert driver.dropped_records == 1
+            assert driver.dropped_records() == 1
     (warning,) = _warnings(caplog)
     # [0,10) closed when stream time 25 passed 10 + 2: expiration is stream time - grace, as Kafka logs it
     assert warning == (
@@ -94,7 +94,7 @@ def test_null_keys_are_counted_too_with_their_own_warning(caplog: pytest.LogCapt
     windows = TimeWindows.of_size_with_no_grace(10)
     with caplog.at_level(logging.WARNING, logger=LOGGER):
         with _pipe(_windowed_count(windows), [(None, 1), ("k", 30)]) as driver:
-            assert driver.dropped_records_by_processor == {"count-per-window": 1}
+            assert driver.dropped_records_by_processor() == {"count-per-window": 1}
     (warning,) = _warnings(caplog)
     assert warning == (
         "Skipping record due to null key or value. processor=[count-per-window] task=[0_0] topic=[in] "
@@ -107,7 +107,7 @@ def test_a_late_record_of_a_session_is_counted_and_logged_with_its_session(caplo
     # 100 closes every session ending before 100 - 10 - 5 = 85: a record at 20 would make the session [20,20]
     with caplog.at_level(logging.WARNING, logger=LOGGER):
         with _pipe(_windowed_count(windows), [("k", 10), ("k", 100), ("k", 20), ("k", 86)]) as driver:
-            assert driver.dropped_records_by_processor == {"count-per-window": 1}
+            assert driver.dropped_records_by_processor() == {"count-per-window": 1}
     (warning,) = _warnings(caplog)
     assert "timestamp=[20] window=[20,20] expiration=[85] streamTime=[100]" in warning
 
@@ -118,7 +118,7 @@ def test_a_record_whose_sliding_windows_all_closed_is_counted(caplog: pytest.Log
     # 97 has all its windows open (its left window [87,97] ends after 95)
     with caplog.at_level(logging.WARNING, logger=LOGGER):
         with _pipe(_windowed_count(windows), [("k", 100), ("k", 84), ("k", 97)]) as driver:
-            assert driver.dropped_records_by_processor == {"count-per-window": 1}
+            assert driver.dropped_records_by_processor() == {"count-per-window": 1}
     (warning,) = _warnings(caplog)
     assert "timestamp=[84] window=[74,84] expiration=[95] streamTime=[100]" in warning
 
@@ -142,8 +142,8 @@ def test_writes_of_a_faust_windowed_table_to_closed_windows_are_counted(caplog: 
     assert expected == 3  # 59 s, 119 s and 5 s: their windows closed at 70 s and 130 s
     with caplog.at_level(logging.WARNING, logger=LOGGER):
         with _pipe(_faust_clicks(), [("u", t) for t in timestamps]) as driver:
-            (node,) = driver.dropped_records_by_processor
-            assert driver.dropped_records_by_processor == {node: expected}
+            (node,) = driver.dropped_records_by_processor()
+            assert driver.dropped_records_by_processor() == {node: expected}
     warning = _warnings(caplog)[0]
     assert f"processor=[{node}]" in warning
     assert "timestamp=[59000] window=[0,60000) expiration=[65000] streamTime=[75000]" in warning
@@ -165,7 +165,7 @@ def test_a_join_record_its_window_store_drops_is_counted_at_its_windowed_node(
             order_topic.pipe_input("k", "o3", 500)  # its segment is gone: the store drops it
             order_topic.pipe_input("k", "o4", 199_999)  # out of order, but its segment is live
             # the orders' windowed node (Kafka's KStreamJoinWindow) stores them: it drops the write
-            assert driver.dropped_records_by_processor == {"KSTREAM-WINDOWED-0000000002": 1}
+            assert driver.dropped_records_by_processor() == {"KSTREAM-WINDOWED-0000000002": 1}
     (warning,) = _warnings(caplog)
     assert warning.startswith("Skipping record for expired segment. processor=[KSTREAM-WINDOWED-0000000002]")
     assert "timestamp=[500]" in warning and "streamTime=[200000]" in warning
