@@ -75,9 +75,10 @@ class _AiokafkaChannel:
             self.coordinator_dead()
             raise
 
-    async def partition_counts(self, topics: Collection[str]) -> dict[str, int]:
+    async def partition_counts(self, topics: Collection[str], *, fresh: bool = True) -> dict[str, int]:
         client = self._consumer._client
-        await client.force_metadata_update()
+        if fresh:
+            await client.force_metadata_update()
         counts = {}
         for topic in topics:
             partitions = client.cluster.partitions_for_topic(topic)

@@ -59,6 +59,13 @@ FENCED_INSTANCE_ID = 82
 UNSTABLE_OFFSET_COMMIT = 88
 _COORDINATOR_MOVED = (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR)
 
+#: After each rebalance a member heartbeats this often, for EXPEDITE_S heartbeat intervals. A cooperative
+#: rebalance usually has a second round (the revoking member rejoins at once), and the other members learn of a
+#: new round only from a heartbeat: at Kafka's 3 s interval every round would wait up to 3 s for each of them.
+#: A stable group heartbeats at the configured interval.
+EXPEDITED_HEARTBEAT_S = 0.1
+EXPEDITE_S = 2
+
 
 class MemberState(enum.Enum):
     """Kafka's `AbstractCoordinator.MemberState`."""
@@ -113,8 +120,9 @@ class GroupChannel(Protocol):
         """Send to the coordinator; a `KafkaError` means the connection failed (the coordinator is marked dead)."""
         ...
 
-    async def partition_counts(self, topics: Collection[str]) -> dict[str, int]:
-        """Fresh partition counts (a topic without metadata is absent)."""
+    async def partition_counts(self, topics: Collection[str], *, fresh: bool = True) -> dict[str, int]:
+        """Partition counts (a topic without metadata is absent); `fresh` asks the cluster first (the leader's
+        assignment), else the client's cached metadata will do (a member's snapshot at each join)."""
         ...
 
 
@@ -190,6 +198,8 @@ class GroupMembership:
         self._wakeup = asyncio.Event()
         self._last_heartbeat_ok = time.monotonic()
         self._poll_timeout_left = False
+        self._expedite_until = 0.0
+        self._heartbeat_soon = asyncio.Event()
         self._metadata_snapshot: dict[str, int] = {}
         self.rebalances = 0  # completed joins (SyncGroup answered): what experiments count per scale step
         self._tasks: list[asyncio.Task[None]] = []
@@ -454,7 +464,7 @@ class GroupMembership:
             self._join_prepared = True
         self._need_rejoin = False
         self.state = MemberState.PREPARING_REBALANCE
-        counts = await self._channel.partition_counts(self._topics)
+        counts = await self._channel.partition_counts(self._topics, fresh=False)
         self._metadata_snapshot = {t: counts[t] for t in self._topics if t in counts}
         owned = self._ownership.owned() if self.config.protocol is RebalanceProtocol.COOPERATIVE else frozenset()
         subscription = Subscription(
@@ -498,6 +508,8 @@ class GroupMembership:
         log.info("%s Successfully synced group in generation %s", self._prefix, self.generation)
         self.state = MemberState.STABLE
         self.rebalances += 1
+        self._expedite_until = time.monotonic() + EXPEDITE_S * self.config.heartbeat_interval_ms / 1000
+        self._heartbeat_soon.set()
         try:
             await self._on_join_complete(Assignment.decode(sync.member_assignment))
         except BaseException:  # the assignment was not taken: join again rather than sit on a half-done one
@@ -623,10 +635,16 @@ class GroupMembership:
 
     # ---- heartbeats -------------------------------------------------------------------------------------
 
-    async def _heartbeat_loop(self) -> None:
+    def heartbeat_delay(self) -> float:
+        """Seconds until the next heartbeat: the configured interval, shorter for a while after a rebalance."""
         interval = self.config.heartbeat_interval_ms / 1000
+        return min(interval, EXPEDITED_HEARTBEAT_S) if time.monotonic() < self._expedite_until else interval
+
+    async def _heartbeat_loop(self) -> None:
         while not self._closing:
-            await asyncio.sleep(interval)
+            with contextlib.suppress(TimeoutError):  # a completed join cuts the wait short (see EXPEDITE_S)
+                await asyncio.wait_for(self._heartbeat_soon.wait(), self.heartbeat_delay())
+            self._heartbeat_soon.clear()
             if self.state not in (MemberState.COMPLETING_REBALANCE, MemberState.STABLE):
                 continue
             if self.generation.generation_id == NO_GENERATION or not self._channel.coordinator_known():

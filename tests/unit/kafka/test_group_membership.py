@@ -66,7 +66,7 @@ class ScriptedCoordinator:
         assert queue, f"no scripted answer for {type(request).__name__}"
         return queue.pop(0)
 
-    async def partition_counts(self, topics: Collection[str]) -> dict[str, int]:
+    async def partition_counts(self, topics: Collection[str], *, fresh: bool = True) -> dict[str, int]:
         return {TOPIC: 3}
 
 
@@ -455,3 +455,14 @@ async def test_kept_partitions_keep_their_fetch_state_in_aiokafka() -> None:
 
     ownership.assign([P0, P1, P2], {})  # P1 back, with no committed offset: its old records must not be read
     assert assignment.state_value(P1).awaiting_reset and P1 not in fetcher._records
+
+
+async def test_heartbeats_come_faster_for_a_while_after_each_rebalance() -> None:
+    """The other members learn of a cooperative rebalance's second round from a heartbeat: right after a
+    rebalance they heartbeat every 0.1 s, then at the configured interval again."""
+    member, coordinator, _, _, _ = membership()
+    assert member.heartbeat_delay() == 3.0
+    await join_with(member, coordinator, 1, P0)
+    assert member.heartbeat_delay() == 0.1
+    member._expedite_until = 0.0  # the window (two heartbeat intervals) has passed
+    assert member.heartbeat_delay() == 3.0
