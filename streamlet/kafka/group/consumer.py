@@ -4,8 +4,8 @@ aiokafka's consumer runs with no group of its own (`group_id=None`, one manual a
 so its fetcher, connections and metadata work as always. The membership changes that one assignment in place:
 a partition kept across a rebalance keeps its `TopicPartitionState` (position, pause, fetched high watermark)
 and whatever the fetcher has already buffered for it; a removed one gets a detached state, so a fetch response
-still in flight for it is discarded. This is the only code that reaches into aiokafka's consumer internals,
-checked once, at import, against the aiokafka version streamlet pins.
+still in flight for it is discarded, and what the fetcher buffered for it is dropped. This is the only code that
+reaches into aiokafka's consumer internals, checked once, at import, against the aiokafka version streamlet pins.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def _check_aiokafka() -> None:
     }
     expected = {
         "Assignment": ("self._topic_partitions", "self._tp_state"),
-        "Fetcher": ("self._default_reset_strategy", "self._wait_consume_future"),
+        "Fetcher": ("self._default_reset_strategy", "self._wait_consume_future", "self._records"),
     }
     missing = [
         f"{owner}.{name[5:]}" for owner, names in expected.items() for name in names if name not in sources[owner]
@@ -115,8 +115,13 @@ class _InPlaceOwnership:
         assignment = self._assignment()
         new = frozenset(partitions)
         states: dict[TopicPartition, TopicPartitionState] = assignment._tp_state
+        fetcher = self._consumer._fetcher
         for tp in assignment.tps - new:
             states[tp] = TopicPartitionState(assignment)  # no position: an in-flight fetch for it is discarded
+            if fetcher is not None:
+                # and what the fetcher already holds for it goes too (its next getmany would ask the
+                # position-less state for a position: aiokafka asserts there is one)
+                fetcher._records.pop(tp, None)
         for tp in new - assignment.tps:
             state = TopicPartitionState(assignment)
             position = positions.get(tp)
@@ -126,7 +131,6 @@ class _InPlaceOwnership:
                 state.seek(position)
             states[tp] = state
         assignment._topic_partitions = new
-        fetcher = self._consumer._fetcher
         if fetcher is not None:  # wake its loop now rather than at its next timeout
             fetcher._notify(fetcher._wait_consume_future)
 
