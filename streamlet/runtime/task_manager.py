@@ -28,6 +28,7 @@ from aiokafka.structs import OffsetAndMetadata, TopicPartition
 
 from streamlet.assignment.protocol import AssignmentInfo, AssignorErrorCode
 from streamlet.errors import StateStoreCorruptedError, StateStoreError, StreamletError
+from streamlet.kafka.group.membership import RebalanceInProgressCommitError
 from streamlet.runtime.changelog_reader import ChangelogReader
 from streamlet.runtime.clients import MainConsumer
 from streamlet.runtime.fetched_records import FetchedRecord
@@ -478,7 +479,8 @@ class TaskManager:
             acked = await self._commit_transaction(offsets)
         else:
             acked = await self._collector.flush()
-            await self._commit_offsets(offsets)
+            if not await self._commit_offsets(offsets):
+                offsets = {}  # not committed: the tasks keep them as uncommitted, and the next commit sends them
         # a source topic reused as a changelog is checkpointed at the offsets consumed from it, under the ones the
         # producer acknowledged (Kafka's StreamTask#checkpointableOffsets); other input partitions are ignored
         consumed = {tp: meta.offset - 1 for tp, meta in offsets.items()}
@@ -494,11 +496,18 @@ class TaskManager:
             await _maybe_checkpoint(standby.state_manager, force_checkpoint)
         self.metrics.record_commit(time.monotonic() - started)
 
-    async def _commit_offsets(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
+    async def _commit_offsets(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> bool:
+        """Commit the offsets; False if the group refused them only because it is completing a rebalance."""
         if not offsets:
-            return
+            return True
         try:
             await self._consumer.commit(offsets)
+            return True
+        except RebalanceInProgressCommitError as exc:
+            # still a member (Kafka's RebalanceInProgressException): not the migrated path, which would close
+            # every task dirty, including those the rebalance leaves here
+            log.info("stream-thread [%s] commit refused, to be retried after the rebalance: %s", self.name, exc)
+            return False
         except (CommitFailedError, IllegalStateError) as exc:
             raise TaskMigratedError(f"stream-thread [{self.name}] lost its partitions: {exc}") from exc
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from aiokafka.structs import TopicPartition
 
+from streamlet.kafka.group.membership import RebalanceInProgressCommitError
 from streamlet.runtime.restore_listener import RestoreProgressTracker
 from streamlet.runtime.task_state import TaskState
 from streamlet.state.checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
@@ -107,6 +108,25 @@ async def test_migrated_tasks_close_dirty_without_commit_or_checkpoint(harness: 
     assert harness.tasks.active == {}
     assert kafka.committed == {}
     assert harness.consumer.rejoin_requested  # the tasks come back through a rebalance
+
+
+async def test_a_commit_refused_during_a_rebalance_keeps_the_tasks_and_is_retried(
+    harness: Harness, kafka: FakeKafka
+) -> None:
+    """REBALANCE_IN_PROGRESS (the member has joined the new generation, the group has not synced yet) is not a lost
+    membership: the tasks keep running, and the next commit sends the offsets the refused one carried."""
+    await running(harness)
+    words(kafka, "a", "b")
+    await harness.poll_and_process()
+    harness.consumer.commit_error = RebalanceInProgressCommitError("the group is rebalancing")
+
+    assert await harness.tasks.commit_or_migrate() is True
+
+    assert harness.tasks.active[T0].state is TaskState.RUNNING
+    assert kafka.committed == {}
+    harness.consumer.commit_error = None
+    await harness.tasks.commit()
+    assert "commit in-0:2" in kafka.events
 
 
 async def test_records_of_a_restoring_task_are_sought_back_not_dropped(harness: Harness, kafka: FakeKafka) -> None:
