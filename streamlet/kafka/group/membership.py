@@ -253,6 +253,11 @@ class GroupMembership:
         generation = self.generation
         if generation.generation_id == NO_GENERATION:
             raise Errors.CommitFailedError("this member is not part of an active generation of the group")
+        if self.state is not MemberState.STABLE:
+            # Kafka's generationIfStable(): a member that is rejoining does not commit. Sent now, the commit would
+            # carry the generation the group is leaving (ILLEGAL_GENERATION once the join completes) or the one
+            # it is not done forming (REBALANCE_IN_PROGRESS); the next commit after the rebalance sends them.
+            raise RebalanceInProgressCommitError("the member is rejoining the group; the offsets are committed later")
         by_topic: dict[str, list[tuple[int, int, str]]] = defaultdict(list)
         for tp, meta in sorted(offsets.items()):
             by_topic[tp.topic].append((tp.partition, meta.offset, meta.metadata))
@@ -281,6 +286,13 @@ class GroupMembership:
                 self.request_rejoin("the group is rebalancing")
                 raise RebalanceInProgressCommitError("the group is rebalancing; the offsets are committed later")
             if code in (UNKNOWN_MEMBER_ID_ERROR, ILLEGAL_GENERATION):
+                if self.generation != generation:
+                    # the member joined a newer generation while the commit was in flight: the stale generation is
+                    # already gone, and resetting the new one would drop a membership that is fine (Kafka's
+                    # OffsetCommitResponseHandler: only a rebalance-in-progress error then)
+                    raise RebalanceInProgressCommitError(
+                        "the member joined a newer generation meanwhile; the offsets are committed later"
+                    )
                 self._reset_generation(f"OffsetCommit answered {Errors.for_code(code).__name__}", code)
                 raise Errors.CommitFailedError(
                     f"{Errors.for_code(code).__name__}: the group has already rebalanced and assigned the "

@@ -22,8 +22,10 @@ from streamlet.kafka.group.membership import (
     REBALANCE_IN_PROGRESS,
     UNKNOWN_MEMBER_ID_ERROR,
     FatalGroupError,
+    Generation,
     GroupMembership,
     MembershipConfig,
+    MemberState,
     RebalanceInProgressCommitError,
     validate_cooperative_assignment,
 )
@@ -271,6 +273,38 @@ async def test_commit_errors() -> None:
     assert member.generation_lost()
     with pytest.raises(CommitFailedError):  # a member without a generation does not even ask
         await member.commit(offsets)
+
+
+async def test_a_rejoining_member_does_not_commit() -> None:
+    """Kafka's generationIfStable(): from JoinGroup to the end of SyncGroup the commit is not sent (it would carry
+    a generation the group is leaving); the member keeps its generation and commits after the rebalance."""
+    member, coordinator, _, _, _ = membership()
+    await join_with(member, coordinator, 1, P0)
+    offsets = {P0: OffsetAndMetadata(5, "")}
+    sent = len(coordinator.sent)
+    for state in (MemberState.PREPARING_REBALANCE, MemberState.COMPLETING_REBALANCE):
+        member.state = state
+        with pytest.raises(RebalanceInProgressCommitError):
+            await member.commit(offsets)
+    assert len(coordinator.sent) == sent
+    assert not member.generation_lost()
+
+
+async def test_a_commit_answered_after_the_member_joined_a_newer_generation_keeps_it() -> None:
+    """ILLEGAL_GENERATION for a commit sent in generation 1, answered once the member has joined generation 2:
+    generation 2 stays (resetting it would throw away a good membership), and the commit is retried later."""
+    member, coordinator, _, _, _ = membership()
+    await join_with(member, coordinator, 1, P0)
+
+    async def answer_after_a_join(request: Any) -> Any:
+        coordinator.sent.append(request)
+        member.generation = Generation(2, "m-1", "test")  # the join completed while the commit was in flight
+        return committed(ILLEGAL_GENERATION)
+
+    coordinator.send = answer_after_a_join  # type: ignore[method-assign]
+    with pytest.raises(RebalanceInProgressCommitError):
+        await member.commit({P0: OffsetAndMetadata(5, "")})
+    assert member.generation == Generation(2, "m-1", "test") and not member.generation_lost()
 
 
 def test_subscriptions_of_every_version_decode() -> None:
