@@ -35,7 +35,7 @@ class Workers:
         target: str = "examples.wordcount.app:app",
         env: dict[str, str] | None = None,
     ) -> None:
-        self.bootstrap, self.root, self.target = bootstrap, root, target
+        self.bootstrap, self.root, self.target, self.application_id = bootstrap, root, target, app_id
         self.config = {"commit_interval_ms": "500", **(config or {})}
         self.env = {
             **os.environ,
