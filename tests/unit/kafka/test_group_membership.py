@@ -335,3 +335,28 @@ async def test_dropped_partitions_restart_from_their_committed_offsets() -> None
 
     assert last_subscription(coordinator).owned_partitions == ()
     assert owned.positions[P0] == 0 and listener.events == [("assigned", frozenset({P0}))]
+
+
+async def test_partitions_dropped_while_a_join_is_in_flight_restart_from_their_committed_offsets() -> None:
+    """The member's tasks are closed dirty (a refused transaction) while its JoinGroup or SyncGroup is in flight:
+    the join then completes with partitions the member no longer owns, so they start at their committed offsets
+    (not where the closed tasks had read to), are reported as assigned (their tasks must be reopened), and the
+    member rejoins afterwards."""
+    member, coordinator, owned, listener, _ = membership()
+    await join_with(member, coordinator, 1, P0, P1)
+    owned.positions.update({P0: 99, P1: 99})  # read past what was committed
+    listener.events.clear()
+    scripted_send = coordinator.send
+
+    async def drop_during_sync(request: Any) -> Any:
+        if isinstance(request, SyncGroupRequest):
+            member.drop_partitions_and_rejoin("its tasks were closed without committing")
+        return await scripted_send(request)
+
+    coordinator.send = drop_during_sync  # type: ignore[method-assign]
+    await join_with(member, coordinator, 2, P0, P1)
+
+    assert last_subscription(coordinator).owned_partitions == (P0, P1)  # it still owned them when it joined
+    assert owned.partitions == {P0, P1} and owned.positions == {P0: 0, P1: 10}
+    assert listener.events == [("assigned", frozenset({P0, P1}))]
+    assert member._need_rejoin
