@@ -76,6 +76,11 @@ class MainConsumer(RestoreConsumer, Protocol):
         """Rejoin the group on the next poll (a probing rebalance)."""
         ...
 
+    def rebalance_in_progress(self) -> bool:
+        """The member has sent its JoinGroup and not yet completed SyncGroup (Kafka Streams' rebalanceInProgress):
+        its periodic commit waits, since the group would refuse or fence it."""
+        ...
+
     def generation_lost(self) -> bool:
         """True once the coordinator has dropped this member (its partitions now belong to others)."""
         ...

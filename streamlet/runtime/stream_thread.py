@@ -265,7 +265,12 @@ class StreamThread:
                     return
                 if not await tasks.drain():
                     return
-            if (time.monotonic() - tasks.last_commit) * 1000 >= self.config.commit_interval_ms:
+            # as Kafka Streams (TaskManager#commit while rebalanceInProgress): no commit while this member rejoins.
+            # Its generation is about to change: the commit would be refused, or, under exactly-once, fenced, and
+            # the migrated path would close the tasks the rebalance leaves here too. The next one commits.
+            if (
+                time.monotonic() - tasks.last_commit
+            ) * 1000 >= self.config.commit_interval_ms and not self.consumer.rebalance_in_progress():
                 await tasks.commit_or_migrate()
         await asyncio.sleep(0)  # every iteration yields, even when all awaits above completed at once
         tasks.observe_states(time.monotonic())  # metrics: time each task spends not RUNNING

@@ -206,6 +206,9 @@ class GroupConsumer(AIOKafkaConsumer):
         if self.membership is not None:
             self.membership.request_rejoin("triggered followup rebalance")
 
+    def rebalance_in_progress(self) -> bool:
+        return self.membership is not None and self.membership.rebalance_in_progress()
+
     def generation_lost(self) -> bool:
         return self.membership is not None and self.membership.generation_lost()
 

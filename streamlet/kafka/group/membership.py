@@ -244,6 +244,10 @@ class GroupMembership:
     def generation_lost(self) -> bool:
         return self.generation.generation_id == NO_GENERATION
 
+    def rebalance_in_progress(self) -> bool:
+        """JoinGroup sent, SyncGroup not completed (Kafka's `rebalanceInProgress()`)."""
+        return self.state in (MemberState.PREPARING_REBALANCE, MemberState.COMPLETING_REBALANCE)
+
     def metadata_changed(self, counts: Mapping[str, int]) -> None:
         """The client's metadata now has these partition counts: a change in a subscribed topic needs a rebalance."""
         snapshot = {t: counts[t] for t in self._topics if t in counts}

@@ -89,6 +89,7 @@ class FakeConsumer:
         self.seeks: list[tuple[TopicPartition, int]] = []
         self.lost = False
         self.rejoin_requested = False
+        self.rejoining = False
         self.commit_error: Exception | None = None
         self.listener: Any = None
 
@@ -171,6 +172,9 @@ class FakeConsumer:
     def drop_partitions_and_rejoin(self) -> None:
         self.rejoin_requested = True
         self.assign([])  # positions forgotten: the next assignment starts from the committed offsets
+
+    def rebalance_in_progress(self) -> bool:
+        return self.rejoining
 
     def generation_lost(self) -> bool:
         return self.lost

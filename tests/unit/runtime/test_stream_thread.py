@@ -97,6 +97,21 @@ async def test_the_loop_restores_processes_and_commits(thread: StreamThread) -> 
     assert kafka.committed == {IN0: 3}
 
 
+async def test_no_commit_while_the_member_rejoins_the_group(thread: StreamThread) -> None:
+    """Kafka Streams' rule: the periodic commit waits for the rebalance to complete (the tasks keep processing)."""
+    await assigned_and_running(thread)
+    consumer, kafka = fake(thread)
+    consumer.rejoining = True
+    await counted(thread, "a", "b")
+    thread.tasks.last_commit = 0.0  # the commit interval has passed
+    await thread.run_once()
+    assert kafka.committed == {} and thread.tasks.active[T0].state is TaskState.RUNNING
+
+    consumer.rejoining = False
+    await thread.run_once()
+    assert kafka.committed == {IN0: 2}
+
+
 async def _tick(task: StreamTask) -> None:
     """A timer's tick: one record sent from the task, with the task's (punctuation) timestamp."""
     task.send(OUTPUT, b"tick", struct.pack(">q", 1), task.timestamp, 0)
