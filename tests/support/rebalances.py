@@ -111,11 +111,11 @@ async def tail_history(kafka: KafkaTestCluster, application_id: str) -> AsyncIte
         yield history
     finally:
         task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-        await consumer.stop()
-        if task.done() and not task.cancelled() and task.exception() is not None:
-            raise task.exception()  # type: ignore[misc]
+        try:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task  # a tail that failed (an event that is not JSON) fails the test here
+        finally:
+            await consumer.stop()
 
 
 @dataclass(frozen=True)
