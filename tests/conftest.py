@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 
 from tests.support.kafka import KafkaTestCluster
+from tests.support.reports import REPORTS
 
 
 @pytest.fixture(scope="session")
@@ -37,3 +38,11 @@ async def kafka(bootstrap_servers: str) -> AsyncIterator[KafkaTestCluster]:
         yield cluster
     finally:
         await cluster.close()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The figures scenario tests measured (tests/support/reports.py), one section each."""
+    for section in dict.fromkeys(section for section, _ in REPORTS):
+        terminalreporter.section(section)
+        for line in (line for s, line in REPORTS if s == section):
+            terminalreporter.write_line(line)

@@ -1,8 +1,11 @@
-"""`streamlet experiment run SCENARIO` and `streamlet experiment report RUN_DIR...` (wired into streamlet.cli).
+"""`streamlet experiment run SCENARIO...` and `streamlet experiment report RUN_DIR...` (wired into streamlet.cli).
 
 `run` exits 0 when the run passed (timeline done, output exact), 1 when it failed, 2 for a bad scenario
 (nothing was started), 130 on Ctrl-C and 143 on SIGTERM; in every case the processes it started are gone
-when it returns. `report` never fails on a damaged run dir: it says what is missing and reports the rest.
+when it returns. With several scenarios or `--protocols`, the runs go one after another (one broker, one
+run at a time: they would skew each other's timings), a failed run does not stop the others, the exit code
+is the worst one, and Ctrl-C stops the rest. `report` never fails on a damaged run dir: it says what is
+missing and reports the rest.
 """
 
 from __future__ import annotations
@@ -19,12 +22,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from streamlet.experiments.protocols import compares_protocols, render_protocol_table
 from streamlet.experiments.report import RunSummary, render_report, summarize
 from streamlet.experiments.runner import ExperimentRunner, RunRecord
-from streamlet.experiments.scenario import load_scenario
+from streamlet.experiments.scenario import Scenario, ScenarioError, load_scenario
 from streamlet.spark import SparkNotInstalledError, SparkSetupError
 from streamlet.spark.experiment_report import write_html_report
 from streamlet.spark.session import stop_spark
+
+log = logging.getLogger("streamlet.experiments")
 
 
 def add_experiment_parser(sub: Any) -> None:
@@ -32,9 +38,22 @@ def add_experiment_parser(sub: Any) -> None:
     actions = experiment.add_subparsers(dest="experiment_action", required=True)
 
     run = actions.add_parser("run", help="run a scenario (TOML) on real worker processes into a run directory")
-    run.add_argument("scenario", help="scenario file, e.g. examples/experiments/seed000_2_to_3.toml")
+    run.add_argument(
+        "scenarios", nargs="+", metavar="SCENARIO", help="scenario file(s), e.g. examples/experiments/*.toml"
+    )
     run.add_argument("--assignor", default=None, help="override [app.config] task_assignor (e.g. balanced)")
-    run.add_argument("--run-dir", default=None, help="where to record the run (default runs/<name>-<assignor>-<time>)")
+    run.add_argument(
+        "--protocols",
+        default=None,
+        help="comma list of rebalance protocols, e.g. eager,cooperative: each scenario runs once under each "
+        "(default: the scenario's rebalance_protocol)",
+    )
+    run.add_argument(
+        "--run-dir",
+        default=None,
+        help="where to record the run (default runs/<name>-<assignor>-<time>); with several runs, a directory "
+        "holding one <scenario>-<protocol> run dir each",
+    )
     run.add_argument(
         "--bootstrap-servers", default=None, help="use this broker (default: start a local one in the run dir)"
     )
@@ -95,10 +114,16 @@ def default_out_dir(run_dirs: list[Path]) -> Path:
     return run_dirs[0].parent / ("compare-" + "-".join(d.name for d in run_dirs))
 
 
+def render_with_protocols(summaries: list[RunSummary]) -> str:
+    """The report, preceded by the protocols' table when the runs compare one scenario under several."""
+    head = "\n".join(render_protocol_table(summaries)) + "\n" if compares_protocols(summaries) else ""
+    return head + render_report(summaries)
+
+
 def report_command(args: argparse.Namespace) -> int:
     run_dirs = [Path(d) for d in args.run_dirs]
     summaries = [read_run_dir(d) for d in run_dirs]
-    print(render_report(summaries), end="")
+    print(render_with_protocols(summaries), end="")
     if args.markdown_only:
         return 0
     out = Path(args.out) if args.out else default_out_dir(run_dirs)
@@ -113,19 +138,66 @@ def report_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def planned_runs(args: argparse.Namespace) -> list[tuple[Scenario, Path]]:
+    """Every (scenario, run dir) the command runs, all checked before the first starts: a typo in the third
+    scenario must not surface after two runs' worth of rebalancing."""
+    scenarios = [load_scenario(path) for path in args.scenarios]  # ScenarioError: exit 2, nothing started
+    if args.assignor:
+        scenarios = [s.with_assignor(args.assignor) for s in scenarios]
+    protocols = [p.strip() for p in args.protocols.split(",") if p.strip()] if args.protocols else []
+    if args.protocols is not None and not protocols:
+        raise ScenarioError("--protocols: give at least one rebalance protocol (eager, cooperative)")
+    if protocols:
+        scenarios = [s.with_protocol(p) for s in scenarios for p in protocols]
+    names = [(s.name, s.app.rebalance_protocol) for s in scenarios]
+    if len(set(names)) != len(names):
+        raise ScenarioError("the same scenario is given twice under the same protocol: its run dirs would collide")
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    if len(scenarios) == 1:
+        only = scenarios[0]
+        return [(only, Path(args.run_dir or f"runs/{only.name}-{only.app.task_assignor}-{stamp}"))]
+    base = Path(args.run_dir or f"runs/experiments-{stamp}")
+    return [(s, base / f"{s.name}-{s.app.rebalance_protocol}") for s in scenarios]
+
+
 def run_command(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=getattr(logging, args.log_level.upper()), format="%(asctime)s %(levelname)s %(name)s %(message)s"
     )
     if args.log_level.lower() != "debug":  # the clients' retries while new topics get leaders are noise here
         logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
-    scenario = load_scenario(args.scenario)  # a bad scenario raises ScenarioError: exit 2, nothing started
-    if args.assignor:
-        scenario = scenario.with_assignor(args.assignor)
-    run_dir = Path(
-        args.run_dir or f"runs/{scenario.name}-{scenario.app.task_assignor}-{time.strftime('%Y%m%d-%H%M%S')}"
+    runs = planned_runs(args)
+    for _, run_dir in runs:  # checked up front too, rather than by the runner after the earlier runs
+        if run_dir.exists() and any(run_dir.iterdir()):
+            raise ScenarioError(f"run directory {run_dir} is not empty: give a new one")
+    codes = []
+    for scenario, run_dir in runs:
+        code = run_one(scenario, run_dir, args.bootstrap_servers)
+        codes.append(code)
+        if code in (130, 143):  # interrupted: the rest is not run
+            return code
+    if len(runs) > 1:
+        summaries = [read_run_dir(run_dir) for _, run_dir in runs]
+        table = "\n".join(render_protocol_table(summaries)) + "\n"
+        base = runs[0][1].parent
+        (base / "protocols.md").write_text(table)
+        print("\n" + table, end="")
+        print(
+            f"wrote {base / 'protocols.md'}; every run: streamlet experiment report {' '.join(str(d) for _, d in runs)}"
+        )
+    return max(codes)
+
+
+def run_one(scenario: Scenario, run_dir: Path, bootstrap_servers: str | None) -> int:
+    """Run one scenario into `run_dir`, print its report; the exit code of `experiment run` for it."""
+    log.info(
+        "running %s (%s, %s) into %s",
+        scenario.name,
+        scenario.app.task_assignor,
+        scenario.app.rebalance_protocol,
+        run_dir,
     )
-    runner = ExperimentRunner(scenario, run_dir, bootstrap_servers=args.bootstrap_servers)
+    runner = ExperimentRunner(scenario, run_dir, bootstrap_servers=bootstrap_servers)
     terminated = False
 
     async def main() -> RunRecord:

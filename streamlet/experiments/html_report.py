@@ -13,6 +13,8 @@ from html import escape
 from typing import Any
 
 from streamlet.experiments.aggregates import RunAggregates
+from streamlet.experiments.protocols import HEADER as PROTOCOL_HEADER
+from streamlet.experiments.protocols import compares_protocols, protocol_rows
 from streamlet.experiments.report import (
     Round,
     RunSummary,
@@ -20,6 +22,7 @@ from streamlet.experiments.report import (
     max_excess,
     max_skew,
     metrics_table,
+    rebalances_per_step,
     task_moves,
 )
 from streamlet.experiments.svg import ROLE_COLOURS, line_chart, placement_timeline
@@ -186,6 +189,17 @@ def run_json(view: RunView) -> dict[str, Any]:
             for c in convergences(summary.rounds)
         ],
         "moves": moves,
+        "protocol": summary.protocol,
+        "rebalances_per_step": [
+            {"change": change, "rebalances": n} for change, n in rebalances_per_step(summary.rounds)
+        ],
+        # pauses of tasks that resumed on their client, longest first (None: no metrics events)
+        "staying_pauses": None
+        if summary.staying is None
+        else [
+            {"client": p.client, "task": p.task, "seconds": round(p.seconds, 3), "kind": p.kind, "end_ms": p.end_ms}
+            for p in summary.staying[:20]
+        ],
         "restored_records_for_moves": sum(restored) if agg is not None and agg.restored_recorded else None,
         "restored_bytes_for_moves": sum(restored_bytes) if agg is not None and agg.restored_bytes_recorded else None,
         "max_stateful_on_one_client": None if skew is None else {"tasks": skew[0], "client": skew[1], "round": skew[2]},
@@ -209,7 +223,12 @@ def run_json(view: RunView) -> dict[str, Any]:
 
 
 def build_summary(views: Sequence[RunView]) -> dict[str, Any]:
-    return {"version": 1, "runs": [run_json(v) for v in views], "notes": [BYTES_NOTE]}
+    return {
+        "version": 1,
+        "runs": [run_json(v) for v in views],
+        "protocols": protocol_rows([v.summary for v in views]),
+        "notes": [BYTES_NOTE],
+    }
 
 
 # ---- HTML ------------------------------------------------------------------------------------------------
@@ -355,6 +374,11 @@ def render_html(views: Sequence[RunView]) -> str:
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>',
         f"<style>{_CSS}</style></head><body><h1>{escape(title)}</h1>",
     ]
+    summaries = [v.summary for v in views]
+    if compares_protocols(summaries):
+        rows = [[row[h] for h in PROTOCOL_HEADER] for row in protocol_rows(summaries)]
+        out.append("<h2>Rebalance protocols side by side</h2>")
+        out.append(_table(PROTOCOL_HEADER, rows, "protocols"))
     if len(views) > 1:
         tables = [metrics_table(v.summary) for v in views]
         keys = list(tables[0])

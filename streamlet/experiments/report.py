@@ -17,6 +17,9 @@ Numbers, per run:
   processed (a client that joined and processed nothing is flagged: the run did not scale under load), the
   time its tasks spent assigned but not RUNNING (restoring, waiting, rebalancing), and the records and
   key + value bytes it restored (per move, they need the round windows: the Spark report).
+* rebalances per scale step: every rebalance from one membership change to the next (a cooperative
+  handover's second round included), and the longest pause of a task that stayed on its client
+  (`pauses`): what compares the two rebalance protocols (`protocols` lays the runs side by side).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from typing import Any
 
 from streamlet.assignment.history import EVENT_TYPE, HISTORY_VERSION
 from streamlet.experiments.client_metrics import ClientTotals, client_totals, render_client_totals, total_restored
+from streamlet.experiments.pauses import StayingPause, longest, staying_pauses
 
 
 @dataclass(frozen=True)
@@ -70,12 +74,18 @@ class RunSummary:
     event_assignor: str = ""
     notes: list[str] = field(default_factory=list)
     clients: list[ClientTotals] | None = None  # from metrics.jsonl; None without it
+    staying: list[StayingPause] | None = None  # pauses of tasks that resumed in place; None without metrics
 
     @property
     def assignor(self) -> str:
         if self.record and self.record.get("assignor"):
             return str(self.record["assignor"])
         return self.event_assignor or "?"
+
+    @property
+    def protocol(self) -> str:
+        """The run's rebalance protocol (run.json; runs recorded before it was a dimension say "?")."""
+        return str((self.record or {}).get("protocol") or "?")
 
 
 def client_names(record: Mapping[str, Any] | None) -> dict[str, str]:
@@ -167,6 +177,7 @@ def summarize(
             "active task, so this run shows no scaling under load"
             for name, step in idle_joiners(record, summary.clients)
         ]
+        summary.staying = staying_pauses(metrics_lines, client_names(record))
     return summary
 
 
@@ -284,6 +295,19 @@ def convergences(rounds: Sequence[Round]) -> list[Convergence]:
     return out
 
 
+def rebalances_per_step(rounds: Sequence[Round]) -> list[tuple[str, int]]:
+    """(membership change, every rebalance from it to the next change or the timeline's end).
+
+    Unlike `convergences`, which stops at the first round that schedules no follow-up, this counts them all:
+    a cooperative handover's second round (the withheld tasks) schedules none, and is a rebalance too.
+    """
+    steps = convergences(rounds)
+    if not steps:
+        return []
+    ends = [s.start_round for s in steps[1:]] + [len(rounds) + 1]
+    return [(s.change, end - s.start_round) for s, end in zip(steps, ends, strict=True)]
+
+
 @dataclass(frozen=True)
 class TaskMove:
     round: int
@@ -396,10 +420,13 @@ def metrics_table(summary: RunSummary) -> dict[str, str]:
     return {
         "scenario": str(record.get("scenario", "?")) if isinstance(record, Mapping) else "?",
         "assignor": summary.assignor,
+        "rebalance protocol": summary.protocol,
         "status": str(record.get("status", "?")) if isinstance(record, Mapping) else "?",
         "output": verified,
         "rounds": str(len(summary.rounds)),
         "rebalances to converge": "; ".join(c.describe() for c in conv) or "-",
+        "rebalances per scale step": "; ".join(f"{change}: {n}" for change, n in rebalances_per_step(summary.rounds))
+        or "-",
         "stateful task moves": f"{sum(n for _, n in moves)}"
         + (f" ({', '.join(f'r{r}:{n}' for r, n in moves if n)})" if any(n for _, n in moves) else ""),
         "max stateful actives on one client": "-"
@@ -418,6 +445,7 @@ def metrics_table(summary: RunSummary) -> dict[str, str]:
         "time tasks not RUNNING (all clients)": "-"
         if summary.clients is None
         else f"{sum(c.total_not_running_s for c in summary.clients):.1f}s",
+        "longest pause of a task that stayed": longest(summary.staying),
         "records restored (all clients)": "-"
         if summary.clients is None
         else total_restored(summary.clients, "records"),

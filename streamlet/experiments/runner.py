@@ -119,6 +119,7 @@ class RunRecord:
     application_id: str
     input_topic: str
     output_topic: str
+    protocol: str = ""  # the clients' rebalance protocol (run dirs of older runners have none)
     bootstrap_servers: str = ""
     started_at: float = field(default_factory=time.time)
     ended_at: float | None = None
@@ -219,6 +220,7 @@ class ExperimentRunner:
         self.record = RunRecord(
             scenario=scenario.name,
             assignor=scenario.app.task_assignor,
+            protocol=scenario.app.rebalance_protocol,
             application_id=run_id,
             input_topic=f"{run_id}-input",
             output_topic=f"{run_id}-output",
@@ -228,6 +230,7 @@ class ExperimentRunner:
         self._broker: LocalBroker | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self.collector: HistoryCollector | None = None
+        self.metrics: HistoryCollector | None = None
         self.producer: InputProducer | None = None
 
     # ---- the run ----------------------------------------------------------------------------------------
@@ -268,10 +271,12 @@ class ExperimentRunner:
         )
         self.producer = InputProducer(bootstrap, self.record.input_topic, self.lines, self.scenario.input.rate)
         producing = asyncio.create_task(self.producer.run(), name="input-producer")
-        metrics = HistoryCollector(bootstrap, metrics_topic(self.record.application_id), self.run_dir / "metrics.jsonl")
+        self.metrics = HistoryCollector(
+            bootstrap, metrics_topic(self.record.application_id), self.run_dir / "metrics.jsonl"
+        )
         self._tasks = [
             asyncio.create_task(self.collector.run(), name="history-collector"),
-            asyncio.create_task(metrics.run(), name="metrics-collector"),
+            asyncio.create_task(self.metrics.run(), name="metrics-collector"),
             producing,
         ]
         for step in self.scenario.steps:
@@ -362,10 +367,25 @@ class ExperimentRunner:
             lags = client.get("lags", {})
             fresh = [t for t in client.get("active", []) if t in stateful and lags.get(t) != -2]
             if fresh:
-                missing = set(fresh) - worker.running_since(int(last.get("timestamp_ms", 0)))
+                since = int(last.get("timestamp_ms", 0))
+                missing = set(fresh) - worker.running_since(since) - self.running_in_metrics(pid, since)
                 if missing:
                     return f"client {worker.name} is still restoring {sorted(missing)}"
         return None
+
+    def running_in_metrics(self, process_id: str, since_ms: int) -> set[str]:
+        """The tasks RUNNING in the client's latest metrics event, if that event is from `since_ms` or later.
+
+        The worker log says when a task became RUNNING, and an event's lag of -2 that it was RUNNING there
+        already; under cooperative rebalancing a task can run on through a later rebalance whose event reports
+        it with its offset lag instead, and then only the client's own metrics say it is RUNNING.
+        """
+        events = self.metrics.events if self.metrics else []
+        latest = next((e for e in reversed(events) if e.get("process_id") == process_id), None)
+        if latest is None or int(latest.get("timestamp_ms", 0)) < since_ms:
+            return set()
+        tasks = latest.get("tasks", {})
+        return {t for t, entry in tasks.items() if isinstance(entry, dict) and entry.get("state") == "RUNNING"}
 
     async def _wait(self, step: Step, *, converged: bool) -> None:
         loop = asyncio.get_running_loop()

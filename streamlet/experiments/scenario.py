@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from streamlet.assignment.registry import resolve_task_assignor
-from streamlet.config import StreamsConfig, config_key, parse_setting
+from streamlet.config import REBALANCE_PROTOCOLS, StreamsConfig, config_key, parse_setting
 from streamlet.errors import ConfigError, StreamletError
 
 
@@ -78,6 +78,10 @@ class AppSpec:
     @property
     def task_assignor(self) -> str:
         return str(self.config.get("task_assignor", "high_availability"))
+
+    @property
+    def rebalance_protocol(self) -> str:
+        return str(self.config.get("rebalance_protocol", StreamsConfig.rebalance_protocol))
 
 
 @dataclass(frozen=True)
@@ -140,6 +144,15 @@ class Scenario:
         """The same scenario with another `task_assignor` (each shipped scenario runs with HATA and balanced)."""
         _check_assignor(assignor, "--assignor")
         config = {**self.app.config, "task_assignor": assignor}
+        return dataclasses.replace(self, app=dataclasses.replace(self.app, config=config))
+
+    def with_protocol(self, protocol: str) -> Scenario:
+        """The same scenario under another `rebalance_protocol` (`experiment run --protocols eager,cooperative`
+        runs each shipped scenario under both, to compare what a rebalance costs the tasks that stay)."""
+        if protocol not in REBALANCE_PROTOCOLS:
+            known = ", ".join(REBALANCE_PROTOCOLS)
+            raise ScenarioError(f"--protocols: {protocol!r} is not a rebalance protocol (expected {known})")
+        config = {**self.app.config, "rebalance_protocol": protocol}
         return dataclasses.replace(self, app=dataclasses.replace(self.app, config=config))
 
     def client_names(self) -> list[str]:

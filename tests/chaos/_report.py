@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import time
 
-#: One line per scenario run in this session, printed at the end of the test run (tests/chaos/conftest.py).
-REPORTS: list[str] = []
+from tests.support.reports import add_report
 
 
 def lost_updates(final: dict[str, int], truth: dict[str, int]) -> dict[str, tuple[int, int]]:
@@ -22,7 +21,8 @@ def report(name: str, final: dict[str, int], truth: dict[str, int], *, since: fl
     """Print the scenario's figures; `since` is when the last input was produced (for the catch-up time)."""
     figures = {"caught_up_s": round(time.monotonic() - since, 1), **figures}
     extra = "".join(f", {k}={v}" for k, v in figures.items())
-    REPORTS.append(
+    add_report(
+        "chaos scenarios",
         f"{name}: {sum(truth.values())} words, lost {len(lost_updates(final, truth))} words, "
-        f"over-counted {over_count(final, truth)}{extra}"
+        f"over-counted {over_count(final, truth)}{extra}",
     )

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.chaos._report import REPORTS
 from tests.support.kafka import KafkaTestCluster, unique_name
 from tests.support.workers import Workers
 
@@ -34,10 +33,3 @@ async def wordcount_app(kafka: KafkaTestCluster, tmp_path: Path) -> AsyncIterato
     yield make
     for workers in made:
         workers.stop_all()
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    if REPORTS:
-        terminalreporter.section("chaos scenarios")
-        for line in REPORTS:
-            terminalreporter.write_line(line)

@@ -1,6 +1,7 @@
-"""exactly_once_v2 under kill -9: restarts on the same and on a deleted state dir, under steady input. The
-final counts equal the truth exactly, and over the whole read_committed output each word's counts are 1..N,
-in order, with none repeated and none skipped (the record cache is off, so every update is emitted)."""
+"""exactly_once_v2 under kill -9 (restarts on the same and on a deleted state dir) and under scaling (2 -> 5 -> 2
+workers, cooperative rebalances), under steady input. The final counts equal the truth exactly, and over the
+whole read_committed output each word's counts are 1..N, in order, with none repeated and none skipped (the
+record cache is off, so every update is emitted)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 
 from tests.chaos._report import lost_updates, over_count, report
 from tests.support.kafka import KafkaTestCluster
+from tests.support.rebalances import tail_history, wait_settled
 from tests.support.wordcount import (
     SEED_LINE,
     broken_count_sequences,
@@ -22,7 +24,7 @@ from tests.support.wordcount import (
     real_text_lines,
     wait_for_counts,
 )
-from tests.support.workers import produce_steadily, pyspark_verify_wordcount
+from tests.support.workers import SteadyInput, produce_steadily, pyspark_verify_wordcount
 
 pytestmark = pytest.mark.chaos
 EOS = {"processing_guarantee": "exactly_once_v2", "statestore_cache_max_bytes": "0"}
@@ -107,3 +109,52 @@ async def test_a_paused_worker_under_exactly_once_gives_exact_counts(kafka: Kafk
     report("exactly-once zombie", final, truth, since=input_done, paused_s=paused_s)
     assert workers.dropped_tasks_dirty(0), workers.log(0)[-3000:]
     assert workers.stop_all() == {0: 0, 1: 0}
+
+
+async def test_scaling_2_5_2_under_exactly_once_gives_exact_counts(kafka: KafkaTestCluster, wordcount_app) -> None:
+    """Two workers, three more join at once, then those three stop at once (clean SIGTERMs), with input flowing
+    throughout and after. The rebalances are cooperative (the default): tasks move in two rounds, each revoked one
+    committed (its transaction) before it is handed over, and no task runs on two workers at a time."""
+    source, sink, workers = await wordcount_app(**EOS)
+    hold_s = 3.0  # each layout runs this long under input (dozens of 100 ms exactly-once commits)
+    async with tail_history(kafka, workers.application_id) as history:
+        began = time.monotonic(), time.time()
+        for i in (0, 1):
+            workers.start(i, threads=1)
+        await wait_settled(history, after=began[1], clients=2, threads=1, timeout=120)
+        load = SteadyInput(kafka, source, real_text_lines() + [SEED_LINE], per_second=100)
+        load.start()
+        try:
+            await asyncio.sleep(hold_s)  # input flows into the two-worker layout: not a wait for anything
+            at = time.time()
+            for i in (2, 3, 4):
+                workers.start(i, threads=1)
+            await wait_settled(history, after=at, clients=5, threads=1, timeout=120)
+            rounds_up = len(history.since(at))
+            await asyncio.sleep(hold_s)
+            at = time.time()
+            codes = await asyncio.gather(*(workers.terminate(i) for i in (2, 3, 4)))
+            assert codes == [0, 0, 0], [workers.log(i)[-3000:] for i in (2, 3, 4)]
+            await wait_settled(history, after=at, clients=2, threads=1, timeout=120)
+            rounds_down = len(history.since(at))
+            await asyncio.sleep(hold_s)  # input goes on past the last step
+        finally:
+            lines = await load.stop()
+    input_done = time.monotonic()
+
+    truth = expected_counts(lines)
+    final = await wait_for_counts(kafka, sink, truth, timeout=120, read_committed=True)
+    lost = list(lost_updates(final, truth).items())
+    assert final == truth, f"lost {len(lost)} words {lost[:5]}, over-counted {over_count(final, truth)}"
+    broken = broken_count_sequences(await kafka.drain(sink, 6, read_committed=True), truth)
+    assert not broken, f"{len(broken)} words' counts are not 1..N: {list(broken.items())[:3]}"
+    report(
+        "exactly-once, scale 2 -> 5 -> 2 workers (cooperative)",
+        final,
+        truth,
+        since=input_done,
+        rounds_up=rounds_up,
+        rounds_down=rounds_down,
+        took_s=round(input_done - began[0], 1),
+    )
+    assert workers.stop_all() == dict.fromkeys(range(5), 0)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import itertools
 import os
 import re
 import signal
@@ -10,6 +12,8 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+
+from aiokafka import AIOKafkaProducer
 
 from tests.support.kafka import KafkaTestCluster
 
@@ -31,7 +35,7 @@ class Workers:
         target: str = "examples.wordcount.app:app",
         env: dict[str, str] | None = None,
     ) -> None:
-        self.bootstrap, self.root, self.target = bootstrap, root, target
+        self.bootstrap, self.root, self.target, self.application_id = bootstrap, root, target, app_id
         self.config = {"commit_interval_ms": "500", **(config or {})}
         self.env = {
             **os.environ,
@@ -93,6 +97,23 @@ class Workers:
         finally:
             self._terminating.discard(index)
 
+    async def terminate(self, index: int, timeout: float = 60) -> int:
+        """`stop` without blocking the event loop (the test's input keeps flowing while the worker shuts down)."""
+        proc = self.procs[index]
+        if proc.poll() is None and index not in self._terminating:
+            proc.send_signal(signal.SIGCONT)
+            proc.send_signal(signal.SIGTERM)
+        self._terminating.add(index)
+        try:
+            deadline = asyncio.get_running_loop().time() + timeout
+            while proc.poll() is None and asyncio.get_running_loop().time() < deadline:
+                await asyncio.sleep(0.1)
+            if proc.poll() is None:
+                proc.kill()
+            return proc.wait()
+        finally:
+            self._terminating.discard(index)
+
     def alive(self, index: int) -> bool:
         return self.procs[index].poll() is None
 
@@ -137,6 +158,46 @@ async def produce_steadily(
         chunk = lines[start : start + batch]
         await kafka.produce(topic, [(None, line.encode()) for line in chunk])
         await asyncio.sleep(len(chunk) / per_second)
+
+
+class SteadyInput:
+    """Text lines produced at a bounded rate (batches of `batch`, each acknowledged before the next) from `run()`
+    until `stop()`; `lines` holds every line produced, in order, for an independent count."""
+
+    def __init__(
+        self, kafka: KafkaTestCluster, topic: str, text: Sequence[str], *, per_second: int, batch: int = 20
+    ) -> None:
+        self.kafka, self.topic, self.text, self.per_second, self.batch = kafka, topic, text, per_second, batch
+        self.lines: list[str] = []
+        self._stopping = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name=f"steady-input-{self.topic}")
+
+    async def _run(self) -> None:
+        producer = AIOKafkaProducer(bootstrap_servers=self.kafka.bootstrap_servers, linger_ms=5)
+        await producer.start()
+        try:
+            lines = itertools.cycle(self.text)
+            while not self._stopping.is_set():
+                chunk = list(itertools.islice(lines, self.batch))
+                futures = [await producer.send(self.topic, value=line.encode()) for line in chunk]
+                for fut in futures:
+                    await fut
+                self.lines.extend(chunk)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), len(chunk) / self.per_second)
+        finally:
+            await producer.stop()
+
+    async def stop(self) -> list[str]:
+        """Stop after the batch in flight; every line returned was acknowledged by the broker. Idempotent."""
+        self._stopping.set()
+        if self._task is not None:
+            task, self._task = self._task, None
+            await task
+        return self.lines
 
 
 def pyspark_verify_wordcount(bootstrap: str, source: str, sink: str) -> subprocess.CompletedProcess[str]:

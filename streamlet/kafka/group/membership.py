@@ -192,7 +192,6 @@ class GroupMembership:
         self.state = MemberState.UNJOINED
         self._need_rejoin = True
         self._join_prepared = False
-        self._drop_owned = False
         self._fatal: BaseException | None = None
         self._closing = False
         self._wakeup = asyncio.Event()
@@ -248,10 +247,15 @@ class GroupMembership:
         self._wakeup.set()
 
     def drop_partitions_and_rejoin(self, reason: str) -> None:
-        """Before the next join, own nothing (no callbacks: the member already closed what it had). Its positions
+        """Own nothing from now on (no callbacks: the member already closed what it had), and rejoin. Its positions
         are past what was committed, so the partitions must restart from their committed offsets, here or
-        elsewhere (Kafka Streams unsubscribes on TaskMigratedException)."""
-        self._drop_owned = True
+        elsewhere (Kafka Streams unsubscribes on TaskMigratedException).
+
+        At once, not at the next join: a join already in flight would otherwise complete with the partitions still
+        owned, and the member would reopen their tasks at the positions past what was committed (skipping the
+        aborted records), then jump back to the committed offsets at the next join and count again what the
+        reopened tasks had already counted (seen as over-counts under exactly-once)."""
+        self._ownership.assign((), {})
         self.request_rejoin(reason)
 
     def generation_lost(self) -> bool:
@@ -270,6 +274,11 @@ class GroupMembership:
         generation = self.generation
         if generation.generation_id == NO_GENERATION:
             raise Errors.CommitFailedError("this member is not part of an active generation of the group")
+        if self.state is not MemberState.STABLE:
+            # Kafka's generationIfStable(): a member that is rejoining does not commit. Sent now, the commit would
+            # carry the generation the group is leaving (ILLEGAL_GENERATION once the join completes) or the one
+            # it is not done forming (REBALANCE_IN_PROGRESS); the next commit after the rebalance sends them.
+            raise RebalanceInProgressCommitError("the member is rejoining the group; the offsets are committed later")
         by_topic: dict[str, list[tuple[int, int, str]]] = defaultdict(list)
         for tp, meta in sorted(offsets.items()):
             by_topic[tp.topic].append((tp.partition, meta.offset, meta.metadata))
@@ -297,6 +306,16 @@ class GroupMembership:
             if code == REBALANCE_IN_PROGRESS:
                 self.request_rejoin("the group is rebalancing")
                 raise RebalanceInProgressCommitError("the group is rebalancing; the offsets are committed later")
+            if code in (UNKNOWN_MEMBER_ID_ERROR, ILLEGAL_GENERATION) and (
+                self.generation != generation or self.state is MemberState.PREPARING_REBALANCE
+            ):
+                # Kafka's ConsumerCoordinator: the commit carried a generation this member is already leaving
+                # (it joined a newer one meanwhile, or is joining). Resetting would throw away the generation it
+                # just got, and the thread would close its tasks as lost, uncommitted: a rebalance in progress.
+                raise RebalanceInProgressCommitError(
+                    f"the commit of {generation} was refused ({Errors.for_code(code).__name__}): the member is in "
+                    "a newer rebalance; the offsets are committed later"
+                )
             if code in (UNKNOWN_MEMBER_ID_ERROR, ILLEGAL_GENERATION):
                 self._reset_generation(f"OffsetCommit answered {Errors.for_code(code).__name__}", code)
                 raise Errors.CommitFailedError(
@@ -446,9 +465,6 @@ class GroupMembership:
 
     async def _join_group(self) -> None:
         assignor, _ = self._subscribed()
-        if self._drop_owned:
-            self._drop_owned = False
-            self._ownership.assign((), {})
         if not self._join_prepared:
             await self._on_join_prepare()
             self._join_prepared = True
@@ -620,8 +636,15 @@ class GroupMembership:
                 self.request_rejoin("need to revoke partitions and re-join")
         log.info("%s Notifying assignor about the new %s", self._prefix, _fmt_assignment(assignment))
         assignor.on_assignment(assignment, self.generation.generation_id)
-        committed = await self.committed(added)
-        self._ownership.assign(assigned, {tp: meta.offset for tp, meta in committed.items()})
+        # every partition not owned when the assignment is applied starts at its committed offset: the member may
+        # have dropped what it owned (drop_partitions_and_rejoin) during a callback or an offset fetch above
+        positions: dict[TopicPartition, int] = {}
+        asked: set[TopicPartition] = set()
+        while missing := assigned - self._ownership.owned() - asked:
+            asked |= missing
+            positions.update({tp: meta.offset for tp, meta in (await self.committed(missing)).items()})
+        added = assigned - self._ownership.owned()
+        self._ownership.assign(assigned, positions)
         log.info("%s Adding newly assigned partitions: %s", self._prefix, _fmt(added))
         await listener.on_partitions_assigned(added)
 

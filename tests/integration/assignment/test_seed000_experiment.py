@@ -73,7 +73,13 @@ class AssignmentLog(logging.Handler):
 
 
 def _client(
-    kafka: KafkaTestCluster, topology, app_id: str, state_dir, process_id: str, task_assignor: str = "high_availability"
+    kafka: KafkaTestCluster,
+    topology,
+    app_id: str,
+    state_dir,
+    process_id: str,
+    task_assignor: str = "high_availability",
+    rebalance_protocol: str = "cooperative",
 ) -> KafkaStreams:
     write_process_id(state_dir, app_id, process_id)
     config = StreamsConfig(
@@ -86,6 +92,7 @@ def _client(
         max_warmup_replicas=2,
         commit_interval_ms=500,
         task_assignor=task_assignor,
+        rebalance_protocol=rebalance_protocol,
     )
     return KafkaStreams(topology, config)
 
@@ -97,7 +104,9 @@ class Experiment:
 
 
 @contextlib.asynccontextmanager
-async def seed_experiment(kafka: KafkaTestCluster, tmp_path, task_assignor: str) -> AsyncIterator[Experiment]:
+async def seed_experiment(
+    kafka: KafkaTestCluster, tmp_path, task_assignor: str, rebalance_protocol: str = "cooperative"
+) -> AsyncIterator[Experiment]:
     """Run seed 000's experiment; counts are checked to be exact before the join and at the end."""
     source = await kafka.create_topic("streams-plaintext-input", partitions=6)
     sink = await kafka.create_topic("streams-wordcount-output", partitions=6)
@@ -112,7 +121,7 @@ async def seed_experiment(kafka: KafkaTestCluster, tmp_path, task_assignor: str)
     clients: list[KafkaStreams] = []
     try:
         for pid in (A, B):
-            clients.append(_client(kafka, topology, app_id, tmp_path / pid[:8], pid, task_assignor))
+            clients.append(_client(kafka, topology, app_id, tmp_path / pid[:8], pid, task_assignor, rebalance_protocol))
             await clients[-1].start()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 60
@@ -124,7 +133,7 @@ async def seed_experiment(kafka: KafkaTestCluster, tmp_path, task_assignor: str)
         before = log.rounds[-1].clients
         rounds_before = len(log.rounds)
 
-        clients.append(_client(kafka, topology, app_id, tmp_path / C[:8], C, task_assignor))
+        clients.append(_client(kafka, topology, app_id, tmp_path / C[:8], C, task_assignor, rebalance_protocol))
         await clients[-1].start()
         second = real_text_lines(800)[400:]
         await kafka.produce(source, [(None, line.encode()) for line in second])
@@ -148,8 +157,12 @@ def _stateful(tasks: list[str]) -> set[str]:
     return {t for t in tasks if t in STATEFUL}
 
 
-async def test_third_client_joins_like_seed_000(kafka: KafkaTestCluster, tmp_path) -> None:
-    async with seed_experiment(kafka, tmp_path, "high_availability") as run:
+@pytest.mark.parametrize("protocol", ["cooperative", "eager"])
+async def test_third_client_joins_like_seed_000(kafka: KafkaTestCluster, tmp_path, protocol: str) -> None:
+    """Under both protocols: the warmups, the probing rebalances and the converged layout are the assignor's, the
+    same whichever protocol hands the tasks over (cooperative adds a round for each withheld task, logged with a
+    follow-up like a probing one)."""
+    async with seed_experiment(kafka, tmp_path, "high_availability", protocol) as run:
         # the two-client layout the seed starts from: round robin over 4b61083e < 7156cef1
         assert _stateful(run.before[A]["active"]) == {"1_0", "1_2", "1_4"}
         assert _stateful(run.before[B]["active"]) == {"1_1", "1_3", "1_5"}

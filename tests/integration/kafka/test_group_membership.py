@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 
 import pytest
 from aiokafka.errors import CommitFailedError
 from aiokafka.structs import OffsetAndMetadata, TopicPartition
 
-from streamlet.kafka.group.consumer import GroupConsumer
+from streamlet.kafka.group.consumer import GroupConsumer, _InPlaceOwnership
 from streamlet.kafka.group.consumer_protocol import RebalanceProtocol
 from tests.support.clients import wait_until
 from tests.support.group import RecordingListener, StickyAssignor, group_consumer
@@ -60,7 +60,11 @@ async def member(kafka: KafkaTestCluster, topic: str, group: str, protocol: Reba
 
 
 async def produce(kafka: KafkaTestCluster, topic: str, per_partition: int) -> None:
-    for p in range(PARTITIONS):
+    await produce_to(kafka, topic, range(PARTITIONS), per_partition)
+
+
+async def produce_to(kafka: KafkaTestCluster, topic: str, partitions: Iterable[int], per_partition: int) -> None:
+    for p in partitions:
         await kafka.produce(topic, [(b"k", b"v")] * per_partition, partition=p)
 
 
@@ -122,3 +126,27 @@ async def test_commits_are_fenced_by_generation_and_read_back_with_metadata(kafk
                 await a.consumer.commit({tp: OffsetAndMetadata(9, "")})
             assert zombie.generation_lost()
             assert await b.consumer.committed_offsets([tp]) == {tp: OffsetAndMetadata(3, "meta")}
+
+
+async def test_records_buffered_for_a_revoked_partition_are_dropped(kafka: KafkaTestCluster) -> None:
+    """The fetcher may hold records of a partition the membership then revokes (a cooperative revocation lands
+    between a fetch and the thread's next `getmany`): they are dropped with the partition, and `getmany` goes on
+    with the partitions kept (it used to fail on aiokafka's assertion that the revoked partition has a position)."""
+    topic = await kafka.create_topic("buffered", partitions=2)
+    await produce_to(kafka, topic, [0, 1], 5)
+    consumer = group_consumer(kafka.bootstrap_servers, unique_name("buffered"))
+    await consumer.start()
+    try:
+        kept, revoked = TopicPartition(topic, 0), TopicPartition(topic, 1)
+        ownership = _InPlaceOwnership(consumer)
+        ownership.assign([kept, revoked], {kept: 0, revoked: 0})
+        # a fetch response sets the high watermark and buffers the records in one step
+        await wait_until(lambda: consumer.highwater(revoked) is not None, "a fetch of the partition to be revoked")
+        ownership.assign([kept], {})
+        got: dict[TopicPartition, list[int]] = {}
+        while len(got.get(kept, [])) < 5:
+            for tp, records in (await consumer.getmany(timeout_ms=200)).items():
+                got.setdefault(tp, []).extend(r.offset for r in records)
+        assert got == {kept: [0, 1, 2, 3, 4]}
+    finally:
+        await consumer.stop()

@@ -94,6 +94,27 @@ def test_converged_needs_every_moved_stateful_active_running(tmp_path: Path) -> 
     assert runner.stable_problem(converged=True) is None
 
 
+def test_a_task_the_clients_metrics_report_running_since_the_event_is_running(tmp_path: Path) -> None:
+    """Cooperative: B ran 1_1 on through a later rebalance whose event gives its offset lag (0), not -2, and
+    logged nothing new; B's metrics event after the rebalance says it is RUNNING."""
+    runner = _runner(tmp_path)
+    assert runner.collector is not None
+    runner.metrics = HistoryCollector("unused", "unused", tmp_path / "metrics.jsonl")
+    runner.collector.events.append(
+        _event(False, _client(A, ["1_0"], {"1_0": -2}), _client(B, ["1_1"], {"1_1": 0}), at_ms=5000)
+    )
+
+    def metrics(pid: uuid.UUID, at_ms: int, state: str) -> dict[str, Any]:
+        return {"process_id": str(pid), "timestamp_ms": at_ms, "tasks": {"1_1": {"state": state}}}
+
+    runner.metrics.events.append(metrics(B, 4000, "RUNNING"))  # before the rebalance: does not count
+    assert runner.stable_problem(converged=True) == "client B is still restoring ['1_1']"
+    runner.metrics.events += [metrics(B, 6000, "RUNNING"), metrics(A, 6500, "RUNNING")]  # A's says nothing of B
+    assert runner.stable_problem(converged=True) is None
+    runner.metrics.events.append(metrics(B, 7000, "RESTORING"))  # the latest event counts
+    assert runner.stable_problem(converged=True) == "client B is still restoring ['1_1']"
+
+
 def test_app_env_fills_the_placeholders(tmp_path: Path) -> None:
     runner = _runner(tmp_path)
     env = runner._app_env()

@@ -277,6 +277,66 @@ async def test_commit_errors() -> None:
         await member.commit(offsets)
 
 
+@pytest.mark.parametrize("meanwhile", ["joined a newer generation", "sent a JoinGroup"])
+async def test_a_commit_refused_for_the_generation_the_member_is_leaving_keeps_the_new_one(meanwhile: str) -> None:
+    """Kafka's rule: ILLEGAL_GENERATION for a commit sent before the member joined a newer generation (or while it
+    is joining) is a rebalance in progress, not a lost generation. Seen in `experiment run` under cooperative: the
+    answer came just after JoinGroup gave generation 6, the member reset it, and its thread closed its tasks as
+    lost, uncommitted, so their records were counted twice."""
+    member, coordinator, _, _, _ = membership()
+    await join_with(member, coordinator, 1, P0)
+    scripted = coordinator.send
+
+    async def send(request: Any) -> Any:
+        if isinstance(request, OffsetCommitRequest):  # the commit is in flight when the member moves on
+            if meanwhile == "joined a newer generation":
+                member.generation = Generation(2, "m-1", "test")
+                member.state = MemberState.COMPLETING_REBALANCE
+            else:
+                member.state = MemberState.PREPARING_REBALANCE
+        return await scripted(request)
+
+    coordinator.send = send  # type: ignore[method-assign]
+    coordinator.answer(OffsetCommitRequest, committed(ILLEGAL_GENERATION))
+    before = member.generation if meanwhile == "sent a JoinGroup" else Generation(2, "m-1", "test")
+    with pytest.raises(RebalanceInProgressCommitError):
+        await member.commit({P0: OffsetAndMetadata(5, "")})
+    assert member.generation == before and not member.generation_lost()
+    assert coordinator.sent[-1]._head == ("group", 1, "m-1", None)  # sent as generation 1
+
+
+async def test_a_rejoining_member_does_not_commit() -> None:
+    """Kafka's generationIfStable(): from JoinGroup to the end of SyncGroup the commit is not sent (it would carry
+    a generation the group is leaving); the member keeps its generation and commits after the rebalance."""
+    member, coordinator, _, _, _ = membership()
+    await join_with(member, coordinator, 1, P0)
+    offsets = {P0: OffsetAndMetadata(5, "")}
+    sent = len(coordinator.sent)
+    for state in (MemberState.PREPARING_REBALANCE, MemberState.COMPLETING_REBALANCE):
+        member.state = state
+        with pytest.raises(RebalanceInProgressCommitError):
+            await member.commit(offsets)
+    assert len(coordinator.sent) == sent
+    assert not member.generation_lost()
+
+
+async def test_a_commit_answered_after_the_member_joined_a_newer_generation_keeps_it() -> None:
+    """ILLEGAL_GENERATION for a commit sent in generation 1, answered once the member has joined generation 2:
+    generation 2 stays (resetting it would throw away a good membership), and the commit is retried later."""
+    member, coordinator, _, _, _ = membership()
+    await join_with(member, coordinator, 1, P0)
+
+    async def answer_after_a_join(request: Any) -> Any:
+        coordinator.sent.append(request)
+        member.generation = Generation(2, "m-1", "test")  # the join completed while the commit was in flight
+        return committed(ILLEGAL_GENERATION)
+
+    coordinator.send = answer_after_a_join  # type: ignore[method-assign]
+    with pytest.raises(RebalanceInProgressCommitError):
+        await member.commit({P0: OffsetAndMetadata(5, "")})
+    assert member.generation == Generation(2, "m-1", "test") and not member.generation_lost()
+
+
 def test_subscriptions_of_every_version_decode() -> None:
     """v3 round trip, and the v0 bytes of a member that predates KIP-429 (today's eager streamlet on aiokafka)."""
     sub = Subscription(("a", "b"), b"\x01\x02", (TopicPartition("a", 1), TopicPartition("a", 0)), 7, "rack-1")
@@ -438,3 +498,28 @@ async def test_heartbeats_come_faster_for_a_while_after_each_rebalance() -> None
     assert member.heartbeat_delay() == 0.1
     member._expedite_until = 0.0  # the window (two heartbeat intervals) has passed
     assert member.heartbeat_delay() == 3.0
+
+
+async def test_partitions_dropped_while_a_join_is_in_flight_restart_from_their_committed_offsets() -> None:
+    """The member's tasks are closed dirty (a refused transaction) while its JoinGroup or SyncGroup is in flight:
+    the join then completes with partitions the member no longer owns, so they start at their committed offsets
+    (not where the closed tasks had read to), are reported as assigned (their tasks must be reopened), and the
+    member rejoins afterwards."""
+    member, coordinator, owned, listener, _ = membership()
+    await join_with(member, coordinator, 1, P0, P1)
+    owned.positions.update({P0: 99, P1: 99})  # read past what was committed
+    listener.events.clear()
+    scripted_send = coordinator.send
+
+    async def drop_during_sync(request: Any) -> Any:
+        if isinstance(request, SyncGroupRequest):
+            member.drop_partitions_and_rejoin("its tasks were closed without committing")
+        return await scripted_send(request)
+
+    coordinator.send = drop_during_sync  # type: ignore[method-assign]
+    await join_with(member, coordinator, 2, P0, P1)
+
+    assert last_subscription(coordinator).owned_partitions == (P0, P1)  # it still owned them when it joined
+    assert owned.partitions == {P0, P1} and owned.positions == {P0: 0, P1: 10}
+    assert listener.events == [("assigned", frozenset({P0, P1}))]
+    assert member._need_rejoin
