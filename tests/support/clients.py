@@ -7,6 +7,7 @@ import contextlib
 from collections.abc import Callable
 
 from streamlet.runtime.kafka_streams import KafkaStreams
+from tests.support.kafka import KafkaTestCluster
 
 
 async def crash(client: KafkaStreams) -> None:
@@ -27,3 +28,18 @@ async def wait_until(condition: Callable[[], object], what: str, timeout: float 
     while not condition():
         assert loop.time() < deadline, f"timed out waiting for {what}"
         await asyncio.sleep(0.1)
+
+
+async def wait_for_committed(
+    kafka: KafkaTestCluster, group: str, topic: str, records: int, timeout: float = 60
+) -> None:
+    """Until `group` has committed `records` offsets of `topic` in all (under exactly-once: everything the input
+    changed is in committed transactions by then)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        offsets = await kafka.admin.list_consumer_group_offsets(group)
+        if sum(meta.offset for tp, meta in offsets.items() if tp.topic == topic) >= records:
+            return
+        assert loop.time() < deadline, f"{group} never committed {records} records of {topic}"
+        await asyncio.sleep(0.2)

@@ -17,6 +17,7 @@ from streamlet.errors import TopologyError
 from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.topology import StreamsBuilder, Topology
 from tests.integration.state.test_durability import RecordingRestoreListener
+from tests.support.clients import wait_for_committed
 from tests.support.kafka import KafkaTestCluster, unique_name
 
 pytestmark = pytest.mark.integration
@@ -116,17 +117,6 @@ async def test_join_of_topics_with_different_partition_counts_fails_at_start(
         await client.close()
 
 
-async def _wait_for_committed(kafka: KafkaTestCluster, group: str, topic: str, records: int) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 60
-    while True:
-        offsets = await kafka.admin.list_consumer_group_offsets(group)
-        if sum(meta.offset for tp, meta in offsets.items() if tp.topic == topic) >= records:
-            return
-        assert loop.time() < deadline, f"{group} never committed {records} records of {topic}"
-        await asyncio.sleep(0.2)
-
-
 async def test_with_reused_source_topics_the_table_is_restored_from_its_topic(
     kafka: KafkaTestCluster, tmp_path: Path
 ) -> None:
@@ -147,7 +137,7 @@ async def test_with_reused_source_topics_the_table_is_restored_from_its_topic(
     await client.start()
     try:
         await kafka.produce(customers, [(k.encode(), v.encode()) for k, v in customer_values.items()])
-        await _wait_for_committed(kafka, app_id, customers, len(customer_values))
+        await wait_for_committed(kafka, app_id, customers, len(customer_values))
         await kafka.produce(orders, [(k.encode(), v.encode()) for k, v in first])
         expected = _enriched(first, customer_values)
         assert await _read(kafka, out, len(first)) == expected

@@ -24,7 +24,7 @@ from streamlet.serdes import StringSerde
 from streamlet.suppressed import BufferConfig, Suppressed
 from streamlet.topology import StreamsBuilder, Topology
 from streamlet.windows import TimeWindowedSerde, TimeWindows
-from tests.support.clients import crash
+from tests.support.clients import crash, wait_for_committed
 from tests.support.kafka import KafkaTestCluster, unique_name
 
 pytestmark = pytest.mark.integration
@@ -121,7 +121,8 @@ async def test_each_window_final_count_is_written_once_across_a_crash(kafka: Kaf
         assert {w for _, w in early} == {0, 1_000, 2_000}
         got = await _final_counts(kafka, sink, sum(1 for _ in early))
         assert Counter({(k, w): n for k, w, n in got}) == early and len(got) == len(early)
-        await asyncio.sleep(1)  # a few commits: the buffered windows 3 and 4 are in the committed changelog
+        # every click committed: the buffered windows 3 and 4 are in the committed changelog (the same transactions)
+        await wait_for_committed(kafka, app_id, source, len(first))
     finally:
         await crash(client)
     buffered = await kafka.drain(f"{app_id}-final-store-changelog", PARTITIONS, read_committed=True)

@@ -20,7 +20,7 @@ import pytest
 from aiokafka import AIOKafkaProducer
 
 from streamlet import App
-from tests.support.clients import crash
+from tests.support.clients import crash, wait_for_committed
 from tests.support.kafka import KafkaTestCluster, unique_name
 
 pytestmark = pytest.mark.integration
@@ -94,7 +94,8 @@ async def test_each_window_is_closed_once_across_a_crash(kafka: KafkaTestCluster
         early = {(key, start): n for (key, start), n in counts.items() if start <= 2_000}
         got = await _closed(kafka, sink, len(early))
         assert sorted(got) == sorted((key, start, n) for (key, start), n in early.items())
-        await asyncio.sleep(1)  # a few commits: the closed-up-to stream time is in the committed changelog
+        # every click committed: the counts and the closed-up-to stream time are in committed transactions
+        await wait_for_committed(kafka, app_id, source, len(first))
     finally:
         await crash(client)
 
