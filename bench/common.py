@@ -242,6 +242,18 @@ async def task_owners(admin: Any, group: str, repartition: str) -> dict[int, str
     return owners
 
 
+async def sample_owners(
+    admin: Any, group: str, repartition: str, stop: asyncio.Event, samples: list[tuple[float, dict[int, str]]], tag: str
+) -> None:
+    """Until `stop`: (time, task 1_p -> owner) every 0.5 s, the same way for every peer."""
+    while not stop.is_set():
+        try:
+            samples.append((time.time(), await task_owners(admin, group, repartition)))
+        except Exception as exc:  # a rebalance in progress: no assignment to read this time
+            log(f"{tag}: describe group: {exc!r}")
+        await asyncio.sleep(0.5)
+
+
 SYNCED = re.compile(r"Successfully synced group in generation Generation\{generationId=(\d+)")
 
 

@@ -48,7 +48,7 @@ from dataclasses import dataclass  # noqa: E402
 
 import common  # noqa: E402
 import corpus as corpus_mod  # noqa: E402
-from common import JAVA_CP, LIB_PY, Proc, highest_generation, log, spawn, task_owners  # noqa: E402
+from common import JAVA_CP, LIB_PY, Proc, highest_generation, log, sample_owners, spawn  # noqa: E402
 from rebalance import produce_at_rate, watch_counts  # noqa: E402
 from restore import write_changelog  # noqa: E402
 
@@ -145,17 +145,9 @@ async def run(
     await admin.start()
     watching = asyncio.Event()
 
-    async def sample_owners() -> None:
-        while not watching.is_set():
-            try:
-                owners_over_time.append((time.time(), await task_owners(admin, app_id, repartition)))
-            except Exception as exc:  # a rebalance in progress: no assignment to read this time
-                log(f"{peer}: describe group: {exc!r}")
-            await asyncio.sleep(0.5)
-
     background = [
         asyncio.create_task(watch_counts(consumer, watching, arrivals, latest)),
-        asyncio.create_task(sample_owners()),
+        asyncio.create_task(sample_owners(admin, app_id, repartition, watching, owners_over_time, peer)),
     ]
     producing: asyncio.Task[None] | None = None
     try:

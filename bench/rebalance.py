@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common  # noqa: E402
 import corpus as corpus_mod  # noqa: E402
-from common import LIB_PY, Proc, highest_generation, log, spawn, task_owners  # noqa: E402
+from common import LIB_PY, Proc, highest_generation, log, sample_owners, spawn  # noqa: E402
 
 PARTITIONS = 6
 
@@ -164,16 +164,10 @@ async def run(
     owners_over_time: list[tuple[float, dict[int, str]]] = []
     repartition = f"{app_id}-counts-store-repartition"
 
-    async def sample_owners() -> None:
-        while not stop_consuming.is_set():
-            try:
-                owners_over_time.append((time.time(), await task_owners(admin, app_id, repartition)))
-            except Exception as exc:  # a rebalance in progress: no assignment to read this time
-                log(f"describe group: {exc!r}")
-            await asyncio.sleep(0.5)
-
     cons_task = asyncio.create_task(watch_counts(consumer, stop_consuming, arrivals, latest))
-    owners_task = asyncio.create_task(sample_owners())
+    owners_task = asyncio.create_task(
+        sample_owners(admin, app_id, repartition, stop_consuming, owners_over_time, protocol)
+    )
     prod_task = None
     try:
         procs = [start_worker(i, bootstrap, app_id, input_topic, output_topic, work, protocol) for i in range(2)]
