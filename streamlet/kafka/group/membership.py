@@ -200,7 +200,6 @@ class GroupMembership:
         self._expedite_until = 0.0
         self._heartbeat_soon = asyncio.Event()
         self._metadata_snapshot: dict[str, int] = {}
-        self.rebalances = 0  # completed joins (SyncGroup answered): what experiments count per scale step
         self._tasks: list[asyncio.Task[None]] = []
         self._prefix = f"[Consumer clientId={config.client_id}, groupId={config.group_id}]"
 
@@ -515,7 +514,6 @@ class GroupMembership:
             return
         log.info("%s Successfully synced group in generation %s", self._prefix, self.generation)
         self.state = MemberState.STABLE
-        self.rebalances += 1
         self._expedite_until = time.monotonic() + EXPEDITE_S * self.config.heartbeat_interval_ms / 1000
         self._heartbeat_soon.set()
         try:
