@@ -8,7 +8,7 @@ process id started over (its event sequence went back to 1), the last event befo
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,18 +69,23 @@ def total_restored(totals: Sequence[ClientTotals], unit: str) -> str:
     return "?" if None in values else str(sum(filter(None, values)))
 
 
+def metrics_events(lines: Sequence[str]) -> Iterator[dict[str, Any] | None]:
+    """Each non-blank line of `metrics.jsonl` parsed, None for one that is damaged or of an unknown version."""
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            yield parse_metrics_event(json.loads(line))
+        except ValueError:
+            yield None
+
+
 def client_totals(lines: Sequence[str], names: Mapping[str, str]) -> tuple[list[ClientTotals], list[str]]:
     """Totals per client (named by `names`: process id -> the scenario's name) and the problems found."""
     runs: dict[str, list[dict[str, Any]]] = {}  # process id -> the last event of each run, in order
     counts: dict[str, int] = {}
     unreadable = 0
-    for line in lines:
-        if not line.strip():
-            continue
-        try:
-            event = parse_metrics_event(json.loads(line))
-        except ValueError:
-            event = None
+    for event in metrics_events(lines):
         if event is None:
             unreadable += 1
             continue

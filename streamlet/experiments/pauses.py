@@ -27,12 +27,11 @@ A process that started over (its sequence went back) is a new series: nothing sp
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from streamlet.runtime.metrics_event import parse_metrics_event
+from streamlet.experiments.client_metrics import metrics_events
 
 RUNNING = "RUNNING"
 NOT_RUNNING = "not RUNNING"
@@ -70,13 +69,7 @@ def _series(lines: Sequence[str]) -> dict[tuple[str, int], dict[str, list[_Point
     out: dict[tuple[str, int], dict[str, list[_Point]]] = {}
     last_sequence: dict[str, int] = {}
     runs: dict[str, int] = {}
-    for line in lines:
-        if not line.strip():
-            continue
-        try:
-            event = parse_metrics_event(json.loads(line))
-        except ValueError:
-            event = None
+    for event in metrics_events(lines):
         if event is None:
             continue
         pid = event["process_id"]
