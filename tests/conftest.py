@@ -19,9 +19,10 @@ def bootstrap_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
         yield configured
         return
     from streamlet.kafka.broker import LocalBroker
+    from tests.support.broker import TEST_BROKER_SETTINGS
 
     # no preferred_port: any free port, not 9092, which a developer's own `streamlet broker start` takes
-    broker = LocalBroker(tmp_path_factory.mktemp("kafka-broker"), die_with_parent=True)
+    broker = LocalBroker(tmp_path_factory.mktemp("kafka-broker"), die_with_parent=True, overrides=TEST_BROKER_SETTINGS)
     status = broker.start()
     try:
         yield status.bootstrap_servers

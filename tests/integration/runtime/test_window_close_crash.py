@@ -1,17 +1,20 @@
 """Faust's `on_window_close` on the real broker, exactly-once, across a crash: each window's final count is sent
 once, because which windows have closed is changelogged in the same transaction as the sends.
 
-Windows of 1 s kept 1.5 s (grace 0.5 s). Phase one ends at stream time 3.6 s: windows 0, 1 and 2 s have
-closed, and window 2 s is still in the window store (reads expire it only once a window starting at 3.5 s or
-later is written). The client is then killed (its threads cancelled: nothing flushed or checkpointed) and a
-new one with an empty state directory restores both stores from their changelogs. Phase two moves stream time
-to 7.2 s: window 3 s closes, and window 2 s, still in the restored store, must not close again. Expected
-counts are counted from the produced input.
+Windows of 1 s kept 1.5 s (grace 0.5 s); times below are after a recent whole minute, not 1970, which the
+topics' time retention would delete at the broker's next retention check (the sink's records, and the window
+changelog's: the restore then found nothing, and window 3 s never closed). Phase one ends at stream time 3.6 s:
+windows 0, 1 and 2 s have closed, and window 2 s is still in the window store (reads expire it only once a
+window starting at 3.5 s or later is written). The client is then killed (its threads cancelled: nothing
+flushed or checkpointed) and a new one with an empty state directory restores both stores from their
+changelogs. Phase two moves stream time to 7.2 s: window 3 s closes, and window 2 s, still in the restored
+store, must not close again. Expected counts are counted from the produced input.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -27,6 +30,7 @@ pytestmark = pytest.mark.integration
 
 KEYS = [f"user-{i}" for i in range(4)]
 PARTITIONS = 2
+BASE = (int(time.time() * 1000) // 60_000 - 10) * 60_000  # ten minutes ago, on a whole minute
 
 
 def _app(app_id: str, source: str, sink: str) -> App:
@@ -51,7 +55,12 @@ def _app(app_id: str, source: str, sink: str) -> App:
 
 def _clicks(windows: range) -> list[tuple[str, int]]:
     """(key, timestamp): key i clicks i+1 times in each window, in time order per key."""
-    return [(key, window * 1000 + 50 * n + i) for window in windows for i, key in enumerate(KEYS) for n in range(i + 1)]
+    return [
+        (key, BASE + window * 1000 + 50 * n + i)
+        for window in windows
+        for i, key in enumerate(KEYS)
+        for n in range(i + 1)
+    ]
 
 
 async def _produce(kafka: KafkaTestCluster, topic: str, clicks: list[tuple[str, int]]) -> None:
@@ -85,13 +94,13 @@ async def test_each_window_is_closed_once_across_a_crash(kafka: KafkaTestCluster
     app = _app(app_id, source, sink)
     config = {"bootstrap_servers": kafka.bootstrap_servers, "processing_guarantee": "exactly_once_v2"}
 
-    first = _clicks(range(3)) + [(key, 3_600 + i) for i, key in enumerate(KEYS)]
+    first = _clicks(range(3)) + [(key, BASE + 3_600 + i) for i, key in enumerate(KEYS)]
     counts = Counter((key, ts // 1000 * 1000) for key, ts in first)
     client = app.streams(state_dir=str(tmp_path / "a"), commit_interval_ms=200, **config)
     await client.start()
     try:
         await _produce(kafka, source, first)
-        early = {(key, start): n for (key, start), n in counts.items() if start <= 2_000}
+        early = {(key, start): n for (key, start), n in counts.items() if start <= BASE + 2_000}
         got = await _closed(kafka, sink, len(early))
         assert sorted(got) == sorted((key, start, n) for (key, start), n in early.items())
         # every click committed: the counts and the closed-up-to stream time are in committed transactions
@@ -103,7 +112,7 @@ async def test_each_window_is_closed_once_across_a_crash(kafka: KafkaTestCluster
     client = app.streams(state_dir=str(tmp_path / "b"), commit_interval_ms=200, **config)  # nothing local
     await client.start()
     try:
-        await _produce(kafka, source, [(key, 7_200 + i) for i, key in enumerate(KEYS)])
+        await _produce(kafka, source, [(key, BASE + 7_200 + i) for i, key in enumerate(KEYS)])
         got = await _closed(kafka, sink, len(counts))
     finally:
         await client.close()
