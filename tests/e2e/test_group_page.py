@@ -4,7 +4,6 @@ the whole group's placement, checked against what each worker says of itself at 
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -14,17 +13,12 @@ import pytest
 
 from tests.support.chromium import Elements, chromium, dump_dom
 from tests.support.kafka import KafkaTestCluster, unique_name
+from tests.support.waiting import free_port
 from tests.support.workers import Workers
 
 pytestmark = pytest.mark.e2e
 
 TASKS = {f"{s}_{p}" for s in (0, 1) for p in range(6)}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture
@@ -67,7 +61,7 @@ def _grid_tasks(html: str) -> list[str]:
 
 async def test_every_worker_shows_the_group_placement(workers: Workers) -> None:
     browser = chromium()  # skips, naming why, without Chromium
-    ports = [_free_port(), _free_port()]
+    ports = [free_port(), free_port()]
     for index, port in enumerate(ports):
         workers.start(index, threads=2, web_port=str(port))
     deadline = time.monotonic() + 120

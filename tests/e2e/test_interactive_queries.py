@@ -11,7 +11,6 @@ every word by itself.
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 import urllib.parse
 from collections.abc import AsyncIterator
@@ -21,6 +20,7 @@ import aiohttp
 import pytest
 
 from tests.support.kafka import KafkaTestCluster, unique_name
+from tests.support.waiting import free_port
 from tests.support.wordcount import SEED_LINE, expected_counts, real_text_lines, wait_for_counts
 from tests.support.workers import Workers
 
@@ -28,12 +28,6 @@ pytestmark = pytest.mark.e2e
 
 STORE = "counts-store"
 RETRIABLE = {"not_running", "rebalancing", "restoring", "no_owner", "not_owner", "owner_unreachable"}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def _workers(kafka: KafkaTestCluster, tmp_path: Path, target: str) -> tuple[str, str, Workers]:
@@ -112,7 +106,7 @@ async def _wait_serving(http: aiohttp.ClientSession, port: int, timeout: float =
 
 async def test_every_word_through_either_worker_matches_the_ground_truth(kafka: KafkaTestCluster, wordcount) -> None:
     source, sink, workers = wordcount
-    ports = [_free_port(), _free_port()]
+    ports = [free_port(), free_port()]
     began = time.monotonic()
     async with aiohttp.ClientSession() as http:
         workers.start(0, web_port=str(ports[0]))
@@ -186,7 +180,7 @@ async def test_every_word_through_either_worker_matches_the_ground_truth(kafka: 
 async def test_a_faust_style_page_reads_the_table_from_either_worker(kafka: KafkaTestCluster, agents_wordcount) -> None:
     """The agents WordCount's `@app.page("/count/{word}")` reads its table; either worker answers every word."""
     source, sink, workers = agents_wordcount
-    ports = [_free_port(), _free_port()]
+    ports = [free_port(), free_port()]
     async with aiohttp.ClientSession() as http:
         for index, port in enumerate(ports):
             workers.start(index, web_port=str(port))

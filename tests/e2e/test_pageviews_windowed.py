@@ -23,9 +23,8 @@ import time
 from pathlib import Path
 
 import pytest
-from aiokafka import AIOKafkaProducer
 
-from tests.support.kafka import KafkaTestCluster, unique_name
+from tests.support.kafka import KafkaTestCluster, Record, unique_name
 from tests.support.workers import ROOT, Workers
 
 pytestmark = pytest.mark.e2e
@@ -66,16 +65,9 @@ def _views(base: int, minutes: range, per_minute: int, rng: random.Random) -> li
 
 
 async def _produce(kafka: KafkaTestCluster, topic: str, views: list[tuple[str, int]]) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=kafka.bootstrap_servers, linger_ms=5)
-    await producer.start()
-    try:
-        for user, at in views:
-            value = json.dumps({"user": user, "page": f"/p{at % 7}"}).encode()
-            # keyed by user: re-keyed by user, a user's views stay in one partition, in order (within grace)
-            await producer.send(topic, value, key=user.encode(), timestamp_ms=at)
-        await producer.flush()
-    finally:
-        await producer.stop()
+    # keyed by user: re-keyed by user, a user's views stay in one partition, in order (within grace)
+    views_json = [Record(user, json.dumps({"user": user, "page": f"/p{at % 7}"}), at) for user, at in views]
+    await kafka.produce(topic, views_json)
 
 
 async def _emitted(

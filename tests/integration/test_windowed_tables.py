@@ -11,17 +11,16 @@ import asyncio
 import collections
 import json
 import random
-import socket
 import struct
 import time
 
 import aiohttp
 import pytest
-from aiokafka import AIOKafkaProducer
 
 from streamlet import App
 from streamlet.windowed_tables import WindowWrapper
-from tests.support.kafka import KafkaTestCluster, unique_name
+from tests.support.kafka import KafkaTestCluster, Record, unique_name
+from tests.support.waiting import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -50,15 +49,8 @@ def _clicks(n: int, base_ms: int, seed: int) -> list[tuple[str, int]]:
 
 
 async def _produce(kafka: KafkaTestCluster, topic: str, clicks: list[tuple[str, int]]) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=kafka.bootstrap_servers, linger_ms=5)
-    await producer.start()
-    try:
-        for user, timestamp in clicks:
-            value = json.dumps({"page": "/"}).encode()
-            await producer.send(topic, value=value, key=user.encode(), timestamp_ms=timestamp)
-        await producer.flush()
-    finally:
-        await producer.stop()
+    value = json.dumps({"page": "/"})
+    await kafka.produce(topic, [Record(user, value, timestamp) for user, timestamp in clicks])
 
 
 async def _latest_counts(kafka: KafkaTestCluster, topic: str, expected: int) -> dict[tuple[str, int], int]:
@@ -100,12 +92,6 @@ async def test_counts_per_user_per_minute_survive_a_restart_on_empty_state(kafka
         await worker.close()
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 async def test_a_page_reads_a_users_window_on_its_partition_and_the_workers_items(
     kafka: KafkaTestCluster, tmp_path
 ) -> None:
@@ -125,7 +111,7 @@ async def test_a_page_reads_a_users_window_on_its_partition_and_the_workers_item
     async def user_clicks(web, request, user):
         return {"count": minute[user].value(), "items": sorted(minute.items())}
 
-    port = _free_port()
+    port = free_port()
     worker = asyncio.create_task(
         app.run_worker(bootstrap_servers=kafka.bootstrap_servers, state_dir=str(tmp_path), web_port=port)
     )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
 
 from streamlet.runtime.kafka_streams import KafkaStreams
 from tests.support.kafka import KafkaTestCluster
@@ -19,15 +18,6 @@ async def crash(client: KafkaStreams) -> None:
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await task
     await client.close()
-
-
-async def wait_until(condition: Callable[[], object], what: str, timeout: float = 60) -> None:
-    """Poll `condition` every 0.1 s on the running loop (the clients keep working meanwhile) until it holds."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        assert loop.time() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.1)
 
 
 async def wait_for_committed(

@@ -7,6 +7,7 @@ import itertools
 import os
 import uuid
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
@@ -17,6 +18,22 @@ _counter = itertools.count()
 
 def unique_name(prefix: str) -> str:
     return f"{prefix}-{os.getpid()}-{next(_counter)}-{uuid.uuid4().hex[:6]}"
+
+
+@dataclass(frozen=True)
+class Record:
+    """A record to produce. Keys and values as bytes, str (sent as UTF-8) or None; no partition: the producer's
+    partitioner picks one from the key; no timestamp: the producer's clock."""
+
+    key: bytes | str | None
+    value: bytes | str | None
+    timestamp_ms: int | None = None
+    partition: int | None = None
+    headers: tuple[tuple[str, bytes], ...] = ()
+
+
+def _bytes(data: bytes | str | None) -> bytes | None:
+    return data.encode() if isinstance(data, str) else data
 
 
 class KafkaTestCluster:
@@ -67,15 +84,34 @@ class KafkaTestCluster:
             await asyncio.sleep(0.1)
 
     async def produce(
-        self, topic: str, records: Iterable[tuple[bytes | None, bytes | None]], *, partition: int | None = None
+        self,
+        topic: str,
+        records: Iterable[Record | tuple[bytes | str | None, bytes | str | None]],
+        *,
+        partition: int | None = None,
     ) -> None:
+        """Send `records` in order (a partition keeps their order) and return once the broker acknowledged all.
+
+        `(key, value)` pairs go to `partition` (None: the key's partition); a `Record` says its own."""
         producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap_servers, linger_ms=5)
         await producer.start()
         try:
-            futures = [await producer.send(topic, value=v, key=k, partition=partition) for k, v in records]
+            futures = []
+            for item in records:
+                record = item if isinstance(item, Record) else Record(*item, partition=partition)
+                futures.append(
+                    await producer.send(
+                        topic,
+                        value=_bytes(record.value),
+                        key=_bytes(record.key),
+                        partition=record.partition,
+                        timestamp_ms=record.timestamp_ms,
+                        headers=list(record.headers) or None,
+                    )
+                )
             await producer.flush()
-            for fut in futures:
-                await fut
+            for future in futures:
+                await future
         finally:
             await producer.stop()
 

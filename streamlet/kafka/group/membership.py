@@ -354,6 +354,12 @@ class GroupMembership:
                 await self._await_coordinator()
                 continue
             if code == COORDINATOR_LOAD_IN_PROGRESS or retry:
+                log.debug(
+                    "OffsetFetch of group %s: offsets pending in an open transaction, or the coordinator loading; "
+                    "retrying in %g s",
+                    self.config.group_id,
+                    backoff,
+                )
                 await asyncio.sleep(backoff)
                 continue
             if code:

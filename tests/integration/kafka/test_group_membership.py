@@ -14,9 +14,9 @@ from aiokafka.structs import OffsetAndMetadata, TopicPartition
 
 from streamlet.kafka.group.consumer import GroupConsumer, _InPlaceOwnership
 from streamlet.kafka.group.consumer_protocol import RebalanceProtocol
-from tests.support.clients import wait_until
 from tests.support.group import RecordingListener, StickyAssignor, group_consumer
 from tests.support.kafka import KafkaTestCluster, unique_name
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 

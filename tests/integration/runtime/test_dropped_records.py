@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiokafka import AIOKafkaProducer
 from prometheus_client.parser import text_string_to_metric_families
 
 from streamlet.config import StreamsConfig
@@ -25,7 +24,7 @@ from streamlet.runtime.prometheus import prometheus_text
 from streamlet.serdes import StringSerde
 from streamlet.topology import StreamsBuilder, Topology
 from streamlet.windows import TimeWindowedSerde, TimeWindows
-from tests.support.kafka import KafkaTestCluster, unique_name
+from tests.support.kafka import KafkaTestCluster, Record, unique_name
 
 pytestmark = pytest.mark.integration
 
@@ -72,14 +71,7 @@ def _late(records: list[tuple[int, str, int]]) -> int:
 
 
 async def _produce(kafka: KafkaTestCluster, topic: str, records: list[tuple[int, str, int]]) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=kafka.bootstrap_servers, linger_ms=5)
-    await producer.start()
-    try:
-        for partition, key, timestamp in records:
-            await producer.send(topic, b"click", key=key.encode(), partition=partition, timestamp_ms=timestamp)
-        await producer.flush()
-    finally:
-        await producer.stop()
+    await kafka.produce(topic, [Record(key, b"click", timestamp, partition) for partition, key, timestamp in records])
 
 
 class _Warnings(logging.Handler):

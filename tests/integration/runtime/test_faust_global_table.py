@@ -15,8 +15,8 @@ from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.runtime.queries import KeyQueryMetadata
 from streamlet.state import timestamped
 from streamlet.web import Page, WebServer
-from tests.support.clients import wait_until
 from tests.support.kafka import KafkaTestCluster, unique_name
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 

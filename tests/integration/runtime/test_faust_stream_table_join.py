@@ -10,8 +10,8 @@ import pytest
 
 from streamlet import App
 from streamlet.runtime.queries import QueryUnavailableError
-from tests.support.clients import wait_until
 from tests.support.kafka import KafkaTestCluster, unique_name
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 

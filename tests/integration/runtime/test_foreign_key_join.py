@@ -10,7 +10,6 @@ rename of the old customer must not reach it), and a deleted order must end as a
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.topology import StreamsBuilder, Topology
 from tests.integration.state.test_durability import RecordingRestoreListener
 from tests.support.kafka import KafkaTestCluster, unique_name
+from tests.support.waiting import poll_until
 
 pytestmark = pytest.mark.integration
 
@@ -67,17 +67,15 @@ async def _latest(kafka: KafkaTestCluster, topic: str) -> dict[str, str | None]:
 
 async def _wait_for(kafka: KafkaTestCluster, topic: str, expected: dict[str, str]) -> dict[str, str]:
     """The keys of `topic` whose latest value is not a tombstone, once they equal `expected` (or at the timeout)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 60
-    while True:
-        present = {k: v for k, v in (await _latest(kafka, topic)).items() if v is not None}
-        if present == expected or loop.time() > deadline:
-            return present
-        await asyncio.sleep(0.3)
+
+    async def present() -> dict[str, str]:
+        return {k: v for k, v in (await _latest(kafka, topic)).items() if v is not None}
+
+    return await poll_until(present, lambda found: found == expected)
 
 
 async def _produce(kafka: KafkaTestCluster, topic: str, rows: list[tuple[str, str | None]]) -> None:
-    await kafka.produce(topic, [(k.encode(), None if v is None else v.encode()) for k, v in rows])
+    await kafka.produce(topic, rows)
 
 
 def _apply(table: dict[str, str], rows: list[tuple[str, str | None]]) -> None:

@@ -29,6 +29,7 @@ from streamlet.config import StreamsConfig
 from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.topology import StreamsBuilder, Topology
 from tests.support.kafka import KafkaTestCluster, unique_name
+from tests.support.waiting import poll_until
 
 pytestmark = pytest.mark.integration
 
@@ -90,14 +91,12 @@ async def _produce_by_number(kafka: KafkaTestCluster, topic: str, rows: dict[str
 
 async def _wait_for(kafka: KafkaTestCluster, topic: str, expected: dict[str, str]) -> dict[str, str]:
     """The latest values of `topic`, once they equal `expected` (or at the timeout)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 60
-    while True:
+
+    async def latest() -> dict[str, str]:
         records = await kafka.drain(topic, ORDER_PARTITIONS)
-        latest = {r.key.decode(): r.value.decode() for r in records if r.value is not None}
-        if latest == expected or loop.time() > deadline:
-            return latest
-        await asyncio.sleep(0.3)
+        return {r.key.decode(): r.value.decode() for r in records if r.value is not None}
+
+    return await poll_until(latest, lambda found: found == expected)
 
 
 async def test_table_joined_partitioners_place_subscriptions_and_responses(

@@ -17,8 +17,8 @@ from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.state import timestamped
 from streamlet.state.checkpoint import OffsetCheckpoint
 from streamlet.topology import StreamsBuilder, Topology
-from tests.support.clients import wait_until
 from tests.support.kafka import KafkaTestCluster, unique_name
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -52,7 +52,7 @@ def _table_of(client: KafkaStreams) -> dict[str, str]:
 
 
 async def _produce(kafka: KafkaTestCluster, topic: str, records: list[tuple[str, str | None]]) -> None:
-    await kafka.produce(topic, [(k.encode(), None if v is None else v.encode()) for k, v in records])
+    await kafka.produce(topic, records)
 
 
 async def _read(kafka: KafkaTestCluster, topic: str, expected: int) -> list[tuple[str, str]]:

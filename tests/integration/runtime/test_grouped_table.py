@@ -11,7 +11,6 @@ department an employee leaves) or of the counts shows up as a wrong count.
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from streamlet.serdes import LongSerde, Serde, StringSerde
 from streamlet.topology import StreamsBuilder, Topology
 from tests.integration.state.test_durability import RecordingRestoreListener
 from tests.support.kafka import KafkaTestCluster, unique_name
+from tests.support.waiting import poll_until
 
 pytestmark = pytest.mark.integration
 
@@ -64,19 +64,16 @@ async def _wait_for(
 ) -> dict[str, Any]:
     """The latest values of `topic` once they equal `expected` (or at the timeout); `present`: the keys whose
     latest value is not a tombstone."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 60
-    while True:
-        latest = await _latest(kafka, topic)
-        if present:
-            latest = {k: v for k, v in latest.items() if v is not None}
-        if latest == expected or loop.time() > deadline:
-            return latest
-        await asyncio.sleep(0.3)
+
+    async def latest() -> dict[str, Any]:
+        found = await _latest(kafka, topic)
+        return {k: v for k, v in found.items() if v is not None} if present else found
+
+    return await poll_until(latest, lambda found: found == expected)
 
 
 async def _produce(kafka: KafkaTestCluster, topic: str, rows: list[tuple[str, str | None]]) -> None:
-    await kafka.produce(topic, [(k.encode(), None if v is None else v.encode()) for k, v in rows])
+    await kafka.produce(topic, rows)
 
 
 def _headcount(departments: dict[str, str], ever: set[str]) -> dict[str, int]:

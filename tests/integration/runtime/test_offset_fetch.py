@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 
 import pytest
@@ -14,6 +15,7 @@ from aiokafka.structs import OffsetAndMetadata, TopicPartition
 
 from tests.support.group import group_consumer
 from tests.support.kafka import KafkaTestCluster, unique_name
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -43,20 +45,33 @@ async def pending_offset(kafka: KafkaTestCluster) -> AsyncIterator[tuple[AIOKafk
         await producer.stop()
 
 
-async def test_a_pending_transactional_offset_is_waited_for(kafka: KafkaTestCluster) -> None:
+def _retries(caplog: pytest.LogCaptureFixture, group: str) -> int:
+    """How often a fetch of `group` was answered UNSTABLE_OFFSET_COMMIT and retried."""
+    return sum(
+        r.name == "streamlet.group" and f"OffsetFetch of group {group}:" in r.getMessage() for r in caplog.records
+    )
+
+
+async def test_a_pending_transactional_offset_is_waited_for(
+    kafka: KafkaTestCluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="streamlet.group")
     async with pending_offset(kafka) as (producer, tp, group):
         assert await committed(kafka, group, tp, stable=False) is None  # without require_stable: not seen
         waiting = asyncio.create_task(committed(kafka, group, tp, stable=True))
-        await asyncio.sleep(2)
-        assert not waiting.done()  # UNSTABLE_OFFSET_COMMIT, retried
+        await wait_until(lambda: _retries(caplog, group) >= 3, "three UNSTABLE_OFFSET_COMMIT answers")
+        assert not waiting.done()  # answered UNSTABLE_OFFSET_COMMIT three times, and still waiting
 
         await producer.commit_transaction()
         assert await asyncio.wait_for(waiting, 30) == 7
 
 
-async def test_an_aborted_transactions_offset_is_never_seen(kafka: KafkaTestCluster) -> None:
+async def test_an_aborted_transactions_offset_is_never_seen(
+    kafka: KafkaTestCluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="streamlet.group")
     async with pending_offset(kafka) as (producer, tp, group):
         waiting = asyncio.create_task(committed(kafka, group, tp, stable=True))
-        await asyncio.sleep(1)
+        await wait_until(lambda: _retries(caplog, group) >= 1, "an UNSTABLE_OFFSET_COMMIT answer")
         await producer.abort_transaction()
         assert await asyncio.wait_for(waiting, 30) is None

@@ -15,12 +15,11 @@ import time
 from pathlib import Path
 
 import pytest
-from aiokafka import AIOKafkaProducer
 
 from streamlet.config import StreamsConfig
 from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.topology import StreamsBuilder, Topology
-from tests.support.kafka import KafkaTestCluster, unique_name
+from tests.support.kafka import KafkaTestCluster, Record, unique_name
 
 pytestmark = pytest.mark.integration
 
@@ -39,18 +38,7 @@ def _topology(orders: str, customers: str, out: str) -> Topology:
 
 
 async def _produce(kafka: KafkaTestCluster, topic: str, records: list[tuple[str, str, int]]) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=kafka.bootstrap_servers, linger_ms=5)
-    await producer.start()
-    try:
-        futures = [
-            await producer.send(topic, key=k.encode(), value=v.encode(), timestamp_ms=ts, partition=0)
-            for k, v, ts in records
-        ]
-        await producer.flush()
-        for future in futures:
-            await future
-    finally:
-        await producer.stop()
+    await kafka.produce(topic, [Record(k, v, timestamp_ms=ts, partition=0) for k, v, ts in records])
 
 
 @pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once_v2"])  # lag from the LSO under the latter

@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 import pytest
-from aiokafka import AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.structs import TopicPartition
 
@@ -69,13 +68,7 @@ def _config(kafka: KafkaTestCluster, app_id: str, state_dir: Path, guarantee: st
 
 
 async def _produce(kafka: KafkaTestCluster, topic: str, values: list[str]) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=kafka.bootstrap_servers)
-    await producer.start()
-    try:
-        for value in values:
-            await producer.send_and_wait(topic, value.encode(), key=b"user", partition=0)
-    finally:
-        await producer.stop()
+    await kafka.produce(topic, [(b"user", value) for value in values], partition=0)
 
 
 async def _finals(kafka: KafkaTestCluster, sink: str, expected: int) -> dict[int, int]:

@@ -16,7 +16,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from aiokafka import AIOKafkaProducer
 
 from streamlet.config import StreamsConfig
 from streamlet.runtime.kafka_streams import KafkaStreams
@@ -25,7 +24,7 @@ from streamlet.suppressed import BufferConfig, Suppressed
 from streamlet.topology import StreamsBuilder, Topology
 from streamlet.windows import TimeWindowedSerde, TimeWindows
 from tests.support.clients import crash, wait_for_committed
-from tests.support.kafka import KafkaTestCluster, unique_name
+from tests.support.kafka import KafkaTestCluster, Record, unique_name
 
 pytestmark = pytest.mark.integration
 
@@ -54,16 +53,9 @@ def _clicks(windows: range) -> list[tuple[str, int]]:
 
 
 async def _produce(kafka: KafkaTestCluster, topic: str, clicks: list[tuple[str, int]]) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=kafka.bootstrap_servers, linger_ms=5)
-    await producer.start()
-    try:
-        for key, timestamp in clicks:  # each key on one partition, so each task's stream time moves
-            await producer.send(
-                topic, b"click", key=key.encode(), partition=KEYS.index(key) % PARTITIONS, timestamp_ms=timestamp
-            )
-        await producer.flush()
-    finally:
-        await producer.stop()
+    # each key on one partition, so each task's stream time moves
+    records = [Record(key, b"click", timestamp, KEYS.index(key) % PARTITIONS) for key, timestamp in clicks]
+    await kafka.produce(topic, records)
 
 
 def _expected(clicks: list[tuple[str, int]], closed_before: int) -> Counter[tuple[str, int]]:

@@ -5,7 +5,6 @@ so a read_committed reader sees every record's output exactly once."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 
@@ -15,6 +14,7 @@ from streamlet.config import StreamsConfig
 from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.topology import StreamsBuilder
 from tests.support.kafka import KafkaTestCluster, unique_name
+from tests.support.waiting import poll_until
 
 pytestmark = pytest.mark.integration
 
@@ -57,15 +57,16 @@ async def test_a_transaction_past_its_timeout_is_aborted_and_its_input_redone(
     await client.start()
     try:
         await kafka.produce(source, [(b"k", f"before-{i}".encode()) for i in range(5)])
-        await asyncio.sleep(3)  # processed and sent: the transaction is open
+        await kafka.drain(
+            sink, 1, expected=5, timeout=60
+        )  # processed and sent (read uncommitted): the transaction is open
         await kafka.produce(source, [(b"k", b"blocker")] + [(b"k", f"after-{i}".encode()) for i in range(5)])
         expected = [f"before-{i}" for i in range(5)] + ["blocker"] + [f"after-{i}" for i in range(5)]
 
-        deadline = time.monotonic() + 90
-        values: list[str] = []
-        while time.monotonic() < deadline and len(values) < len(expected):
-            await asyncio.sleep(1)
-            values = [r.value.decode() for r in await kafka.drain(sink, 1, read_committed=True)]
+        async def committed() -> list[str]:
+            return [r.value.decode() for r in await kafka.drain(sink, 1, read_committed=True)]
+
+        values = await poll_until(committed, lambda found: len(found) >= len(expected), timeout=90, interval=1)
         assert values == expected
         assert blocked == ["blocker"]
         assert any("without committing" in r.getMessage() for r in caplog.records), "no migrated path taken"

@@ -13,9 +13,9 @@ from aiokafka.structs import OffsetAndMetadata, TopicPartition
 from streamlet.kafka import txn_offset_commit
 from streamlet.kafka.group.consumer import GroupConsumer
 from streamlet.kafka.txn_offset_commit import GroupMetadata, set_group_metadata
-from tests.support.clients import wait_until
 from tests.support.group import RecordingListener, StickyAssignor, group_consumer
 from tests.support.kafka import KafkaTestCluster, unique_name
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 

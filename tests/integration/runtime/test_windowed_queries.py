@@ -7,7 +7,6 @@ from typing import Any
 
 import aiohttp
 import pytest
-from aiokafka import AIOKafkaProducer
 
 from streamlet import App
 from streamlet.kafka.broker import _free_port
@@ -15,8 +14,8 @@ from streamlet.runtime.queries import QueryUnavailableError
 from streamlet.session_windows import SessionWindow, SessionWindows
 from streamlet.web import WebServer
 from streamlet.windows import TimeWindow, TimeWindows, Windowed
-from tests.support.clients import wait_until
-from tests.support.kafka import KafkaTestCluster, unique_name
+from tests.support.kafka import KafkaTestCluster, Record, unique_name
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -29,14 +28,8 @@ WINDOW_STORE, SESSION_STORE, FAUST_TABLE = "clicks-per-minute", "click-sessions"
 
 
 async def _produce(kafka: KafkaTestCluster, topics: list[str]) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=kafka.bootstrap_servers)
-    await producer.start()
-    try:
-        for topic in topics:
-            for user, at in CLICKS:
-                await producer.send_and_wait(topic, key=user.encode(), value=b"click", partition=0, timestamp_ms=at)
-    finally:
-        await producer.stop()
+    for topic in topics:
+        await kafka.produce(topic, [Record(user, b"click", timestamp_ms=at, partition=0) for user, at in CLICKS])
 
 
 def _app(app_id: str, dsl_topic: str, agent_topic: str) -> App:

@@ -13,6 +13,7 @@ from streamlet.config import StreamsConfig
 from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.state.checkpoint import OffsetCheckpoint
 from tests.support.kafka import KafkaTestCluster, unique_name
+from tests.support.waiting import poll_until
 from tests.support.wordcount import SEED_LINE, expected_counts, real_text_lines, wait_for_counts
 
 pytestmark = pytest.mark.integration
@@ -115,7 +116,21 @@ async def test_standby_promoted_to_active_serves_the_same_counts(kafka: KafkaTes
                 break
             await asyncio.sleep(0.2)
         assert standby_tasks, "with num_standby_replicas=1 and two clients, each client holds standbys"
-        await asyncio.sleep(1.5)  # let the standbys apply the last changelog records
+
+        async def standbys_behind() -> list[TopicPartition]:
+            """Changelog partitions a standby of `staying` has not applied up to their end yet."""
+            changelog = f"{app_id}-counts-store-changelog"
+            ends = await kafka.end_offsets(changelog, 6)
+            return [
+                tp
+                for th in staying.threads
+                for task in th.tasks.standby.values()
+                if task.state_manager is not None
+                for tp, offset in task.state_manager.changelog_offsets().items()
+                if offset < ends[tp.partition]
+            ]
+
+        assert await poll_until(standbys_behind, lambda behind: not behind) == []  # standbys applied everything
         restored_before = dict(listener.restored)
 
         await leaving.close()  # its active tasks move to `staying`, where their standbys are

@@ -8,7 +8,6 @@ import time
 from pathlib import Path
 
 import pytest
-from aiokafka import AIOKafkaProducer
 from aiokafka.structs import TopicPartition
 
 from streamlet.config import StreamsConfig
@@ -16,7 +15,7 @@ from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.serdes import StringSerde
 from streamlet.session_windows import SessionWindowedSerde, SessionWindows
 from streamlet.topology import StreamsBuilder, Topology
-from tests.support.kafka import KafkaTestCluster, unique_name
+from tests.support.kafka import KafkaTestCluster, Record, unique_name
 
 pytestmark = pytest.mark.integration
 
@@ -49,13 +48,7 @@ def _config(kafka: KafkaTestCluster, app_id: str, state_dir: Path) -> StreamsCon
 
 
 async def _produce_clicks(kafka: KafkaTestCluster, topic: str, clicks: list[tuple[str, int]]) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=kafka.bootstrap_servers)
-    await producer.start()
-    try:
-        for user, timestamp in clicks:
-            await producer.send_and_wait(topic, key=user.encode(), value=b"click", timestamp_ms=timestamp)
-    finally:
-        await producer.stop()
+    await kafka.produce(topic, [Record(user, b"click", timestamp) for user, timestamp in clicks])
 
 
 def _sessions(records: list) -> dict[Session, int]:

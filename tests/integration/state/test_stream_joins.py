@@ -13,14 +13,13 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from aiokafka import AIOKafkaProducer
 from aiokafka.structs import TopicPartition
 
 from streamlet.config import StreamsConfig
 from streamlet.join_windows import JoinWindows, StreamJoined
 from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.topology import StreamsBuilder, Topology
-from tests.support.kafka import KafkaTestCluster, unique_name
+from tests.support.kafka import KafkaTestCluster, Record, unique_name
 
 pytestmark = pytest.mark.integration
 
@@ -71,15 +70,7 @@ def _config(kafka: KafkaTestCluster, app_id: str, state_dir: Path) -> StreamsCon
 
 
 async def _produce(kafka: KafkaTestCluster, topic: str, events: list[Event], partition: int | None = None) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=kafka.bootstrap_servers)
-    await producer.start()
-    try:
-        for key, value, timestamp in events:
-            await producer.send_and_wait(
-                topic, key=key.encode(), value=value.encode(), timestamp_ms=timestamp, partition=partition
-            )
-    finally:
-        await producer.stop()
+    await kafka.produce(topic, [Record(key, value, timestamp, partition) for key, value, timestamp in events])
 
 
 async def _output(kafka: KafkaTestCluster, sink: str) -> Counter[tuple[str, str]]:
