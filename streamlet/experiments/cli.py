@@ -26,9 +26,6 @@ from streamlet.experiments.protocols import compares_protocols, render_protocol_
 from streamlet.experiments.report import RunSummary, render_report, summarize
 from streamlet.experiments.runner import ExperimentRunner, RunRecord
 from streamlet.experiments.scenario import Scenario, ScenarioError, load_scenario
-from streamlet.spark import SparkNotInstalledError, SparkSetupError
-from streamlet.spark.experiment_report import write_html_report
-from streamlet.spark.session import stop_spark
 
 log = logging.getLogger("streamlet.experiments")
 
@@ -126,6 +123,11 @@ def report_command(args: argparse.Namespace) -> int:
     print(render_with_protocols(summaries), end="")
     if args.markdown_only:
         return 0
+    # the Spark side depends on this package's pure report modules, not the other way round: loaded here only
+    from streamlet.spark import SparkNotInstalledError, SparkSetupError
+    from streamlet.spark.experiment_report import write_html_report
+    from streamlet.spark.session import stop_spark
+
     out = Path(args.out) if args.out else default_out_dir(run_dirs)
     try:
         html, summary = write_html_report(run_dirs, summaries, out, master=args.master, from_kafka=args.from_kafka)

@@ -40,13 +40,13 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.structs import TopicPartition
 
 from streamlet.assignment.history import assignment_history_topic
-from streamlet.cli import load_target
 from streamlet.errors import StreamletError
 from streamlet.experiments.inputs import count_differences, decode_count, expected_counts, input_lines
 from streamlet.experiments.scenario import STOP_TIMEOUT_S, Scenario, ScenarioError, Step, config_text, load_problem
 from streamlet.kafka.broker import LocalBroker
 from streamlet.kafka.topics import InternalTopicManager, TopicSpec
 from streamlet.runtime.metrics_event import metrics_topic
+from streamlet.targets import load_target
 
 log = logging.getLogger("streamlet.experiments")
 

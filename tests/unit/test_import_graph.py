@@ -11,8 +11,9 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "streamlet"
-# the CLI imports each subcommand's dependencies when it runs; the PySpark extra is optional
-LOCAL_IMPORTS_ALLOWED = ("streamlet.cli", "streamlet.spark")
+# the CLI modules import each subcommand's dependencies when it runs (`experiments.cli` the Spark report, which
+# itself depends on experiments' pure report modules); the PySpark extra is optional
+LOCAL_IMPORTS_ALLOWED = ("streamlet.cli", "streamlet.experiments.cli", "streamlet.spark")
 
 
 def _module_name(path: Path) -> str:
@@ -104,6 +105,22 @@ def test_no_function_local_imports_outside_the_cli() -> None:
                     if isinstance(n, ast.Import | ast.ImportFrom)
                 ]
     assert offenders == []
+
+
+def test_spark_depends_on_experiments_and_not_back() -> None:
+    """The experiment report's Spark job reads the pure report modules; experiments import nothing of Spark at
+    module level (its CLI loads the job when `report` runs)."""
+    modules = _modules()
+    known = set(modules)
+    back = {
+        f"{name} -> {target}"
+        for name, tree in modules.items()
+        if name.startswith("streamlet.experiments")
+        for node in _module_level_imports(tree)
+        for target in _targets(node, known)
+        if target.startswith("streamlet.spark")
+    }
+    assert back == set()
 
 
 def test_the_checker_sees_a_cycle() -> None:
