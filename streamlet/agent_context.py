@@ -11,7 +11,7 @@ import inspect
 from typing import Any
 
 from streamlet.errors import TopologyError
-from streamlet.runtime.processor_graph import TaskContext
+from streamlet.runtime.task_context import TaskContext
 
 __all__ = ["AgentError", "current_context", "record_value", "run_inline", "table_store", "task_context"]
 

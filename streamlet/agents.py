@@ -26,7 +26,7 @@ from streamlet.agent_stream import NEXT, AgentStream, NextRecord
 from streamlet.channels import Channel
 from streamlet.global_tables import GlobalTable
 from streamlet.replies import ReplyConsumer, reply_serde, reply_target
-from streamlet.runtime.processor_graph import TaskContext
+from streamlet.runtime.task_context import TaskContext
 from streamlet.tables import Table
 from streamlet.topic_ref import Carried, TopicRef, record_timestamp
 from streamlet.topology import KStream, StreamsBuilder

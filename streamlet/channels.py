@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from streamlet.agent_context import current_context
-from streamlet.runtime.processor_graph import TaskContext
+from streamlet.runtime.task_context import TaskContext
 
 __all__ = ["Channel"]
 

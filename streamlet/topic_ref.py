@@ -14,7 +14,7 @@ from typing import Any
 
 from streamlet.agent_context import current_context, task_context
 from streamlet.errors import TopologyError
-from streamlet.runtime.processor_graph import TaskContext
+from streamlet.runtime.task_context import TaskContext
 from streamlet.serdes import BytesSerde, Serde, SerdeLike, resolve_serde
 from streamlet.typed_serdes import check_serde_fits, serde_for_type
 

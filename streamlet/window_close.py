@@ -40,7 +40,7 @@ from collections.abc import Callable
 from typing import Any
 
 from streamlet.agent_context import run_inline
-from streamlet.runtime.processor_graph import TaskContext
+from streamlet.runtime.task_context import TaskContext
 from streamlet.state import window_key_schema
 from streamlet.windows import TimeWindow, TimeWindows
 

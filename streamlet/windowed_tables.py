@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 from streamlet.agent_context import current_context, record_value, table_store
 from streamlet.errors import TopologyError
-from streamlet.runtime.processor_graph import TaskContext
+from streamlet.runtime.task_context import TaskContext
 from streamlet.serdes import Serde
 from streamlet.state import window_key_schema
 from streamlet.task_id import TaskId

@@ -24,7 +24,7 @@ from aiokafka.structs import TopicPartition
 
 from streamlet.assignment.java_collections import JavaPriorityQueue
 from streamlet.runtime.fetched_records import FetchedRecord
-from streamlet.runtime.processor_graph import Stamper
+from streamlet.runtime.task_context import Stamper
 from streamlet.timestamps import UNKNOWN
 
 #: `max_task_idle_ms` that never waits for an empty partition (Kafka's MAX_TASK_IDLE_MS_DISABLED)

@@ -21,12 +21,11 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any, Protocol, cast, runtime_checkable
+from typing import Any, cast
 
-from streamlet.errors import SerializationError, StreamletError, StreamsFailure, TopologyError
+from streamlet.errors import SerializationError, StreamsFailure, TopologyError
 from streamlet.runtime import branch_processors, global_table_join, ktable_processors, stream_join, value_getters
 from streamlet.runtime.dropped_records import INVALID_TIMESTAMP, DroppedRecords
-from streamlet.runtime.partitioner import DeferredPartition
 from streamlet.runtime.pre_aggregate import pre_aggregate_node
 from streamlet.runtime.processor_context import ProcessorContext
 from streamlet.runtime.punctuation import TaskPunctuations
@@ -35,6 +34,13 @@ from streamlet.runtime.record_context import RecordContext
 from streamlet.runtime.session_aggregation import session_aggregation
 from streamlet.runtime.sliding_aggregation import sliding_aggregation
 from streamlet.runtime.suppress_processor import build_suppress
+from streamlet.runtime.task_context import (
+    InvalidTimestampError,
+    RecordDeserializationError,
+    RecordProcessingError,
+    Stamper,
+    TaskContext,
+)
 from streamlet.runtime.topic_names import TopicNames
 from streamlet.session_windows import SessionWindows
 from streamlet.sliding_windows import SlidingWindows
@@ -46,69 +52,9 @@ from streamlet.topology import nodes as n
 from streamlet.topology.nodes import ProcessorSpec, SinkSpec, SourceSpec
 from streamlet.windows import TimeWindow, TimeWindows, Windowed
 
-__all__ = [
-    "FlushListener",
-    "RecordDeserializationError",
-    "RecordProcessingError",
-    "StateStore",
-    "TaskContext",
-    "TaskProcessorGraph",
-    "build_task_graph",
-]
+__all__ = ["TaskProcessorGraph", "build_task_graph"]
 
-#: `listener(key, new_value, old_value[, timestamp])`: all bytes as stored; `new_value` None = deleted.
-#: A store that tracks the timestamp of the cached entry may pass it; otherwise the current record's is used.
-FlushListener = Callable[..., None]
 Forward = Callable[[Any, Any], None]
-
-
-@runtime_checkable
-class StateStore(Protocol):
-    """What processor nodes need from a key-value store (bytes in, bytes out)."""
-
-    def get(self, key: bytes) -> bytes | None: ...
-
-    def put(self, key: bytes, value: bytes | None) -> None: ...
-
-    def delete(self, key: bytes) -> bytes | None: ...
-
-    def set_flush_listener(self, listener: FlushListener) -> None: ...
-
-
-@runtime_checkable
-class TaskContext(Protocol):
-    """What the runtime gives a task's processor graph."""
-
-    task_id: TaskId
-
-    def get_state_store(self, name: str) -> StateStore: ...
-
-    def send(
-        self,
-        topic: str,
-        key: bytes | None,
-        value: bytes | None,
-        timestamp: int,
-        partition: int | DeferredPartition | None = None,
-    ) -> None:
-        """Produce a record; partition None = the producer's default (murmur2 of the key), a `DeferredPartition`
-        is chosen with the topic's partition count."""
-        ...
-
-
-class RecordProcessingError(StreamletError):
-    """User code, or a sink's serde, or the producer's size limit, failed on one record.
-
-    `node` is the processor that raised; `production` is True when the record's output could not be written
-    (a sink serde or a record too large to send), which goes to the production exception handler rather
-    than the processing one.
-    """
-
-    def __init__(self, message: str, node: str | None, cause: BaseException, *, production: bool) -> None:
-        super().__init__(message)
-        self.node = node
-        self.cause = cause
-        self.production = production
 
 
 def failing_node(tb: TracebackType | None) -> str | None:
@@ -126,23 +72,6 @@ def failing_node(tb: TracebackType | None) -> str | None:
                 node = name
         tb = tb.tb_next
     return node
-
-
-class RecordDeserializationError(SerializationError):
-    """A source record could not be deserialized (what `deserialization_exception_handler` handles)."""
-
-    def __init__(self, message: str, topic: str, partition: int, offset: int, node: str | None = None) -> None:
-        super().__init__(message)
-        self.topic = topic
-        self.partition = partition
-        self.offset = offset
-        self.node = node  # the source node that read it
-
-
-class InvalidTimestampError(RecordDeserializationError):
-    """A record has a negative timestamp and no `timestamp_extractor` says what to use instead. It goes to the
-    deserialization handler, whose default (`fail`) stops the task as Kafka's `FailOnInvalidTimestamp` does,
-    while `log_and_continue` / `dead_letter` skip it like any record the task cannot read."""
 
 
 def _noop(key: Any, value: Any) -> None:
@@ -174,10 +103,6 @@ def _forward_stored(
             record.timestamp = current
     finally:
         record.old_value = None
-
-
-#: (partition, offset, record timestamp, key bytes, value bytes) -> the timestamp the source will extract
-Stamper = Callable[[int, int, int, "bytes | None", "bytes | None"], int]
 
 
 class TaskProcessorGraph:

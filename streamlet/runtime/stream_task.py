@@ -17,9 +17,10 @@ from streamlet.runtime.handlers import ThreadHandlers
 from streamlet.runtime.local_tasks import LocalTasks
 from streamlet.runtime.partition_group import LagProvider, PartitionGroup
 from streamlet.runtime.partitioner import DeferredPartition
-from streamlet.runtime.processor_graph import RecordDeserializationError, RecordProcessingError, build_task_graph
+from streamlet.runtime.processor_graph import build_task_graph
 from streamlet.runtime.record_collector import RecordCollector
 from streamlet.runtime.record_context import RecordContext
+from streamlet.runtime.task_context import RecordDeserializationError, RecordProcessingError
 from streamlet.runtime.task_state import TaskState
 from streamlet.runtime.topic_names import TopicNames
 from streamlet.runtime.topic_partition_metadata import TopicPartitionMetadata, merge_processor_metadata

@@ -12,7 +12,7 @@ from streamlet import App, Record
 from streamlet.agent_stream import GroupByError
 from streamlet.errors import ProcessingFailure
 from streamlet.runtime.handlers import ExceptionHandler
-from streamlet.runtime.processor_graph import RecordProcessingError
+from streamlet.runtime.task_context import RecordProcessingError
 from streamlet.task_id import TaskId
 from streamlet.testing import TopologyTestDriver
 

@@ -184,7 +184,7 @@ def test_sending_the_wrong_type_names_topic_serde_and_type_at_runtime() -> None:
 
 
 def test_a_malformed_record_fails_deserialization_naming_model_field_topic_and_offset() -> None:
-    from streamlet.runtime.processor_graph import RecordDeserializationError
+    from streamlet.runtime.task_context import RecordDeserializationError
 
     app = App("pv-app")
 

@@ -6,7 +6,8 @@ import pytest
 
 from streamlet.config import StreamsConfig
 from streamlet.errors import ConfigError
-from streamlet.runtime.processor_graph import InvalidTimestampError, build_task_graph
+from streamlet.runtime.processor_graph import build_task_graph
+from streamlet.runtime.task_context import InvalidTimestampError
 from streamlet.runtime.topic_names import TopicNames
 from streamlet.task_id import TaskId
 from streamlet.timestamps import ConsumedRecord

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from streamlet.errors import SerializationError, TopologyError
-from streamlet.runtime.processor_graph import (
+from streamlet.runtime.task_context import (
     RecordDeserializationError,
     RecordProcessingError,
     StateStore,
