@@ -21,7 +21,7 @@ from streamlet.runtime.processor_graph import build_task_graph
 from streamlet.runtime.record_collector import RecordCollector
 from streamlet.runtime.record_context import RecordContext
 from streamlet.runtime.task_context import RecordDeserializationError, RecordProcessingError
-from streamlet.runtime.task_state import TaskState
+from streamlet.runtime.task_state import TaskState, checked_transition
 from streamlet.runtime.topic_names import TopicNames
 from streamlet.runtime.topic_partition_metadata import TopicPartitionMetadata, merge_processor_metadata
 from streamlet.state.state_manager import ProcessorStateManager
@@ -62,7 +62,10 @@ class StreamTask:
         self._processor_metadata: dict[str, int] = {}  # Kafka's ProcessorMetadata, carried from commit to commit
         # shared with the changelog sinks of the task's stores, which stamp records with its timestamp
         self.record_context = record_context if record_context is not None else RecordContext()
-        self.state = TaskState.RESTORING if state_manager is not None else TaskState.RUNNING
+        self.state = TaskState.CREATED
+        self.transition_to(TaskState.RESTORING)
+        if state_manager is None:  # nothing to restore: restoration completes at once
+            self.transition_to(TaskState.RUNNING)
         self._local_tasks = local_tasks
         if local_tasks is not None:
             local_tasks.add(self)
@@ -200,8 +203,26 @@ class StreamTask:
             if tp in self.partitions:
                 self._committed[tp] = meta.offset - 1
 
+    def transition_to(self, new: TaskState) -> None:
+        """Move to `new` along Kafka Streams' state table (`task_state`), or raise."""
+        self.state = checked_transition(self.task_id, self.state, new)
+
+    def suspend(self) -> None:
+        """Stop processing (RESTORING or RUNNING); a suspended task keeps its stores open."""
+        if self.state is not TaskState.SUSPENDED:
+            self.transition_to(TaskState.SUSPENDED)
+
+    def resume(self) -> None:
+        """A suspended task that was RUNNING goes on: its stores are as it left them, so its restoration
+        completes at once (Kafka's resume, then completeRestoration)."""
+        self.transition_to(TaskState.RESTORING)
+        self.transition_to(TaskState.RUNNING)
+
     def close(self, *, clean: bool) -> None:
+        if self.state is TaskState.CLOSED:
+            return  # closed already (as Kafka's close, a no-op)
+        self.suspend()
         self.graph.punctuations.close()
         if self.state_manager is not None:
             self.state_manager.close(clean=clean)
-        self.state = TaskState.CLOSED
+        self.transition_to(TaskState.CLOSED)

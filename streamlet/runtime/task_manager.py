@@ -196,7 +196,7 @@ class TaskManager:
             if kept is None:
                 self._pending[task_id] = True
             elif kept.state is TaskState.SUSPENDED:
-                kept.state = TaskState.RUNNING
+                kept.resume()
         for task_id in sorted(new_standby - set(self.standby)):
             self._pending[task_id] = False
         self._was_running = set()
@@ -219,7 +219,7 @@ class TaskManager:
             for task in losing:
                 if task.state is TaskState.RUNNING:
                     self._was_running.add(task.task_id)
-                    task.state = TaskState.SUSPENDED
+                    task.suspend()
                     self._drop_buffers(task)
 
     async def handle_lost_all(self, reason: str) -> None:
@@ -403,7 +403,7 @@ class TaskManager:
         """One bounded restore step; caught-up tasks go RUNNING and their input partitions resume."""
         result = await self._changelog_reader.restore(self.restoring(), self.standby.values(), timeout_ms)
         for task in result.completed:
-            task.state = TaskState.RUNNING
+            task.transition_to(TaskState.RUNNING)
             assigned = self._consumer.assignment()
             self._consumer.resume(*[tp for tp in task.partitions if tp in assigned])
             log.info("stream-thread [%s] task %s restored, now RUNNING", self.name, task.task_id)

@@ -277,6 +277,24 @@ async def test_a_task_moved_away_is_closed_clean(harness: Harness, kafka: FakeKa
     assert kafka.events[-1] == "checkpoint 0_0"  # written again on the clean close
 
 
+async def test_task_states_follow_kafkas_path_and_a_second_close_is_a_no_op(harness: Harness) -> None:
+    harness.assign(T0)
+    task = harness.tasks.active[T0]
+    assert task.state is TaskState.RESTORING  # CREATED -> RESTORING at once: it has a store
+    await harness.tasks.restore(timeout_ms=0)
+    assert task.state is TaskState.RUNNING
+
+    await harness.tasks.handle_revocation(harness.consumer.assignment())
+    assert task.state is TaskState.SUSPENDED
+    harness.assign(T0)
+    assert task.state is TaskState.RUNNING  # resumed: SUSPENDED -> RESTORING -> RUNNING
+
+    harness.assign()  # moved away: RUNNING -> SUSPENDED -> CLOSED
+    assert task.state is TaskState.CLOSED
+    task.close(clean=False)
+    assert task.state is TaskState.CLOSED
+
+
 async def test_a_corrupt_store_is_wiped_once_and_restored_from_its_changelog(
     kafka: FakeKafka, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
