@@ -7,11 +7,11 @@ streamlet's semantics are checked with. So it keeps Kafka's driver's shape:
 * the whole topology is one task (here: one processor graph per sub-topology, all on partition 0, sharing one
   record context and one record cache), with real RocksDB stores in a temporary directory, cached and
   change-logged as in a running application;
-* every piped record is queued on its source topic, then the task runs until its queues are empty: take the
-  next record (`PartitionGroup`: smallest head timestamp first), process it, **commit** (flush every store's
-  cache, in topology order, so aggregates are emitted after each record), then capture what was produced:
-  every record is kept as output of its topic, and a record to a topic the topology reads (a repartition
-  topic, or a source topic written with `to()`) is queued again for processing;
+* every piped record is queued on its source topic, then the task runs until its queues are empty: take
+  the next record (the runtime's `PartitionGroup`: smallest head timestamp first), process it, **commit**
+  (flush every store's cache, in topology order, so aggregates are emitted after each record), then capture
+  what was produced: every record is kept as output of its topic, and a record to a topic the topology
+  reads (a repartition topic, or a source topic written with `to()`) is queued again for processing;
 * a record piped to a global table's topic updates its global store at once (Kafka's driver hands it to the
   global state task and flushes it); the global stores are read by every sub-topology's joins;
 * after each record, stream-time punctuators that are due fire (the task's stream time: the largest timestamp
@@ -32,6 +32,7 @@ from aiokafka.structs import TopicPartition
 
 from streamlet.app import App
 from streamlet.config import StreamsConfig
+from streamlet.runtime.partition_group import MAX_TASK_IDLE_MS_DISABLED, PartitionGroup
 from streamlet.runtime.partitioner import DeferredPartition
 from streamlet.runtime.processor_graph import TaskProcessorGraph, build_task_graph
 from streamlet.runtime.punctuation import TaskPunctuations
@@ -50,7 +51,6 @@ from streamlet.state.state_manager import ProcessorStateManager
 from streamlet.state.store import KeyValueStore
 from streamlet.state.time_ordered_buffer import TimeOrderedKeyValueBuffer
 from streamlet.task_id import TaskId
-from streamlet.testing.partition_group import PartitionGroup
 from streamlet.testing.stores import (
     KeyValueStoreView,
     SessionStoreView,
@@ -76,6 +76,16 @@ class _GlobalRecord(NamedTuple):
     value: bytes | None
     timestamp: int
     offset: int = -1  # the driver keeps no offsets for global topics
+
+
+class _Piped(NamedTuple):
+    """A record piped to (or written back to) a source topic, queued as the runtime queues fetched ones."""
+
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes], ...] = ()
 
 
 class _TaskContext:
@@ -160,7 +170,12 @@ class TopologyTestDriver:
         except BaseException:
             self.close()
             raise
-        self._queues = PartitionGroup(list(self._graphs))
+        # the runtime's PartitionGroup, as Kafka's driver uses its StreamTask's: the semantics oracle then proves
+        # the order workers take records in (heads stamped by the extractor, ties as Java's heap breaks them)
+        stampers = {topic: stamp for graph in set(self._graphs.values()) for topic, stamp in graph.stampers.items()}
+        sources = [TopicPartition(topic, _PARTITION) for topic in self._graphs]
+        self._queues = PartitionGroup(sources, MAX_TASK_IDLE_MS_DISABLED, stampers)
+        self._next_offsets = dict.fromkeys(self._graphs, 0)
 
     def _open_subtopology(self, task_id: TaskId) -> None:
         names = self.names
@@ -236,10 +251,15 @@ class TopologyTestDriver:
         if global_store is not None:  # Kafka's processGlobalRecord: the global store takes it, nothing runs
             global_store.apply_changelog_records([_GlobalRecord(key, value, timestamp)], timestamped=True)
             return
-        if topic not in self._queues:
+        if topic not in self._graphs:
             raise ValueError(f"Unknown topic: {topic}")
-        self._queues.add(topic, timestamp, key, value)
+        self._enqueue(topic, timestamp, key, value)
         self._complete_all_processable_work()
+
+    def _enqueue(self, topic: str, timestamp: int, key: bytes | None, value: bytes | None) -> None:
+        offset = self._next_offsets[topic]
+        self._next_offsets[topic] = offset + 1
+        self._queues.add_records(TopicPartition(topic, _PARTITION), [_Piped(offset, timestamp, key, value)])
 
     def read_raw(self, topic: str) -> tuple[bytes | None, bytes | None, int | None]:
         queue = self._outputs.get(topic)
@@ -319,12 +339,10 @@ class TopologyTestDriver:
     def _complete_all_processable_work(self) -> None:
         self._capture_outputs()
         queues = self._queues
-        while queues.has_records():
-            record = queues.next_record()
-            assert record is not None
-            self._graphs[record.topic].process(
-                record.topic, _PARTITION, record.offset, record.timestamp, record.key, record.value
-            )
+        while (taken := queues.next_record()) is not None:
+            queue, record = taken
+            topic = queue.partition.topic
+            self._graphs[topic].process(topic, _PARTITION, record.offset, record.timestamp, record.key, record.value)
             self._punctuations.punctuate_stream_time(self.stream_time)
             self._commit()
             self._capture_outputs()
@@ -360,8 +378,8 @@ class TopologyTestDriver:
             if global_store is not None:  # written to a global topic: the global store reads it (Kafka's driver)
                 record = _GlobalRecord(key, value, -1 if timestamp is None else timestamp)
                 global_store.apply_changelog_records([record], timestamped=True)
-            elif topic in self._queues:
-                self._queues.add(topic, -1 if timestamp is None else timestamp, key, value)
+            elif topic in self._graphs:
+                self._enqueue(topic, -1 if timestamp is None else timestamp, key, value)
 
     # ---- lifecycle -------------------------------------------------------------------------------------------
 
