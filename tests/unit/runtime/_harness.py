@@ -15,6 +15,7 @@ from streamlet.runtime.changelog_reader import ChangelogReader
 from streamlet.runtime.handlers import ThreadHandlers
 from streamlet.runtime.record_collector import RecordCollector
 from streamlet.runtime.restore_listener import CompositeRestoreListener, StateRestoreListener
+from streamlet.runtime.stream_time_watermark import StreamTimeWatermark
 from streamlet.runtime.task_creator import TaskCreator, ThreadResources
 from streamlet.runtime.task_manager import TaskManager
 from streamlet.runtime.topology_metadata import TopologyMetadata
@@ -80,6 +81,7 @@ class Harness:
         topology: Topology | None = None,
         listener: StateRestoreListener | None = None,
         sources: Mapping[str, int] | None = None,
+        watermark: StreamTimeWatermark | None = None,
         **overrides: Any,
     ) -> None:
         self.kafka = kafka
@@ -117,6 +119,8 @@ class Harness:
             exactly_once=exactly_once,
             group_id=APP,
             buffered_records_per_partition=self.config.buffered_records_per_partition,
+            event_time_slice_ms=self.config.event_time_slice_ms,
+            watermark=watermark,
         )
 
     async def _committed_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
