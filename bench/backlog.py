@@ -175,6 +175,8 @@ async def _committed_to_end(bootstrap: str, app_id: str, source: str) -> bool:
         topics = [source] + [
             t for t in await admin.list_topics() if t.startswith(app_id) and t.endswith("-repartition")
         ]
+    except KafkaError:  # the group's coordinator is not there yet: not done
+        return False
     finally:
         await admin.close()
     if len(topics) < 2:

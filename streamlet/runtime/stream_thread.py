@@ -179,6 +179,7 @@ class StreamThread:
             stall_watch=self.stall_watch,
             buffered_records_per_partition=config.buffered_records_per_partition,
             event_time_slice_ms=config.event_time_slice_ms,
+            merged_subtopologies=metadata.repartitioning_subtopologies(),
             watermark=watermark,
         )
         self._watermark = watermark
@@ -263,7 +264,14 @@ class StreamThread:
         for due in (tasks.ms_until_punctuation(), tasks.ms_until_idle_deadline()):
             if due is not None:
                 poll_ms = min(poll_ms, due)
-        batch = await self.consumer.getmany(timeout_ms=poll_ms, max_records=self.config.max_poll_records)
+        fetch = tasks.fetch_partitions()  # None: all; a partition whose queue is full is not fetched from
+        if fetch == []:  # every queue is full: the thread waits for its other threads to catch up (watermark)
+            await asyncio.sleep(poll_ms / 1000)
+            batch: Mapping[TopicPartition, Sequence[Any]] = {}
+        else:
+            batch = await self.consumer.getmany(
+                *(fetch or ()), timeout_ms=poll_ms, max_records=self.config.max_poll_records
+            )
         async with self._lock:
             if await tasks.drop_if_frozen():  # frozen while waiting for records
                 return

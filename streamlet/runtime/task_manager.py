@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
@@ -96,6 +96,7 @@ class TaskManager:
         stall_watch: StallWatch | None = None,
         buffered_records_per_partition: int = 1_000,
         event_time_slice_ms: int = MERGE_DISABLED,
+        merged_subtopologies: Collection[int] = (),
         watermark: StreamTimeWatermark | None = None,
     ) -> None:
         self.name = name  # the thread's name: owner of its task directory locks
@@ -118,11 +119,14 @@ class TaskManager:
         self._grouped: list[StreamTask] = []  # tasks with several input partitions: records wait in queues
         self._max_buffered = buffered_records_per_partition
         self._buffer_paused: set[TopicPartition] = set()  # paused because their queue is full
-        # single-partition tasks, per sub-topology, taken in event-time order across tasks (off: MERGE_DISABLED)
+        # the single-partition tasks of each of `merged_subtopologies` (those writing to a repartition topic, where
+        # the order across tasks matters), taken in event-time order across tasks (off: MERGE_DISABLED)
         self._slice_ms = event_time_slice_ms
+        self._merged_subtopologies = frozenset(merged_subtopologies)
         self._merges: dict[int, EventTimeMerge] = {}
         self._merged_tasks: dict[int, list[StreamTask]] = {}
         self._merge_of: dict[TopicPartition, EventTimeMerge] = {}
+        self._full: set[TopicPartition] = set()  # merged partitions with more than their bound queued
         self._watermark = watermark if watermark is not None else StreamTimeWatermark()
         self.last_commit = time.monotonic()
         self.metrics = ThreadMetrics()
@@ -333,12 +337,13 @@ class TaskManager:
     def process(self, batch: Mapping[TopicPartition, Sequence[FetchedRecord]]) -> int:
         """Hand each partition's records to its task; rewind the consumer for a task that is not RUNNING.
 
-        Records wait in queues, and a partition whose queue outgrows `buffered_records_per_partition` is paused:
-        the single-partition tasks of a sub-topology share one `EventTimeMerge`, which takes their records in
-        event-time order across the tasks (with `event_time_slice_ms=-1` such a task processes its batch at
-        once instead); a task with several input partitions has its own `PartitionGroup`. Both take what they
-        may on every loop: one waiting for an idle deadline or a fetch needs no new records here to go on.
-        Returns how many records were processed.
+        Records wait in queues of at most about `buffered_records_per_partition`: the single-partition tasks of a
+        sub-topology share one `EventTimeMerge`, which takes their records in event-time order across the tasks
+        (a full queue's partition is left out of the next polls, `fetch_partitions`; with
+        `event_time_slice_ms=-1` such a task processes its batch at once instead); a task with several input
+        partitions has its own `PartitionGroup` (a full queue's partition is paused). Both take what they may on
+        every loop: one waiting for an idle deadline or a fetch needs no new records here to go on. Returns how
+        many records were processed.
         """
         by_partition = self._by_partition
         processed = self.metrics.processed
@@ -361,7 +366,9 @@ class TaskManager:
                     processed[task.task_id] = processed.get(task.task_id, 0) + len(records)
                     total += len(records)
                     continue
-                queued = merge.add_records(tp, records)
+                if merge.add_records(tp, records) > self._max_buffered:
+                    self._full.add(tp)  # not fetched from until it drains (`fetch_partitions`)
+                continue
             if queued > self._max_buffered:
                 self._consumer.pause(tp)
                 self._buffer_paused.add(tp)
@@ -378,6 +385,7 @@ class TaskManager:
         lag = self._consumer.lag
         processed = self.metrics.processed
         watermark = self._watermark
+        bound = self._max_buffered
         total = 0
         for subtopology, merge in self._merges.items():
             by_partition = self._by_partition
@@ -392,9 +400,21 @@ class TaskManager:
                 processed[task.task_id] = processed.get(task.task_id, 0) + len(run)
                 total += len(run)
             watermark.report(self.name, subtopology, merge.position(lag))
-            if self._buffer_paused:
-                self._resume_drained(merge.partitions(), merge.size)
+        if self._full:
+            self._full = {tp for tp in self._full if tp in self._merge_of and self._merge_of[tp].size(tp) > bound}
         return total
+
+    def fetch_partitions(self) -> list[TopicPartition] | None:
+        """The partitions the next poll should return records of: None for all; else every assigned one but
+        those whose merge queue is full (an empty list: all are full, there is nothing to fetch for now).
+
+        A full queue's partition is left out of the poll rather than paused: aiokafka drops the records it
+        prefetched for a paused partition and fetches them again after `resume`, while records of a partition
+        left out of a poll stay buffered in the consumer (one fetch response per partition at most)."""
+        full = self._full
+        if not full:
+            return None
+        return [tp for tp in self._consumer.assignment() if tp not in full]
 
     def _process_buffered(self) -> int:
         now_ms = system_time_ms()
@@ -408,14 +428,15 @@ class TaskManager:
             if count:
                 processed[task.task_id] = processed.get(task.task_id, 0) + count
                 total += count
-            if self._buffer_paused and task.partition_group is not None:
-                self._resume_drained(task.partitions, task.partition_group.size)
+            if self._buffer_paused:
+                self._resume_drained(task)
         return total
 
-    def _resume_drained(self, partitions: Collection[TopicPartition], size: Callable[[TopicPartition], int]) -> None:
-        """Resume those of `partitions` paused for a full queue whose queue (`size`) is back within its bound."""
-        paused = self._buffer_paused
-        drained = [tp for tp in partitions if tp in paused and size(tp) <= self._max_buffered]
+    def _resume_drained(self, task: StreamTask) -> None:
+        """Resume the paused partitions of `task` whose queue is back within its bound."""
+        group = task.partition_group
+        assert group is not None
+        drained = [tp for tp in task.partitions if tp in self._buffer_paused and group.size(tp) <= self._max_buffered]
         if drained:
             self._buffer_paused.difference_update(drained)
             self._consumer.resume(*drained)
@@ -587,7 +608,7 @@ class TaskManager:
             return
         merged: dict[int, list[StreamTask]] = {}
         for task in self.active.values():
-            if task.partition_group is None:
+            if task.partition_group is None and task.task_id.subtopology in self._merged_subtopologies:
                 merged.setdefault(task.task_id.subtopology, []).append(task)
         for subtopology in set(self._merges) - set(merged):  # its tasks closed and dropped their queues
             del self._merges[subtopology]
@@ -610,6 +631,7 @@ class TaskManager:
         assigned = self._consumer.assignment()
         first = task.clear_buffers()
         for tp in task.partitions:
+            self._full.discard(tp)
             merge = self._merge_of.get(tp)
             offset = None if merge is None else merge.clear_partition(tp)
             if offset is not None:

@@ -120,6 +120,7 @@ class Harness:
             group_id=APP,
             buffered_records_per_partition=self.config.buffered_records_per_partition,
             event_time_slice_ms=self.config.event_time_slice_ms,
+            merged_subtopologies=self.metadata.repartitioning_subtopologies(),
             watermark=watermark,
         )
 
@@ -133,7 +134,8 @@ class Harness:
 
     async def poll_and_process(self, max_records: int = 1000) -> int:
         await self.tasks.initialize_task_times()  # as the stream thread's loop does before it polls
-        batch = await self.consumer.getmany(max_records=max_records)
+        fetch = self.tasks.fetch_partitions()  # as the loop polls: not the partitions whose queue is full
+        batch = {} if fetch == [] else await self.consumer.getmany(*(fetch or ()), max_records=max_records)
         self.tasks.process(batch)
         await self.collector.drain()
         return sum(len(r) for r in batch.values())

@@ -178,20 +178,22 @@ def test_the_watermark_bounds_a_thread_by_the_slowest_other_thread() -> None:
     assert watermark.ceiling("t2", 0, 100) == NO_CEILING
 
 
-# ---- the task manager: a thread's tasks, and two threads sharing a watermark ----------------------------------
+# ---- the task manager: a thread's tasks writing to a repartition topic; two threads sharing a watermark --------
 
-IN0, IN1, OUT0 = TopicPartition("in", 0), TopicPartition("in", 1), TopicPartition("out", 0)
+IN0, IN1 = TopicPartition("in", 0), TopicPartition("in", 1)
+REPARTITION = "app-by-k-repartition"
 
 
-def _forward() -> Topology:
+def _regroup() -> Topology:
+    """`in` re-keyed to one key through a repartition topic, then counted (sub-topology 1, not assigned here)."""
     builder = StreamsBuilder()
-    builder.stream("in", "str", "str").to("out", "str", "str")
+    builder.stream("in", "str", "str").group_by(lambda _k, _v: "k", "str", "str", name="by-k").count("counts")
     return builder.build()
 
 
 def _kafka() -> FakeKafka:
     """`in` (2 partitions): 0 s, 1 s, ... 9 s on partition 0 and 0.5 s, 1.5 s, ... on partition 1."""
-    kafka = FakeKafka({"in": 2, "out": 1})
+    kafka = FakeKafka({"in": 2, REPARTITION: 2, "app-counts-changelog": 2})
     for i in range(10):
         kafka.append(IN0, b"k", str(i * 1_000).encode(), i * 1_000)
         kafka.append(IN1, b"k", str(i * 1_000 + 500).encode(), i * 1_000 + 500)
@@ -199,11 +201,12 @@ def _kafka() -> FakeKafka:
 
 
 def _written(kafka: FakeKafka) -> list[int]:
-    return [int(value) for _, value, _ in kafka.logs.get(OUT0, []) if value is not None]
+    """The values written to the repartition topic, in its order (one key: one partition)."""
+    return [int(value) for tp, log in kafka.logs.items() if tp.topic == REPARTITION for _, value, _ in log if value]
 
 
 def _harness(kafka: FakeKafka, path: Path, *tasks: TaskId, **overrides: Any) -> Harness:
-    harness = Harness(kafka, path, topology=_forward(), sources={"in": 2}, **overrides)
+    harness = Harness(kafka, path, topology=_regroup(), sources={"in": 2, REPARTITION: 2}, **overrides)
     harness.assign(*tasks)
     return harness
 
