@@ -34,6 +34,7 @@ from streamlet.runtime.clients import MainConsumer
 from streamlet.runtime.event_time_merge import MERGE_DISABLED, EventTimeMerge
 from streamlet.runtime.fetched_records import FetchedRecord
 from streamlet.runtime.metrics_event import PENDING, STANDBY
+from streamlet.runtime.partition_group import LagProvider
 from streamlet.runtime.punctuation import system_time_ms
 from streamlet.runtime.record_collector import RecordCollector, TransactionFencedError
 from streamlet.runtime.stall_watch import StallWatch
@@ -382,16 +383,13 @@ class TaskManager:
         """Take the queued records of each sub-topology's single-partition tasks slice by slice, smallest head
         timestamp first (`EventTimeMerge`), no further than the client's other threads allow; report where this
         thread then stands. Returns how many records were processed."""
-        lag = self._consumer.lag
         processed = self.metrics.processed
         watermark = self._watermark
+        by_partition = self._by_partition
         bound = self._max_buffered
         total = 0
         for subtopology, merge in self._merges.items():
-            by_partition = self._by_partition
-            for task in self._merged_tasks[subtopology]:
-                for tp in task.partitions:
-                    merge.set_processing(tp, _processing(task))
+            lag = self._merge_lag(subtopology, merge)
             ceiling = watermark.ceiling(self.name, subtopology, self._slice_ms)
             while (taken := merge.next_slice(lag, ceiling)) is not None:
                 tp, run = taken
@@ -403,6 +401,25 @@ class TaskManager:
         if self._full:
             self._full = {tp for tp in self._full if tp in self._merge_of and self._merge_of[tp].size(tp) > bound}
         return total
+
+    def _merge_lag(self, subtopology: int, merge: EventTimeMerge) -> LagProvider:
+        """Tell `merge` which of its tasks are RUNNING, and how to read their partitions' lag.
+
+        A task that is not RUNNING (restoring, suspended) is left out: it neither is taken from nor holds the
+        others back, however long its restoration takes. A RUNNING task whose committed stream time is not read
+        yet has no records, but it is about to fetch them from wherever it stands: its partitions count as of
+        unknown lag, so this thread's other tasks, and the other threads, wait for them."""
+        pending: set[TopicPartition] = set()
+        for task in self._merged_tasks[subtopology]:
+            running = task.state is TaskState.RUNNING
+            for tp in task.partitions:
+                merge.set_processing(tp, running)
+                if running and not task.time_initialized:
+                    pending.add(tp)
+        lag = self._consumer.lag
+        if not pending:
+            return lag
+        return lambda tp: None if tp in pending else lag(tp)
 
     def fetch_partitions(self) -> list[TopicPartition] | None:
         """The partitions the next poll should return records of: None for all; else every assigned one but
@@ -624,6 +641,8 @@ class TaskManager:
                     merge.add_partition(tp, task.graph.stampers.get(tp.topic))
                     self._merge_of[tp] = merge
         self._merged_tasks = merged
+        for subtopology, merge in self._merges.items():  # new tasks hold the other threads back from now on
+            self._watermark.report(self.name, subtopology, merge.position(self._merge_lag(subtopology, merge)))
 
     def _drop_buffers(self, task: StreamTask) -> None:
         """The task stops processing: its fetched, unprocessed records must be fetched again, so the consumer
