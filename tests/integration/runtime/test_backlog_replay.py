@@ -1,4 +1,5 @@
-"""A single worker replays a backlog whose disorder across partitions is within the grace: no record is late.
+"""A single worker (1 or 2 threads) replays a backlog whose disorder across partitions is within the grace: no
+record is late.
 
 The backlog is on the broker before the worker starts: 6 partitions of orders, each partition in time order over
 20 minutes of event time, the partitions up to 35 s apart (the grace is 60 s). The app re-keys by customer
@@ -133,6 +134,18 @@ async def test_a_single_worker_replays_a_backlog_within_the_grace_without_droppi
     records = _backlog(seed=23)
     expected = dict(collections.Counter((customer, ts // MINUTE * MINUTE) for _, customer, ts in records))
     dropped, latest = await _replay(kafka, tmp_path, records, expected)
+    assert dropped == 0
+    assert latest == expected
+
+
+async def test_two_threads_of_one_worker_replay_it_together_without_dropping(
+    kafka: KafkaTestCluster, tmp_path: Path
+) -> None:
+    """Each thread reads half the partitions and writes to every repartition partition: they advance together
+    (`StreamTimeWatermark`), so neither makes the other's records late."""
+    records = _backlog(seed=29)
+    expected = dict(collections.Counter((customer, ts // MINUTE * MINUTE) for _, customer, ts in records))
+    dropped, latest = await _replay(kafka, tmp_path, records, expected, num_stream_threads=2)
     assert dropped == 0
     assert latest == expected
 
