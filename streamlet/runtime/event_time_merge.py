@@ -19,7 +19,10 @@ a slice is a whole fetched batch: the batch path's speed.
 
 `ceiling` bounds a slice from outside (the other threads of the client, `StreamTimeWatermark`): no record
 later than it is taken; the thread waits for them instead, and the partitions that ran ahead fill their
-queues and are paused by the task manager.
+queues, which the task manager then leaves out of its polls (`TaskManager.fetch_partitions`).
+
+Only sub-topologies that write to a repartition topic are merged: elsewhere the order across tasks changes
+nothing the application computes (each task has its own stream time).
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ and downstream windows close before the slower thread's records arrive. So the t
 together: each reports, per sub-topology, where its `EventTimeMerge` stands (`position`), and takes no record
 later than the lowest position of the other threads plus the slice (`ceiling`). The thread that is furthest
 behind is never held back, so they cannot all wait for each other; the ones ahead let their queues fill and
-their partitions pause until it catches up.
+stop fetching until it catches up. A thread reports from the moment it is assigned its tasks (they may be
+anywhere until they fetched), so a thread that starts later is not left behind by one that started first.
 
 A thread that is caught up (nothing queued, nothing to fetch) reports nothing and holds nobody back. A report
 not renewed for `stale_after_s` (a thread stuck in a long rebalance or restore) is ignored, so one stalled
