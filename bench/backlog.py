@@ -34,7 +34,6 @@ import random
 import re
 import statistics
 import struct
-import subprocess
 import sys
 import time
 import uuid
@@ -230,27 +229,6 @@ async def run_peer(
     }
 
 
-def _worktree(rev: str) -> Path:
-    """A detached git worktree of `rev` (reused), whose streamlet the "before" peers import."""
-    sha = subprocess.run(
-        ["git", "-C", str(common.ROOT), "rev-parse", "--short", rev], check=True, capture_output=True, text=True
-    ).stdout.strip()
-    tree = common.WORK / f"baseline-{sha}"
-    if not tree.exists():
-        subprocess.run(["git", "-C", str(common.ROOT), "worktree", "add", "--detach", str(tree), sha], check=True)
-    where = subprocess.run(
-        [str(LIB_PY), "-c", "import streamlet; print(streamlet.__file__)"],
-        env={"PYTHONPATH": str(tree)},
-        cwd=tree,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    if not where.startswith(str(tree)):
-        raise SystemExit(f"the baseline worktree's streamlet is shadowed by {where}")
-    return tree
-
-
 def peers(baseline: str) -> list[Peer]:
     out = [
         _kafka_streams(1),
@@ -260,7 +238,7 @@ def peers(baseline: str) -> list[Peer]:
         _streamlet("streamlet (2 processes)", 2, 1, common.ROOT),
     ]
     if baseline:
-        tree = _worktree(baseline)
+        _, tree = common.baseline_worktree(baseline)
         out += [
             _streamlet(f"streamlet before @{baseline} (1 thread)", 1, 1, tree),
             _streamlet(f"streamlet before @{baseline} (2 threads)", 1, 2, tree),
