@@ -202,6 +202,28 @@ async def produce_keyed(bootstrap: str, topic: str, records: Sequence[tuple[byte
         await producer.stop()
 
 
+def baseline_worktree(rev: str) -> tuple[str, Path]:
+    """(short sha, tree): git revision `rev` checked out in a detached worktree under WORK (reused if there), whose
+    streamlet a baseline peer imports (PYTHONPATH=tree, cwd=tree); exits if another streamlet shadows it."""
+    sha = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", rev], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    tree = WORK / f"baseline-{sha}"
+    if not tree.exists():
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), sha], check=True)
+    where = subprocess.run(
+        [str(LIB_PY), "-c", "import streamlet; print(streamlet.__file__)"],
+        env={**os.environ, "PYTHONPATH": str(tree)},
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    if not where.startswith(str(tree)):
+        raise SystemExit(f"the baseline worktree's streamlet is shadowed by {where}")
+    return sha, tree
+
+
 # --------------------------------------------------------------------------------------------------------
 # Processes
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import re
 import shutil
 import statistics
@@ -527,22 +526,7 @@ def render(results: list[dict[str, Any]]) -> str:
 
 def baseline_peers(peers: list[Peer], rev: str) -> tuple[list[Peer], Path]:
     """For each streamlet peer, a twin on revision `rev`, checked out in a temporary git worktree."""
-    sha = subprocess.run(
-        ["git", "-C", str(common.ROOT), "rev-parse", "--short", rev], check=True, capture_output=True, text=True
-    ).stdout.strip()
-    tree = common.WORK / f"baseline-{sha}"
-    if not tree.exists():
-        subprocess.run(["git", "-C", str(common.ROOT), "worktree", "add", "--detach", str(tree), sha], check=True)
-    where = subprocess.run(
-        [str(LIB_PY), "-c", "import streamlet; print(streamlet.__file__)"],
-        env={**os.environ, "PYTHONPATH": str(tree)},
-        cwd=tree,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    if not where.startswith(str(tree)):
-        raise SystemExit(f"the baseline worktree's streamlet is shadowed by {where}")
+    sha, tree = common.baseline_worktree(rev)
     twins = []
     for peer in peers:
         match = re.fullmatch(r"streamlet (\d) procs? x (\d) threads?", peer.name)

@@ -106,6 +106,11 @@ class StreamsConfig:
     max_task_idle_ms: int = 0
     # a partition with more fetched, unprocessed records than this is paused until its task catches up
     buffered_records_per_partition: int = 1_000
+    # A stream thread takes the fetched records of its single-partition tasks of a sub-topology that writes a
+    # repartition topic in event-time order across them: from the partition with the earliest head, up to this
+    # many ms past the next earliest (and its threads advance together), so a replayed backlog reaches repartition
+    # topics close to time order (README "Replaying a backlog"). -1: each task processes its fetched batch at once
+    event_time_slice_ms: int = 1_000
     session_timeout_ms: int = 45_000  # Kafka 3.0+ default; a busy 2-core box must not lose members
     heartbeat_interval_ms: int = 3_000
     rebalance_timeout_ms: int = 60_000
@@ -161,6 +166,7 @@ class StreamsConfig:
         for name in ("rocksdb_block_cache_bytes", "rocksdb_write_buffer_bytes", "rocksdb_max_write_buffers"):
             _require_int(name, getattr(self, name), minimum=1)
         _require_int("max_task_idle_ms", self.max_task_idle_ms, minimum=-1)
+        _require_int("event_time_slice_ms", self.event_time_slice_ms, minimum=-1)
         _require_int("probing_rebalance_interval_ms", self.probing_rebalance_interval_ms, minimum=1_000)
         for name, allowed in (
             ("deserialization_exception_handler", DESERIALIZATION_HANDLERS),

@@ -35,6 +35,7 @@ from streamlet.runtime.metrics_publisher import ClientMetrics, MetricsPublisher
 from streamlet.runtime.queries import KeyQueryMetadata, ReadOnlyKeyValueStore, StreamsMetadata, StreamsMetadataState
 from streamlet.runtime.restore_listener import CompositeRestoreListener, LoggingRestoreListener, StateRestoreListener
 from streamlet.runtime.stream_thread import StreamThread
+from streamlet.runtime.stream_time_watermark import StreamTimeWatermark
 from streamlet.runtime.task_creator import TaskCreator
 from streamlet.runtime.topology_metadata import TopologyMetadata
 from streamlet.runtime.window_queries import ReadOnlySessionStore, ReadOnlyWindowStore, store_view
@@ -154,6 +155,7 @@ class KafkaStreams:
             )
             global_stores = await self._start_global_thread()
             creator = TaskCreator(self.topology_metadata, self.state_directory, config, global_stores)
+            watermark = StreamTimeWatermark()  # the threads advance event time together while catching up
             self.threads = [
                 StreamThread(
                     i + 1,
@@ -169,6 +171,7 @@ class KafkaStreams:
                     clients=self.client_supplier,
                     assignment_history=self.assignment_history,
                     metadata_state=self.metadata_state,
+                    watermark=watermark,
                 )
                 for i in range(config.num_stream_threads)
             ]

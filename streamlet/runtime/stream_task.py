@@ -71,7 +71,7 @@ class StreamTask:
             local_tasks.add(self)
         self.graph = build_task_graph(names, task_id, self, self.record_context, timestamp_extractor, dropped=dropped)
         # several input partitions: fetched records wait in per-partition queues and are taken smallest timestamp
-        # first; one partition needs no choice, and its batches are processed as fetched (`process`)
+        # first; a task with one partition is handed its records by the thread's `EventTimeMerge` (`process`)
         self.partition_group = (
             PartitionGroup(partitions, max_task_idle_ms, self.graph.stampers) if len(partitions) > 1 else None
         )

@@ -39,6 +39,7 @@ from streamlet.runtime.record_collector import RecordCollector
 from streamlet.runtime.restore_listener import StateRestoreListener
 from streamlet.runtime.stall_watch import StallWatch
 from streamlet.runtime.stream_task import StreamTask
+from streamlet.runtime.stream_time_watermark import StreamTimeWatermark
 from streamlet.runtime.task_creator import TaskCreator, ThreadResources
 from streamlet.runtime.task_manager import TaskManager
 from streamlet.runtime.topology_metadata import TopologyMetadata
@@ -105,6 +106,7 @@ class StreamThread:
         clients: KafkaClientSupplier,
         assignment_history: AssignmentHistoryWriter | None = None,
         metadata_state: StreamsMetadataState | None = None,
+        watermark: StreamTimeWatermark | None = None,
     ) -> None:
         self.config = config
         self.process_id = process_id
@@ -176,7 +178,11 @@ class StreamThread:
             group_id=config.application_id,
             stall_watch=self.stall_watch,
             buffered_records_per_partition=config.buffered_records_per_partition,
+            event_time_slice_ms=config.event_time_slice_ms,
+            merged_subtopologies=metadata.repartitioning_subtopologies(),
+            watermark=watermark,
         )
+        self._watermark = watermark
 
     async def _committed_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
         """The group's committed offsets of `partitions` (0 where none is committed, as Kafka defaults them)."""
@@ -226,6 +232,8 @@ class StreamThread:
         async with self._lock:
             self._closing = True  # rebalance callbacks from here on leave the tasks alone
             await self.tasks.shutdown(clean)
+            if self._watermark is not None:
+                self._watermark.forget(self.name)
             if self.config.leave_group_on_close and self.config.group_instance_id:
                 await self.consumer.leave_group()
         for closer in (self.consumer.stop, self.restore_consumer.stop, self.resources.collector.producer.stop):
@@ -256,7 +264,14 @@ class StreamThread:
         for due in (tasks.ms_until_punctuation(), tasks.ms_until_idle_deadline()):
             if due is not None:
                 poll_ms = min(poll_ms, due)
-        batch = await self.consumer.getmany(timeout_ms=poll_ms, max_records=self.config.max_poll_records)
+        fetch = tasks.fetch_partitions()  # None: all; a partition whose queue is full is not fetched from
+        if fetch == []:  # every queue is full: the thread waits for its other threads to catch up (watermark)
+            await asyncio.sleep(poll_ms / 1000)
+            batch: Mapping[TopicPartition, Sequence[Any]] = {}
+        else:
+            batch = await self.consumer.getmany(
+                *(fetch or ()), timeout_ms=poll_ms, max_records=self.config.max_poll_records
+            )
         async with self._lock:
             if await tasks.drop_if_frozen():  # frozen while waiting for records
                 return

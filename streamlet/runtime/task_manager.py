@@ -31,13 +31,16 @@ from streamlet.errors import StateStoreCorruptedError, StateStoreError, Streamle
 from streamlet.kafka.group.membership import RebalanceInProgressCommitError
 from streamlet.runtime.changelog_reader import ChangelogReader
 from streamlet.runtime.clients import MainConsumer
+from streamlet.runtime.event_time_merge import MERGE_DISABLED, EventTimeMerge
 from streamlet.runtime.fetched_records import FetchedRecord
 from streamlet.runtime.metrics_event import PENDING, STANDBY
+from streamlet.runtime.partition_group import LagProvider
 from streamlet.runtime.punctuation import system_time_ms
 from streamlet.runtime.record_collector import RecordCollector, TransactionFencedError
 from streamlet.runtime.stall_watch import StallWatch
 from streamlet.runtime.standby_task import StandbyTask
 from streamlet.runtime.stream_task import StreamTask
+from streamlet.runtime.stream_time_watermark import StreamTimeWatermark
 from streamlet.runtime.task_creator import TaskCreator, ThreadResources
 from streamlet.runtime.task_state import TaskState
 from streamlet.runtime.thread_metrics import ThreadMetrics
@@ -93,6 +96,9 @@ class TaskManager:
         group_id: str = "",
         stall_watch: StallWatch | None = None,
         buffered_records_per_partition: int = 1_000,
+        event_time_slice_ms: int = MERGE_DISABLED,
+        merged_subtopologies: Collection[int] = (),
+        watermark: StreamTimeWatermark | None = None,
     ) -> None:
         self.name = name  # the thread's name: owner of its task directory locks
         self._stall_watch = stall_watch
@@ -114,6 +120,15 @@ class TaskManager:
         self._grouped: list[StreamTask] = []  # tasks with several input partitions: records wait in queues
         self._max_buffered = buffered_records_per_partition
         self._buffer_paused: set[TopicPartition] = set()  # paused because their queue is full
+        # the single-partition tasks of each of `merged_subtopologies` (those writing to a repartition topic, where
+        # the order across tasks matters), taken in event-time order across tasks (off: MERGE_DISABLED)
+        self._slice_ms = event_time_slice_ms
+        self._merged_subtopologies = frozenset(merged_subtopologies)
+        self._merges: dict[int, EventTimeMerge] = {}
+        self._merged_tasks: dict[int, list[StreamTask]] = {}
+        self._merge_of: dict[TopicPartition, EventTimeMerge] = {}
+        self._full: set[TopicPartition] = set()  # merged partitions with more than their bound queued
+        self._watermark = watermark if watermark is not None else StreamTimeWatermark()
         self.last_commit = time.monotonic()
         self.metrics = ThreadMetrics()
 
@@ -323,10 +338,13 @@ class TaskManager:
     def process(self, batch: Mapping[TopicPartition, Sequence[FetchedRecord]]) -> int:
         """Hand each partition's records to its task; rewind the consumer for a task that is not RUNNING.
 
-        A task with one input partition processes the batch at once. A task with several queues it, pausing a
-        partition whose queue outgrows `buffered_records_per_partition`, and then every such task takes what
-        it may (`StreamTask.process_buffered`), on every loop: one waiting for an idle deadline needs no new
-        records to go on. Returns how many records were processed.
+        Records wait in queues of at most about `buffered_records_per_partition`: the single-partition tasks of a
+        sub-topology share one `EventTimeMerge`, which takes their records in event-time order across the tasks
+        (a full queue's partition is left out of the next polls, `fetch_partitions`; with
+        `event_time_slice_ms=-1` such a task processes its batch at once instead); a task with several input
+        partitions has its own `PartitionGroup` (a full queue's partition is paused). Both take what they may on
+        every loop: one waiting for an idle deadline or a fetch needs no new records here to go on. Returns how
+        many records were processed.
         """
         by_partition = self._by_partition
         processed = self.metrics.processed
@@ -340,16 +358,80 @@ class TaskManager:
                     self._consumer.seek(tp, records[0].offset)
                 continue
             group = task.partition_group
-            if group is None:
-                task.process(tp, records)
-                processed[task.task_id] = processed.get(task.task_id, 0) + len(records)
-                total += len(records)
-            elif group.add_records(tp, records) > self._max_buffered:
+            if group is not None:
+                queued = group.add_records(tp, records)
+            else:
+                merge = self._merge_of.get(tp)
+                if merge is None:
+                    task.process(tp, records)
+                    processed[task.task_id] = processed.get(task.task_id, 0) + len(records)
+                    total += len(records)
+                    continue
+                if merge.add_records(tp, records) > self._max_buffered:
+                    self._full.add(tp)  # not fetched from until it drains (`fetch_partitions`)
+                continue
+            if queued > self._max_buffered:
                 self._consumer.pause(tp)
                 self._buffer_paused.add(tp)
+        if self._merges:
+            total += self._process_merged()
         if self._grouped:
             total += self._process_buffered()
         return total
+
+    def _process_merged(self) -> int:
+        """Take the queued records of each sub-topology's single-partition tasks slice by slice, smallest head
+        timestamp first (`EventTimeMerge`), no further than the client's other threads allow; report where this
+        thread then stands. Returns how many records were processed."""
+        processed = self.metrics.processed
+        watermark = self._watermark
+        by_partition = self._by_partition
+        bound = self._max_buffered
+        total = 0
+        for subtopology, merge in self._merges.items():
+            lag = self._merge_lag(subtopology, merge)
+            ceiling = watermark.ceiling(self.name, subtopology, self._slice_ms)
+            while (taken := merge.next_slice(lag, ceiling)) is not None:
+                tp, run = taken
+                task = by_partition[tp]
+                task.process(tp, run)
+                processed[task.task_id] = processed.get(task.task_id, 0) + len(run)
+                total += len(run)
+            watermark.report(self.name, subtopology, merge.position(lag))
+        if self._full:
+            self._full = {tp for tp in self._full if tp in self._merge_of and self._merge_of[tp].size(tp) > bound}
+        return total
+
+    def _merge_lag(self, subtopology: int, merge: EventTimeMerge) -> LagProvider:
+        """Tell `merge` which of its tasks are RUNNING, and how to read their partitions' lag.
+
+        A task that is not RUNNING (restoring, suspended) is left out: it neither is taken from nor holds the
+        others back, however long its restoration takes. A RUNNING task whose committed stream time is not read
+        yet has no records, but it is about to fetch them from wherever it stands: its partitions count as of
+        unknown lag, so this thread's other tasks, and the other threads, wait for them."""
+        pending: set[TopicPartition] = set()
+        for task in self._merged_tasks[subtopology]:
+            running = task.state is TaskState.RUNNING
+            for tp in task.partitions:
+                merge.set_processing(tp, running)
+                if running and not task.time_initialized:
+                    pending.add(tp)
+        lag = self._consumer.lag
+        if not pending:
+            return lag
+        return lambda tp: None if tp in pending else lag(tp)
+
+    def fetch_partitions(self) -> list[TopicPartition] | None:
+        """The partitions the next poll should return records of: None for all; else every assigned one but
+        those whose merge queue is full (an empty list: all are full, there is nothing to fetch for now).
+
+        A full queue's partition is left out of the poll rather than paused: aiokafka drops the records it
+        prefetched for a paused partition and fetches them again after `resume`, while records of a partition
+        left out of a poll stay buffered in the consumer (one fetch response per partition at most)."""
+        full = self._full
+        if not full:
+            return None
+        return [tp for tp in self._consumer.assignment() if tp not in full]
 
     def _process_buffered(self) -> int:
         now_ms = system_time_ms()
@@ -539,12 +621,41 @@ class TaskManager:
     def _reindex(self) -> None:
         self._by_partition = {tp: task for task in self.active.values() for tp in task.partitions}
         self._grouped = [task for task in self.active.values() if task.partition_group is not None]
+        if self._slice_ms == MERGE_DISABLED:
+            return
+        merged: dict[int, list[StreamTask]] = {}
+        for task in self.active.values():
+            if task.partition_group is None and task.task_id.subtopology in self._merged_subtopologies:
+                merged.setdefault(task.task_id.subtopology, []).append(task)
+        for subtopology in set(self._merges) - set(merged):  # its tasks closed and dropped their queues
+            del self._merges[subtopology]
+            self._watermark.report(self.name, subtopology, None)
+        self._merge_of = {}
+        for subtopology, tasks in merged.items():
+            merge = self._merges.setdefault(subtopology, EventTimeMerge(self._slice_ms))
+            owned = {tp for task in tasks for tp in task.partitions}
+            for tp in merge.partitions() - owned:
+                merge.remove_partition(tp)
+            for task in tasks:
+                for tp in task.partitions:
+                    merge.add_partition(tp, task.graph.stampers.get(tp.topic))
+                    self._merge_of[tp] = merge
+        self._merged_tasks = merged
+        for subtopology, merge in self._merges.items():  # new tasks hold the other threads back from now on
+            self._watermark.report(self.name, subtopology, merge.position(self._merge_lag(subtopology, merge)))
 
     def _drop_buffers(self, task: StreamTask) -> None:
         """The task stops processing: its fetched, unprocessed records must be fetched again, so the consumer
         goes back to the first of each partition, and a partition paused for its full queue resumes."""
         assigned = self._consumer.assignment()
-        for tp, offset in task.clear_buffers().items():
+        first = task.clear_buffers()
+        for tp in task.partitions:
+            self._full.discard(tp)
+            merge = self._merge_of.get(tp)
+            offset = None if merge is None else merge.clear_partition(tp)
+            if offset is not None:
+                first[tp] = offset
+        for tp, offset in first.items():
             if tp in assigned:
                 self._consumer.seek(tp, offset)
         paused = [tp for tp in task.partitions if tp in self._buffer_paused]

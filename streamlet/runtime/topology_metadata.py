@@ -57,6 +57,11 @@ class TopologyMetadata:
         """How many tasks (= partitions) the sub-topology has; 0 before partition counts are known."""
         return sum(1 for task in self._groups if task.subtopology == subtopology)
 
+    def repartitioning_subtopologies(self) -> frozenset[int]:
+        """The sub-topologies that write to a repartition topic: where the order across their tasks matters to
+        this application (the thread takes their tasks' records in event-time order, `EventTimeMerge`)."""
+        return frozenset(sub.id for sub in self.topology.subtopologies if sub.repartition_sink_topics)
+
     def is_stateful(self, task: TaskId) -> bool:
         return task.subtopology in self._stateful
 

@@ -15,6 +15,7 @@ from streamlet.runtime.changelog_reader import ChangelogReader
 from streamlet.runtime.handlers import ThreadHandlers
 from streamlet.runtime.record_collector import RecordCollector
 from streamlet.runtime.restore_listener import CompositeRestoreListener, StateRestoreListener
+from streamlet.runtime.stream_time_watermark import StreamTimeWatermark
 from streamlet.runtime.task_creator import TaskCreator, ThreadResources
 from streamlet.runtime.task_manager import TaskManager
 from streamlet.runtime.topology_metadata import TopologyMetadata
@@ -80,6 +81,7 @@ class Harness:
         topology: Topology | None = None,
         listener: StateRestoreListener | None = None,
         sources: Mapping[str, int] | None = None,
+        watermark: StreamTimeWatermark | None = None,
         **overrides: Any,
     ) -> None:
         self.kafka = kafka
@@ -117,6 +119,9 @@ class Harness:
             exactly_once=exactly_once,
             group_id=APP,
             buffered_records_per_partition=self.config.buffered_records_per_partition,
+            event_time_slice_ms=self.config.event_time_slice_ms,
+            merged_subtopologies=self.metadata.repartitioning_subtopologies(),
+            watermark=watermark,
         )
 
     async def _committed_offsets(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
@@ -129,7 +134,8 @@ class Harness:
 
     async def poll_and_process(self, max_records: int = 1000) -> int:
         await self.tasks.initialize_task_times()  # as the stream thread's loop does before it polls
-        batch = await self.consumer.getmany(max_records=max_records)
+        fetch = self.tasks.fetch_partitions()  # as the loop polls: not the partitions whose queue is full
+        batch = {} if fetch == [] else await self.consumer.getmany(*(fetch or ()), max_records=max_records)
         self.tasks.process(batch)
         await self.collector.drain()
         return sum(len(r) for r in batch.values())

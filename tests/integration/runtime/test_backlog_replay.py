@@ -1,0 +1,160 @@
+"""A single worker (1 or 2 threads) replays a backlog whose disorder across partitions is within the grace: no
+record is late.
+
+The backlog is on the broker before the worker starts: 6 partitions of orders, each partition in time order over
+20 minutes of event time, the partitions up to 35 s apart (the grace is 60 s). The app re-keys by customer
+(`group_by` → a repartition topic) and counts per customer in tumbling 1-minute windows. A thread that processed
+each fetched partition batch at once would write the repartition topic in runs spanning minutes, and the
+windowed count downstream would drop most records as late (the control test shows it does); the thread takes
+the partitions in event-time order instead (`EventTimeMerge`), so none is dropped.
+
+Expected window counts come from the produced input alone (a `Counter` of customer and window start).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import random
+import struct
+from pathlib import Path
+
+import pytest
+from aiokafka import AIOKafkaProducer
+
+from streamlet.config import StreamsConfig
+from streamlet.runtime.kafka_streams import KafkaStreams
+from streamlet.runtime.metrics_event import build_metrics_event
+from streamlet.serdes import StringSerde
+from streamlet.topology import StreamsBuilder, Topology
+from streamlet.windows import TimeWindowedSerde, TimeWindows
+from tests.support.kafka import KafkaTestCluster, unique_name
+
+pytestmark = pytest.mark.integration
+
+PARTITIONS = 6
+PER_PARTITION = 400
+MINUTE = 60_000
+GRACE = 60_000
+SPAN = 20 * MINUTE
+CUSTOMERS = 25
+Window = tuple[str, int]
+
+
+def _backlog(seed: int) -> list[tuple[int, str, int]]:
+    """(partition, customer, timestamp): in time order per partition, partition p shifted by p * 7 s."""
+    rng = random.Random(seed)
+    base = 1_700_000_000_000 // MINUTE * MINUTE
+    return [
+        (p, f"customer-{rng.randrange(CUSTOMERS)}", base + p * 7_000 + i * SPAN // PER_PARTITION)
+        for p in range(PARTITIONS)
+        for i in range(PER_PARTITION)
+    ]
+
+
+def _topology(source: str, sink: str) -> Topology:
+    builder = StreamsBuilder()
+    (
+        builder.stream(source, key_serde="str", value_serde="str")
+        .group_by(lambda _key, customer: customer, key_serde="str", value_serde="str", name="by-customer")
+        .windowed_by(TimeWindows.of_size_and_grace(MINUTE, GRACE))
+        .count("orders-per-minute")
+        .to_stream()
+        .to(sink, key_serde=TimeWindowedSerde(StringSerde(), MINUTE), value_serde="int64")
+    )
+    return builder.build()
+
+
+async def _produce(kafka: KafkaTestCluster, topic: str, records: list[tuple[int, str, int]]) -> None:
+    producer = AIOKafkaProducer(bootstrap_servers=kafka.bootstrap_servers, linger_ms=20)
+    await producer.start()
+    try:
+        for i, (partition, customer, timestamp) in enumerate(records):
+            key = f"order-{i}".encode()
+            await producer.send(topic, customer.encode(), key=key, partition=partition, timestamp_ms=timestamp)
+        await producer.flush()
+    finally:
+        await producer.stop()
+
+
+async def _latest_counts(kafka: KafkaTestCluster, sink: str) -> dict[Window, int]:
+    latest: dict[Window, int] = {}
+    for record in await kafka.drain(sink, PARTITIONS):
+        window = (record.key[:-8].decode(), struct.unpack(">q", record.key[-8:])[0])
+        latest[window] = struct.unpack(">q", record.value)[0]
+    return latest
+
+
+async def _replay(
+    kafka: KafkaTestCluster,
+    tmp_path: Path,
+    records: list[tuple[int, str, int]],
+    expected: dict[Window, int] | None = None,
+    **overrides: int,
+) -> tuple[int, dict[Window, int]]:
+    """Start one worker on the backlog; once it processed every record in both sub-topologies, its dropped
+    records and the latest count of every window in its output (once they equal `expected`, if given)."""
+    source = await kafka.create_topic("orders", partitions=PARTITIONS)
+    sink = await kafka.create_topic("orders-per-minute", partitions=PARTITIONS)
+    await _produce(kafka, source, records)
+    app_id = unique_name("backlog")
+    for suffix in ("by-customer-repartition", "orders-per-minute-changelog", "assignments", "metrics"):
+        kafka.track(f"{app_id}-{suffix}")
+    config = StreamsConfig(
+        application_id=app_id,
+        bootstrap_servers=kafka.bootstrap_servers,
+        state_dir=str(tmp_path / "state"),
+        commit_interval_ms=200,
+        **overrides,  # type: ignore[arg-type]
+    )
+    client = KafkaStreams(_topology(source, sink), config)
+    try:
+        await client.start()
+        assert client.metrics is not None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 45
+        event = build_metrics_event(await client.metrics.sample())
+        while event["records_processed"] < 2 * len(records) and loop.time() < deadline:
+            await asyncio.sleep(0.2)
+            event = build_metrics_event(await client.metrics.sample())
+        assert event["records_processed"] == 2 * len(records), event  # the source task's and the count's
+        # the last counts reach the output at the next commit (cached till then): read until they are all there
+        latest = await _latest_counts(kafka, sink)
+        while expected is not None and latest != expected and loop.time() < deadline:
+            await asyncio.sleep(0.2)
+            latest = await _latest_counts(kafka, sink)
+        return event["dropped_records_total"], latest
+    finally:
+        await client.close()
+
+
+async def test_a_single_worker_replays_a_backlog_within_the_grace_without_dropping(
+    kafka: KafkaTestCluster, tmp_path: Path
+) -> None:
+    records = _backlog(seed=23)
+    expected = dict(collections.Counter((customer, ts // MINUTE * MINUTE) for _, customer, ts in records))
+    dropped, latest = await _replay(kafka, tmp_path, records, expected)
+    assert dropped == 0
+    assert latest == expected
+
+
+async def test_two_threads_of_one_worker_replay_it_together_without_dropping(
+    kafka: KafkaTestCluster, tmp_path: Path
+) -> None:
+    """Each thread reads half the partitions and writes to every repartition partition: they advance together
+    (`StreamTimeWatermark`), so neither makes the other's records late."""
+    records = _backlog(seed=29)
+    expected = dict(collections.Counter((customer, ts // MINUTE * MINUTE) for _, customer, ts in records))
+    dropped, latest = await _replay(kafka, tmp_path, records, expected, num_stream_threads=2)
+    assert dropped == 0
+    assert latest == expected
+
+
+async def test_control_without_the_merge_the_same_backlog_drops_records(
+    kafka: KafkaTestCluster, tmp_path: Path
+) -> None:
+    """Each task processing its fetched batch at once (Kafka Streams' way) drops part of this very backlog: the
+    test above would fail without the merge."""
+    records = _backlog(seed=23)
+    dropped, _ = await _replay(kafka, tmp_path, records, event_time_slice_ms=-1)
+    assert dropped > len(records) // 2  # 1,860 of 2,400 when measured
