@@ -370,7 +370,7 @@ class App:
                 host=config.web_host,
                 port=config.web_port,
                 pages=self._pages,
-                group_events=functools.partial(read_group_events, config.bootstrap_servers, config.application_id),
+                group_events=functools.partial(read_group_events, config.cluster, config.application_id),
             )
             await web_server.start()
         stop = self._stop_requested = asyncio.Event()

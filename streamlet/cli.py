@@ -9,6 +9,7 @@ import importlib
 import importlib.util
 import logging
 import os
+import shlex
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -18,12 +19,15 @@ from streamlet.config import (
     DEFAULT_BOOTSTRAP_SERVERS,
     ENVIRONMENT_VARIABLES,
     StreamsConfig,
+    cluster_from_environment,
     config_key,
-    default_bootstrap_servers,
     parse_setting,
 )
 from streamlet.console_keys import KEY_SERDE_HELP, console_key_serde, format_key
 from streamlet.errors import ConfigError, StreamletError
+from streamlet.kafka import connect
+from streamlet.kafka.connect import Cluster
+from streamlet.kafka.security import SECRET_SETTINGS
 from streamlet.logging_utils import install_repeat_filter
 
 Handler = Callable[[argparse.Namespace], int]
@@ -52,12 +56,13 @@ def _broker(args: argparse.Namespace) -> int:
     from streamlet.kafka.broker import LocalBroker
 
     default_port = int(DEFAULT_BOOTSTRAP_SERVERS.rpartition(":")[2])
-    broker = LocalBroker(args.dir, port=args.port, preferred_port=default_port)
+    broker = LocalBroker(args.dir, port=args.port, preferred_port=default_port, security=args.security)
     if args.action == "start":
         began = time.monotonic()
         status = broker.start(timeout=args.timeout)
-        # stdout is one shell line, so `eval "$(streamlet broker start)"` points this shell's clients at it
-        print(f"export {ENVIRONMENT_VARIABLES['bootstrap_servers']}={status.bootstrap_servers}")
+        # stdout is shell lines only, so `eval "$(streamlet broker start)"` points this shell's clients at it
+        for variable, value in status.client_settings().items():
+            print(f"export {variable}={shlex.quote(value)}")
         print(
             f"broker pid {status.pid}, Kafka {status.kafka_version}, ready in {time.monotonic() - began:.1f}s; "
             f"log {status.log_file}",
@@ -167,6 +172,11 @@ def parse_config_pairs(pairs: Sequence[str]) -> dict[str, tuple[Any, str]]:
         if not sep or not raw_key:
             raise ConfigError(f"--config expects KEY=VALUE, got {pair!r}")
         key = config_key(raw_key)
+        if key in SECRET_SETTINGS:  # a command line shows in `ps` and in the shell's history
+            raise ConfigError(
+                f"--config {raw_key}=...: a secret never goes on the command line; set "
+                f"${ENVIRONMENT_VARIABLES[key]} or give {key}_file=PATH"
+            )
         value = parse_setting(key, raw)
         if key in out and out[key][0] != value:
             raise ConfigError(f"--config {out[key][1]} conflicts with --config {pair}: give {key} once")
@@ -257,17 +267,17 @@ def _describe(args: argparse.Namespace) -> int:
     return 0
 
 
-def _bootstrap_servers(args: argparse.Namespace) -> str:
-    """For the commands without an App or --config: the flag, else the environment, else the default."""
-    servers: str | None = args.bootstrap_servers
-    return servers or default_bootstrap_servers()
+def _cluster(args: argparse.Namespace) -> Cluster:
+    """For the commands without an App or --config: servers from the flag, else the environment, else the
+    default; security settings from the environment ($STREAMLET_SECURITY_PROTOCOL, ...)."""
+    return cluster_from_environment(args.bootstrap_servers)
 
 
 def _topics(args: argparse.Namespace) -> int:
     from streamlet.kafka.topics import InternalTopicManager, TopicSpec
 
     async def run() -> None:
-        manager = InternalTopicManager(_bootstrap_servers(args), replication_factor=args.replication_factor)
+        manager = InternalTopicManager(_cluster(args), replication_factor=args.replication_factor)
         await manager.start()
         try:
             await manager.ensure([TopicSpec(name, args.partitions) for name in args.names])
@@ -281,13 +291,12 @@ def _topics(args: argparse.Namespace) -> int:
 
 
 def _produce(args: argparse.Namespace) -> int:
-    from aiokafka import AIOKafkaProducer
-
     stream = open(args.file, encoding="utf-8") if args.file else sys.stdin
 
     async def run() -> int:
-        producer = AIOKafkaProducer(bootstrap_servers=_bootstrap_servers(args), linger_ms=10, acks="all")
-        await producer.start()
+        cluster = _cluster(args)
+        producer = connect.producer(cluster, linger_ms=10, acks="all")
+        await connect.start(producer, cluster, "streamlet produce")
         sent = 0
         try:
             for line in stream:
@@ -313,8 +322,6 @@ def _produce(args: argparse.Namespace) -> int:
 
 
 def _consume(args: argparse.Namespace) -> int:
-    from aiokafka import AIOKafkaConsumer
-
     from streamlet.serdes import serde_from_name
 
     key_serde = console_key_serde(args.key_serde, args.window_size)
@@ -324,14 +331,11 @@ def _consume(args: argparse.Namespace) -> int:
         raise StreamletError(f"--value-serde: {exc}") from None
 
     async def run() -> None:
-        consumer = AIOKafkaConsumer(
-            args.topic,
-            bootstrap_servers=_bootstrap_servers(args),
-            group_id=None,
-            auto_offset_reset="earliest",
-            enable_auto_commit=False,
+        cluster = _cluster(args)
+        consumer = connect.consumer(
+            cluster, args.topic, group_id=None, auto_offset_reset="earliest", enable_auto_commit=False
         )
-        await consumer.start()
+        await connect.start(consumer, cluster, "streamlet consume")
         seen = 0
         try:
             while args.max_records is None or seen < args.max_records:
@@ -357,11 +361,11 @@ def _status(args: argparse.Namespace) -> int:
     application_id = args.application_id or (_app_of(args.target, None).application_id if args.target else None)
     if not application_id:
         raise StreamletError("give --application-id (or MODULE:APP)")
-    servers = _bootstrap_servers(args)
+    cluster = _cluster(args)
 
     async def show() -> None:
         while True:
-            text = format_status(await read_group_events(servers, application_id))
+            text = format_status(await read_group_events(cluster, application_id))
             if args.watch:
                 print("\033[2J\033[H" + time.strftime("%H:%M:%S  ") + f"every {args.interval:g}s (Ctrl-C stops)")
             print(text, end="", flush=True)
@@ -460,6 +464,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--port", type=int, default=None, help="listener port (default: 9092 when free, else a free port)"
     )
     broker.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the broker to answer")
+    broker.add_argument(
+        "--security",
+        choices=["plaintext", "sasl_ssl", "ssl"],
+        default="plaintext",
+        help="sasl_ssl: TLS and a SCRAM user; ssl: mutual TLS (client certificates). Certificates, CA and users are "
+        "made at the first start, in the broker directory",
+    )
     broker.set_defaults(handler=_broker)
 
     bootstrap = _bootstrap_flag()

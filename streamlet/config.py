@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from streamlet.errors import ConfigError
+from streamlet.kafka.connect import Cluster
+from streamlet.kafka.security import SECRET_SETTINGS, SECURITY_DEFAULTS, ClientSecurity, Password, as_password
 from streamlet.timestamps import TimestampExtractor, resolve_extractor
 from streamlet.topology.optimizer import verify_topology_optimization
 
@@ -35,13 +37,42 @@ REBALANCE_PROTOCOLS = ("cooperative", "eager")
 DEFAULT_BOOTSTRAP_SERVERS = "127.0.0.1:9092"
 # Settings the environment may supply, and the variable for each. The environment sits below an App's own
 # config and above the built-in default (see `streamlet.cli.resolve_worker_config` for the whole order).
-ENVIRONMENT_VARIABLES: Mapping[str, str] = {"bootstrap_servers": "STREAMLET_BOOTSTRAP_SERVERS"}
+# Security settings (and the secrets: `sasl_plain_password`, `ssl_password`) come from the environment
+# too, as STREAMLET_<SETTING>, e.g. $STREAMLET_SASL_PLAIN_PASSWORD; never from the command line.
+ENVIRONMENT_VARIABLES: Mapping[str, str] = {
+    "bootstrap_servers": "STREAMLET_BOOTSTRAP_SERVERS",
+    **{name: f"STREAMLET_{name.upper()}" for name in SECURITY_DEFAULTS},
+}
 
 
 def default_bootstrap_servers(environ: Mapping[str, str] | None = None) -> str:
     """`$STREAMLET_BOOTSTRAP_SERVERS` if set and non-empty, else the local broker's address."""
     env = os.environ if environ is None else environ
     return env.get(ENVIRONMENT_VARIABLES["bootstrap_servers"]) or DEFAULT_BOOTSTRAP_SERVERS
+
+
+def _from_environment(name: str) -> Any:
+    """A StreamsConfig field's default: `$STREAMLET_<NAME>` if set and non-empty, else the built-in default."""
+
+    def default() -> Any:
+        value = os.environ.get(ENVIRONMENT_VARIABLES[name])
+        return value if value else SECURITY_DEFAULTS[name]
+
+    return field(default_factory=default)
+
+
+def security_from_environment(environ: Mapping[str, str] | None = None) -> ClientSecurity:
+    """The security settings `$STREAMLET_SECURITY_PROTOCOL` and its siblings give (for commands without an App)."""
+    env = os.environ if environ is None else environ
+    return ClientSecurity.from_settings(
+        {name: env[ENVIRONMENT_VARIABLES[name]] for name in SECURITY_DEFAULTS if env.get(ENVIRONMENT_VARIABLES[name])}
+    )
+
+
+def cluster_from_environment(bootstrap_servers: str | None = None, environ: Mapping[str, str] | None = None) -> Cluster:
+    """For commands without an App: the servers given (else the environment's), security from the environment."""
+    env = os.environ if environ is None else environ
+    return Cluster(bootstrap_servers or default_bootstrap_servers(env), security_from_environment(env))
 
 
 def default_state_dir() -> str:
@@ -120,9 +151,31 @@ class StreamsConfig:
     topology_optimization: str = "none"
     # None: each record's own timestamp; else `fn(record, partition_time) -> int` (see streamlet.timestamps)
     timestamp_extractor: TimestampExtractor | str | None = None
+    # Security: Kafka's client settings in snake_case, each defaulting to $STREAMLET_<NAME> (see
+    # streamlet.kafka.security). A secret may instead be read from the file `<name>_file` names.
+    security_protocol: str = _from_environment("security_protocol")
+    ssl_cafile: str = _from_environment("ssl_cafile")
+    ssl_certfile: str = _from_environment("ssl_certfile")
+    ssl_keyfile: str = _from_environment("ssl_keyfile")
+    ssl_password: Password | str = _from_environment("ssl_password")
+    ssl_password_file: str = _from_environment("ssl_password_file")
+    ssl_endpoint_identification_algorithm: str = _from_environment("ssl_endpoint_identification_algorithm")
+    sasl_mechanism: str = _from_environment("sasl_mechanism")
+    sasl_plain_username: str = _from_environment("sasl_plain_username")
+    sasl_plain_password: Password | str = _from_environment("sasl_plain_password")
+    sasl_plain_password_file: str = _from_environment("sasl_plain_password_file")
+    # OAUTHBEARER's token hook: an aiokafka AbstractTokenProvider, a function returning the token, or "module:attr"
+    sasl_oauth_token_provider: Any = _from_environment("sasl_oauth_token_provider")
+    # built from the fields above when the config is built
+    security: ClientSecurity = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "timestamp_extractor", resolve_extractor(self.timestamp_extractor))
+        for name in SECRET_SETTINGS:  # wrapped, so a printed config shows [hidden]
+            object.__setattr__(self, name, as_password(getattr(self, name)))
+        object.__setattr__(
+            self, "security", ClientSecurity.from_settings({name: getattr(self, name) for name in SECURITY_DEFAULTS})
+        )
         if self.processing_guarantee not in PROCESSING_GUARANTEES:
             hint = difflib.get_close_matches(str(self.processing_guarantee), PROCESSING_GUARANTEES, n=1)
             raise ConfigError(
@@ -191,13 +244,18 @@ class StreamsConfig:
         return cast("TimestampExtractor | None", self.timestamp_extractor)
 
     @property
+    def cluster(self) -> Cluster:
+        """Where the brokers are and how every client of this application reaches them."""
+        return Cluster(self.bootstrap_servers, self.security)
+
+    @property
     def exactly_once(self) -> bool:
         return self.processing_guarantee == EXACTLY_ONCE_V2
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> StreamsConfig:
         """Build from a dict (CLI, env, files). Accepts Kafka's dotted names too (`num.stream.threads`)."""
-        known = {f.name for f in dataclasses.fields(cls)}
+        known = {f.name for f in dataclasses.fields(cls) if f.init}
         kwargs: dict[str, Any] = {}
         for raw_key, value in values.items():
             key = config_key(raw_key)
@@ -227,12 +285,19 @@ FAUST_SETTINGS: Mapping[str, str] = {
     "topic_replication_factor": "replication_factor",
     "store": "nothing: tables are always in RocksDB under state_dir (drop store=)",
 }
+# aiokafka's names a user may bring, and streamlet's (Kafka's) setting for each
+AIOKAFKA_SETTINGS: Mapping[str, str] = {
+    "ssl_check_hostname": "ssl_endpoint_identification_algorithm ('https' checks the name, '' does not)",
+    "ssl_context": "ssl_cafile, ssl_certfile, ssl_keyfile and ssl_password (streamlet builds the context)",
+}
 
 
 def _unknown_config_hint(key: str, known: set[str]) -> str:
     """' (did you mean ...?)' for an unknown setting: Faust's name for it, else the closest StreamsConfig field."""
     if key in FAUST_SETTINGS:
         return f" (Faust's {key!r}: in streamlet, use {FAUST_SETTINGS[key]})"
+    if key in AIOKAFKA_SETTINGS:
+        return f" (aiokafka's {key!r}: in streamlet, use {AIOKAFKA_SETTINGS[key]})"
     hint = difflib.get_close_matches(key, sorted(known), n=1)
     return f" (did you mean {hint[0]!r}?)" if hint else ""
 

@@ -17,9 +17,11 @@ import ctypes
 import json
 import os
 import re
+import secrets
 import shutil
 import signal
 import socket
+import ssl
 import struct
 import subprocess
 import time
@@ -30,10 +32,20 @@ from importlib import resources
 from pathlib import Path
 
 from streamlet.errors import BrokerError
+from streamlet.kafka.certificates import TlsFiles, make_tls_files, tls_files
 
 KAFKA_VERSION = "4.1.1"
 _MIN_JAVA = 17
 _STATE_FILE = "broker.json"
+# --security: a plaintext listener; SASL_SSL with SCRAM users; SSL with client certificates (mutual TLS)
+PLAINTEXT_MODE, SASL_SSL_MODE, SSL_MODE = "plaintext", "sasl_ssl", "ssl"
+SECURITY_MODES = (PLAINTEXT_MODE, SASL_SSL_MODE, SSL_MODE)
+#: The SCRAM user (SASL_SSL) and the certificate name (SSL) clients get; the broker itself is ADMIN_USER.
+CLIENT_USER = "streamlet"
+ADMIN_USER = "admin"
+_TLS_DIR = "tls"
+_CLIENT_PASSWORD = "client.password"
+_ADMIN_PASSWORD = "admin.password"
 
 
 def cache_root() -> Path:
@@ -124,20 +136,32 @@ def kafka_libs(version: str = KAFKA_VERSION) -> Path:
 # Readiness: a hand-written MetadataRequest v1, so the check needs no event loop and no client library.
 
 
-def broker_answers(host: str, port: int, timeout: float = 2.0) -> bool:
-    """True when the broker at host:port answers a metadata request listing at least one broker."""
+def broker_answers(host: str, port: int, timeout: float = 2.0, *, tls: ssl.SSLContext | None = None) -> bool:
+    """True when the broker at host:port answers a metadata request listing at least one broker.
+
+    With `tls` (a secured listener) the probe speaks TLS and sends ApiVersions instead, the one request a
+    SASL listener answers before authentication; a broker opens its listeners only once it is ready.
+    """
     client_id = b"streamlet-probe"
-    body = struct.pack(">i", -1)  # v1: null topic array = all topics
-    header = struct.pack(">hhih", 3, 1, 7, len(client_id)) + client_id
+    if tls is None:
+        body = struct.pack(">i", -1)  # Metadata v1: null topic array = all topics
+        header = struct.pack(">hhih", 3, 1, 7, len(client_id)) + client_id
+    else:
+        body = b""  # ApiVersions v0
+        header = struct.pack(">hhih", 18, 0, 7, len(client_id)) + client_id
     request = header + body
     try:
-        with socket.create_connection((host, port), timeout=timeout) as sock:
+        with socket.create_connection((host, port), timeout=timeout) as raw:
+            sock = raw if tls is None else tls.wrap_socket(raw, server_hostname=host)
             sock.settimeout(timeout)
             sock.sendall(struct.pack(">i", len(request)) + request)
             size = struct.unpack(">i", _recv_exact(sock, 4))[0]
             payload = _recv_exact(sock, size)
     except (OSError, struct.error):
         return False
+    if tls is not None:
+        correlation_id, error_code = struct.unpack(">ih", payload[:6])
+        return correlation_id == 7 and error_code == 0
     correlation_id, broker_count = struct.unpack(">ii", payload[:8])
     return correlation_id == 7 and broker_count > 0
 
@@ -196,10 +220,30 @@ class BrokerStatus:
     data_dir: str
     log_file: str
     started_at: float
+    security: str = PLAINTEXT_MODE
 
     @property
     def bootstrap_servers(self) -> str:
         return f"{self.host}:{self.port}"
+
+    def client_settings(self) -> dict[str, str]:
+        """The environment a client needs to reach this broker: `STREAMLET_*` variable -> value, no secret inside
+        (the password is in a file only the owner reads)."""
+        settings = {"STREAMLET_BOOTSTRAP_SERVERS": self.bootstrap_servers}
+        if self.security == PLAINTEXT_MODE:
+            return settings
+        tls = Path(self.data_dir).parent / _TLS_DIR
+        settings["STREAMLET_SSL_CAFILE"] = str(tls / "ca.pem")
+        if self.security == SSL_MODE:
+            settings["STREAMLET_SECURITY_PROTOCOL"] = "SSL"
+            settings["STREAMLET_SSL_CERTFILE"] = str(tls / "client.pem")
+            settings["STREAMLET_SSL_KEYFILE"] = str(tls / "client.key")
+        else:
+            settings["STREAMLET_SECURITY_PROTOCOL"] = "SASL_SSL"
+            settings["STREAMLET_SASL_MECHANISM"] = "SCRAM-SHA-512"
+            settings["STREAMLET_SASL_PLAIN_USERNAME"] = CLIENT_USER
+            settings["STREAMLET_SASL_PLAIN_PASSWORD_FILE"] = str(tls / _CLIENT_PASSWORD)
+        return settings
 
 
 class LocalBroker:
@@ -221,9 +265,14 @@ class LocalBroker:
         heap: str = "512m",
         die_with_parent: bool = False,
         overrides: Mapping[str, str] | None = None,
+        security: str = PLAINTEXT_MODE,
     ) -> None:
         """`die_with_parent`: the JVM gets SIGTERM when the starting process dies, even by SIGKILL (Linux),
-        so a killed test run leaves no broker behind; `streamlet broker start` leaves it off on purpose."""
+        so a killed test run leaves no broker behind; `streamlet broker start` leaves it off on purpose.
+        `security`: one of SECURITY_MODES; a secured broker makes its CA, certificates and users at first start."""
+        if security not in SECURITY_MODES:
+            raise BrokerError(f"security={security!r}: expected one of {', '.join(SECURITY_MODES)}")
+        self.security = security
         self.directory = Path(directory) if directory is not None else default_broker_dir()
         self.die_with_parent = die_with_parent
         self.host = host
@@ -273,9 +322,11 @@ class LocalBroker:
         data_dir = self.directory / "data"
         log_file = self.directory / "broker.log"
         properties = self.directory / "server.properties"
+        secured = self._security_properties(port, controller_port) if self.security != PLAINTEXT_MODE else {}
+        properties.touch(mode=0o600)  # holds the broker's own password when secured
         properties.write_text(
             _server_properties(self.host, port, controller_port, data_dir)
-            + "".join(f"{key}={value}\n" for key, value in self.overrides.items())
+            + "".join(f"{key}={value}\n" for key, value in {**secured, **self.overrides}.items())
         )
         log4j = self.directory / "log4j2.properties"
         log4j.write_text(_LOG4J2)
@@ -295,7 +346,7 @@ class LocalBroker:
             shutil.rmtree(data_dir, ignore_errors=True)
             cluster_id = _new_cluster_id()
             fmt = subprocess.run(
-                [*jvm, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(properties)],
+                [*jvm, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(properties), *self._scram()],
                 capture_output=True,
                 text=True,
                 check=False,
@@ -321,19 +372,98 @@ class LocalBroker:
             data_dir=str(data_dir),
             log_file=str(log_file),
             started_at=time.time(),
+            security=self.security,
         )
         self._state_file.write_text(json.dumps(asdict(state), indent=2) + "\n")
 
+        probe_tls = None if self.security == PLAINTEXT_MODE else self._probe_context()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if proc.poll() is not None:
                 self._state_file.unlink(missing_ok=True)
                 raise BrokerError(f"the broker exited with code {proc.returncode}; see {log_file}:\n{_tail(log_file)}")
-            if broker_answers(self.host, port):
+            if broker_answers(self.host, port, tls=probe_tls):
                 return state
             time.sleep(0.25)
         self.stop()
         raise BrokerError(f"the broker did not answer within {timeout:.0f}s; see {log_file}:\n{_tail(log_file)}")
+
+    # ---- a secured broker ------------------------------------------------------------------------------
+
+    @property
+    def tls_dir(self) -> Path:
+        return self.directory / _TLS_DIR
+
+    def _tls_files(self) -> TlsFiles:
+        """The CA and certificates, made at the first start and kept with the data (the clients' files stay valid
+        across restarts); passwords for the SCRAM users likewise."""
+        if not (self.tls_dir / "ca.pem").exists():
+            make_tls_files(self.tls_dir, client_name=CLIENT_USER)
+            for name in (_CLIENT_PASSWORD, _ADMIN_PASSWORD):
+                path = self.tls_dir / name
+                path.touch(mode=0o600)
+                path.write_text(secrets.token_urlsafe(18) + "\n")
+        return tls_files(self.tls_dir)
+
+    def _password(self, name: str) -> str:
+        return (self.tls_dir / name).read_text().strip()
+
+    def _security_properties(self, port: int, controller_port: int) -> dict[str, str]:
+        """Listener, TLS and SASL settings: the clients' listener (also the inter-broker one) is secured, and the
+        controller's stays PLAINTEXT on 127.0.0.1, where no client is told to look."""
+        files = self._tls_files()
+        props = {
+            "ssl.keystore.type": "PEM",
+            "ssl.keystore.location": str(files.broker),
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.location": str(files.ca),
+        }
+        if self.security == SSL_MODE:
+            name = "SSL"
+            props["ssl.client.auth"] = "required"
+            # a client's principal is its certificate's CN ("User:streamlet"), as ACLs name it
+            props["ssl.principal.mapping.rules"] = "RULE:^CN=([^,]*).*$/$1/,DEFAULT"
+        else:
+            name = "SASL_SSL"
+            admin, client = self._password(_ADMIN_PASSWORD), self._password(_CLIENT_PASSWORD)
+            scram = f'username="{ADMIN_USER}" password="{admin}";'
+            props.update(
+                {
+                    "sasl.enabled.mechanisms": "SCRAM-SHA-512,SCRAM-SHA-256,PLAIN",
+                    "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
+                    "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": f"{_SCRAM_MODULE} required {scram}",
+                    "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config": f"{_SCRAM_MODULE} required {scram}",
+                    "listener.name.sasl_ssl.plain.sasl.jaas.config": (
+                        f'{_PLAIN_MODULE} required username="{ADMIN_USER}" password="{admin}" '
+                        f'user_{ADMIN_USER}="{admin}" user_{CLIENT_USER}="{client}";'
+                    ),
+                }
+            )
+        props.update(
+            {
+                "listeners": f"{name}://{self.host}:{port},CONTROLLER://{self.host}:{controller_port}",
+                "advertised.listeners": f"{name}://{self.host}:{port}",
+                "inter.broker.listener.name": name,
+                "listener.security.protocol.map": f"{name}:{name},CONTROLLER:PLAINTEXT",
+            }
+        )
+        return props
+
+    def _scram(self) -> list[str]:
+        """StorageTool arguments that create the SCRAM users (both hashes) with the cluster's first metadata."""
+        if self.security != SASL_SSL_MODE:
+            return []
+        args: list[str] = []
+        for user, file in ((ADMIN_USER, _ADMIN_PASSWORD), (CLIENT_USER, _CLIENT_PASSWORD)):
+            for mechanism in ("SCRAM-SHA-512", "SCRAM-SHA-256"):
+                args += ["--add-scram", f"{mechanism}=[name={user},password={self._password(file)}]"]
+        return args
+
+    def _probe_context(self) -> ssl.SSLContext:
+        context = ssl.create_default_context(cafile=str(self.tls_dir / "ca.pem"))
+        if self.security == SSL_MODE:
+            context.load_cert_chain(self.tls_dir / "client.pem", self.tls_dir / "client.key")
+        return context
 
     def stop(self, timeout: float = 30.0) -> bool:
         """Stop the broker this directory started; True if one was running."""
@@ -393,6 +523,9 @@ num.io.threads=4
 log.cleaner.dedupe.buffer.size=33554432
 """
 
+
+_SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
+_PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 
 _LOG4J2 = """status = warn
 appender.out.type = Console

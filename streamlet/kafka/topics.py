@@ -12,9 +12,11 @@ import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin import NewTopic
 
 from streamlet.errors import MissingTopicError, StreamletError, TopologyError
+from streamlet.kafka import connect
+from streamlet.kafka.connect import Cluster
 from streamlet.topology.builder import REPARTITION_TOPIC_SUFFIX
 from streamlet.topology.topology import CHANGELOG_SUFFIX
 
@@ -36,14 +38,14 @@ class TopicSpec:
 class InternalTopicManager:
     """Creates and validates topics through one admin client."""
 
-    def __init__(
-        self, bootstrap_servers: str, *, replication_factor: int = -1, client_id: str = "streamlet-admin"
-    ) -> None:
-        self._admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers, client_id=client_id)
+    def __init__(self, cluster: Cluster, *, replication_factor: int = -1, client_id: str = "streamlet-admin") -> None:
+        self._cluster = cluster
+        self._admin = connect.admin(cluster, client_id=client_id)
         self._replication_factor = replication_factor
 
     async def start(self) -> None:
-        await self._admin.start()
+        """Connect; a worker's first connection, so bad credentials end here in one clear `ClusterAccessError`."""
+        await connect.start(self._admin, self._cluster, "the admin client")
 
     async def close(self) -> None:
         await self._admin.close()

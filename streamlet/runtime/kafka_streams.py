@@ -211,7 +211,7 @@ class KafkaStreams:
 
     async def _prepare_topics(self) -> list[TopicPartition]:
         """Check the source topics, create the internal ones; returns every changelog partition."""
-        manager = InternalTopicManager(self.config.bootstrap_servers, replication_factor=self.config.replication_factor)
+        manager = InternalTopicManager(self.config.cluster, replication_factor=self.config.replication_factor)
         await manager.start()
         try:
             await manager.ensure(self.owned_topics)

@@ -8,9 +8,11 @@ import os
 import uuid
 from collections.abc import Iterable, Sequence
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin import NewTopic
 from aiokafka.structs import ConsumerRecord, TopicPartition
+
+from streamlet.kafka import connect
+from streamlet.kafka.security import PLAINTEXT, ClientSecurity
 
 _counter = itertools.count()
 
@@ -22,9 +24,10 @@ def unique_name(prefix: str) -> str:
 class KafkaTestCluster:
     """A thin test-side handle on the broker; tracks created topics so each test cleans up after itself."""
 
-    def __init__(self, bootstrap_servers: str) -> None:
+    def __init__(self, bootstrap_servers: str, security: ClientSecurity = PLAINTEXT) -> None:
         self.bootstrap_servers = bootstrap_servers
-        self.admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers)
+        self.cluster = connect.Cluster(bootstrap_servers, security)  # a secured broker's tests pass its settings
+        self.admin = connect.admin(self.cluster)
         self._created: list[str] = []
 
     async def start(self) -> None:
@@ -69,7 +72,7 @@ class KafkaTestCluster:
     async def produce(
         self, topic: str, records: Iterable[tuple[bytes | None, bytes | None]], *, partition: int | None = None
     ) -> None:
-        producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap_servers, linger_ms=5)
+        producer = connect.producer(self.cluster, linger_ms=5)
         await producer.start()
         try:
             futures = [await producer.send(topic, value=v, key=k, partition=partition) for k, v in records]
@@ -80,7 +83,7 @@ class KafkaTestCluster:
             await producer.stop()
 
     async def end_offsets(self, topic: str, partitions: int) -> dict[int, int]:
-        consumer = AIOKafkaConsumer(bootstrap_servers=self.bootstrap_servers)
+        consumer = connect.consumer(self.cluster)
         await consumer.start()
         try:
             tps = [TopicPartition(topic, p) for p in range(partitions)]
@@ -102,8 +105,8 @@ class KafkaTestCluster:
 
         `read_committed`: only records of committed transactions, up to the last stable offset.
         """
-        consumer = AIOKafkaConsumer(
-            bootstrap_servers=self.bootstrap_servers,
+        consumer = connect.consumer(
+            self.cluster,
             enable_auto_commit=False,
             auto_offset_reset="earliest",
             isolation_level="read_committed" if read_committed else "read_uncommitted",
