@@ -40,12 +40,15 @@ _STATE_FILE = "broker.json"
 # --security: a plaintext listener; SASL_SSL with SCRAM users; SSL with client certificates (mutual TLS)
 PLAINTEXT_MODE, SASL_SSL_MODE, SSL_MODE = "plaintext", "sasl_ssl", "ssl"
 SECURITY_MODES = (PLAINTEXT_MODE, SASL_SSL_MODE, SSL_MODE)
-#: The SCRAM user (SASL_SSL) and the certificate name (SSL) clients get; the broker itself is ADMIN_USER.
+#: The SCRAM user (SASL_SSL) and the certificate name (SSL) clients get, a super user as the broker itself
+#: (ADMIN_USER) is; LIMITED_USER (SASL_SSL) may do only what ACLs allow it, as an application's user on a real cluster.
 CLIENT_USER = "streamlet"
 ADMIN_USER = "admin"
+LIMITED_USER = "limited"
+_SCRAM_USERS = (ADMIN_USER, CLIENT_USER, LIMITED_USER)
+# the broker's own principal: its certificate's CN, on the controller listener and inter-broker links
+_BROKER_PRINCIPAL = "localhost"
 _TLS_DIR = "tls"
-_CLIENT_PASSWORD = "client.password"
-_ADMIN_PASSWORD = "admin.password"
 
 
 def cache_root() -> Path:
@@ -226,9 +229,9 @@ class BrokerStatus:
     def bootstrap_servers(self) -> str:
         return f"{self.host}:{self.port}"
 
-    def client_settings(self) -> dict[str, str]:
+    def client_settings(self, user: str = CLIENT_USER) -> dict[str, str]:
         """The environment a client needs to reach this broker: `STREAMLET_*` variable -> value, no secret inside
-        (the password is in a file only the owner reads)."""
+        (the password is in a file only the owner reads). `user`: the SCRAM user of a SASL_SSL broker."""
         settings = {"STREAMLET_BOOTSTRAP_SERVERS": self.bootstrap_servers}
         if self.security == PLAINTEXT_MODE:
             return settings
@@ -241,8 +244,8 @@ class BrokerStatus:
         else:
             settings["STREAMLET_SECURITY_PROTOCOL"] = "SASL_SSL"
             settings["STREAMLET_SASL_MECHANISM"] = "SCRAM-SHA-512"
-            settings["STREAMLET_SASL_PLAIN_USERNAME"] = CLIENT_USER
-            settings["STREAMLET_SASL_PLAIN_PASSWORD_FILE"] = str(tls / _CLIENT_PASSWORD)
+            settings["STREAMLET_SASL_PLAIN_USERNAME"] = user
+            settings["STREAMLET_SASL_PLAIN_PASSWORD_FILE"] = str(tls / _password_file(user))
         return settings
 
 
@@ -399,52 +402,51 @@ class LocalBroker:
         across restarts); passwords for the SCRAM users likewise."""
         if not (self.tls_dir / "ca.pem").exists():
             make_tls_files(self.tls_dir, client_name=CLIENT_USER)
-            for name in (_CLIENT_PASSWORD, _ADMIN_PASSWORD):
-                path = self.tls_dir / name
+            for user in _SCRAM_USERS:
+                path = self.tls_dir / _password_file(user)
                 path.touch(mode=0o600)
                 path.write_text(secrets.token_urlsafe(18) + "\n")
         return tls_files(self.tls_dir)
 
-    def _password(self, name: str) -> str:
-        return (self.tls_dir / name).read_text().strip()
+    def _password(self, user: str) -> str:
+        return (self.tls_dir / _password_file(user)).read_text().strip()
 
     def _security_properties(self, port: int, controller_port: int) -> dict[str, str]:
-        """Listener, TLS and SASL settings: the clients' listener (also the inter-broker one) is secured, and the
-        controller's stays PLAINTEXT on 127.0.0.1, where no client is told to look."""
+        """Listener, TLS, SASL and ACL settings. The clients' listener (also the inter-broker one) is SASL_SSL or
+        SSL; the controller's is mutual TLS, where only the broker's certificate gets in. ACLs are enforced
+        (StandardAuthorizer): the broker, `admin` and `streamlet` are super users, `limited` has what ACLs give it."""
         files = self._tls_files()
+        name = "SSL" if self.security == SSL_MODE else "SASL_SSL"
         props = {
+            "listeners": f"{name}://{self.host}:{port},CONTROLLER://{self.host}:{controller_port}",
+            "advertised.listeners": f"{name}://{self.host}:{port}",
+            "inter.broker.listener.name": name,
+            "listener.security.protocol.map": f"{name}:{name},CONTROLLER:SSL",
             "ssl.keystore.type": "PEM",
             "ssl.keystore.location": str(files.broker),
             "ssl.truststore.type": "PEM",
             "ssl.truststore.location": str(files.ca),
+            "listener.name.controller.ssl.client.auth": "required",
+            # a certificate's principal is its CN ("User:streamlet"), as ACLs name it
+            "ssl.principal.mapping.rules": "RULE:^CN=([^,]*).*$/$1/,DEFAULT",
+            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "super.users": ";".join(f"User:{user}" for user in (_BROKER_PRINCIPAL, ADMIN_USER, CLIENT_USER)),
         }
         if self.security == SSL_MODE:
-            name = "SSL"
             props["ssl.client.auth"] = "required"
-            # a client's principal is its certificate's CN ("User:streamlet"), as ACLs name it
-            props["ssl.principal.mapping.rules"] = "RULE:^CN=([^,]*).*$/$1/,DEFAULT"
-        else:
-            name = "SASL_SSL"
-            admin, client = self._password(_ADMIN_PASSWORD), self._password(_CLIENT_PASSWORD)
-            scram = f'username="{ADMIN_USER}" password="{admin}";'
-            props.update(
-                {
-                    "sasl.enabled.mechanisms": "SCRAM-SHA-512,SCRAM-SHA-256,PLAIN",
-                    "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
-                    "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": f"{_SCRAM_MODULE} required {scram}",
-                    "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config": f"{_SCRAM_MODULE} required {scram}",
-                    "listener.name.sasl_ssl.plain.sasl.jaas.config": (
-                        f'{_PLAIN_MODULE} required username="{ADMIN_USER}" password="{admin}" '
-                        f'user_{ADMIN_USER}="{admin}" user_{CLIENT_USER}="{client}";'
-                    ),
-                }
-            )
+            return props
+        admin = self._password(ADMIN_USER)
+        scram = f'{_SCRAM_MODULE} required username="{ADMIN_USER}" password="{admin}";'
+        plain_users = "".join(f' user_{user}="{self._password(user)}"' for user in _SCRAM_USERS)
         props.update(
             {
-                "listeners": f"{name}://{self.host}:{port},CONTROLLER://{self.host}:{controller_port}",
-                "advertised.listeners": f"{name}://{self.host}:{port}",
-                "inter.broker.listener.name": name,
-                "listener.security.protocol.map": f"{name}:{name},CONTROLLER:PLAINTEXT",
+                "sasl.enabled.mechanisms": "SCRAM-SHA-512,SCRAM-SHA-256,PLAIN",
+                "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
+                "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": scram,
+                "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config": scram,
+                "listener.name.sasl_ssl.plain.sasl.jaas.config": (
+                    f'{_PLAIN_MODULE} required username="{ADMIN_USER}" password="{admin}"{plain_users};'
+                ),
             }
         )
         return props
@@ -454,9 +456,9 @@ class LocalBroker:
         if self.security != SASL_SSL_MODE:
             return []
         args: list[str] = []
-        for user, file in ((ADMIN_USER, _ADMIN_PASSWORD), (CLIENT_USER, _CLIENT_PASSWORD)):
+        for user in _SCRAM_USERS:
             for mechanism in ("SCRAM-SHA-512", "SCRAM-SHA-256"):
-                args += ["--add-scram", f"{mechanism}=[name={user},password={self._password(file)}]"]
+                args += ["--add-scram", f"{mechanism}=[name={user},password={self._password(user)}]"]
         return args
 
     def _probe_context(self) -> ssl.SSLContext:
@@ -522,6 +524,10 @@ num.network.threads=2
 num.io.threads=4
 log.cleaner.dedupe.buffer.size=33554432
 """
+
+
+def _password_file(user: str) -> str:
+    return f"{user}.password"
 
 
 _SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"

@@ -16,6 +16,7 @@ from aiokafka.admin import NewTopic
 
 from streamlet.errors import MissingTopicError, StreamletError, TopologyError
 from streamlet.kafka import connect
+from streamlet.kafka.acls import TOPIC_AUTHORIZATION_FAILED, not_authorized
 from streamlet.kafka.connect import Cluster
 from streamlet.topology.builder import REPARTITION_TOPIC_SUFFIX
 from streamlet.topology.topology import CHANGELOG_SUFFIX
@@ -38,8 +39,16 @@ class TopicSpec:
 class InternalTopicManager:
     """Creates and validates topics through one admin client."""
 
-    def __init__(self, cluster: Cluster, *, replication_factor: int = -1, client_id: str = "streamlet-admin") -> None:
+    def __init__(
+        self,
+        cluster: Cluster,
+        *,
+        replication_factor: int = -1,
+        client_id: str = "streamlet-admin",
+        application_id: str = "<application_id>",
+    ) -> None:
         self._cluster = cluster
+        self._application_id = application_id  # for the ACL a "not authorized" asks for
         self._admin = connect.admin(cluster, client_id=client_id)
         self._replication_factor = replication_factor
 
@@ -59,6 +68,13 @@ class InternalTopicManager:
         for described in await self._admin.describe_topics(names):
             if described.get("error_code", 0) == _UNKNOWN_TOPIC:
                 continue
+            if described.get("error_code", 0) == TOPIC_AUTHORIZATION_FAILED:
+                raise not_authorized(
+                    self._cluster,
+                    self._application_id,
+                    f"describing topic {described['topic']}",
+                    TOPIC_AUTHORIZATION_FAILED,
+                )
             if described.get("error_code", 0) != 0:
                 raise StreamletError(f"describing topic {described['topic']} failed: error {described['error_code']}")
             counts[described["topic"]] = len(described["partitions"])
@@ -94,6 +110,8 @@ class InternalTopicManager:
             ]
             response = await self._admin.create_topics(new)
             for topic, code, message in _topic_errors(response):
+                if code == TOPIC_AUTHORIZATION_FAILED:
+                    raise not_authorized(self._cluster, self._application_id, f"creating topic {topic}", code)
                 if code not in (0, _TOPIC_EXISTS):
                     raise StreamletError(f"creating internal topic {topic} failed: error {code} {message or ''}")
             for s in missing:

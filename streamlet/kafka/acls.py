@@ -1,0 +1,140 @@
+"""The minimal ACLs a streamlet application needs on a cluster that enforces them, as Kafka Streams documents its own.
+
+An application's user needs:
+- on every topic and transactional id prefixed with `<application_id>` (its internal topics: repartition and
+  changelog topics, `-assignments`, `-metrics`, reply topics): create, read, write, delete, describe and
+  describe configs; under exactly-once, write on transactional ids with that prefix (each thread's
+  transactional id is `<application_id>-<process id>-<n>`);
+- read on the consumer group `<application_id>`;
+- read on each source topic (global table topics too), write on each sink topic.
+
+`minimal_acls` lists them; `create_acls` creates them through the admin client (CreateAcls v1, the first version
+with prefixed patterns), and `Acl.command` gives each as a `kafka-acls.sh` command line. `not_authorized` turns
+the broker's "not authorized" (on a topic, the group, a transactional id) into one error that says which ACL is
+missing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from aiokafka import errors as kafka_errors
+from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.protocol.admin import CreateAclsRequest
+
+from streamlet.errors import StreamletError
+from streamlet.kafka.connect import Cluster, ClusterAccessError
+from streamlet.kafka.group.membership import FatalGroupError
+
+# Kafka's wire codes (org.apache.kafka.common.resource.ResourceType, PatternType, acl.AclOperation)
+_RESOURCE_TYPES = {"topic": 2, "group": 3, "cluster": 4, "transactional_id": 5}
+_PATTERN_TYPES = {"literal": 3, "prefixed": 4}
+_OPERATIONS = {
+    "READ": 3,
+    "WRITE": 4,
+    "CREATE": 5,
+    "DELETE": 6,
+    "ALTER": 7,
+    "DESCRIBE": 8,
+    "DESCRIBE_CONFIGS": 10,
+}
+_ALLOW = 3
+#: What an application does with its own (internal) topics
+INTERNAL_TOPIC_OPERATIONS = ("CREATE", "READ", "WRITE", "DELETE", "DESCRIBE", "DESCRIBE_CONFIGS")
+
+
+@dataclass(frozen=True)
+class Acl:
+    """One ALLOW rule: `principal` may do `operation` on the resource (from any host)."""
+
+    principal: str  # "User:wordcount"
+    resource_type: str  # topic, group, transactional_id
+    name: str
+    operation: str
+    pattern: str = "literal"  # or prefixed: every resource whose name starts with `name`
+
+    def command(self, bootstrap_servers: str) -> str:
+        """The same rule as a `kafka-acls.sh` command line."""
+        flag = {"topic": "--topic", "group": "--group", "transactional_id": "--transactional-id"}[self.resource_type]
+        return (
+            f"kafka-acls.sh --bootstrap-server {bootstrap_servers} --command-config admin.properties --add "
+            f"--allow-principal {self.principal} --operation {self.operation.title().replace('_', '')} "
+            f"{flag} {self.name} --resource-pattern-type {self.pattern}"
+        )
+
+
+def minimal_acls(
+    principal: str,
+    application_id: str,
+    *,
+    sources: Iterable[str],
+    sinks: Iterable[str],
+    exactly_once: bool,
+) -> list[Acl]:
+    """The ACLs `principal` needs to run `application_id` reading `sources` and writing `sinks`."""
+    acls = [Acl(principal, "topic", application_id, op, "prefixed") for op in INTERNAL_TOPIC_OPERATIONS]
+    acls.append(Acl(principal, "group", application_id, "READ"))
+    if exactly_once:
+        acls.append(Acl(principal, "transactional_id", application_id, "WRITE", "prefixed"))
+    acls += [Acl(principal, "topic", topic, "READ") for topic in sorted(set(sources))]
+    acls += [Acl(principal, "topic", topic, "WRITE") for topic in sorted(set(sinks))]
+    return acls
+
+
+async def create_acls(admin: AIOKafkaAdminClient, acls: Iterable[Acl]) -> None:
+    """Create each rule (an existing one is kept); the admin's user needs ALTER on the cluster (a super user has)."""
+    for acl in acls:
+        request = CreateAclsRequest(
+            _RESOURCE_TYPES[acl.resource_type],
+            acl.name,
+            _PATTERN_TYPES[acl.pattern],
+            acl.principal,
+            "*",
+            _OPERATIONS[acl.operation],
+            _ALLOW,
+        )
+        response = await admin._send_request(request)
+        for error_code, message in response.creation_responses:
+            if error_code:
+                raise StreamletError(f"creating the ACL {acl} failed: error {error_code} {message or ''}".rstrip())
+
+
+class NotAuthorizedError(ClusterAccessError):
+    """The cluster's ACLs do not allow what the application did; the message names the ACL to add."""
+
+
+TOPIC_AUTHORIZATION_FAILED = 29
+#: The broker's authorization error codes, and the ACL each asks for (`{app}` is the application id)
+_MISSING = {
+    TOPIC_AUTHORIZATION_FAILED: (
+        "a topic",
+        "READ on each source topic, WRITE on each sink topic, and CREATE, READ, WRITE, DELETE, DESCRIBE and "
+        "DESCRIBE_CONFIGS on topics prefixed '{app}'",
+    ),
+    30: ("the consumer group", "READ on the group '{app}'"),
+    31: ("the cluster", "no cluster ACL: the broker's admin must check the principal"),
+    53: ("a transactional id", "WRITE on transactional ids prefixed '{app}' (exactly-once)"),
+}
+
+
+def not_authorized(cluster: Cluster, application_id: str, what: str, code: int) -> NotAuthorizedError:
+    """One error for an authorization failure: who, where, what was refused, and the ACL it needs."""
+    resource, needs = _MISSING.get(code, ("a resource", "the ACLs streamlet.kafka.acls.minimal_acls lists"))
+    return NotAuthorizedError(
+        f"{cluster.security.describe()} is not authorized by {cluster.bootstrap_servers} to use {resource} "
+        f"({what}); it needs {needs.format(app=application_id)}. streamlet.kafka.acls.minimal_acls lists every "
+        "ACL an application needs (README: Secured clusters)"
+    )
+
+
+def as_not_authorized(exc: BaseException, cluster: Cluster, application_id: str) -> NotAuthorizedError | None:
+    """The `NotAuthorizedError` for an authorization failure a client raised (aiokafka's, or a group member's
+    that wraps one), else None."""
+    while isinstance(exc, FatalGroupError) and exc.__cause__ is not None:
+        exc = exc.__cause__
+    if isinstance(exc, NotAuthorizedError):
+        return exc
+    if isinstance(exc, kafka_errors.BrokerResponseError) and exc.errno in _MISSING:
+        return not_authorized(cluster, application_id, str(exc), exc.errno)
+    return None
