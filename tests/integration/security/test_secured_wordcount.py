@@ -72,6 +72,7 @@ async def test_exactly_once_wordcount_and_a_query_on_a_secured_broker(
             "num_stream_threads": 2,
             "processing_guarantee": "exactly_once_v2",
             "metrics_interval_ms": 500,
+            "group_instance_id": "secured-worker",  # static membership: JoinGroup with an instance id
         }
     )
     client = KafkaStreams(build_topology(source, sink), config)
