@@ -173,9 +173,10 @@ class StreamsConfig:
         object.__setattr__(self, "timestamp_extractor", resolve_extractor(self.timestamp_extractor))
         for name in SECRET_SETTINGS:  # wrapped, so a printed config shows [hidden]
             object.__setattr__(self, name, as_password(getattr(self, name)))
-        object.__setattr__(
-            self, "security", ClientSecurity.from_settings({name: getattr(self, name) for name in SECURITY_DEFAULTS})
-        )
+        security = ClientSecurity.from_settings({name: getattr(self, name) for name in SECURITY_DEFAULTS})
+        object.__setattr__(self, "security", security)
+        # the resolved hook, so a replace()d config shares it (and the TLS context cached for its settings)
+        object.__setattr__(self, "sasl_oauth_token_provider", security.sasl_oauth_token_provider)
         if self.processing_guarantee not in PROCESSING_GUARANTEES:
             hint = difflib.get_close_matches(str(self.processing_guarantee), PROCESSING_GUARANTEES, n=1)
             raise ConfigError(

@@ -171,14 +171,12 @@ class HistoryCollector:
     """Tails a one-partition event topic into a JSON-lines file and keeps the events (the assignments are
     what the timeline's waits look at)."""
 
-    def __init__(self, cluster: Cluster | None, topic: str, path: Path) -> None:
+    def __init__(self, cluster: Cluster, topic: str, path: Path) -> None:
         self.cluster, self.topic, self.path = cluster, topic, path
         self.events: list[dict[str, Any]] = []
         self.last_event_at = time.monotonic()
 
     async def run(self) -> None:
-        if self.cluster is None:
-            raise ExperimentError("the collector has no cluster to read from")
         consumer = connect.consumer(self.cluster, enable_auto_commit=False)
         await connect.start(consumer, self.cluster, f"the collector of {self.topic}")
         try:

@@ -1,10 +1,10 @@
 """The minimal ACLs a streamlet application needs on a cluster that enforces them, as Kafka Streams documents its own.
 
 An application's user needs:
-- on every topic and transactional id prefixed with `<application_id>` (its internal topics: repartition and
-  changelog topics, `-assignments`, `-metrics`, reply topics): create, read, write, delete, describe and
-  describe configs; under exactly-once, write on transactional ids with that prefix (each thread's
-  transactional id is `<application_id>-<process id>-<n>`);
+- on every topic prefixed with `<application_id>` (its internal topics: repartition and changelog topics,
+  `-assignments`, `-metrics`, reply topics): create, read, write and delete (describe comes with each; streamlet
+  never reads or alters topic configs); under exactly-once, write on transactional ids with that prefix (each
+  thread's transactional id is `<application_id>-<process id>-<n>`);
 - read on the consumer group `<application_id>`;
 - read on each source topic (global table topics too), write on each sink topic.
 
@@ -41,7 +41,7 @@ _OPERATIONS = {
 }
 _ALLOW = 3
 #: What an application does with its own (internal) topics
-INTERNAL_TOPIC_OPERATIONS = ("CREATE", "READ", "WRITE", "DELETE", "DESCRIBE", "DESCRIBE_CONFIGS")
+INTERNAL_TOPIC_OPERATIONS = ("CREATE", "READ", "WRITE", "DELETE")
 
 
 @dataclass(frozen=True)
@@ -109,8 +109,8 @@ TOPIC_AUTHORIZATION_FAILED = 29
 _MISSING = {
     TOPIC_AUTHORIZATION_FAILED: (
         "a topic",
-        "READ on each source topic, WRITE on each sink topic, and CREATE, READ, WRITE, DELETE, DESCRIBE and "
-        "DESCRIBE_CONFIGS on topics prefixed '{app}'",
+        "READ on each source topic, WRITE on each sink topic, and CREATE, READ, WRITE and DELETE on topics "
+        "prefixed '{app}'",
     ),
     30: ("the consumer group", "READ on the group '{app}'"),
     31: ("the cluster", "no cluster ACL: the broker's admin must check the principal"),

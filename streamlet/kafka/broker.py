@@ -325,6 +325,7 @@ class LocalBroker:
         data_dir = self.directory / "data"
         log_file = self.directory / "broker.log"
         properties = self.directory / "server.properties"
+        # a secured broker's listeners replace the plaintext ones (in a properties file the last key wins)
         secured = self._security_properties(port, controller_port) if self.security != PLAINTEXT_MODE else {}
         properties.touch(mode=0o600)  # holds the broker's own password when secured
         properties.write_text(
@@ -452,7 +453,11 @@ class LocalBroker:
         return props
 
     def _scram(self) -> list[str]:
-        """StorageTool arguments that create the SCRAM users (both hashes) with the cluster's first metadata."""
+        """StorageTool arguments that create the SCRAM users (both hashes) with the cluster's first metadata.
+
+        The passwords are on the storage tool's command line for the second it runs: this is a development
+        broker on the developer's machine. A directory formatted without users keeps none: change `--security`
+        with a fresh `--dir`."""
         if self.security != SASL_SSL_MODE:
             return []
         args: list[str] = []

@@ -36,7 +36,7 @@ _DIAGNOSE_TIMEOUT_S = 10.0
 
 
 class ClusterAccessError(StreamletError):
-    """A client could not connect to or authenticate with the cluster; retrying with the same settings won't help."""
+    """A client could not connect to or authenticate with the cluster (the message says why)."""
 
 
 @dataclass(frozen=True)

@@ -18,14 +18,13 @@ CLUSTER = Cluster(
 def test_minimal_acls_of_an_exactly_once_app() -> None:
     acls = minimal_acls("User:wc", "wordcount", sources=["lines", "lines"], sinks=["counts"], exactly_once=True)
     assert {(a.resource_type, a.name, a.operation, a.pattern) for a in acls} == {
-        *(("topic", "wordcount", op, "prefixed") for op in ("CREATE", "READ", "WRITE", "DELETE", "DESCRIBE")),
-        ("topic", "wordcount", "DESCRIBE_CONFIGS", "prefixed"),
+        *(("topic", "wordcount", op, "prefixed") for op in ("CREATE", "READ", "WRITE", "DELETE")),
         ("group", "wordcount", "READ", "literal"),
         ("transactional_id", "wordcount", "WRITE", "prefixed"),
         ("topic", "lines", "READ", "literal"),
         ("topic", "counts", "WRITE", "literal"),
     }
-    assert len(acls) == 10
+    assert len(acls) == 8
     at_least_once = minimal_acls("User:wc", "wordcount", sources=["lines"], sinks=["counts"], exactly_once=False)
     assert not [a for a in at_least_once if a.resource_type == "transactional_id"]
 
