@@ -22,6 +22,7 @@ from streamlet.app_client import AppClient
 from streamlet.channels import Channel
 from streamlet.config import StreamsConfig
 from streamlet.errors import ConfigError
+from streamlet.kafka.acls import Acl
 from streamlet.kafka.topics import TopicSpec
 from streamlet.progress_bar import terminal_progress_bar
 from streamlet.replies import ReplyConsumer
@@ -316,6 +317,10 @@ class App:
         store from its changelog.
         """
         self.streams(**overrides).cleanup()
+
+    def required_acls(self, principal: str, **overrides: Any) -> list[Acl]:
+        """The minimal ACLs `principal` needs to run this App on a cluster that enforces ACLs (`streamlet acls`)."""
+        return self.streams(**overrides).required_acls(principal)
 
     @contextlib.asynccontextmanager
     async def client(self, **overrides: Any) -> AsyncIterator[App]:

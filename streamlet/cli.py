@@ -26,6 +26,7 @@ from streamlet.config import (
 from streamlet.console_keys import KEY_SERDE_HELP, console_key_serde, format_key
 from streamlet.errors import ConfigError, StreamletError
 from streamlet.kafka import connect
+from streamlet.kafka.acls import Acl
 from streamlet.kafka.connect import Cluster
 from streamlet.kafka.security import SECRET_SETTINGS
 from streamlet.logging_utils import install_repeat_filter
@@ -48,6 +49,8 @@ class AppLike(Protocol):
     async def run_worker(self, **overrides: Any) -> None: ...
 
     def cleanup(self, **overrides: Any) -> None: ...
+
+    def required_acls(self, principal: str, **overrides: Any) -> list[Acl]: ...
 
     def topology(self) -> Any: ...
 
@@ -260,6 +263,33 @@ def _cleanup(args: argparse.Namespace) -> int:
     return 0
 
 
+def _acls(args: argparse.Namespace) -> int:
+    """Print (or create) the ACLs of `required_acls`, for the app as `streamlet worker` would configure it."""
+    from streamlet.kafka.acls import create_acls
+
+    app = _target_app(args)
+    flags = {"--bootstrap-servers": args.bootstrap_servers}
+    settings = resolve_worker_config(flags, args.config, _app_config(app), os.environ)
+    acls = app.required_acls(args.principal, **settings)
+    cluster = StreamsConfig.from_mapping({"application_id": app.application_id, **settings}).cluster
+    if not args.create:
+        for acl in acls:
+            print(acl.command(cluster.bootstrap_servers))
+        return 0
+
+    async def create() -> None:
+        admin = connect.admin(cluster)
+        await connect.start(admin, cluster, "streamlet acls")
+        try:
+            await create_acls(admin, acls)
+        finally:
+            await admin.close()
+
+    asyncio.run(create())
+    print(f"created {len(acls)} ACLs for {args.principal}", file=sys.stderr)
+    return 0
+
+
 def _describe(args: argparse.Namespace) -> int:
     bound: AppLike | None = getattr(args, "app", None)
     app = bound if bound is not None else _app_of(args.target, args.application_id or "describe")
@@ -444,6 +474,21 @@ def _add_app_commands(sub: Any, bootstrap: dict[str, Any], *, bound: bool) -> No
     cleanup.add_argument("--state-dir", default=None, help="state directory (resolved as for worker)")
     cleanup.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="as for worker")
     cleanup.set_defaults(handler=_cleanup)
+
+    acls = sub.add_parser(
+        "acls",
+        help="the minimal ACLs an application's user needs, as kafka-acls.sh commands (or created with --create)",
+    )
+    target(acls, "MODULE:ATTRIBUTE, as for worker")
+    acls.add_argument("--principal", required=True, help="the application's Kafka principal, e.g. User:wordcount")
+    acls.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="as for worker")
+    acls.add_argument("--bootstrap-servers", **bootstrap)
+    acls.add_argument(
+        "--create",
+        action="store_true",
+        help="create them, as the user the environment's security settings name (it needs ALTER on the cluster)",
+    )
+    acls.set_defaults(handler=_acls)
 
     topology = sub.add_parser("topology", help="inspect an application's topology")
     topology.add_argument("action", choices=["describe"])

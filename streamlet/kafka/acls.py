@@ -71,14 +71,18 @@ def minimal_acls(
     sources: Iterable[str],
     sinks: Iterable[str],
     exactly_once: bool,
+    owned: Iterable[str] = (),
 ) -> list[Acl]:
-    """The ACLs `principal` needs to run `application_id` reading `sources` and writing `sinks`."""
+    """The ACLs `principal` needs to run `application_id` reading `sources` and writing `sinks`; `owned`: topics
+    outside the prefix the application creates and uses (a Faust-style GlobalTable's)."""
     acls = [Acl(principal, "topic", application_id, op, "prefixed") for op in INTERNAL_TOPIC_OPERATIONS]
     acls.append(Acl(principal, "group", application_id, "READ"))
     if exactly_once:
         acls.append(Acl(principal, "transactional_id", application_id, "WRITE", "prefixed"))
     acls += [Acl(principal, "topic", topic, "READ") for topic in sorted(set(sources))]
     acls += [Acl(principal, "topic", topic, "WRITE") for topic in sorted(set(sinks))]
+    for topic in sorted({t for t in owned if not t.startswith(application_id)}):
+        acls += [Acl(principal, "topic", topic, op) for op in ("CREATE", "READ", "WRITE")]
     return acls
 
 

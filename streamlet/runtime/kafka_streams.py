@@ -24,7 +24,7 @@ from streamlet.assignment.history import assignment_history_topic
 from streamlet.assignment.registry import resolve_task_assignor
 from streamlet.config import StreamsConfig
 from streamlet.errors import MissingTopicError, StreamletError
-from streamlet.kafka.acls import as_not_authorized
+from streamlet.kafka.acls import Acl, as_not_authorized, minimal_acls
 from streamlet.kafka.topics import InternalTopicManager, TopicSpec
 from streamlet.runtime.assignment_history import AssignmentHistoryWriter
 from streamlet.runtime.changelog_end_offsets import ChangelogEndOffsets
@@ -262,6 +262,21 @@ class KafkaStreams:
                 f"sink topic(s) do not exist: {'; '.join(missing)}. Create them first (e.g. `streamlet topics "
                 "create NAME --partitions N`): streamlet creates only its internal topics"
             )
+
+    def required_acls(self, principal: str) -> list[Acl]:
+        """The minimal ACLs `principal` needs to run this application (streamlet.kafka.acls). Topics a processor
+        picks per record (`context.send`) are not known here: add WRITE on each."""
+        sinks = {*self.topology.external_sink_topics(), *self.output_topics}
+        if self.config.dead_letter_topic:
+            sinks.add(self.config.dead_letter_topic)
+        return minimal_acls(
+            principal,
+            self.config.application_id,
+            sources=self.topology.external_source_topics() + self.topology.global_topics(),
+            sinks=sinks,
+            exactly_once=self.config.exactly_once,
+            owned=[spec.name for spec in self.owned_topics],
+        )
 
     async def wait(self) -> None:
         """Return when every thread stopped; raise the first thread failure."""

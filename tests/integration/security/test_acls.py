@@ -1,8 +1,12 @@
-"""WordCount under exactly-once as a user that may do only what `streamlet.kafka.acls.minimal_acls` allows it."""
+"""WordCount under exactly-once as a user that may do only what `streamlet acls` (`minimal_acls`) allows it, and
+the one clear error each missing ACL gives."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -16,6 +20,7 @@ from streamlet.runtime.kafka_streams import KafkaStreams
 from tests.integration.security.test_secured_wordcount import client_settings, security_of
 from tests.support.kafka import KafkaTestCluster, unique_name
 from tests.support.wordcount import expected_counts, wait_for_counts
+from tests.support.workers import ROOT
 
 pytestmark = pytest.mark.integration
 
@@ -47,9 +52,26 @@ async def test_wordcount_runs_with_exactly_the_minimal_acls(
     app_id = unique_name("acl-wordcount")
     for suffix in ("counts-store-repartition", "counts-store-changelog", "assignments", "metrics"):
         admin.track(f"{app_id}-{suffix}")
-    acls = minimal_acls(f"User:{LIMITED_USER}", app_id, sources=[source], sinks=[sink], exactly_once=True)
-    await create_acls(admin.admin, acls)
+    # as an operator would: `streamlet acls APP --principal ... --create`, as a super user (the env's)
+    created = subprocess.run(
+        [sys.executable, "-m", "streamlet.cli", "acls", "examples.wordcount.app:app"]
+        + ["--principal", f"User:{LIMITED_USER}", "--config", "processing_guarantee=exactly_once_v2", "--create"],
+        cwd=ROOT,
+        env={
+            **os.environ,
+            **sasl_ssl_broker.client_settings(),
+            "PYTHONPATH": str(ROOT),
+            "WORDCOUNT_INPUT_TOPIC": source,
+            "WORDCOUNT_OUTPUT_TOPIC": sink,
+            "WORDCOUNT_APPLICATION_ID": app_id,
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert created.returncode == 0 and "created 8 ACLs for User:limited" in created.stderr, created.stderr
     client = KafkaStreams(build_topology(source, sink), _limited_config(sasl_ssl_broker, app_id, tmp_path))
+    assert len(client.required_acls(f"User:{LIMITED_USER}")) == 8  # the same list, from the topology
     try:
         await client.start()
         await admin.produce(source, [(None, line.encode()) for line in LINES])

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from aiokafka import errors as kafka_errors
 
+from examples.wordcount.dsl import build_topology
+from streamlet.config import StreamsConfig
 from streamlet.kafka.acls import Acl, NotAuthorizedError, as_not_authorized, minimal_acls
 from streamlet.kafka.connect import Cluster
 from streamlet.kafka.group.membership import FatalGroupError
 from streamlet.kafka.security import ClientSecurity, Password
+from streamlet.runtime.kafka_streams import KafkaStreams
 
 CLUSTER = Cluster(
     "broker:9093",
@@ -50,3 +53,17 @@ def test_authorization_failures_name_the_user_the_broker_and_the_acl() -> None:
     assert refused is not None and "WRITE on transactional ids prefixed 'wordcount'" in str(refused)
     assert as_not_authorized(kafka_errors.NotLeaderForPartitionError(), CLUSTER, "wordcount") is None
     assert as_not_authorized(ValueError("x"), CLUSTER, "wordcount") is None
+
+
+def test_an_apps_acls_come_from_its_topology_and_config() -> None:
+    config = StreamsConfig(
+        "wc", deserialization_exception_handler="dead_letter", dead_letter_topic="wc-dead", bootstrap_servers="b:1"
+    )
+    acls = KafkaStreams(build_topology("lines", "counts"), config).required_acls("User:wc")
+    literal = {(a.resource_type, a.name, a.operation) for a in acls if a.pattern == "literal"}
+    assert literal == {
+        ("group", "wc", "READ"),
+        ("topic", "lines", "READ"),
+        ("topic", "counts", "WRITE"),
+        ("topic", "wc-dead", "WRITE"),
+    }
