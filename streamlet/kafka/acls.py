@@ -23,8 +23,8 @@ from aiokafka import errors as kafka_errors
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.protocol.admin import CreateAclsRequest
 
-from streamlet.errors import StreamletError
-from streamlet.kafka.connect import Cluster, ClusterAccessError
+from streamlet.errors import NotAuthorizedError, StreamletError
+from streamlet.kafka.connect import Cluster
 from streamlet.kafka.group.membership import FatalGroupError
 
 # Kafka's wire codes (org.apache.kafka.common.resource.ResourceType, PatternType, acl.AclOperation)
@@ -102,10 +102,6 @@ async def create_acls(admin: AIOKafkaAdminClient, acls: Iterable[Acl]) -> None:
         for error_code, message in response.creation_responses:
             if error_code:
                 raise StreamletError(f"creating the ACL {acl} failed: error {error_code} {message or ''}".rstrip())
-
-
-class NotAuthorizedError(ClusterAccessError):
-    """The cluster's ACLs do not allow what the application did; the message names the ACL to add."""
 
 
 TOPIC_AUTHORIZATION_FAILED = 29

@@ -28,15 +28,11 @@ from aiokafka.errors import (
     UnsupportedSaslMechanismError,
 )
 
-from streamlet.errors import StreamletError
+from streamlet.errors import ClusterAccessError
 from streamlet.kafka.security import PLAINTEXT, ClientSecurity, ssl_context
 
 T = TypeVar("T")
 _DIAGNOSE_TIMEOUT_S = 10.0
-
-
-class ClusterAccessError(StreamletError):
-    """A client could not connect to or authenticate with the cluster (the message says why)."""
 
 
 @dataclass(frozen=True)

@@ -183,6 +183,7 @@ class ClientSecurity:
                     raise ConfigError(f"{name}={path!r}: no such file")
             if self.ssl_keyfile and not self.ssl_certfile:
                 raise ConfigError("ssl_keyfile needs ssl_certfile (the client certificate it belongs to)")
+            ssl_context(self)  # a bad file or key password fails here, when the config is built
 
     @property
     def uses_tls(self) -> bool:
@@ -225,15 +226,18 @@ def ssl_context(security: ClientSecurity) -> ssl.SSLContext:
     """
     try:
         context = ssl.create_default_context(cafile=security.ssl_cafile or None)
-        if security.ssl_certfile:
-            context.load_cert_chain(
-                security.ssl_certfile,
-                security.ssl_keyfile or None,
-                password=security.ssl_password.reveal() or None,
-            )
     except (OSError, ssl.SSLError) as exc:
-        raise ConfigError(
-            f"cannot load the TLS files ({security.ssl_cafile=}, {security.ssl_certfile=}): {exc}"
-        ) from None
+        raise ConfigError(f"ssl_cafile={security.ssl_cafile!r}: not a PEM file of CA certificates ({exc})") from None
+    if security.ssl_certfile:
+        try:
+            # a callable, never None: with None, OpenSSL would ask for an encrypted key's password on the terminal
+            context.load_cert_chain(
+                security.ssl_certfile, security.ssl_keyfile or None, password=security.ssl_password.reveal
+            )
+        except (OSError, ssl.SSLError) as exc:
+            raise ConfigError(
+                f"ssl_certfile={security.ssl_certfile!r}, ssl_keyfile={security.ssl_keyfile!r}: cannot load the "
+                f"client certificate and key ({exc}); an encrypted key needs ssl_password (or ssl_password_file)"
+            ) from None
     context.check_hostname = security.ssl_endpoint_identification_algorithm == "https"
     return context

@@ -14,7 +14,8 @@ import pytest
 
 from examples.wordcount.dsl import build_topology
 from streamlet.config import StreamsConfig
-from streamlet.kafka.acls import NotAuthorizedError, create_acls, minimal_acls
+from streamlet.errors import NotAuthorizedError
+from streamlet.kafka.acls import create_acls, minimal_acls
 from streamlet.kafka.broker import LIMITED_USER, BrokerStatus
 from streamlet.runtime.kafka_streams import KafkaStreams
 from tests.integration.security.test_secured_wordcount import client_settings, security_of

@@ -12,8 +12,8 @@ import pytest
 
 from examples.wordcount.dsl import build_topology
 from streamlet.config import StreamsConfig
+from streamlet.errors import ClusterAccessError
 from streamlet.kafka.broker import BrokerStatus
-from streamlet.kafka.connect import ClusterAccessError
 from streamlet.runtime.kafka_streams import KafkaStreams
 from tests.integration.security.test_secured_wordcount import client_settings
 from tests.support.kafka import unique_name

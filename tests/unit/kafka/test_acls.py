@@ -6,7 +6,8 @@ from aiokafka import errors as kafka_errors
 
 from examples.wordcount.dsl import build_topology
 from streamlet.config import StreamsConfig
-from streamlet.kafka.acls import Acl, NotAuthorizedError, as_not_authorized, minimal_acls
+from streamlet.errors import NotAuthorizedError
+from streamlet.kafka.acls import Acl, as_not_authorized, minimal_acls
 from streamlet.kafka.connect import Cluster
 from streamlet.kafka.group.membership import FatalGroupError
 from streamlet.kafka.security import ClientSecurity, Password

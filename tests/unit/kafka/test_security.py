@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from aiokafka.abc import AbstractTokenProvider
+from cryptography.hazmat.primitives import serialization
 
 from streamlet.cli import parse_config_pairs, resolve_worker_config
 from streamlet.config import ENVIRONMENT_VARIABLES, StreamsConfig, security_from_environment
@@ -148,3 +149,28 @@ async def test_oauthbearer_token_hook_forms() -> None:
             sasl_mechanism="OAUTHBEARER",
             sasl_oauth_token_provider="no_such_module:token",
         )
+
+
+def test_an_encrypted_client_key_needs_its_password(tmp_path: Path, tls: TlsFiles) -> None:
+    key = serialization.load_pem_private_key(tls.client_key.read_bytes(), password=None)
+    encrypted = tmp_path / "client-encrypted.key"
+    encrypted.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.BestAvailableEncryption(SECRET.encode()),
+        )
+    )
+    password_file = tmp_path / "key-password"
+    password_file.write_text(SECRET + "\n")
+    settings = {
+        "security_protocol": "SSL",
+        "ssl_cafile": str(tls.ca),
+        "ssl_certfile": str(tls.client_cert),
+        "ssl_keyfile": str(encrypted),
+    }
+    loaded = ClientSecurity.from_settings({**settings, "ssl_password_file": str(password_file)})
+    assert isinstance(loaded.client_kwargs()["ssl_context"], ssl.SSLContext)
+    for wrong in ({}, {"ssl_password": "wrong"}):  # no password: an error, never a terminal prompt
+        with pytest.raises(ConfigError, match="cannot load the client certificate and key .* needs ssl_password"):
+            ClientSecurity.from_settings({**settings, **wrong})  # when the settings are built
