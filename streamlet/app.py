@@ -376,6 +376,7 @@ class App:
                 port=config.web_port,
                 pages=self._pages,
                 group_events=functools.partial(read_group_events, config.cluster, config.application_id),
+                security=config.web_security,
             )
             await web_server.start()
         stop = self._stop_requested = asyncio.Event()

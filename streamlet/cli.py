@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from streamlet.config import (
     DEFAULT_BOOTSTRAP_SERVERS,
     ENVIRONMENT_VARIABLES,
+    SECRETS,
     StreamsConfig,
     cluster_from_environment,
     config_key,
@@ -28,7 +29,6 @@ from streamlet.errors import ConfigError, StreamletError
 from streamlet.kafka import connect
 from streamlet.kafka.acls import Acl
 from streamlet.kafka.connect import Cluster
-from streamlet.kafka.security import SECRET_SETTINGS
 from streamlet.logging_utils import install_repeat_filter
 
 Handler = Callable[[argparse.Namespace], int]
@@ -175,7 +175,7 @@ def parse_config_pairs(pairs: Sequence[str]) -> dict[str, tuple[Any, str]]:
         if not sep or not raw_key:
             raise ConfigError(f"--config expects KEY=VALUE, got {pair!r}")
         key = config_key(raw_key)
-        if key in SECRET_SETTINGS:  # a command line shows in `ps` and in the shell's history
+        if key in SECRETS:  # a command line shows in `ps` and in the shell's history
             raise ConfigError(
                 f"--config {raw_key}=...: a secret never goes on the command line; set "
                 f"${ENVIRONMENT_VARIABLES[key]} or give {key}_file=PATH"

@@ -17,9 +17,17 @@ from typing import Any, cast
 
 from streamlet.errors import ConfigError
 from streamlet.kafka.connect import Cluster
-from streamlet.kafka.security import SECRET_SETTINGS, SECURITY_DEFAULTS, ClientSecurity, Password, as_password
+from streamlet.kafka.security import (
+    SECRET_SETTINGS,
+    SECURITY_DEFAULTS,
+    ClientSecurity,
+    Password,
+    as_password,
+    read_secret_file,
+)
 from streamlet.timestamps import TimestampExtractor, resolve_extractor
 from streamlet.topology.optimizer import verify_topology_optimization
+from streamlet.web_security import WEB_SECURITY_DEFAULTS, WebSecurity
 
 AT_LEAST_ONCE = "at_least_once"
 EXACTLY_ONCE_V2 = "exactly_once_v2"
@@ -39,10 +47,13 @@ DEFAULT_BOOTSTRAP_SERVERS = "127.0.0.1:9092"
 # config and above the built-in default (see `streamlet.cli.resolve_worker_config` for the whole order).
 # Security settings (and the secrets: `sasl_plain_password`, `ssl_password`) come from the environment
 # too, as STREAMLET_<SETTING>, e.g. $STREAMLET_SASL_PLAIN_PASSWORD; never from the command line.
+_ENVIRONMENT_DEFAULTS: Mapping[str, Any] = {**SECURITY_DEFAULTS, **WEB_SECURITY_DEFAULTS}
 ENVIRONMENT_VARIABLES: Mapping[str, str] = {
     "bootstrap_servers": "STREAMLET_BOOTSTRAP_SERVERS",
-    **{name: f"STREAMLET_{name.upper()}" for name in SECURITY_DEFAULTS},
+    **{name: f"STREAMLET_{name.upper()}" for name in _ENVIRONMENT_DEFAULTS},
 }
+#: Settings holding a secret: a Password (shown as [hidden]), never taken from the command line
+SECRETS = (*SECRET_SETTINGS, "web_token")
 
 
 def default_bootstrap_servers(environ: Mapping[str, str] | None = None) -> str:
@@ -56,7 +67,7 @@ def _from_environment(name: str) -> Any:
 
     def default() -> Any:
         value = os.environ.get(ENVIRONMENT_VARIABLES[name])
-        return value if value else SECURITY_DEFAULTS[name]
+        return value if value else _ENVIRONMENT_DEFAULTS[name]
 
     return field(default_factory=default)
 
@@ -166,17 +177,33 @@ class StreamsConfig:
     sasl_plain_password_file: str = _from_environment("sasl_plain_password_file")
     # OAUTHBEARER's token hook: an aiokafka AbstractTokenProvider, a function returning the token, or "module:attr"
     sasl_oauth_token_provider: Any = _from_environment("sasl_oauth_token_provider")
+    # The web server beyond 127.0.0.1 (streamlet.web_security): HTTPS with this certificate and key, the CA of
+    # the other workers' certificates (forwarded queries), and a token every request must carry (else 401)
+    web_ssl_certfile: str = _from_environment("web_ssl_certfile")
+    web_ssl_keyfile: str = _from_environment("web_ssl_keyfile")
+    web_ssl_cafile: str = _from_environment("web_ssl_cafile")
+    web_token: Password | str = _from_environment("web_token")
+    web_token_file: str = _from_environment("web_token_file")
     # built from the fields above when the config is built
     security: ClientSecurity = field(init=False, repr=False, compare=False)
+    web_security: WebSecurity = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "timestamp_extractor", resolve_extractor(self.timestamp_extractor))
-        for name in SECRET_SETTINGS:  # wrapped, so a printed config shows [hidden]
+        for name in SECRETS:  # wrapped, so a printed config shows [hidden]
             object.__setattr__(self, name, as_password(getattr(self, name)))
         security = ClientSecurity.from_settings({name: getattr(self, name) for name in SECURITY_DEFAULTS})
         object.__setattr__(self, "security", security)
         # the resolved hook, so a replace()d config shares it (and the TLS context cached for its settings)
         object.__setattr__(self, "sasl_oauth_token_provider", security.sasl_oauth_token_provider)
+        if self.web_token and self.web_token_file:
+            raise ConfigError("give web_token or web_token_file, not both")
+        token = read_secret_file("web_token", self.web_token_file) if self.web_token_file else self.web_token
+        object.__setattr__(
+            self,
+            "web_security",
+            WebSecurity(self.web_ssl_certfile, self.web_ssl_keyfile, self.web_ssl_cafile, as_password(token)),
+        )
         if self.processing_guarantee not in PROCESSING_GUARANTEES:
             hint = difflib.get_close_matches(str(self.processing_guarantee), PROCESSING_GUARANTEES, n=1)
             raise ConfigError(
