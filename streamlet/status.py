@@ -63,7 +63,7 @@ async def read_group_events(cluster: Cluster, application_id: str) -> GroupEvent
     """Read the latest assignment event and each client's latest metrics event of `application_id`."""
     events = GroupEvents(application_id)
     consumer = connect.consumer(cluster, enable_auto_commit=False)
-    await connect.start(consumer, cluster, "streamlet status")
+    await connect.start(consumer, cluster, f"the reader of {application_id}'s group events")
     try:
         topics = await consumer.topics()
         history, metrics = assignment_history_topic(application_id), metrics_topic(application_id)

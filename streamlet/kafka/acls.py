@@ -28,17 +28,9 @@ from streamlet.kafka.connect import Cluster
 from streamlet.kafka.group.membership import FatalGroupError
 
 # Kafka's wire codes (org.apache.kafka.common.resource.ResourceType, PatternType, acl.AclOperation)
-_RESOURCE_TYPES = {"topic": 2, "group": 3, "cluster": 4, "transactional_id": 5}
+_RESOURCE_TYPES = {"topic": 2, "group": 3, "transactional_id": 5}
 _PATTERN_TYPES = {"literal": 3, "prefixed": 4}
-_OPERATIONS = {
-    "READ": 3,
-    "WRITE": 4,
-    "CREATE": 5,
-    "DELETE": 6,
-    "ALTER": 7,
-    "DESCRIBE": 8,
-    "DESCRIBE_CONFIGS": 10,
-}
+_OPERATIONS = {"READ": 3, "WRITE": 4, "CREATE": 5, "DELETE": 6, "DESCRIBE": 8}
 _ALLOW = 3
 #: What an application does with its own (internal) topics
 INTERNAL_TOPIC_OPERATIONS = ("CREATE", "READ", "WRITE", "DELETE")

@@ -34,9 +34,9 @@ def test_minimal_acls_of_an_exactly_once_app() -> None:
 
 
 def test_an_acl_as_a_kafka_acls_command() -> None:
-    command = Acl("User:wc", "transactional_id", "wordcount", "DESCRIBE_CONFIGS", "prefixed").command("b:9093")
+    command = Acl("User:wc", "transactional_id", "wordcount", "WRITE", "prefixed").command("b:9093")
     assert command.endswith(
-        "--add --allow-principal User:wc --operation DescribeConfigs --transactional-id wordcount "
+        "--add --allow-principal User:wc --operation Write --transactional-id wordcount "
         "--resource-pattern-type prefixed"
     )
 
