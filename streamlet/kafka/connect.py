@@ -82,6 +82,7 @@ async def start(client: AIOKafkaConsumer | AIOKafkaProducer | AIOKafkaAdminClien
 async def diagnose(cluster: Cluster) -> str:
     """Why a connection to the first bootstrap server fails (empty if it does not): one attempt, bounded in time."""
     host, _, port = cluster.bootstrap_servers.split(",")[0].strip().rpartition(":")
+    host = host.strip("[]")  # an IPv6 address: [::1]:9092
     try:
         conn = await asyncio.wait_for(
             create_conn(host, int(port), client_id="streamlet-diagnose", **cluster.security.client_kwargs()),

@@ -4,12 +4,14 @@ scan of the package for clients built anywhere but `streamlet.kafka.connect`."""
 from __future__ import annotations
 
 import ast
+import socket
 from pathlib import Path
 
 import pytest
 
 import streamlet
 from streamlet.config import StreamsConfig
+from streamlet.errors import ClusterAccessError
 from streamlet.kafka import connect
 from streamlet.kafka.certificates import make_tls_files
 from streamlet.kafka.topics import InternalTopicManager
@@ -83,3 +85,17 @@ async def test_every_client_of_a_worker_gets_the_security_settings(tmp_path: Pat
             "user",
             "pw",
         ), name
+
+
+async def test_no_broker_is_one_clear_error_and_nothing_left_open() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # closed once the block ends: nothing listens
+    cluster = connect.Cluster(f"127.0.0.1:{port}")
+    consumer = connect.consumer(cluster)
+    with pytest.raises(ClusterAccessError) as failure:
+        await connect.start(consumer, cluster, "the test consumer")
+    assert str(failure.value).startswith(
+        f"the test consumer cannot connect to 127.0.0.1:{port} (PLAINTEXT): no connection ("
+    )
+    assert consumer._closed  # stopped: no "Unclosed AIOKafkaConsumer" later
