@@ -25,7 +25,6 @@ from aiokafka.protocol.admin import CreateAclsRequest
 
 from streamlet.errors import NotAuthorizedError, StreamletError
 from streamlet.kafka.connect import Cluster
-from streamlet.kafka.group.membership import FatalGroupError
 
 # Kafka's wire codes (org.apache.kafka.common.resource.ResourceType, PatternType, acl.AclOperation)
 _RESOURCE_TYPES = {"topic": 2, "group": 3, "transactional_id": 5}
@@ -121,12 +120,13 @@ def not_authorized(cluster: Cluster, application_id: str, what: str, code: int) 
 
 
 def as_not_authorized(exc: BaseException, cluster: Cluster, application_id: str) -> NotAuthorizedError | None:
-    """The `NotAuthorizedError` for an authorization failure a client raised (aiokafka's, or a group member's
-    that wraps one), else None."""
-    while isinstance(exc, FatalGroupError) and exc.__cause__ is not None:
-        exc = exc.__cause__
-    if isinstance(exc, NotAuthorizedError):
-        return exc
-    if isinstance(exc, kafka_errors.BrokerResponseError) and exc.errno in _MISSING:
-        return not_authorized(cluster, application_id, str(exc), exc.errno)
+    """The `NotAuthorizedError` for an authorization failure a client raised (aiokafka's, or one that an error of
+    streamlet's has as its cause: a group member's, a failed write's), else None."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, NotAuthorizedError):
+            return cause
+        if isinstance(cause, kafka_errors.BrokerResponseError) and cause.errno in _MISSING:
+            return not_authorized(cluster, application_id, f"{exc}", cause.errno)
+        cause = cause.__cause__
     return None

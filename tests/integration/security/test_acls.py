@@ -15,7 +15,7 @@ import pytest
 from examples.wordcount.dsl import build_topology
 from streamlet.config import StreamsConfig
 from streamlet.errors import NotAuthorizedError
-from streamlet.kafka.acls import create_acls, minimal_acls
+from streamlet.kafka.acls import Acl, create_acls, minimal_acls
 from streamlet.kafka.broker import LIMITED_USER, BrokerStatus
 from streamlet.runtime.kafka_streams import KafkaStreams
 from tests.integration.security.test_secured_wordcount import client_settings, security_of
@@ -83,15 +83,20 @@ async def test_wordcount_runs_with_exactly_the_minimal_acls(
 
 
 @pytest.mark.parametrize(
-    ("dropped", "refusal", "needs"),
+    ("dropped", "describe", "refusal", "needs"),
     [
-        (("topic", "READ", "literal"), "to use a topic (describing topic acl-lines-", "READ on each source topic"),
-        (("group", "READ", "literal"), "to use the consumer group", "READ on the group '{app}'"),
+        (("topic", "READ", "literal"), False, "to use a topic (describing topic acl-lines-", "READ on each source"),
+        (("group", "READ", "literal"), False, "to use the consumer group", "READ on the group '{app}'"),
         (
             ("transactional_id", "WRITE", "prefixed"),
+            False,
             "to use a transactional id",
             "WRITE on transactional ids prefixed '{app}'",
         ),
+        # the sink described but not writable: the transaction fails at the first write, named as such
+        (("topic", "WRITE", "literal"), True, "to use a topic (writing ", "WRITE on each sink topic"),
+        # the source described but not readable: the thread's fetch is refused
+        (("topic", "READ", "literal"), True, "to use a topic ([Error 29]", "READ on each source topic"),
     ],
 )
 async def test_a_missing_acl_stops_the_client_with_the_acl_it_needs(
@@ -99,6 +104,7 @@ async def test_a_missing_acl_stops_the_client_with_the_acl_it_needs(
     admin: KafkaTestCluster,
     tmp_path: Path,
     dropped: tuple[str, str, str],
+    describe: bool,
     refusal: str,
     needs: str,
 ) -> None:
@@ -110,12 +116,15 @@ async def test_a_missing_acl_stops_the_client_with_the_acl_it_needs(
     acls = minimal_acls(f"User:{LIMITED_USER}", app_id, sources=[source], sinks=[sink], exactly_once=True)
     kept = [acl for acl in acls if (acl.resource_type, acl.operation, acl.pattern) != dropped]
     assert len(kept) == len(acls) - 1
+    if describe:
+        kept += [Acl(a.principal, a.resource_type, a.name, "DESCRIBE") for a in acls if a not in kept]
     await create_acls(admin.admin, kept)
     client = KafkaStreams(build_topology(source, sink), _limited_config(sasl_ssl_broker, app_id, tmp_path))
     began = time.monotonic()
     try:
         with pytest.raises(NotAuthorizedError) as refused:
             await client.start()  # the group is refused once the thread looks for its coordinator, after start()
+            await admin.produce(source, [(None, line.encode()) for line in LINES])
             await asyncio.wait_for(client.wait(), 60)
     finally:
         await client.close()
