@@ -120,6 +120,11 @@ class StreamsConfig:
     rocksdb_bounded_memory_bytes: int = 0
     state_cleanup_delay_ms: int = 600_000
     replication_factor: int = -1
+    # Topic configs for every topic the application creates for itself (changelogs, repartition topics, the
+    # assignment-history and metrics topics), e.g. {"min.insync.replicas": "2"}: Kafka Streams' `topic.` prefix,
+    # which `from_mapping` also accepts (`topic.min.insync.replicas=2`). A string "k=v,k=v" is parsed. A topic's
+    # own settings (a changelog's cleanup.policy, a reply topic's retention) win over these.
+    internal_topic_configs: Mapping[str, str] | str = field(default_factory=dict, hash=False)
     application_server: str = ""
     # The worker's web server (interactive queries, @app.page): 0 = none. Not a Kafka Streams setting (Faust's
     # web_port/web_bind). With a port and no application_server, application_server is web_host:web_port.
@@ -204,6 +209,7 @@ class StreamsConfig:
             "web_security",
             WebSecurity(self.web_ssl_certfile, self.web_ssl_keyfile, self.web_ssl_cafile, as_password(token)),
         )
+        object.__setattr__(self, "internal_topic_configs", parse_topic_configs(self.internal_topic_configs))
         if self.processing_guarantee not in PROCESSING_GUARANTEES:
             hint = difflib.get_close_matches(str(self.processing_guarantee), PROCESSING_GUARANTEES, n=1)
             raise ConfigError(
@@ -277,6 +283,11 @@ class StreamsConfig:
         return Cluster(self.bootstrap_servers, self.security)
 
     @property
+    def topic_configs(self) -> Mapping[str, str]:
+        """The parsed `internal_topic_configs`."""
+        return cast("Mapping[str, str]", self.internal_topic_configs)
+
+    @property
     def exactly_once(self) -> bool:
         return self.processing_guarantee == EXACTLY_ONCE_V2
 
@@ -285,11 +296,18 @@ class StreamsConfig:
         """Build from a dict (CLI, env, files). Accepts Kafka's dotted names too (`num.stream.threads`)."""
         known = {f.name for f in dataclasses.fields(cls) if f.init}
         kwargs: dict[str, Any] = {}
+        topic_configs: dict[str, str] = {}
         for raw_key, value in values.items():
+            if raw_key.startswith(TOPIC_PREFIX):  # Kafka Streams' topic.* settings: configs of internal topics
+                topic_configs[raw_key.removeprefix(TOPIC_PREFIX)] = str(value)
+                continue
             key = config_key(raw_key)
             if key not in known:
                 raise ConfigError(f"unknown config {raw_key!r}{_unknown_config_hint(key, known)}")
             kwargs[key] = value
+        if topic_configs:
+            given = parse_topic_configs(kwargs.get("internal_topic_configs", {}))
+            kwargs["internal_topic_configs"] = {**given, **topic_configs}
         return cls(**kwargs)
 
     def replace(self, **changes: Any) -> StreamsConfig:
@@ -330,12 +348,34 @@ def _unknown_config_hint(key: str, known: set[str]) -> str:
     return f" (did you mean {hint[0]!r}?)" if hint else ""
 
 
+TOPIC_PREFIX = "topic."
+
+
+def parse_topic_configs(value: Mapping[str, Any] | str) -> dict[str, str]:
+    """`internal_topic_configs` as a dict of strings (topic configs are strings on the wire): a mapping, or
+    "key=value,key=value" as the command line and the environment give it."""
+    if isinstance(value, str):
+        pairs = [item.strip() for item in value.split(",") if item.strip()]
+        parsed: dict[str, str] = {}
+        for pair in pairs:
+            key, sep, raw = pair.partition("=")
+            if not sep or not key.strip():
+                raise ConfigError(f"internal_topic_configs: expected 'key=value,...', got {pair!r}")
+            parsed[key.strip()] = raw.strip()
+        return parsed
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"internal_topic_configs must be a mapping or 'key=value,...', got {value!r}")
+    return {str(key): str(raw) for key, raw in value.items()}
+
+
 def config_key(raw: str) -> str:
     """The field name for a config key: Kafka's dotted names (`num.stream.threads`) and dashes map to snake_case.
 
     Every layer of configuration goes through this, so `num.stream.threads` and `num_stream_threads` are
     recognised as the same setting when layers are merged.
     """
+    if raw.startswith(TOPIC_PREFIX):  # a topic config (`topic.min.insync.replicas`): Kafka's name, kept whole
+        return raw
     return raw.replace(".", "_").replace("-", "_")
 
 

@@ -90,7 +90,9 @@ class ReplyConsumer:
     async def start(self) -> None:
         config = self.config
         try:
-            manager = InternalTopicManager(config.cluster, replication_factor=config.replication_factor)
+            manager = InternalTopicManager(
+                config.cluster, replication_factor=config.replication_factor, topic_configs=config.topic_configs
+            )
             await manager.start()
             try:
                 await manager.ensure([TopicSpec(self.topic, 1, {"retention.ms": str(REPLY_RETENTION_MS)})])

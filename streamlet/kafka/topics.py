@@ -44,13 +44,16 @@ class InternalTopicManager:
         cluster: Cluster,
         *,
         replication_factor: int = -1,
+        topic_configs: Mapping[str, str] | None = None,
         client_id: str = "streamlet-admin",
         application_id: str = "<application_id>",
     ) -> None:
         self._cluster = cluster
         self._application_id = application_id  # for the ACL a "not authorized" asks for
         self._admin = connect.admin(cluster, client_id=client_id)
-        self._replication_factor = replication_factor
+        self._replication_factor = replication_factor  # -1: the broker's default.replication.factor
+        # every created topic's configs (min.insync.replicas...), under each spec's own
+        self._topic_configs = dict(topic_configs or {})
 
     async def start(self) -> None:
         """Connect; a worker's first connection, so bad credentials end here in one clear `ClusterAccessError`."""
@@ -101,13 +104,7 @@ class InternalTopicManager:
         _validate(specs, existing)
         missing = [s for s in specs if s.name not in existing]
         if missing:
-            rf = self._replication_factor
-            new = [
-                NewTopic(
-                    s.name, s.partitions, rf, replica_assignments={} if rf == -1 else None, topic_configs=dict(s.config)
-                )
-                for s in missing
-            ]
+            new = [self._new_topic(s) for s in missing]
             response = await self._admin.create_topics(new)
             for topic, code, message in _topic_errors(response):
                 if code == TOPIC_AUTHORIZATION_FAILED:
@@ -119,6 +116,18 @@ class InternalTopicManager:
         await self._wait_for_leaders(specs, timeout)
         # another client may have created a topic concurrently with another partition count
         _validate(specs, await self.partition_counts(s.name for s in specs))
+
+    def _new_topic(self, spec: TopicSpec) -> NewTopic:
+        """The CreateTopics entry of a spec: replication factor -1 (with no replica assignment) lets the broker
+        apply its default.replication.factor, as Kafka Streams' replication.factor=-1 does."""
+        rf = self._replication_factor
+        return NewTopic(
+            spec.name,
+            spec.partitions,
+            rf,
+            replica_assignments={} if rf == -1 else None,
+            topic_configs={**self._topic_configs, **spec.config},
+        )
 
     async def delete(self, topics: Iterable[str]) -> None:
         """Delete topics this application made for itself (a reply topic when its App stops)."""

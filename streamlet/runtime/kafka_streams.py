@@ -218,6 +218,7 @@ class KafkaStreams:
         manager = InternalTopicManager(
             self.config.cluster,
             replication_factor=self.config.replication_factor,
+            topic_configs=self.config.topic_configs,
             application_id=self.config.application_id,
         )
         await manager.start()
