@@ -13,7 +13,7 @@ import shlex
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from streamlet.config import (
     DEFAULT_BOOTSTRAP_SERVERS,
@@ -30,6 +30,9 @@ from streamlet.kafka import connect
 from streamlet.kafka.acls import Acl
 from streamlet.kafka.connect import Cluster
 from streamlet.logging_utils import install_repeat_filter
+
+if TYPE_CHECKING:
+    from streamlet.kafka.cluster import LocalCluster
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -57,7 +60,11 @@ class AppLike(Protocol):
 
 def _broker(args: argparse.Namespace) -> int:
     from streamlet.kafka.broker import LocalBroker
+    from streamlet.kafka.cluster import LocalCluster
 
+    cluster = LocalCluster(args.dir, nodes=max(args.brokers, 1))
+    if args.brokers > 1 or cluster.layout() is not None:  # a cluster's directory: start it again, status, stop
+        return _cluster_command(args, cluster)
     default_port = int(DEFAULT_BOOTSTRAP_SERVERS.rpartition(":")[2])
     broker = LocalBroker(args.dir, port=args.port, preferred_port=default_port, security=args.security)
     if args.action == "start":
@@ -87,6 +94,50 @@ def _broker(args: argparse.Namespace) -> int:
         return 0
     if args.action == "stop":
         print("stopped" if broker.stop() else "not running")
+        return 0
+    raise AssertionError(args.action)
+
+
+def _cluster_command(args: argparse.Namespace, cluster: LocalCluster) -> int:
+    """`streamlet broker start --brokers N` and the `status`/`stop` of a directory holding a cluster."""
+    from streamlet.kafka.broker import _port_free
+
+    if args.action == "start":
+        layout = cluster.layout()
+        if layout is not None and args.brokers > 1 and len(layout.ports) != args.brokers:
+            raise SystemExit(
+                f"streamlet broker: {cluster.directory} holds a cluster of {len(layout.ports)} nodes, not "
+                f"{args.brokers}; use another --dir"
+            )
+        if args.security != "plaintext":
+            raise SystemExit("streamlet broker: --security with --brokers > 1 is not supported yet (plaintext only)")
+        default_port = int(DEFAULT_BOOTSTRAP_SERVERS.rpartition(":")[2])
+        first = args.port or default_port
+        ports = [first + i for i in range(args.brokers)]
+        if layout is None and not all(_port_free("127.0.0.1", p) for p in ports):
+            if args.port:
+                raise SystemExit(f"streamlet broker: ports {ports} are not all free; choose others with --port")
+            ports = []  # the defaults are taken: free ports
+        cluster.requested_ports = ports or None
+        began = time.monotonic()
+        running = cluster.start(timeout=args.timeout)
+        print(f"export STREAMLET_BOOTSTRAP_SERVERS={shlex.quote(cluster.bootstrap_servers)}")
+        print(
+            f"{len(running)} nodes (pids {', '.join(str(s.pid) for s in running.values())}), ready in "
+            f"{time.monotonic() - began:.1f}s; replication factor {min(len(running), 3)}, logs in {cluster.directory}",
+            file=sys.stderr,
+        )
+        return 0
+    if args.action == "status":
+        layout, running = cluster.layout(), cluster.status()
+        assert layout is not None  # only a cluster's directory comes here without --brokers
+        for node_id in layout.node_ids:
+            state = running.get(node_id)
+            where = f"127.0.0.1:{layout.ports[str(node_id)]}"
+            print(f"node {node_id}: " + (f"running: {where} pid {state.pid}" if state else f"not running ({where})"))
+        return 0 if len(running) == len(layout.node_ids) else 1
+    if args.action == "stop":
+        print("stopped" if cluster.stop() else "not running")
         return 0
     raise AssertionError(args.action)
 
@@ -509,6 +560,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--port", type=int, default=None, help="listener port (default: 9092 when free, else a free port)"
     )
     broker.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the broker to answer")
+    broker.add_argument(
+        "--brokers",
+        type=int,
+        default=1,
+        help="nodes: 3 starts a KRaft cluster of 3 broker+controller nodes (ports --port.. or 9092-9094 when free), "
+        "replication factor 3 and min.insync.replicas=2 for every topic",
+    )
     broker.add_argument(
         "--security",
         choices=["plaintext", "sasl_ssl", "ssl"],

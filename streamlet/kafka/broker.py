@@ -269,8 +269,12 @@ class LocalBroker:
         die_with_parent: bool = False,
         overrides: Mapping[str, str] | None = None,
         security: str = PLAINTEXT_MODE,
+        controller_port: int | None = None,
+        cluster_id: str | None = None,
     ) -> None:
-        """`die_with_parent`: the JVM gets SIGTERM when the starting process dies, even by SIGKILL (Linux),
+        """`controller_port` and `cluster_id`: fixed by a `LocalCluster`, whose nodes must know each other's
+        controller ports and share one cluster id before any of them starts; a single broker picks its own.
+        `die_with_parent`: the JVM gets SIGTERM when the starting process dies, even by SIGKILL (Linux),
         so a killed test run leaves no broker behind; `streamlet broker start` leaves it off on purpose.
         `security`: one of SECURITY_MODES; a secured broker makes its CA, certificates and users at first start."""
         if security not in SECURITY_MODES:
@@ -284,6 +288,9 @@ class LocalBroker:
         self.kafka_version = kafka_version
         self.heap = heap
         self.overrides = dict(overrides or {})  # server.properties entries that replace the defaults
+        self.requested_controller_port = controller_port
+        self.cluster_id = cluster_id
+        self._proc: subprocess.Popen[bytes] | None = None  # the JVM this object launched
 
     @property
     def _state_file(self) -> Path:
@@ -312,12 +319,17 @@ class LocalBroker:
         running = self.status()
         if running is not None:
             return running
+        return self.wait_ready(self.launch(), timeout)
+
+    def launch(self) -> BrokerStatus:
+        """Start the JVM without waiting for it: a node of a cluster answers only once a majority of the
+        controller quorum runs, so `LocalCluster` launches every node before it waits for any."""
         java = check_java()
         libs = kafka_libs(self.kafka_version)
         port = choose_port(self.host, self.requested_port, self.preferred_port)
         if not _port_free(self.host, port):
             raise BrokerError(f"port {port} on {self.host} is taken; choose another with --port or stop its owner")
-        controller_port = _free_port(self.host)
+        controller_port = self.requested_controller_port or _free_port(self.host)
         while controller_port == port:
             controller_port = _free_port(self.host)
 
@@ -348,7 +360,7 @@ class LocalBroker:
 
         if not (data_dir / "meta.properties").exists():
             shutil.rmtree(data_dir, ignore_errors=True)
-            cluster_id = _new_cluster_id()
+            cluster_id = self.cluster_id or _new_cluster_id()
             fmt = subprocess.run(
                 [*jvm, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(properties), *self._scram()],
                 capture_output=True,
@@ -379,7 +391,14 @@ class LocalBroker:
             security=self.security,
         )
         self._state_file.write_text(json.dumps(asdict(state), indent=2) + "\n")
+        self._proc = proc
+        return state
 
+    def wait_ready(self, state: BrokerStatus, timeout: float) -> BrokerStatus:
+        """Wait until the launched broker answers; stop it and raise if it exits or stays silent."""
+        proc, log_file, port = self._proc, Path(state.log_file), state.port
+        if proc is None:
+            raise BrokerError("wait_ready() before launch()")
         probe_tls = None if self.security == PLAINTEXT_MODE else self._probe_context()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
