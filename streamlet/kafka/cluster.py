@@ -229,6 +229,16 @@ class LocalCluster:
         """Start one node again on its ports and data, and wait until it answers."""
         return self.broker(node_id).start(timeout=timeout)
 
+    def launch_node(self, node_id: int) -> BrokerStatus:
+        """Start one node's JVM without waiting (`wait_node` waits). With `die_with_parent` the JVM's death
+        signal is tied to the thread that started it (Linux), so an asyncio caller launches from the loop's
+        thread and waits in a worker thread: a JVM started from a pool thread would die with that thread."""
+        return self.broker(node_id).launch()
+
+    def wait_node(self, node_id: int, state: BrokerStatus, timeout: float = 120.0) -> BrokerStatus:
+        """Wait until a launched node answers."""
+        return self.broker(node_id).wait_ready(state, timeout)
+
 
 # ---- who leads what -------------------------------------------------------------------------------------
 

@@ -47,9 +47,15 @@ class KafkaTestCluster:
         *,
         name: str | None = None,
         config: dict[str, str] | None = None,
+        replication_factor: int = 1,
     ) -> str:
+        """`replication_factor` -1: the broker's default.replication.factor (a replicated cluster's)."""
         topic = name or unique_name(prefix)
-        await self.admin.create_topics([NewTopic(topic, partitions, 1, topic_configs=config or {})])
+        assignments: dict[int, list[int]] | None = {} if replication_factor == -1 else None
+        new = NewTopic(
+            topic, partitions, replication_factor, replica_assignments=assignments, topic_configs=config or {}
+        )
+        await self.admin.create_topics([new])
         self._created.append(topic)
         await self.wait_for_metadata(topic, partitions)
         return topic
