@@ -22,6 +22,7 @@ from streamlet.app_client import AppClient
 from streamlet.channels import Channel
 from streamlet.config import StreamsConfig
 from streamlet.errors import ConfigError
+from streamlet.kafka.acls import Acl
 from streamlet.kafka.topics import TopicSpec
 from streamlet.progress_bar import terminal_progress_bar
 from streamlet.replies import ReplyConsumer
@@ -317,6 +318,10 @@ class App:
         """
         self.streams(**overrides).cleanup()
 
+    def required_acls(self, principal: str, **overrides: Any) -> list[Acl]:
+        """The minimal ACLs `principal` needs to run this App on a cluster that enforces ACLs (`streamlet acls`)."""
+        return self.streams(**overrides).required_acls(principal)
+
     @contextlib.asynccontextmanager
     async def client(self, **overrides: Any) -> AsyncIterator[App]:
         """The App as a client of its workers, running no tasks: `agent.ask(...)` and `topic.send(...)` work inside.
@@ -370,7 +375,8 @@ class App:
                 host=config.web_host,
                 port=config.web_port,
                 pages=self._pages,
-                group_events=functools.partial(read_group_events, config.bootstrap_servers, config.application_id),
+                group_events=functools.partial(read_group_events, config.cluster, config.application_id),
+                security=config.web_security,
             )
             await web_server.start()
         stop = self._stop_requested = asyncio.Event()

@@ -17,6 +17,7 @@ import time
 from aiokafka import AIOKafkaProducer
 
 from streamlet.config import StreamsConfig
+from streamlet.kafka import connect
 from streamlet.replies import ReplyConsumer
 
 __all__ = ["AppClient"]
@@ -37,12 +38,10 @@ class AppClient:
 
     async def _started_producer(self) -> AIOKafkaProducer:
         if self._producer is None:
-            producer = AIOKafkaProducer(
-                bootstrap_servers=self.config.bootstrap_servers,
-                client_id=f"{self.config.application_id}-app-client",
-                acks="all",
+            producer = connect.producer(
+                self.config.cluster, client_id=f"{self.config.application_id}-app-client", acks="all"
             )
-            await producer.start()
+            await connect.start(producer, self.config.cluster, f"{self.config.application_id}'s app client")
             self._producer = producer
         return self._producer
 

@@ -7,23 +7,31 @@ import argparse
 import asyncio
 import logging
 import os
+import shlex
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from streamlet.config import (
     DEFAULT_BOOTSTRAP_SERVERS,
     ENVIRONMENT_VARIABLES,
+    SECRETS,
     StreamsConfig,
+    cluster_from_environment,
     config_key,
-    default_bootstrap_servers,
     parse_setting,
 )
 from streamlet.console_keys import KEY_SERDE_HELP, console_key_serde, format_key
 from streamlet.errors import ConfigError, StreamletError
+from streamlet.kafka import connect
+from streamlet.kafka.acls import Acl
+from streamlet.kafka.connect import Cluster
 from streamlet.logging_utils import install_repeat_filter
 from streamlet.targets import load_target
+
+if TYPE_CHECKING:
+    from streamlet.kafka.cluster import LocalCluster
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -44,19 +52,26 @@ class AppLike(Protocol):
 
     def cleanup(self, **overrides: Any) -> None: ...
 
+    def required_acls(self, principal: str, **overrides: Any) -> list[Acl]: ...
+
     def topology(self) -> Any: ...
 
 
 def _broker(args: argparse.Namespace) -> int:
     from streamlet.kafka.broker import LocalBroker
+    from streamlet.kafka.cluster import LocalCluster
 
+    cluster = LocalCluster(args.dir, nodes=max(args.brokers, 1))
+    if args.brokers > 1 or cluster.layout() is not None:  # a cluster's directory: start it again, status, stop
+        return _cluster_command(args, cluster)
     default_port = int(DEFAULT_BOOTSTRAP_SERVERS.rpartition(":")[2])
-    broker = LocalBroker(args.dir, port=args.port, preferred_port=default_port)
+    broker = LocalBroker(args.dir, port=args.port, preferred_port=default_port, security=args.security)
     if args.action == "start":
         began = time.monotonic()
         status = broker.start(timeout=args.timeout)
-        # stdout is one shell line, so `eval "$(streamlet broker start)"` points this shell's clients at it
-        print(f"export {ENVIRONMENT_VARIABLES['bootstrap_servers']}={status.bootstrap_servers}")
+        # stdout is shell lines only, so `eval "$(streamlet broker start)"` points this shell's clients at it
+        for variable, value in status.client_settings().items():
+            print(f"export {variable}={shlex.quote(value)}")
         print(
             f"broker pid {status.pid}, Kafka {status.kafka_version}, ready in {time.monotonic() - began:.1f}s; "
             f"log {status.log_file}",
@@ -78,6 +93,50 @@ def _broker(args: argparse.Namespace) -> int:
         return 0
     if args.action == "stop":
         print("stopped" if broker.stop() else "not running")
+        return 0
+    raise AssertionError(args.action)
+
+
+def _cluster_command(args: argparse.Namespace, cluster: LocalCluster) -> int:
+    """`streamlet broker start --brokers N` and the `status`/`stop` of a directory holding a cluster."""
+    from streamlet.kafka.broker import _port_free
+
+    if args.action == "start":
+        layout = cluster.layout()
+        if layout is not None and args.brokers > 1 and len(layout.ports) != args.brokers:
+            raise SystemExit(
+                f"streamlet broker: {cluster.directory} holds a cluster of {len(layout.ports)} nodes, not "
+                f"{args.brokers}; use another --dir"
+            )
+        if args.security != "plaintext":
+            raise SystemExit("streamlet broker: --security with --brokers > 1 is not supported yet (plaintext only)")
+        default_port = int(DEFAULT_BOOTSTRAP_SERVERS.rpartition(":")[2])
+        first = args.port or default_port
+        ports = [first + i for i in range(args.brokers)]
+        if layout is None and not all(_port_free("127.0.0.1", p) for p in ports):
+            if args.port:
+                raise SystemExit(f"streamlet broker: ports {ports} are not all free; choose others with --port")
+            ports = []  # the defaults are taken: free ports
+        cluster.requested_ports = ports or None
+        began = time.monotonic()
+        running = cluster.start(timeout=args.timeout)
+        print(f"export STREAMLET_BOOTSTRAP_SERVERS={shlex.quote(cluster.bootstrap_servers)}")
+        print(
+            f"{len(running)} nodes (pids {', '.join(str(s.pid) for s in running.values())}), ready in "
+            f"{time.monotonic() - began:.1f}s; replication factor {min(len(running), 3)}, logs in {cluster.directory}",
+            file=sys.stderr,
+        )
+        return 0
+    if args.action == "status":
+        layout, running = cluster.layout(), cluster.status()
+        assert layout is not None  # only a cluster's directory comes here without --brokers
+        for node_id in layout.node_ids:
+            state = running.get(node_id)
+            where = f"127.0.0.1:{layout.ports[str(node_id)]}"
+            print(f"node {node_id}: " + (f"running: {where} pid {state.pid}" if state else f"not running ({where})"))
+        return 0 if len(running) == len(layout.node_ids) else 1
+    if args.action == "stop":
+        print("stopped" if cluster.stop() else "not running")
         return 0
     raise AssertionError(args.action)
 
@@ -122,6 +181,11 @@ def parse_config_pairs(pairs: Sequence[str]) -> dict[str, tuple[Any, str]]:
         if not sep or not raw_key:
             raise ConfigError(f"--config expects KEY=VALUE, got {pair!r}")
         key = config_key(raw_key)
+        if key in SECRETS:  # a command line shows in `ps` and in the shell's history
+            raise ConfigError(
+                f"--config {raw_key}=...: a secret never goes on the command line; set "
+                f"${ENVIRONMENT_VARIABLES[key]} or give {key}_file=PATH"
+            )
         value = parse_setting(key, raw)
         if key in out and out[key][0] != value:
             raise ConfigError(f"--config {out[key][1]} conflicts with --config {pair}: give {key} once")
@@ -205,6 +269,33 @@ def _cleanup(args: argparse.Namespace) -> int:
     return 0
 
 
+def _acls(args: argparse.Namespace) -> int:
+    """Print (or create) the ACLs of `required_acls`, for the app as `streamlet worker` would configure it."""
+    from streamlet.kafka.acls import create_acls
+
+    app = _target_app(args)
+    flags = {"--bootstrap-servers": args.bootstrap_servers}
+    settings = resolve_worker_config(flags, args.config, _app_config(app), os.environ)
+    acls = app.required_acls(args.principal, **settings)
+    cluster = StreamsConfig.from_mapping({"application_id": app.application_id, **settings}).cluster
+    if not args.create:
+        for acl in acls:
+            print(acl.command(cluster.bootstrap_servers))
+        return 0
+
+    async def create() -> None:
+        admin = connect.admin(cluster)
+        await connect.start(admin, cluster, "streamlet acls")
+        try:
+            await create_acls(admin, acls)
+        finally:
+            await admin.close()
+
+    asyncio.run(create())
+    print(f"created {len(acls)} ACLs for {args.principal}", file=sys.stderr)
+    return 0
+
+
 def _describe(args: argparse.Namespace) -> int:
     bound: AppLike | None = getattr(args, "app", None)
     app = bound if bound is not None else _app_of(args.target, args.application_id or "describe")
@@ -212,17 +303,17 @@ def _describe(args: argparse.Namespace) -> int:
     return 0
 
 
-def _bootstrap_servers(args: argparse.Namespace) -> str:
-    """For the commands without an App or --config: the flag, else the environment, else the default."""
-    servers: str | None = args.bootstrap_servers
-    return servers or default_bootstrap_servers()
+def _cluster(args: argparse.Namespace) -> Cluster:
+    """For the commands without an App or --config: servers from the flag, else the environment, else the
+    default; security settings from the environment ($STREAMLET_SECURITY_PROTOCOL, ...)."""
+    return cluster_from_environment(args.bootstrap_servers)
 
 
 def _topics(args: argparse.Namespace) -> int:
     from streamlet.kafka.topics import InternalTopicManager, TopicSpec
 
     async def run() -> None:
-        manager = InternalTopicManager(_bootstrap_servers(args), replication_factor=args.replication_factor)
+        manager = InternalTopicManager(_cluster(args), replication_factor=args.replication_factor)
         await manager.start()
         try:
             await manager.ensure([TopicSpec(name, args.partitions) for name in args.names])
@@ -236,13 +327,12 @@ def _topics(args: argparse.Namespace) -> int:
 
 
 def _produce(args: argparse.Namespace) -> int:
-    from aiokafka import AIOKafkaProducer
-
     stream = open(args.file, encoding="utf-8") if args.file else sys.stdin
 
     async def run() -> int:
-        producer = AIOKafkaProducer(bootstrap_servers=_bootstrap_servers(args), linger_ms=10, acks="all")
-        await producer.start()
+        cluster = _cluster(args)
+        producer = connect.producer(cluster, linger_ms=10, acks="all")
+        await connect.start(producer, cluster, "streamlet produce")
         sent = 0
         try:
             for line in stream:
@@ -268,8 +358,6 @@ def _produce(args: argparse.Namespace) -> int:
 
 
 def _consume(args: argparse.Namespace) -> int:
-    from aiokafka import AIOKafkaConsumer
-
     from streamlet.serdes import serde_from_name
 
     key_serde = console_key_serde(args.key_serde, args.window_size)
@@ -279,14 +367,11 @@ def _consume(args: argparse.Namespace) -> int:
         raise StreamletError(f"--value-serde: {exc}") from None
 
     async def run() -> None:
-        consumer = AIOKafkaConsumer(
-            args.topic,
-            bootstrap_servers=_bootstrap_servers(args),
-            group_id=None,
-            auto_offset_reset="earliest",
-            enable_auto_commit=False,
+        cluster = _cluster(args)
+        consumer = connect.consumer(
+            cluster, args.topic, group_id=None, auto_offset_reset="earliest", enable_auto_commit=False
         )
-        await consumer.start()
+        await connect.start(consumer, cluster, "streamlet consume")
         seen = 0
         try:
             while args.max_records is None or seen < args.max_records:
@@ -312,11 +397,11 @@ def _status(args: argparse.Namespace) -> int:
     application_id = args.application_id or (_app_of(args.target, None).application_id if args.target else None)
     if not application_id:
         raise StreamletError("give --application-id (or MODULE:APP)")
-    servers = _bootstrap_servers(args)
+    cluster = _cluster(args)
 
     async def show() -> None:
         while True:
-            text = format_status(await read_group_events(servers, application_id))
+            text = format_status(await read_group_events(cluster, application_id))
             if args.watch:
                 print("\033[2J\033[H" + time.strftime("%H:%M:%S  ") + f"every {args.interval:g}s (Ctrl-C stops)")
             print(text, end="", flush=True)
@@ -396,6 +481,21 @@ def _add_app_commands(sub: Any, bootstrap: dict[str, Any], *, bound: bool) -> No
     cleanup.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="as for worker")
     cleanup.set_defaults(handler=_cleanup)
 
+    acls = sub.add_parser(
+        "acls",
+        help="the minimal ACLs an application's user needs, as kafka-acls.sh commands (or created with --create)",
+    )
+    target(acls, "MODULE:ATTRIBUTE, as for worker")
+    acls.add_argument("--principal", required=True, help="the application's Kafka principal, e.g. User:wordcount")
+    acls.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="as for worker")
+    acls.add_argument("--bootstrap-servers", **bootstrap)
+    acls.add_argument(
+        "--create",
+        action="store_true",
+        help="create them, as the user the environment's security settings name (it needs ALTER on the cluster)",
+    )
+    acls.set_defaults(handler=_acls)
+
     topology = sub.add_parser("topology", help="inspect an application's topology")
     topology.add_argument("action", choices=["describe"])
     target(topology, "MODULE:ATTRIBUTE")
@@ -415,6 +515,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--port", type=int, default=None, help="listener port (default: 9092 when free, else a free port)"
     )
     broker.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the broker to answer")
+    broker.add_argument(
+        "--brokers",
+        type=int,
+        default=1,
+        help="nodes: 3 starts a KRaft cluster of 3 broker+controller nodes (ports --port.. or 9092-9094 when free), "
+        "replication factor 3 and min.insync.replicas=2 for every topic",
+    )
+    broker.add_argument(
+        "--security",
+        choices=["plaintext", "sasl_ssl", "ssl"],
+        default="plaintext",
+        help="sasl_ssl: TLS and a SCRAM user; ssl: mutual TLS (client certificates). Certificates, CA and users are "
+        "made at the first start, in the broker directory",
+    )
     broker.set_defaults(handler=_broker)
 
     bootstrap = _bootstrap_flag()

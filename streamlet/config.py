@@ -16,8 +16,18 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from streamlet.errors import ConfigError
+from streamlet.kafka.connect import Cluster
+from streamlet.kafka.security import (
+    SECRET_SETTINGS,
+    SECURITY_DEFAULTS,
+    ClientSecurity,
+    Password,
+    as_password,
+    read_secret_file,
+)
 from streamlet.timestamps import TimestampExtractor, resolve_extractor
 from streamlet.topology.optimizer import verify_topology_optimization
+from streamlet.web_security import WEB_SECURITY_DEFAULTS, WebSecurity
 
 AT_LEAST_ONCE = "at_least_once"
 EXACTLY_ONCE_V2 = "exactly_once_v2"
@@ -35,13 +45,45 @@ REBALANCE_PROTOCOLS = ("cooperative", "eager")
 DEFAULT_BOOTSTRAP_SERVERS = "127.0.0.1:9092"
 # Settings the environment may supply, and the variable for each. The environment sits below an App's own
 # config and above the built-in default (see `streamlet.cli.resolve_worker_config` for the whole order).
-ENVIRONMENT_VARIABLES: Mapping[str, str] = {"bootstrap_servers": "STREAMLET_BOOTSTRAP_SERVERS"}
+# Security settings (and the secrets: `sasl_plain_password`, `ssl_password`) come from the environment
+# too, as STREAMLET_<SETTING>, e.g. $STREAMLET_SASL_PLAIN_PASSWORD; never from the command line.
+_ENVIRONMENT_DEFAULTS: Mapping[str, Any] = {**SECURITY_DEFAULTS, **WEB_SECURITY_DEFAULTS}
+ENVIRONMENT_VARIABLES: Mapping[str, str] = {
+    "bootstrap_servers": "STREAMLET_BOOTSTRAP_SERVERS",
+    **{name: f"STREAMLET_{name.upper()}" for name in _ENVIRONMENT_DEFAULTS},
+}
+#: Settings holding a secret: a Password (shown as [hidden]), never taken from the command line
+SECRETS = (*SECRET_SETTINGS, "web_token")
 
 
 def default_bootstrap_servers(environ: Mapping[str, str] | None = None) -> str:
     """`$STREAMLET_BOOTSTRAP_SERVERS` if set and non-empty, else the local broker's address."""
     env = os.environ if environ is None else environ
     return env.get(ENVIRONMENT_VARIABLES["bootstrap_servers"]) or DEFAULT_BOOTSTRAP_SERVERS
+
+
+def _from_environment(name: str) -> Any:
+    """A StreamsConfig field's default: `$STREAMLET_<NAME>` if set and non-empty, else the built-in default."""
+
+    def default() -> Any:
+        value = os.environ.get(ENVIRONMENT_VARIABLES[name])
+        return value if value else _ENVIRONMENT_DEFAULTS[name]
+
+    return field(default_factory=default)
+
+
+def security_from_environment(environ: Mapping[str, str] | None = None) -> ClientSecurity:
+    """The security settings `$STREAMLET_SECURITY_PROTOCOL` and its siblings give (for commands without an App)."""
+    env = os.environ if environ is None else environ
+    return ClientSecurity.from_settings(
+        {name: env[ENVIRONMENT_VARIABLES[name]] for name in SECURITY_DEFAULTS if env.get(ENVIRONMENT_VARIABLES[name])}
+    )
+
+
+def cluster_from_environment(bootstrap_servers: str | None = None, environ: Mapping[str, str] | None = None) -> Cluster:
+    """For commands without an App: the servers given (else the environment's), security from the environment."""
+    env = os.environ if environ is None else environ
+    return Cluster(bootstrap_servers or default_bootstrap_servers(env), security_from_environment(env))
 
 
 def default_state_dir() -> str:
@@ -78,6 +120,11 @@ class StreamsConfig:
     rocksdb_bounded_memory_bytes: int = 0
     state_cleanup_delay_ms: int = 600_000
     replication_factor: int = -1
+    # Topic configs for every topic the application creates for itself (changelogs, repartition topics, the
+    # assignment-history and metrics topics), e.g. {"min.insync.replicas": "2"}: Kafka Streams' `topic.` prefix,
+    # which `from_mapping` also accepts (`topic.min.insync.replicas=2`). A string "k=v,k=v" is parsed. A topic's
+    # own settings (a changelog's cleanup.policy, a reply topic's retention) win over these.
+    internal_topic_configs: Mapping[str, str] | str = field(default_factory=dict, hash=False)
     application_server: str = ""
     # The worker's web server (interactive queries, @app.page): 0 = none. Not a Kafka Streams setting (Faust's
     # web_port/web_bind). With a port and no application_server, application_server is web_host:web_port.
@@ -125,9 +172,49 @@ class StreamsConfig:
     topology_optimization: str = "none"
     # None: each record's own timestamp; else `fn(record, partition_time) -> int` (see streamlet.timestamps)
     timestamp_extractor: TimestampExtractor | str | None = None
+    # Security: Kafka's client settings in snake_case, each defaulting to $STREAMLET_<NAME> (see
+    # streamlet.kafka.security). A secret may instead be read from the file `<name>_file` names.
+    security_protocol: str = _from_environment("security_protocol")
+    ssl_cafile: str = _from_environment("ssl_cafile")
+    ssl_certfile: str = _from_environment("ssl_certfile")
+    ssl_keyfile: str = _from_environment("ssl_keyfile")
+    ssl_password: Password | str = _from_environment("ssl_password")
+    ssl_password_file: str = _from_environment("ssl_password_file")
+    ssl_endpoint_identification_algorithm: str = _from_environment("ssl_endpoint_identification_algorithm")
+    sasl_mechanism: str = _from_environment("sasl_mechanism")
+    sasl_plain_username: str = _from_environment("sasl_plain_username")
+    sasl_plain_password: Password | str = _from_environment("sasl_plain_password")
+    sasl_plain_password_file: str = _from_environment("sasl_plain_password_file")
+    # OAUTHBEARER's token hook: an aiokafka AbstractTokenProvider, a function returning the token, or "module:attr"
+    sasl_oauth_token_provider: Any = _from_environment("sasl_oauth_token_provider")
+    # The web server beyond 127.0.0.1 (streamlet.web_security): HTTPS with this certificate and key, the CA of
+    # the other workers' certificates (forwarded queries), and a token every request must carry (else 401)
+    web_ssl_certfile: str = _from_environment("web_ssl_certfile")
+    web_ssl_keyfile: str = _from_environment("web_ssl_keyfile")
+    web_ssl_cafile: str = _from_environment("web_ssl_cafile")
+    web_token: Password | str = _from_environment("web_token")
+    web_token_file: str = _from_environment("web_token_file")
+    # built from the fields above when the config is built
+    security: ClientSecurity = field(init=False, repr=False, compare=False)
+    web_security: WebSecurity = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "timestamp_extractor", resolve_extractor(self.timestamp_extractor))
+        for name in SECRETS:  # wrapped, so a printed config shows [hidden]
+            object.__setattr__(self, name, as_password(getattr(self, name)))
+        security = ClientSecurity.from_settings({name: getattr(self, name) for name in SECURITY_DEFAULTS})
+        object.__setattr__(self, "security", security)
+        # the resolved hook, so a replace()d config shares it (and the TLS context cached for its settings)
+        object.__setattr__(self, "sasl_oauth_token_provider", security.sasl_oauth_token_provider)
+        if self.web_token and self.web_token_file:
+            raise ConfigError("give web_token or web_token_file, not both")
+        token = read_secret_file("web_token", self.web_token_file) if self.web_token_file else self.web_token
+        object.__setattr__(
+            self,
+            "web_security",
+            WebSecurity(self.web_ssl_certfile, self.web_ssl_keyfile, self.web_ssl_cafile, as_password(token)),
+        )
+        object.__setattr__(self, "internal_topic_configs", parse_topic_configs(self.internal_topic_configs))
         if self.processing_guarantee not in PROCESSING_GUARANTEES:
             hint = difflib.get_close_matches(str(self.processing_guarantee), PROCESSING_GUARANTEES, n=1)
             raise ConfigError(
@@ -197,19 +284,36 @@ class StreamsConfig:
         return cast("TimestampExtractor | None", self.timestamp_extractor)
 
     @property
+    def cluster(self) -> Cluster:
+        """Where the brokers are and how every client of this application reaches them."""
+        return Cluster(self.bootstrap_servers, self.security)
+
+    @property
+    def topic_configs(self) -> Mapping[str, str]:
+        """The parsed `internal_topic_configs`."""
+        return cast("Mapping[str, str]", self.internal_topic_configs)
+
+    @property
     def exactly_once(self) -> bool:
         return self.processing_guarantee == EXACTLY_ONCE_V2
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> StreamsConfig:
         """Build from a dict (CLI, env, files). Accepts Kafka's dotted names too (`num.stream.threads`)."""
-        known = {f.name for f in dataclasses.fields(cls)}
+        known = {f.name for f in dataclasses.fields(cls) if f.init}
         kwargs: dict[str, Any] = {}
+        topic_configs: dict[str, str] = {}
         for raw_key, value in values.items():
+            if raw_key.startswith(TOPIC_PREFIX):  # Kafka Streams' topic.* settings: configs of internal topics
+                topic_configs[raw_key.removeprefix(TOPIC_PREFIX)] = str(value)
+                continue
             key = config_key(raw_key)
             if key not in known:
                 raise ConfigError(f"unknown config {raw_key!r}{_unknown_config_hint(key, known)}")
             kwargs[key] = value
+        if topic_configs:
+            given = parse_topic_configs(kwargs.get("internal_topic_configs", {}))
+            kwargs["internal_topic_configs"] = {**given, **topic_configs}
         return cls(**kwargs)
 
     def replace(self, **changes: Any) -> StreamsConfig:
@@ -233,14 +337,41 @@ FAUST_SETTINGS: Mapping[str, str] = {
     "topic_replication_factor": "replication_factor",
     "store": "nothing: tables are always in RocksDB under state_dir (drop store=)",
 }
+# aiokafka's names a user may bring, and streamlet's (Kafka's) setting for each
+AIOKAFKA_SETTINGS: Mapping[str, str] = {
+    "ssl_check_hostname": "ssl_endpoint_identification_algorithm ('https' checks the name, '' does not)",
+    "ssl_context": "ssl_cafile, ssl_certfile, ssl_keyfile and ssl_password (streamlet builds the context)",
+}
 
 
 def _unknown_config_hint(key: str, known: set[str]) -> str:
     """' (did you mean ...?)' for an unknown setting: Faust's name for it, else the closest StreamsConfig field."""
     if key in FAUST_SETTINGS:
         return f" (Faust's {key!r}: in streamlet, use {FAUST_SETTINGS[key]})"
+    if key in AIOKAFKA_SETTINGS:
+        return f" (aiokafka's {key!r}: in streamlet, use {AIOKAFKA_SETTINGS[key]})"
     hint = difflib.get_close_matches(key, sorted(known), n=1)
     return f" (did you mean {hint[0]!r}?)" if hint else ""
+
+
+TOPIC_PREFIX = "topic."
+
+
+def parse_topic_configs(value: Mapping[str, Any] | str) -> dict[str, str]:
+    """`internal_topic_configs` as a dict of strings (topic configs are strings on the wire): a mapping, or
+    "key=value,key=value" as the command line and the environment give it."""
+    if isinstance(value, str):
+        pairs = [item.strip() for item in value.split(",") if item.strip()]
+        parsed: dict[str, str] = {}
+        for pair in pairs:
+            key, sep, raw = pair.partition("=")
+            if not sep or not key.strip():
+                raise ConfigError(f"internal_topic_configs: expected 'key=value,...', got {pair!r}")
+            parsed[key.strip()] = raw.strip()
+        return parsed
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"internal_topic_configs must be a mapping or 'key=value,...', got {value!r}")
+    return {str(key): str(raw) for key, raw in value.items()}
 
 
 def config_key(raw: str) -> str:
@@ -249,6 +380,8 @@ def config_key(raw: str) -> str:
     Every layer of configuration goes through this, so `num.stream.threads` and `num_stream_threads` are
     recognised as the same setting when layers are merged.
     """
+    if raw.startswith(TOPIC_PREFIX):  # a topic config (`topic.min.insync.replicas`): Kafka's name, kept whole
+        return raw
     return raw.replace(".", "_").replace("-", "_")
 
 

@@ -65,3 +65,12 @@ class TaskAssignmentError(StreamletError):
 
 class BrokerError(StreamletError):
     """The local Kafka broker could not be installed, started or stopped."""
+
+
+class ClusterAccessError(StreamletError):
+    """A client could not connect to or authenticate with the cluster; the message names the client, the broker
+    and the reason (an untrusted certificate, refused credentials, no connection)."""
+
+
+class NotAuthorizedError(ClusterAccessError):
+    """The cluster's ACLs do not allow what the application did; the message names the ACL to add."""

@@ -30,6 +30,7 @@ from aiokafka.structs import TopicPartition
 
 from streamlet.config import StreamsConfig
 from streamlet.errors import StreamletError
+from streamlet.kafka import connect
 from streamlet.kafka.topics import InternalTopicManager, TopicSpec
 from streamlet.serdes import JsonSerde, Serde
 from streamlet.typed_serdes import ModelSerde, is_model
@@ -89,15 +90,17 @@ class ReplyConsumer:
     async def start(self) -> None:
         config = self.config
         try:
-            manager = InternalTopicManager(config.bootstrap_servers, replication_factor=config.replication_factor)
+            manager = InternalTopicManager(
+                config.cluster, replication_factor=config.replication_factor, topic_configs=config.topic_configs
+            )
             await manager.start()
             try:
                 await manager.ensure([TopicSpec(self.topic, 1, {"retention.ms": str(REPLY_RETENTION_MS)})])
                 self._created = True
             finally:
                 await manager.close()
-            self._consumer = AIOKafkaConsumer(
-                bootstrap_servers=config.bootstrap_servers,
+            self._consumer = connect.consumer(
+                config.cluster,
                 client_id=f"{self.topic}-consumer",
                 group_id=None,
                 enable_auto_commit=False,
@@ -170,7 +173,7 @@ class ReplyConsumer:
             self._consumer = None
         if self._created:
             self._created = False
-            manager = InternalTopicManager(self.config.bootstrap_servers)
+            manager = InternalTopicManager(self.config.cluster)
             try:
                 await manager.start()
                 await manager.delete([self.topic])

@@ -22,6 +22,8 @@ from aiokafka.structs import TopicPartition
 
 from streamlet.assignment.history import EVENT_TYPE as ASSIGNMENT_EVENT
 from streamlet.assignment.history import HISTORY_VERSION, assignment_history_topic
+from streamlet.kafka import connect
+from streamlet.kafka.connect import Cluster
 from streamlet.runtime.metrics_event import metrics_topic, parse_metrics_event
 from streamlet.runtime.restore_listener import format_eta
 
@@ -57,11 +59,11 @@ async def _tail(consumer: AIOKafkaConsumer, tp: TopicPartition, lookback: int, t
     return values
 
 
-async def read_group_events(bootstrap_servers: str, application_id: str) -> GroupEvents:
+async def read_group_events(cluster: Cluster, application_id: str) -> GroupEvents:
     """Read the latest assignment event and each client's latest metrics event of `application_id`."""
     events = GroupEvents(application_id)
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap_servers, enable_auto_commit=False)
-    await consumer.start()
+    consumer = connect.consumer(cluster, enable_auto_commit=False)
+    await connect.start(consumer, cluster, f"the reader of {application_id}'s group events")
     try:
         topics = await consumer.topics()
         history, metrics = assignment_history_topic(application_id), metrics_topic(application_id)

@@ -20,6 +20,9 @@ Endpoints (JSON):
 
 While the client rebalances, a task restores, or the client is not running, a query answers 503 with a JSON
 `reason` and `Retry-After`: a retriable error, never a possibly stale answer. A missing key is 404.
+
+Bound beyond 127.0.0.1, the server serves HTTPS and requires a token (`streamlet.web_security`): a request
+without it is 401, and a forwarded request carries it.
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ from streamlet.runtime.window_queries import MAX_TIME, ReadOnlySessionStore, Rea
 from streamlet.serdes import BytesSerde, IntegerSerde, JsonSerde, LongSerde, Serde, StringSerde
 from streamlet.status import GroupEvents
 from streamlet.task_id import TaskId
+from streamlet.web_security import WebSecurity, client_context, server_context
 from streamlet.windows import Windowed
 
 __all__ = ["FORWARDED_HEADER", "Page", "QueryClient", "Web", "WebServer"]
@@ -68,6 +72,7 @@ SERVED_BY_HEADER = "X-Streamlet-Served-By"
 GROUP_READ_TIMEOUT_S = 15.0
 
 PageHandler = Callable[..., Awaitable[Any]]
+NO_WEB_SECURITY = WebSecurity()  # plain HTTP, no token: the default bind address is 127.0.0.1
 
 
 @dataclass(frozen=True)
@@ -118,14 +123,16 @@ class WebServer:
         pages: Sequence[Page] = (),
         forward_timeout_s: float = 10.0,
         group_events: Callable[[], Awaitable[GroupEvents]] | None = None,
+        security: WebSecurity = NO_WEB_SECURITY,
     ) -> None:
         self._client = client
+        self._security = security
         self._group_events = group_events
         self._host = host
         self._port = port
         self._forward_timeout = aiohttp.ClientTimeout(total=forward_timeout_s)
         self._web = Web()
-        self._app = web.Application(middlewares=[self._errors])
+        self._app = web.Application(middlewares=[self._authorize, self._errors])
         self._app.router.add_get("/metadata", self._all_metadata)
         self._app.router.add_get("/metadata/{store}", self._store_metadata)
         self._app.router.add_get("/metadata/{store}/{key:.*}", self._key_metadata)
@@ -147,14 +154,23 @@ class WebServer:
     async def start(self) -> None:
         self._runner = web.AppRunner(self._app, access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self._host, self._port)
+        tls = server_context(self._security) if self._security.tls else None
+        site = web.TCPSite(self._runner, self._host, self._port, ssl_context=tls)
         await site.start()
         server = site._server  # the bound port, when asked for port 0
         sockets = getattr(server, "sockets", None) or []
         if sockets:
             self.port = sockets[0].getsockname()[1]
-        self._session = aiohttp.ClientSession(timeout=self._forward_timeout)
-        log.info("web server listening on http://%s:%d (application_server %r)", self._host, self.port, self.local_host)
+        connector = aiohttp.TCPConnector(ssl=client_context(self._security)) if self._security.tls else None
+        self._session = aiohttp.ClientSession(timeout=self._forward_timeout, connector=connector)
+        log.info(
+            "web server listening on %s://%s:%d (application_server %r%s)",
+            self._security.scheme,
+            self._host,
+            self.port,
+            self.local_host,
+            ", token required" if self._security.token else "",
+        )
 
     async def stop(self) -> None:
         if self._session is not None:
@@ -247,6 +263,19 @@ class WebServer:
     # ---- errors and forwarding --------------------------------------------------------------------------------
 
     @web.middleware
+    async def _authorize(
+        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        """With a `web_token`, a request without it is 401 (forwarded requests carry it)."""
+        if not self._security.authorized(request.headers.get("Authorization")):
+            response = self._web.json(
+                {"error": "unauthorized", "message": "this server requires its token"}, status=401
+            )
+            response.headers["WWW-Authenticate"] = "Bearer"
+            return response
+        return await handler(request)
+
+    @web.middleware
     async def _errors(
         self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
     ) -> web.StreamResponse:
@@ -275,8 +304,8 @@ class WebServer:
             return self._unavailable("not_owner", f"{exc}; the owner moved (a rebalance), retry")
         if self._session is None:
             return self._unavailable("not_running", "the web server is stopping")
-        url = f"http://{exc.host}{request.rel_url}"
-        headers = {FORWARDED_HEADER: self.local_host or "unknown"}
+        url = f"{self._security.scheme}://{exc.host}{request.rel_url}"
+        headers = {FORWARDED_HEADER: self.local_host or "unknown", **self._security.headers()}
         if request.content_type:
             headers["Content-Type"] = request.content_type
         try:

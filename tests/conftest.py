@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
+from streamlet.config import security_from_environment
 from tests.support.kafka import KafkaTestCluster
 from tests.support.reports import REPORTS
 
@@ -33,7 +34,7 @@ def bootstrap_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
 @pytest.fixture
 async def kafka(bootstrap_servers: str) -> AsyncIterator[KafkaTestCluster]:
     """Per-test access to the broker; topics it creates are uniquely named and deleted afterwards."""
-    cluster = KafkaTestCluster(bootstrap_servers)
+    cluster = KafkaTestCluster(bootstrap_servers, security_from_environment())  # a secured cluster's, if set
     await cluster.start()
     try:
         yield cluster

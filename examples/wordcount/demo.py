@@ -28,6 +28,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
 
 from streamlet.kafka.broker import LocalBroker, cache_root
+from streamlet.kafka.connect import Cluster
 from streamlet.kafka.topics import InternalTopicManager, TopicSpec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,7 +73,7 @@ async def recreate_topics(bootstrap: str) -> None:
             await asyncio.sleep(2)
     finally:
         await admin.close()
-    manager = InternalTopicManager(bootstrap)
+    manager = InternalTopicManager(Cluster(bootstrap))
     await manager.start()
     try:
         await manager.ensure([TopicSpec(INPUT, 6), TopicSpec(OUTPUT, 6)])

@@ -36,14 +36,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.structs import TopicPartition
 
 from streamlet.assignment.history import assignment_history_topic
+from streamlet.config import ENVIRONMENT_VARIABLES, cluster_from_environment
 from streamlet.errors import StreamletError
 from streamlet.experiments.inputs import count_differences, decode_count, expected_counts, input_lines
 from streamlet.experiments.scenario import STOP_TIMEOUT_S, Scenario, ScenarioError, Step, config_text, load_problem
+from streamlet.kafka import connect
 from streamlet.kafka.broker import LocalBroker
+from streamlet.kafka.connect import Cluster
+from streamlet.kafka.security import SECURITY_DEFAULTS
 from streamlet.kafka.topics import InternalTopicManager, TopicSpec
 from streamlet.runtime.metrics_event import metrics_topic
 from streamlet.targets import load_target
@@ -139,14 +142,14 @@ class RunRecord:
 class InputProducer:
     """Produces the input lines at a rate that a `rate` step may change (0 pauses)."""
 
-    def __init__(self, bootstrap: str, topic: str, lines: list[str], rate: float) -> None:
-        self.bootstrap, self.topic, self.lines, self.rate = bootstrap, topic, lines, rate
+    def __init__(self, cluster: Cluster, topic: str, lines: list[str], rate: float) -> None:
+        self.cluster, self.topic, self.lines, self.rate = cluster, topic, lines, rate
         self.sent = 0
         self.done = asyncio.Event()
 
     async def run(self) -> None:
-        producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap, linger_ms=10, acks="all")
-        await producer.start()
+        producer = connect.producer(self.cluster, linger_ms=10, acks="all")
+        await connect.start(producer, self.cluster, "the experiment's input producer")
         try:
             while self.sent < len(self.lines):
                 if self.rate <= 0:
@@ -168,14 +171,14 @@ class HistoryCollector:
     """Tails a one-partition event topic into a JSON-lines file and keeps the events (the assignments are
     what the timeline's waits look at)."""
 
-    def __init__(self, bootstrap: str, topic: str, path: Path) -> None:
-        self.bootstrap, self.topic, self.path = bootstrap, topic, path
+    def __init__(self, cluster: Cluster, topic: str, path: Path) -> None:
+        self.cluster, self.topic, self.path = cluster, topic, path
         self.events: list[dict[str, Any]] = []
         self.last_event_at = time.monotonic()
 
     async def run(self) -> None:
-        consumer = AIOKafkaConsumer(bootstrap_servers=self.bootstrap, enable_auto_commit=False)
-        await consumer.start()
+        consumer = connect.consumer(self.cluster, enable_auto_commit=False)
+        await connect.start(consumer, self.cluster, f"the collector of {self.topic}")
         try:
             tp = TopicPartition(self.topic, 0)
             consumer.assign([tp])
@@ -262,17 +265,17 @@ class ExperimentRunner:
         return self.record
 
     async def _run(self) -> None:
-        bootstrap = await self._ensure_broker()
-        self.record.bootstrap_servers = bootstrap
-        await self._create_topics(bootstrap)
+        cluster = await self._ensure_broker()
+        self.record.bootstrap_servers = cluster.bootstrap_servers
+        await self._create_topics(cluster)
         self._save()
         self.collector = HistoryCollector(
-            bootstrap, assignment_history_topic(self.record.application_id), self.run_dir / "assignments.jsonl"
+            cluster, assignment_history_topic(self.record.application_id), self.run_dir / "assignments.jsonl"
         )
-        self.producer = InputProducer(bootstrap, self.record.input_topic, self.lines, self.scenario.input.rate)
+        self.producer = InputProducer(cluster, self.record.input_topic, self.lines, self.scenario.input.rate)
         producing = asyncio.create_task(self.producer.run(), name="input-producer")
         self.metrics = HistoryCollector(
-            bootstrap, metrics_topic(self.record.application_id), self.run_dir / "metrics.jsonl"
+            cluster, metrics_topic(self.record.application_id), self.run_dir / "metrics.jsonl"
         )
         self._tasks = [
             asyncio.create_task(self.collector.run(), name="history-collector"),
@@ -283,7 +286,7 @@ class ExperimentRunner:
             await self._step(step)
         await self._finish_input(producing)
         if self.scenario.app.verify == "wordcount":
-            self.record.verification = await self._verify_wordcount(bootstrap)
+            self.record.verification = await self._verify_wordcount(cluster)
         self.record.timeline_events = len(self.collector.events)
 
     async def _step(self, step: Step) -> None:
@@ -430,7 +433,7 @@ class ExperimentRunner:
             raise ExperimentError(f"the input was not all produced within {timeout:.0f}s")
         self.record.produced = self.producer.sent
 
-    async def _verify_wordcount(self, bootstrap: str) -> dict[str, Any]:
+    async def _verify_wordcount(self, cluster: Cluster) -> dict[str, Any]:
         """Wait until the output's latest counts equal the expected ones (bounded); say what differs if not."""
         timeout = 120.0 + len(self.lines) / 200  # the app may still be catching up with a large input
         expected = expected_counts(self.lines)
@@ -439,7 +442,7 @@ class ExperimentRunner:
         deadline = loop.time() + timeout
         got: dict[str, int] = {}
         while True:
-            got = await read_latest_counts(bootstrap, self.record.output_topic, partitions)
+            got = await read_latest_counts(cluster, self.record.output_topic, partitions)
             if got == expected or loop.time() > deadline:
                 break
             await asyncio.sleep(1.0)
@@ -479,6 +482,9 @@ class ExperimentRunner:
         for key, value in self.scenario.app.config.items():
             cmd += ["--config", f"{key}={config_text(value)}"]
         env = {**os.environ, **self._app_env()}
+        if self._broker is not None:  # its own plaintext broker: no security settings meant for another cluster
+            for name in SECURITY_DEFAULTS:
+                env.pop(ENVIRONMENT_VARIABLES[name], None)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(self.cwd), os.environ.get("PYTHONPATH", "")) if p)
         with worker.log_path.open("ab") as out:
             worker.proc = subprocess.Popen(
@@ -540,16 +546,17 @@ class ExperimentRunner:
 
     # ---- setup and teardown -----------------------------------------------------------------------------
 
-    async def _ensure_broker(self) -> str:
+    async def _ensure_broker(self) -> Cluster:
+        """The cluster given (secured as the environment says: the workers inherit it), else a local broker."""
         if self._bootstrap:
-            return self._bootstrap
+            return cluster_from_environment(self._bootstrap)
         self._broker = LocalBroker(self.run_dir / "broker", die_with_parent=True)
         status = await asyncio.to_thread(self._broker.start)
-        return str(status.bootstrap_servers)
+        return Cluster(status.bootstrap_servers)
 
-    async def _create_topics(self, bootstrap: str) -> None:
+    async def _create_topics(self, cluster: Cluster) -> None:
         spec = self.scenario.input
-        manager = InternalTopicManager(bootstrap, client_id="streamlet-experiment")
+        manager = InternalTopicManager(cluster, client_id="streamlet-experiment")
         await manager.start()
         try:
             await manager.ensure(
@@ -604,10 +611,10 @@ class ExperimentRunner:
         os.replace(tmp, path)
 
 
-async def read_latest_counts(bootstrap: str, topic: str, partitions: int) -> dict[str, int]:
+async def read_latest_counts(cluster: Cluster, topic: str, partitions: int) -> dict[str, int]:
     """The latest count per word in WordCount's output topic (a word always lands in one partition)."""
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest")
-    await consumer.start()
+    consumer = connect.consumer(cluster, enable_auto_commit=False, auto_offset_reset="earliest")
+    await connect.start(consumer, cluster, "the experiment's verifier")
     try:
         tps = [TopicPartition(topic, p) for p in range(partitions)]
         consumer.assign(tps)

@@ -17,9 +17,11 @@ import ctypes
 import json
 import os
 import re
+import secrets
 import shutil
 import signal
 import socket
+import ssl
 import struct
 import subprocess
 import time
@@ -30,10 +32,23 @@ from importlib import resources
 from pathlib import Path
 
 from streamlet.errors import BrokerError
+from streamlet.kafka.certificates import TlsFiles, make_tls_files, tls_files
 
 KAFKA_VERSION = "4.1.1"
 _MIN_JAVA = 17
 _STATE_FILE = "broker.json"
+# --security: a plaintext listener; SASL_SSL with SCRAM users; SSL with client certificates (mutual TLS)
+PLAINTEXT_MODE, SASL_SSL_MODE, SSL_MODE = "plaintext", "sasl_ssl", "ssl"
+SECURITY_MODES = (PLAINTEXT_MODE, SASL_SSL_MODE, SSL_MODE)
+#: The SCRAM user (SASL_SSL) and the certificate name (SSL) clients get, a super user as the broker itself
+#: (ADMIN_USER) is; LIMITED_USER (SASL_SSL) may do only what ACLs allow it, as an application's user on a real cluster.
+CLIENT_USER = "streamlet"
+ADMIN_USER = "admin"
+LIMITED_USER = "limited"
+_SCRAM_USERS = (ADMIN_USER, CLIENT_USER, LIMITED_USER)
+# the broker's own principal: its certificate's CN, on the controller listener and inter-broker links
+_BROKER_PRINCIPAL = "localhost"
+_TLS_DIR = "tls"
 
 
 def cache_root() -> Path:
@@ -124,20 +139,32 @@ def kafka_libs(version: str = KAFKA_VERSION) -> Path:
 # Readiness: a hand-written MetadataRequest v1, so the check needs no event loop and no client library.
 
 
-def broker_answers(host: str, port: int, timeout: float = 2.0) -> bool:
-    """True when the broker at host:port answers a metadata request listing at least one broker."""
+def broker_answers(host: str, port: int, timeout: float = 2.0, *, tls: ssl.SSLContext | None = None) -> bool:
+    """True when the broker at host:port answers a metadata request listing at least one broker.
+
+    With `tls` (a secured listener) the probe speaks TLS and sends ApiVersions instead, the one request a
+    SASL listener answers before authentication; a broker opens its listeners only once it is ready.
+    """
     client_id = b"streamlet-probe"
-    body = struct.pack(">i", -1)  # v1: null topic array = all topics
-    header = struct.pack(">hhih", 3, 1, 7, len(client_id)) + client_id
+    if tls is None:
+        body = struct.pack(">i", -1)  # Metadata v1: null topic array = all topics
+        header = struct.pack(">hhih", 3, 1, 7, len(client_id)) + client_id
+    else:
+        body = b""  # ApiVersions v0
+        header = struct.pack(">hhih", 18, 0, 7, len(client_id)) + client_id
     request = header + body
     try:
-        with socket.create_connection((host, port), timeout=timeout) as sock:
+        with socket.create_connection((host, port), timeout=timeout) as raw:
+            sock = raw if tls is None else tls.wrap_socket(raw, server_hostname=host)
             sock.settimeout(timeout)
             sock.sendall(struct.pack(">i", len(request)) + request)
             size = struct.unpack(">i", _recv_exact(sock, 4))[0]
             payload = _recv_exact(sock, size)
     except (OSError, struct.error):
         return False
+    if tls is not None:
+        correlation_id, error_code = struct.unpack(">ih", payload[:6])
+        return correlation_id == 7 and error_code == 0
     correlation_id, broker_count = struct.unpack(">ii", payload[:8])
     return correlation_id == 7 and broker_count > 0
 
@@ -196,10 +223,30 @@ class BrokerStatus:
     data_dir: str
     log_file: str
     started_at: float
+    security: str = PLAINTEXT_MODE
 
     @property
     def bootstrap_servers(self) -> str:
         return f"{self.host}:{self.port}"
+
+    def client_settings(self, user: str = CLIENT_USER) -> dict[str, str]:
+        """The environment a client needs to reach this broker: `STREAMLET_*` variable -> value, no secret inside
+        (the password is in a file only the owner reads). `user`: the SCRAM user of a SASL_SSL broker."""
+        settings = {"STREAMLET_BOOTSTRAP_SERVERS": self.bootstrap_servers}
+        if self.security == PLAINTEXT_MODE:
+            return settings
+        tls = Path(self.data_dir).parent / _TLS_DIR
+        settings["STREAMLET_SSL_CAFILE"] = str(tls / "ca.pem")
+        if self.security == SSL_MODE:
+            settings["STREAMLET_SECURITY_PROTOCOL"] = "SSL"
+            settings["STREAMLET_SSL_CERTFILE"] = str(tls / "client.pem")
+            settings["STREAMLET_SSL_KEYFILE"] = str(tls / "client.key")
+        else:
+            settings["STREAMLET_SECURITY_PROTOCOL"] = "SASL_SSL"
+            settings["STREAMLET_SASL_MECHANISM"] = "SCRAM-SHA-512"
+            settings["STREAMLET_SASL_PLAIN_USERNAME"] = user
+            settings["STREAMLET_SASL_PLAIN_PASSWORD_FILE"] = str(tls / _password_file(user))
+        return settings
 
 
 class LocalBroker:
@@ -221,9 +268,18 @@ class LocalBroker:
         heap: str = "512m",
         die_with_parent: bool = False,
         overrides: Mapping[str, str] | None = None,
+        security: str = PLAINTEXT_MODE,
+        controller_port: int | None = None,
+        cluster_id: str | None = None,
     ) -> None:
-        """`die_with_parent`: the JVM gets SIGTERM when the starting process dies, even by SIGKILL (Linux),
-        so a killed test run leaves no broker behind; `streamlet broker start` leaves it off on purpose."""
+        """`controller_port` and `cluster_id`: fixed by a `LocalCluster`, whose nodes must know each other's
+        controller ports and share one cluster id before any of them starts; a single broker picks its own.
+        `die_with_parent`: the JVM gets SIGTERM when the starting process dies, even by SIGKILL (Linux),
+        so a killed test run leaves no broker behind; `streamlet broker start` leaves it off on purpose.
+        `security`: one of SECURITY_MODES; a secured broker makes its CA, certificates and users at first start."""
+        if security not in SECURITY_MODES:
+            raise BrokerError(f"security={security!r}: expected one of {', '.join(SECURITY_MODES)}")
+        self.security = security
         self.directory = Path(directory) if directory is not None else default_broker_dir()
         self.die_with_parent = die_with_parent
         self.host = host
@@ -232,6 +288,9 @@ class LocalBroker:
         self.kafka_version = kafka_version
         self.heap = heap
         self.overrides = dict(overrides or {})  # server.properties entries that replace the defaults
+        self.requested_controller_port = controller_port
+        self.cluster_id = cluster_id
+        self._proc: subprocess.Popen[bytes] | None = None  # the JVM this object launched
 
     @property
     def _state_file(self) -> Path:
@@ -260,12 +319,17 @@ class LocalBroker:
         running = self.status()
         if running is not None:
             return running
+        return self.wait_ready(self.launch(), timeout)
+
+    def launch(self) -> BrokerStatus:
+        """Start the JVM without waiting for it: a node of a cluster answers only once a majority of the
+        controller quorum runs, so `LocalCluster` launches every node before it waits for any."""
         java = check_java()
         libs = kafka_libs(self.kafka_version)
         port = choose_port(self.host, self.requested_port, self.preferred_port)
         if not _port_free(self.host, port):
             raise BrokerError(f"port {port} on {self.host} is taken; choose another with --port or stop its owner")
-        controller_port = _free_port(self.host)
+        controller_port = self.requested_controller_port or _free_port(self.host)
         while controller_port == port:
             controller_port = _free_port(self.host)
 
@@ -273,9 +337,12 @@ class LocalBroker:
         data_dir = self.directory / "data"
         log_file = self.directory / "broker.log"
         properties = self.directory / "server.properties"
+        # a secured broker's listeners replace the plaintext ones (in a properties file the last key wins)
+        secured = self._security_properties(port, controller_port) if self.security != PLAINTEXT_MODE else {}
+        properties.touch(mode=0o600)  # holds the broker's own password when secured
         properties.write_text(
             _server_properties(self.host, port, controller_port, data_dir)
-            + "".join(f"{key}={value}\n" for key, value in self.overrides.items())
+            + "".join(f"{key}={value}\n" for key, value in {**secured, **self.overrides}.items())
         )
         log4j = self.directory / "log4j2.properties"
         log4j.write_text(_LOG4J2)
@@ -293,9 +360,9 @@ class LocalBroker:
 
         if not (data_dir / "meta.properties").exists():
             shutil.rmtree(data_dir, ignore_errors=True)
-            cluster_id = _new_cluster_id()
+            cluster_id = self.cluster_id or _new_cluster_id()
             fmt = subprocess.run(
-                [*jvm, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(properties)],
+                [*jvm, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(properties), *self._scram()],
                 capture_output=True,
                 text=True,
                 check=False,
@@ -321,19 +388,108 @@ class LocalBroker:
             data_dir=str(data_dir),
             log_file=str(log_file),
             started_at=time.time(),
+            security=self.security,
         )
         self._state_file.write_text(json.dumps(asdict(state), indent=2) + "\n")
+        self._proc = proc
+        return state
 
+    def wait_ready(self, state: BrokerStatus, timeout: float) -> BrokerStatus:
+        """Wait until the launched broker answers; stop it and raise if it exits or stays silent."""
+        proc, log_file, port = self._proc, Path(state.log_file), state.port
+        if proc is None:
+            raise BrokerError("wait_ready() before launch()")
+        probe_tls = None if self.security == PLAINTEXT_MODE else self._probe_context()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if proc.poll() is not None:
                 self._state_file.unlink(missing_ok=True)
                 raise BrokerError(f"the broker exited with code {proc.returncode}; see {log_file}:\n{_tail(log_file)}")
-            if broker_answers(self.host, port):
+            if broker_answers(self.host, port, tls=probe_tls):
                 return state
             time.sleep(0.25)
         self.stop()
         raise BrokerError(f"the broker did not answer within {timeout:.0f}s; see {log_file}:\n{_tail(log_file)}")
+
+    # ---- a secured broker ------------------------------------------------------------------------------
+
+    @property
+    def tls_dir(self) -> Path:
+        return self.directory / _TLS_DIR
+
+    def _tls_files(self) -> TlsFiles:
+        """The CA and certificates, made at the first start and kept with the data (the clients' files stay valid
+        across restarts); passwords for the SCRAM users likewise."""
+        if not (self.tls_dir / "ca.pem").exists():
+            make_tls_files(self.tls_dir, client_name=CLIENT_USER)
+            for user in _SCRAM_USERS:
+                path = self.tls_dir / _password_file(user)
+                path.touch(mode=0o600)
+                path.write_text(secrets.token_urlsafe(18) + "\n")
+        return tls_files(self.tls_dir)
+
+    def _password(self, user: str) -> str:
+        return (self.tls_dir / _password_file(user)).read_text().strip()
+
+    def _security_properties(self, port: int, controller_port: int) -> dict[str, str]:
+        """Listener, TLS, SASL and ACL settings. The clients' listener (also the inter-broker one) is SASL_SSL or
+        SSL; the controller's is mutual TLS, where only the broker's certificate gets in. ACLs are enforced
+        (StandardAuthorizer): the broker, `admin` and `streamlet` are super users, `limited` has what ACLs give it."""
+        files = self._tls_files()
+        name = "SSL" if self.security == SSL_MODE else "SASL_SSL"
+        props = {
+            "listeners": f"{name}://{self.host}:{port},CONTROLLER://{self.host}:{controller_port}",
+            "advertised.listeners": f"{name}://{self.host}:{port}",
+            "inter.broker.listener.name": name,
+            "listener.security.protocol.map": f"{name}:{name},CONTROLLER:SSL",
+            "ssl.keystore.type": "PEM",
+            "ssl.keystore.location": str(files.broker),
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.location": str(files.ca),
+            "listener.name.controller.ssl.client.auth": "required",
+            # a certificate's principal is its CN ("User:streamlet"), as ACLs name it
+            "ssl.principal.mapping.rules": "RULE:^CN=([^,]*).*$/$1/,DEFAULT",
+            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "super.users": ";".join(f"User:{user}" for user in (_BROKER_PRINCIPAL, ADMIN_USER, CLIENT_USER)),
+        }
+        if self.security == SSL_MODE:
+            props["ssl.client.auth"] = "required"
+            return props
+        admin = self._password(ADMIN_USER)
+        scram = f'{_SCRAM_MODULE} required username="{ADMIN_USER}" password="{admin}";'
+        plain_users = "".join(f' user_{user}="{self._password(user)}"' for user in _SCRAM_USERS)
+        props.update(
+            {
+                "sasl.enabled.mechanisms": "SCRAM-SHA-512,SCRAM-SHA-256,PLAIN",
+                "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
+                "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": scram,
+                "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config": scram,
+                "listener.name.sasl_ssl.plain.sasl.jaas.config": (
+                    f'{_PLAIN_MODULE} required username="{ADMIN_USER}" password="{admin}"{plain_users};'
+                ),
+            }
+        )
+        return props
+
+    def _scram(self) -> list[str]:
+        """StorageTool arguments that create the SCRAM users (both hashes) with the cluster's first metadata.
+
+        The passwords are on the storage tool's command line for the second it runs: this is a development
+        broker on the developer's machine. A directory formatted without users keeps none: change `--security`
+        with a fresh `--dir`."""
+        if self.security != SASL_SSL_MODE:
+            return []
+        args: list[str] = []
+        for user in _SCRAM_USERS:
+            for mechanism in ("SCRAM-SHA-512", "SCRAM-SHA-256"):
+                args += ["--add-scram", f"{mechanism}=[name={user},password={self._password(user)}]"]
+        return args
+
+    def _probe_context(self) -> ssl.SSLContext:
+        context = ssl.create_default_context(cafile=str(self.tls_dir / "ca.pem"))
+        if self.security == SSL_MODE:
+            context.load_cert_chain(self.tls_dir / "client.pem", self.tls_dir / "client.key")
+        return context
 
     def stop(self, timeout: float = 30.0) -> bool:
         """Stop the broker this directory started; True if one was running."""
@@ -393,6 +549,13 @@ num.io.threads=4
 log.cleaner.dedupe.buffer.size=33554432
 """
 
+
+def _password_file(user: str) -> str:
+    return f"{user}.password"
+
+
+_SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
+_PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 
 _LOG4J2 = """status = warn
 appender.out.type = Console

@@ -12,9 +12,12 @@ import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin import NewTopic
 
 from streamlet.errors import MissingTopicError, StreamletError, TopologyError
+from streamlet.kafka import connect
+from streamlet.kafka.acls import TOPIC_AUTHORIZATION_FAILED, not_authorized
+from streamlet.kafka.connect import Cluster
 from streamlet.topology.builder import REPARTITION_TOPIC_SUFFIX
 from streamlet.topology.topology import CHANGELOG_SUFFIX
 
@@ -37,13 +40,24 @@ class InternalTopicManager:
     """Creates and validates topics through one admin client."""
 
     def __init__(
-        self, bootstrap_servers: str, *, replication_factor: int = -1, client_id: str = "streamlet-admin"
+        self,
+        cluster: Cluster,
+        *,
+        replication_factor: int = -1,
+        topic_configs: Mapping[str, str] | None = None,
+        client_id: str = "streamlet-admin",
+        application_id: str = "<application_id>",
     ) -> None:
-        self._admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers, client_id=client_id)
-        self._replication_factor = replication_factor
+        self._cluster = cluster
+        self._application_id = application_id  # for the ACL a "not authorized" asks for
+        self._admin = connect.admin(cluster, client_id=client_id)
+        self._replication_factor = replication_factor  # -1: the broker's default.replication.factor
+        # every created topic's configs (min.insync.replicas...), under each spec's own
+        self._topic_configs = dict(topic_configs or {})
 
     async def start(self) -> None:
-        await self._admin.start()
+        """Connect; a worker's first connection, so bad credentials end here in one clear `ClusterAccessError`."""
+        await connect.start(self._admin, self._cluster, "the admin client")
 
     async def close(self) -> None:
         await self._admin.close()
@@ -57,6 +71,13 @@ class InternalTopicManager:
         for described in await self._admin.describe_topics(names):
             if described.get("error_code", 0) == _UNKNOWN_TOPIC:
                 continue
+            if described.get("error_code", 0) == TOPIC_AUTHORIZATION_FAILED:
+                raise not_authorized(
+                    self._cluster,
+                    self._application_id,
+                    f"describing topic {described['topic']}",
+                    TOPIC_AUTHORIZATION_FAILED,
+                )
             if described.get("error_code", 0) != 0:
                 raise StreamletError(f"describing topic {described['topic']} failed: error {described['error_code']}")
             counts[described["topic"]] = len(described["partitions"])
@@ -83,15 +104,11 @@ class InternalTopicManager:
         _validate(specs, existing)
         missing = [s for s in specs if s.name not in existing]
         if missing:
-            rf = self._replication_factor
-            new = [
-                NewTopic(
-                    s.name, s.partitions, rf, replica_assignments={} if rf == -1 else None, topic_configs=dict(s.config)
-                )
-                for s in missing
-            ]
+            new = [self._new_topic(s) for s in missing]
             response = await self._admin.create_topics(new)
             for topic, code, message in _topic_errors(response):
+                if code == TOPIC_AUTHORIZATION_FAILED:
+                    raise not_authorized(self._cluster, self._application_id, f"creating topic {topic}", code)
                 if code not in (0, _TOPIC_EXISTS):
                     raise StreamletError(f"creating internal topic {topic} failed: error {code} {message or ''}")
             for s in missing:
@@ -99,6 +116,18 @@ class InternalTopicManager:
         await self._wait_for_leaders(specs, timeout)
         # another client may have created a topic concurrently with another partition count
         _validate(specs, await self.partition_counts(s.name for s in specs))
+
+    def _new_topic(self, spec: TopicSpec) -> NewTopic:
+        """The CreateTopics entry of a spec: replication factor -1 (with no replica assignment) lets the broker
+        apply its default.replication.factor, as Kafka Streams' replication.factor=-1 does."""
+        rf = self._replication_factor
+        return NewTopic(
+            spec.name,
+            spec.partitions,
+            rf,
+            replica_assignments={} if rf == -1 else None,
+            topic_configs={**self._topic_configs, **spec.config},
+        )
 
     async def delete(self, topics: Iterable[str]) -> None:
         """Delete topics this application made for itself (a reply topic when its App stops)."""

@@ -26,6 +26,9 @@ from aiokafka.structs import TopicPartition
 
 #: Errors that mean "this member's view of the group is stale": the commit is fenced, the txn must abort.
 FENCED = (Errors.IllegalGenerationError, Errors.UnknownMemberIdError, Errors.RebalanceInProgressError)
+# FENCED_INSTANCE_ID: another static member took this one's group.instance.id. aiokafka has no class for it
+# (for_code gives UnknownError), so it is matched by its code.
+FENCED_INSTANCE_ID = 82
 
 
 @dataclass(frozen=True)
@@ -155,7 +158,7 @@ class GroupAwareTxnOffsetCommitHandler(_BaseHandler):  # type: ignore[misc]
                 tp = TopicPartition(topic, partition)
                 if error_type is Errors.NoError:
                     txn_manager.offset_committed(tp, self._offsets[tp].offset, self._group_id)
-                elif error_type in FENCED or error_type is Errors.FencedInstanceIdError:
+                elif error_type in FENCED or error_code == FENCED_INSTANCE_ID:
                     # not fatal for the producer: the transaction aborts and the thread rejoins
                     txn_manager.error_transaction(
                         Errors.CommitFailedError(f"{error_type.__name__}: the group moved {tp} to another member")

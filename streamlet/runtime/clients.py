@@ -15,7 +15,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.structs import OffsetAndMetadata, TopicPartition
 
 from streamlet.config import StreamsConfig
-from streamlet.kafka import txn_offset_commit
+from streamlet.kafka import connect, txn_offset_commit
 from streamlet.kafka.group.consumer import GroupConsumer
 from streamlet.kafka.group.consumer_protocol import RebalanceProtocol
 from streamlet.kafka.group.membership import GroupAssignor, MembershipConfig, RebalanceListener
@@ -118,7 +118,9 @@ class AioKafkaClientSupplier:
     def main_consumer(
         self, config: StreamsConfig, client_id: str, group_instance_id: str | None = None
     ) -> GroupConsumer:
-        return GroupConsumer(
+        return connect.build(
+            GroupConsumer,
+            config.cluster,
             membership=MembershipConfig(
                 group_id=config.application_id,
                 group_instance_id=group_instance_id,
@@ -130,7 +132,6 @@ class AioKafkaClientSupplier:
                 require_stable_offsets=config.exactly_once,
                 client_id=client_id,
             ),
-            bootstrap_servers=config.bootstrap_servers,
             client_id=client_id,
             enable_auto_commit=False,
             auto_offset_reset="earliest",
@@ -143,8 +144,9 @@ class AioKafkaClientSupplier:
         )
 
     def restore_consumer(self, config: StreamsConfig, client_id: str) -> AIOKafkaConsumer:
-        return BlockRestoreConsumer(  # record batches decoded into columns (streamlet.kafka.record_blocks)
-            bootstrap_servers=config.bootstrap_servers,
+        return connect.build(  # record batches decoded into columns (streamlet.kafka.record_blocks)
+            BlockRestoreConsumer,
+            config.cluster,
             group_id=None,
             client_id=client_id,
             enable_auto_commit=False,
@@ -161,8 +163,8 @@ class AioKafkaClientSupplier:
         transaction still open (a crashed producer's, until it times out): a restore that ended there would
         miss updates whose input offsets are already committed (KAFKA-10167).
         """
-        return AIOKafkaConsumer(
-            bootstrap_servers=config.bootstrap_servers,
+        return connect.consumer(
+            config.cluster,
             group_id=None,
             client_id=client_id,
             enable_auto_commit=False,
@@ -172,8 +174,8 @@ class AioKafkaClientSupplier:
     def producer(self, config: StreamsConfig, client_id: str, transactional_id: str | None = None) -> AIOKafkaProducer:
         if transactional_id is not None:
             txn_offset_commit.install()  # TxnOffsetCommit v3: zombies cannot commit (KIP-447)
-        return AIOKafkaProducer(
-            bootstrap_servers=config.bootstrap_servers,
+        return connect.producer(
+            config.cluster,
             client_id=client_id,
             acks="all",
             linger_ms=5,

@@ -24,6 +24,7 @@ from streamlet.assignment.history import assignment_history_topic
 from streamlet.assignment.registry import resolve_task_assignor
 from streamlet.config import StreamsConfig
 from streamlet.errors import MissingTopicError, StreamletError
+from streamlet.kafka.acls import Acl, as_not_authorized, minimal_acls
 from streamlet.kafka.topics import InternalTopicManager, TopicSpec
 from streamlet.runtime.assignment_history import AssignmentHistoryWriter
 from streamlet.runtime.changelog_end_offsets import ChangelogEndOffsets
@@ -184,8 +185,11 @@ class KafkaStreams:
                     lambda: self.client_supplier.producer(config, f"{config.application_id}-{self.process_id}-metrics"),
                 )
                 await self._metrics_publisher.start()
-        except BaseException:
+        except BaseException as exc:
             await self.close()
+            refused = as_not_authorized(exc, config.cluster, config.application_id)
+            if refused is not None and refused is not exc:
+                raise refused from exc
             raise
         self._cleaner = asyncio.create_task(self._state_cleaner(), name=f"{config.application_id}-state-cleaner")
         self.state = State.RUNNING
@@ -214,7 +218,12 @@ class KafkaStreams:
 
     async def _prepare_topics(self) -> list[TopicPartition]:
         """Check the source topics, create the internal ones; returns every changelog partition."""
-        manager = InternalTopicManager(self.config.bootstrap_servers, replication_factor=self.config.replication_factor)
+        manager = InternalTopicManager(
+            self.config.cluster,
+            replication_factor=self.config.replication_factor,
+            topic_configs=self.config.topic_configs,
+            application_id=self.config.application_id,
+        )
         await manager.start()
         try:
             await manager.ensure(self.owned_topics)
@@ -258,6 +267,21 @@ class KafkaStreams:
                 "create NAME --partitions N`): streamlet creates only its internal topics"
             )
 
+    def required_acls(self, principal: str) -> list[Acl]:
+        """The minimal ACLs `principal` needs to run this application (streamlet.kafka.acls). Topics a processor
+        picks per record (`context.send`) are not known here: add WRITE on each."""
+        sinks = {*self.topology.external_sink_topics(), *self.output_topics}
+        if self.config.dead_letter_topic:
+            sinks.add(self.config.dead_letter_topic)
+        return minimal_acls(
+            principal,
+            self.config.application_id,
+            sources=self.topology.external_source_topics() + self.topology.global_topics(),
+            sinks=sinks,
+            exactly_once=self.config.exactly_once,
+            owned=[spec.name for spec in self.owned_topics],
+        )
+
     async def wait(self) -> None:
         """Return when every thread stopped; raise the first thread failure."""
         tasks = [t.done for t in self.threads if t.done is not None]
@@ -267,9 +291,13 @@ class KafkaStreams:
             return
         done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
         for task in done:
-            if not task.cancelled() and task.exception() is not None:
+            failure = None if task.cancelled() else task.exception()
+            if failure is not None:
                 self.state = State.ERROR
-                raise task.exception()  # type: ignore[misc]
+                refused = as_not_authorized(failure, self.config.cluster, self.config.application_id)
+                if refused is not None and refused is not failure:
+                    raise refused from failure
+                raise failure
 
     async def close(self) -> None:
         """Stop every thread (commit, flush, checkpoint, leave the group) and release the state directory."""

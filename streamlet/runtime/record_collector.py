@@ -19,9 +19,11 @@ from typing import Any
 
 from aiokafka import AIOKafkaProducer
 from aiokafka import errors as aiokafka_errors
+from aiokafka.producer.transaction_manager import TransactionManager
 from aiokafka.structs import OffsetAndMetadata, RecordMetadata, TopicPartition
 
 from streamlet.errors import MissingTopicError, StreamletError
+from streamlet.kafka.aiokafka_internals import require
 from streamlet.kafka.txn_offset_commit import GroupMetadata, set_group_metadata
 from streamlet.runtime.partitioner import CachingDefaultPartitioner, DeferredPartition
 
@@ -156,6 +158,8 @@ class RecordCollector:
             where = topic if partition < 0 else f"{topic}-{partition}"
             fenced = self._transactional and isinstance(exc, _FENCED)
             error = TransactionFencedError if fenced else ProductionError
+            if isinstance(exc, aiokafka_errors.InvalidTxnState):  # say what broke the transaction, not the symptom
+                exc = _transaction_error(self.producer) or exc
             self._failure = error(f"writing {count} record(s) to {where} failed: {exc!r}")
             self._failure.__cause__ = exc
 
@@ -348,3 +352,23 @@ def _raise_if_failed(future: asyncio.Future[RecordMetadata]) -> RecordMetadata:
     if exc is not None:
         raise ProductionError(f"producing a record failed: {exc!r}") from exc
     return future.result()
+
+
+require(
+    "naming what failed a transaction",
+    [
+        (AIOKafkaProducer.__init__, ("self._txn_manager",)),
+        (TransactionManager.error_transaction, ("_transaction_waiter",)),
+    ],
+)
+
+
+def _transaction_error(producer: AIOKafkaProducer) -> BaseException | None:
+    """The error that moved the producer's transaction to its error state (e.g. a sink topic the user may not
+    write); aiokafka reports every send that follows only as InvalidTxnState."""
+    manager = getattr(producer, "_txn_manager", None)
+    waiter = getattr(manager, "_transaction_waiter", None)
+    if waiter is None or not waiter.done() or waiter.cancelled():
+        return None
+    error: BaseException | None = waiter.exception()
+    return error

@@ -196,10 +196,13 @@ def _local_broker_bootstrap() -> str:
 
 async def _partition_counts(bootstrap: str, topics: list[str], timeout: float) -> dict[str, int]:
     """Each topic's partition count; fails fast (rather than Spark waiting on metadata) when one is missing."""
-    from aiokafka.admin import AIOKafkaAdminClient
     from aiokafka.errors import KafkaError
 
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=int(timeout * 1000))
+    from streamlet.config import cluster_from_environment
+    from streamlet.kafka import connect
+
+    # security from the environment, as every streamlet command (Spark's own Kafka reader does not take it yet)
+    admin = connect.admin(cluster_from_environment(bootstrap), request_timeout_ms=int(timeout * 1000))
     started = False
     try:
         await asyncio.wait_for(admin.start(), timeout)

@@ -9,9 +9,11 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin import NewTopic
 from aiokafka.structs import ConsumerRecord, TopicPartition
+
+from streamlet.kafka import connect
+from streamlet.kafka.security import PLAINTEXT, ClientSecurity
 
 _counter = itertools.count()
 
@@ -39,9 +41,10 @@ def _bytes(data: bytes | str | None) -> bytes | None:
 class KafkaTestCluster:
     """A thin test-side handle on the broker; tracks created topics so each test cleans up after itself."""
 
-    def __init__(self, bootstrap_servers: str) -> None:
+    def __init__(self, bootstrap_servers: str, security: ClientSecurity = PLAINTEXT) -> None:
         self.bootstrap_servers = bootstrap_servers
-        self.admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers)
+        self.cluster = connect.Cluster(bootstrap_servers, security)  # a secured broker's tests pass its settings
+        self.admin = connect.admin(self.cluster)
         self._created: list[str] = []
 
     async def start(self) -> None:
@@ -61,9 +64,15 @@ class KafkaTestCluster:
         *,
         name: str | None = None,
         config: dict[str, str] | None = None,
+        replication_factor: int = 1,
     ) -> str:
+        """`replication_factor` -1: the broker's default.replication.factor (a replicated cluster's)."""
         topic = name or unique_name(prefix)
-        await self.admin.create_topics([NewTopic(topic, partitions, 1, topic_configs=config or {})])
+        assignments: dict[int, list[int]] | None = {} if replication_factor == -1 else None
+        new = NewTopic(
+            topic, partitions, replication_factor, replica_assignments=assignments, topic_configs=config or {}
+        )
+        await self.admin.create_topics([new])
         self._created.append(topic)
         await self.wait_for_metadata(topic, partitions)
         return topic
@@ -93,7 +102,7 @@ class KafkaTestCluster:
         """Send `records` in order (a partition keeps their order) and return once the broker acknowledged all.
 
         `(key, value)` pairs go to `partition` (None: the key's partition); a `Record` says its own."""
-        producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap_servers, linger_ms=5)
+        producer = connect.producer(self.cluster, linger_ms=5)
         await producer.start()
         try:
             futures = []
@@ -116,7 +125,7 @@ class KafkaTestCluster:
             await producer.stop()
 
     async def end_offsets(self, topic: str, partitions: int) -> dict[int, int]:
-        consumer = AIOKafkaConsumer(bootstrap_servers=self.bootstrap_servers)
+        consumer = connect.consumer(self.cluster)
         await consumer.start()
         try:
             tps = [TopicPartition(topic, p) for p in range(partitions)]
@@ -138,8 +147,8 @@ class KafkaTestCluster:
 
         `read_committed`: only records of committed transactions, up to the last stable offset.
         """
-        consumer = AIOKafkaConsumer(
-            bootstrap_servers=self.bootstrap_servers,
+        consumer = connect.consumer(
+            self.cluster,
             enable_auto_commit=False,
             auto_offset_reset="earliest",
             isolation_level="read_committed" if read_committed else "read_uncommitted",

@@ -176,7 +176,11 @@ class SteadyInput:
         self._task = asyncio.create_task(self._run(), name=f"steady-input-{self.topic}")
 
     async def _run(self) -> None:
-        producer = AIOKafkaProducer(bootstrap_servers=self.kafka.bootstrap_servers, linger_ms=5)
+        # acks=all and idempotent: on a replicated cluster a line acknowledged survives its leader's kill -9 and
+        # is written once although the send is retried on the new leader, so `lines` stays the input's truth
+        producer = AIOKafkaProducer(
+            bootstrap_servers=self.kafka.bootstrap_servers, linger_ms=5, acks="all", enable_idempotence=True
+        )
         await producer.start()
         try:
             lines = itertools.cycle(self.text)

@@ -136,11 +136,15 @@ def test_other_commands_resolve_bootstrap_servers_when_they_run(
     args = cli.build_parser().parse_args(command)
     assert args.bootstrap_servers is None  # no parse-time default to mask the environment
     monkeypatch.setenv("STREAMLET_BOOTSTRAP_SERVERS", "env:9092")
-    assert cli._bootstrap_servers(args) == "env:9092"
+    monkeypatch.setenv("STREAMLET_SECURITY_PROTOCOL", "SASL_PLAINTEXT")
+    monkeypatch.setenv("STREAMLET_SASL_PLAIN_USERNAME", "u")
+    monkeypatch.setenv("STREAMLET_SASL_PLAIN_PASSWORD", "p")
+    assert cli._cluster(args).bootstrap_servers == "env:9092"
+    assert cli._cluster(args).security.client_kwargs()["sasl_plain_password"] == "p"  # security from the env too
     monkeypatch.delenv("STREAMLET_BOOTSTRAP_SERVERS")
-    assert cli._bootstrap_servers(args) == DEFAULT_BOOTSTRAP_SERVERS
+    assert cli._cluster(args).bootstrap_servers == DEFAULT_BOOTSTRAP_SERVERS
     flagged = cli.build_parser().parse_args([*command, "--bootstrap-servers", "flag:9092"])
-    assert cli._bootstrap_servers(flagged) == "flag:9092"
+    assert cli._cluster(flagged).bootstrap_servers == "flag:9092"
 
 
 def test_cleanup_command_wipes_the_state_dir_the_worker_would_use(

@@ -289,7 +289,7 @@ class GroupMembership:
             sorted(by_topic.items()),
         )
         while True:
-            response = await self._send(request)
+            response = await self._send_retrying(request)
             codes = {code for _topic, partitions in response.topics for _p, code in partitions}
             codes.discard(NONE)
             if not codes:
@@ -337,7 +337,7 @@ class GroupMembership:
         request = OffsetFetchRequest(self.config.group_id, sorted(by_topic.items()), self.config.require_stable_offsets)
         backoff = self.config.retry_backoff_ms / 1000
         while True:
-            response = await self._send(request)
+            response = await self._send_retrying(request)
             code = response.error_code
             retry = False
             out: dict[TopicPartition, OffsetAndMetadata] = {}
@@ -467,6 +467,28 @@ class GroupMembership:
     async def _send(self, request: Any) -> Any:
         await self._await_coordinator()
         return await self._channel.send(request)
+
+    async def _send_retrying(self, request: Any) -> Any:
+        """`_send`, again (to the coordinator found anew) when the connection fails or the request times out.
+
+        An OffsetCommit or OffsetFetch in flight when the coordinator's broker dies fails with a connection
+        error; it is safe to repeat (the same offsets, the same generation, whose check is the coordinator's),
+        and Kafka's consumer repeats it too. Raised, it would stop the stream thread: one broker's failover
+        must not end a worker on a replicated cluster."""
+        failures = 0
+        while True:
+            try:
+                return await self._send(request)
+            except (Errors.KafkaConnectionError, Errors.NodeNotReadyError, Errors.RequestTimedOutError) as exc:
+                failures += 1
+                if failures == 1:
+                    log.info(
+                        "%s %s to the group coordinator failed (%r); sending it again to the coordinator found anew",
+                        self._prefix,
+                        type(request).__name__,
+                        exc,
+                    )
+                await asyncio.sleep(self.config.retry_backoff_ms / 1000)
 
     async def _join_group(self) -> None:
         assignor, _ = self._subscribed()

@@ -9,6 +9,7 @@ from typing import Any
 
 from streamlet.experiments.runner import ExperimentRunner, HistoryCollector, Worker
 from streamlet.experiments.scenario import parse_scenario
+from streamlet.kafka.connect import Cluster
 
 A = uuid.UUID("4b61083e-57d0-457d-951f-d06556c148ca")
 B = uuid.UUID("7156cef1-307e-49c0-a5bb-0f11d26a4933")
@@ -38,7 +39,7 @@ def _runner(tmp_path: Path) -> ExperimentRunner:
         directory = tmp_path / name
         directory.mkdir()
         runner.workers[name] = Worker(name, pid, 2, directory, _Proc())  # type: ignore[arg-type]
-    runner.collector = HistoryCollector("unused", "unused", tmp_path / "events.jsonl")
+    runner.collector = HistoryCollector(Cluster("unused:0"), "unused", tmp_path / "events.jsonl")
     return runner
 
 
@@ -99,7 +100,7 @@ def test_a_task_the_clients_metrics_report_running_since_the_event_is_running(tm
     logged nothing new; B's metrics event after the rebalance says it is RUNNING."""
     runner = _runner(tmp_path)
     assert runner.collector is not None
-    runner.metrics = HistoryCollector("unused", "unused", tmp_path / "metrics.jsonl")
+    runner.metrics = HistoryCollector(Cluster("unused:0"), "unused", tmp_path / "metrics.jsonl")
     runner.collector.events.append(
         _event(False, _client(A, ["1_0"], {"1_0": -2}), _client(B, ["1_1"], {"1_1": 0}), at_ms=5000)
     )

@@ -119,3 +119,25 @@ def test_cli_start_on_another_port_says_to_export(monkeypatch, tmp_path, capsys)
     out, err = capsys.readouterr()
     assert out == "export STREAMLET_BOOTSTRAP_SERVERS=127.0.0.1:40123\n"
     assert "clients default to 127.0.0.1:9092" in err
+
+
+def test_a_secured_broker_keeps_its_secrets_in_owner_only_files(tmp_path) -> None:
+    broker = LocalBroker(tmp_path, security="sasl_ssl")
+    props = broker._security_properties(19000, 19001)
+    assert props["listeners"] == "SASL_SSL://127.0.0.1:19000,CONTROLLER://127.0.0.1:19001"
+    assert props["listener.security.protocol.map"] == "SASL_SSL:SASL_SSL,CONTROLLER:SSL"
+    assert props["super.users"] == "User:localhost;User:admin;User:streamlet"
+    password_file = broker.tls_dir / "streamlet.password"
+    assert password_file.stat().st_mode & 0o077 == 0 and (broker.tls_dir / "client.key").stat().st_mode & 0o077 == 0
+    status = broker_mod.BrokerStatus(1, "127.0.0.1", 19000, 19001, "4.1.1", str(tmp_path / "data"), "", 0.0, "sasl_ssl")
+    settings = status.client_settings()
+    assert settings["STREAMLET_SASL_PLAIN_PASSWORD_FILE"] == str(password_file)
+    assert password_file.read_text().strip() not in "".join(settings.values())
+    assert status.client_settings("limited")["STREAMLET_SASL_PLAIN_USERNAME"] == "limited"
+
+
+def test_a_mutual_tls_broker_requires_client_certificates(tmp_path) -> None:
+    props = LocalBroker(tmp_path, security="ssl")._security_properties(19000, 19001)
+    assert props["ssl.client.auth"] == "required" and "sasl.enabled.mechanisms" not in props
+    with pytest.raises(BrokerError, match="security='tls': expected one of plaintext, sasl_ssl, ssl"):
+        LocalBroker(tmp_path, security="tls")

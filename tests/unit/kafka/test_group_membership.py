@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberMetadata
-from aiokafka.errors import CommitFailedError, KafkaError
+from aiokafka.errors import CommitFailedError, KafkaConnectionError, KafkaError, NodeNotReadyError, RequestTimedOutError
 from aiokafka.protocol.group import JoinGroupRequest, SyncGroupRequest
 from aiokafka.structs import OffsetAndMetadata, TopicPartition
 
@@ -64,7 +64,11 @@ class ScriptedCoordinator:
         self.sent.append(request)
         queue = self.answers.get(type(request))
         assert queue, f"no scripted answer for {type(request).__name__}"
-        return queue.pop(0)
+        answer = queue.pop(0)
+        if isinstance(answer, BaseException):  # as the real channel: a failed send marks the coordinator dead
+            self.coordinator_dead()
+            raise answer
+        return answer
 
     async def partition_counts(self, topics: Collection[str], *, fresh: bool = True) -> dict[str, int]:
         return {TOPIC: 3}
@@ -275,6 +279,26 @@ async def test_commit_errors() -> None:
     assert member.generation_lost()
     with pytest.raises(CommitFailedError):  # a member without a generation does not even ask
         await member.commit(offsets)
+
+
+@pytest.mark.parametrize("failure", [KafkaConnectionError("closed"), NodeNotReadyError("down"), RequestTimedOutError()])
+async def test_a_commit_and_a_fetch_cut_off_by_the_coordinators_death_are_sent_again(failure: KafkaError) -> None:
+    """Found by the broker failover chaos test: the group coordinator's broker was killed -9 while an OffsetCommit
+    was in flight, the connection error stopped the stream thread and the worker exited. Now the request goes
+    again to the coordinator found anew (Kafka's consumer does the same)."""
+    member, coordinator, _, _, _ = membership()
+    await join_with(member, coordinator, 1, P0)
+    lookups = coordinator.lookups
+    offsets = {P0: OffsetAndMetadata(5, "meta")}
+    coordinator.answer(OffsetCommitRequest, failure, committed(0))
+    await member.commit(offsets)
+    commits = [r for r in coordinator.sent if isinstance(r, OffsetCommitRequest)]
+    assert len(commits) == 2 and commits[0]._topics == commits[1]._topics  # the same offsets, once more
+    assert coordinator.lookups == lookups + 1 and not member.generation_lost()
+
+    coordinator.answer(OffsetFetchRequest, failure, fetched({P0: 5}))
+    assert (await member.committed([P0]))[P0].offset == 5
+    assert coordinator.lookups == lookups + 2
 
 
 @pytest.mark.parametrize("meanwhile", ["joined a newer generation", "sent a JoinGroup"])
