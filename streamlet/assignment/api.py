@@ -293,6 +293,28 @@ class TaskAssignor(Protocol):
     def assign(self, application_state: ApplicationState) -> TaskAssignment: ...
 
 
+def legacy_task_assignment(
+    application_state: ApplicationState, clients: Mapping[uuid.UUID, ClientState], probing_rebalance_needed: bool
+) -> TaskAssignment:
+    """The result of an internal (`LegacyTaskAssignor`) assignor, as Kafka Streams' leader turns it into one.
+
+    Those assignors fill in `ClientState`s and return "probing rebalance needed"; the leader then gives
+    its own client `followup_rebalance_deadline = now_ms + probing_rebalance_interval_ms`. If no leader is
+    named (simulation, tests), every client gets it.
+    """
+    deadline = None
+    if probing_rebalance_needed:
+        deadline = application_state.now_ms + application_state.assignment_configs.probing_rebalance_interval_ms
+    leader = application_state.leader_process_id
+    result = []
+    for pid, client in clients.items():
+        tasks = [AssignedTask(t, TaskType.ACTIVE) for t in sorted(client.active_tasks)]
+        tasks += [AssignedTask(t, TaskType.STANDBY) for t in sorted(client.standby_tasks)]
+        gets_deadline = leader is None or leader not in clients or leader == pid
+        result.append(KafkaStreamsAssignment(pid, tasks, deadline if gets_deadline else None))
+    return TaskAssignment(result)
+
+
 def notify_assignment_computed(
     assignor: TaskAssignor, assignment: Any, subscription: Any, error: AssignmentError
 ) -> None:

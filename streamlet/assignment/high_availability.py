@@ -22,11 +22,10 @@ from dataclasses import dataclass
 
 from streamlet.assignment.api import (
     ApplicationState,
-    AssignedTask,
     AssignmentConfigs,
-    KafkaStreamsAssignment,
     TaskAssignment,
     TaskType,
+    legacy_task_assignment,
 )
 from streamlet.assignment.client_state import LATEST_OFFSET, LONG_MAX, ClientState
 from streamlet.assignment.constrained_priority_set import ConstrainedPrioritySet
@@ -356,9 +355,7 @@ def assign_clients(
 class HighAvailabilityTaskAssignor:
     """Kafka Streams' default assignor behind the pluggable `TaskAssignor` API.
 
-    When probing is needed, the leader's client (`ApplicationState.leader_process_id`) gets
-    `followup_rebalance_deadline = now_ms + probing_rebalance_interval_ms`, as in Kafka Streams; if no
-    leader is named (simulation, tests), every client gets it.
+    When probing is needed, the leader's client gets a follow-up rebalance (`legacy_task_assignment`).
     """
 
     def assign(self, application_state: ApplicationState) -> TaskAssignment:
@@ -371,12 +368,4 @@ class HighAvailabilityTaskAssignor:
             for pid, state in states.items()
         }
         probing = assign_clients(clients, infos, stateful, configs)
-        deadline = application_state.now_ms + configs.probing_rebalance_interval_ms if probing else None
-        leader = application_state.leader_process_id
-        result = []
-        for pid, client in clients.items():
-            tasks = [AssignedTask(t, TaskType.ACTIVE) for t in sorted(client.active_tasks)]
-            tasks += [AssignedTask(t, TaskType.STANDBY) for t in sorted(client.standby_tasks)]
-            gets_deadline = leader is None or leader not in clients or leader == pid
-            result.append(KafkaStreamsAssignment(pid, tasks, deadline if gets_deadline else None))
-        return TaskAssignment(result)
+        return legacy_task_assignment(application_state, clients, probing)
