@@ -21,6 +21,7 @@ from streamlet.assignment.api import (
     ApplicationState,
     AssignmentConfigs,
     AssignmentError,
+    TaskAssignor,
     TaskInfo,
     validate_task_assignment,
 )
@@ -155,12 +156,12 @@ def build_application_state(case: Mapping[str, Any], now_ms: int = 0) -> Applica
     return ApplicationState(infos, configs, clients, now_ms=now_ms)
 
 
-def simulate(case: Mapping[str, Any], assignor: str = "high_availability") -> dict[str, Any]:
-    """Run `assignor` on one case (see the module doc); raises SimulationInputError, ConfigError or
-    TaskAssignmentError (the assignor's output failed Kafka Streams' validation)."""
+def simulate(case: Mapping[str, Any], assignor: str | TaskAssignor = "high_availability") -> dict[str, Any]:
+    """Run `assignor` (a `task_assignor` value or an instance) on one case (see the module doc); raises
+    SimulationInputError, ConfigError or TaskAssignmentError (the output failed Kafka Streams' validation)."""
     now_ms = 0
     state = build_application_state(case, now_ms)
-    result = resolve_task_assignor(assignor).assign(state)
+    result = (resolve_task_assignor(assignor) if isinstance(assignor, str) else assignor).assign(state)
     error = validate_task_assignment(state, result)
     if error is not AssignmentError.NONE:
         raise TaskAssignmentError(f"assignor {assignor!r} returned an invalid assignment: {error.name}")
