@@ -104,8 +104,10 @@ def _offset_below_end(draw: st.DrawFn, end: int, acceptable: int) -> int:
 
 
 @st.composite
-def contract_cases(draw: st.DrawFn, max_clients: int = 8) -> dict[str, Any]:
-    """One contract input case (see module docstring)."""
+def contract_cases(
+    draw: st.DrawFn, max_clients: int = 8, max_partitions: int = 12, max_subtopologies: int = 3
+) -> dict[str, Any]:
+    """One contract input case (see module docstring); the limits can be raised for larger groups."""
     config = draw(_config())
     acceptable = config["acceptable_recovery_lag"]
 
@@ -113,11 +115,11 @@ def contract_cases(draw: st.DrawFn, max_clients: int = 8) -> dict[str, Any]:
     pids: list[str] = draw(st.lists(process_ids, min_size=n_clients, max_size=n_clients, unique=True))
     capacities = [draw(st.integers(1, 4)) for _ in pids]
 
-    n_sub = _weighted(draw, [(1, st.just(1)), (3, st.integers(2, 3))])
+    n_sub = _weighted(draw, [(1, st.just(1)), (3, st.integers(2, max(2, max_subtopologies)))])
     stateless: list[str] = []
     stateful: list[str] = []
     for sub in range(n_sub):
-        partitions = _weighted(draw, [(1, st.integers(1, 3)), (3, st.integers(4, 12))])
+        partitions = _weighted(draw, [(1, st.integers(1, 3)), (3, st.integers(4, max(4, max_partitions)))])
         is_stateful = draw(st.integers(0, 3)) > 0  # three quarters of the sub-topologies are stateful
         (stateful if is_stateful else stateless).extend(f"{sub}_{p}" for p in range(partitions))
 
