@@ -12,6 +12,7 @@ from collections.abc import Callable
 from streamlet.assignment.api import TaskAssignor
 from streamlet.assignment.balanced import BalancedTaskAssignor
 from streamlet.assignment.fallback_prior import FallbackPriorTaskAssignor
+from streamlet.assignment.faust import FaustTaskAssignor
 from streamlet.assignment.high_availability import HighAvailabilityTaskAssignor
 from streamlet.assignment.legacy_sticky import LegacyStickyTaskAssignor
 from streamlet.assignment.sticky import StickyTaskAssignor
@@ -23,6 +24,7 @@ _FACTORIES: dict[str, Callable[[], TaskAssignor]] = {
     "sticky": StickyTaskAssignor,
     "legacy_sticky": LegacyStickyTaskAssignor,
     "fallback_prior": FallbackPriorTaskAssignor,
+    "faust": FaustTaskAssignor,
 }
 
 

@@ -7,6 +7,7 @@ import pytest
 from streamlet.assignment.api import ApplicationState, TaskAssignment
 from streamlet.assignment.balanced import BalancedTaskAssignor
 from streamlet.assignment.fallback_prior import FallbackPriorTaskAssignor
+from streamlet.assignment.faust import FaustTaskAssignor
 from streamlet.assignment.high_availability import HighAvailabilityTaskAssignor
 from streamlet.assignment.legacy_sticky import LegacyStickyTaskAssignor
 from streamlet.assignment.registry import register_task_assignor, registered_task_assignors, resolve_task_assignor
@@ -35,6 +36,7 @@ def test_registered_name_and_import_path_resolve() -> None:
         ("sticky", StickyTaskAssignor),
         ("legacy_sticky", LegacyStickyTaskAssignor),
         ("fallback_prior", FallbackPriorTaskAssignor),
+        ("faust", FaustTaskAssignor),
     ],
 )
 def test_every_kafka_streams_assignor_has_a_name(name: str, cls: type) -> None:
