@@ -31,6 +31,9 @@ proportionally to the number of threads") fills that gap here. For each class of
    reproducible.
 
 Lags are not read: like Faust, "valid local state" means a previous standby. No probing rebalances.
+Like Faust's assignor, which "optimize[s] for not over utilizing resources instead of under-utilizing",
+it moves nothing while every client is within its limit: 6 groups kept 2-2-2 by three clients stay put
+when a fourth joins (limit ceil(6/4) = 2), and the newcomer idles until a rebalance frees groups.
 """
 
 from __future__ import annotations
