@@ -23,8 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from streamlet.assignment.api import ApplicationState, TaskAssignment, legacy_task_assignment
 from streamlet.assignment.client_state import ClientState
 from streamlet.assignment.java_collections import java_hash_set_copy_order, java_hash_set_order
-from streamlet.assignment.process_id import java_uuid_hash_code, java_uuid_key
-from streamlet.assignment.sticky import pid_hash_set
+from streamlet.assignment.process_id import java_uuid_hash_code, java_uuid_key, process_id_hash_set_order
 from streamlet.assignment.task_pairs import TaskPairs
 from streamlet.errors import TaskAssignmentError
 from streamlet.task_id import TaskId
@@ -50,7 +49,7 @@ class LegacyStickyRun:
         *,
         must_preserve_active_task_assignment: bool = False,
     ) -> None:
-        self._client_order = pid_hash_set(sorted(clients, key=java_uuid_key))
+        self._client_order = process_id_hash_set_order(sorted(clients, key=java_uuid_key))
         self._clients = {pid: clients[pid] for pid in self._client_order}
         self._all_tasks = java_hash_set_order(sorted(all_tasks), TaskId.java_hash_code)
         self._stateful_tasks = java_hash_set_order(sorted(stateful_tasks), TaskId.java_hash_code)
@@ -63,7 +62,7 @@ class LegacyStickyRun:
                 self._previous_active[task] = pid
             for task in sorted(client.previous_standby_tasks):
                 standby_holders.setdefault(task, []).append(pid)
-        self._previous_standby = {task: pid_hash_set(pids) for task, pids in standby_holders.items()}
+        self._previous_standby = {task: process_id_hash_set_order(pids) for task, pids in standby_holders.items()}
 
     def assign(self, num_standby_replicas: int) -> None:
         """`assign(...)`: actives, then standbys (the rack-aware steps are off in this model)."""
@@ -100,7 +99,7 @@ class LegacyStickyRun:
     def _assign_standby(self, num_standby_replicas: int) -> None:
         for task in self._stateful_tasks:
             for _ in range(num_standby_replicas):
-                candidates = pid_hash_set(
+                candidates = process_id_hash_set_order(
                     pid for pid, client in self._clients.items() if not client.has_assigned_task(task)
                 )
                 if not candidates:

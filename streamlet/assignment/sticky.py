@@ -38,7 +38,7 @@ once when `rack.aware.assignment.strategy` is `none`, which is all streamlet mod
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from streamlet.assignment.api import (
     ApplicationState,
@@ -49,20 +49,10 @@ from streamlet.assignment.api import (
     TaskType,
 )
 from streamlet.assignment.java_collections import java_hash_set_copy_order, java_hash_set_order
-from streamlet.assignment.process_id import java_uuid_hash_code
+from streamlet.assignment.process_id import java_uuid_hash_code, process_id_hash_set_order
 from streamlet.assignment.task_pairs import TaskPairs
 from streamlet.errors import TaskAssignmentError
 from streamlet.task_id import TaskId
-
-#: `StickyTaskAssignor.DEFAULT_STICKY_TRAFFIC_COST` / `DEFAULT_STICKY_NON_OVERLAP_COST`, the rack-aware
-#: costs this assignor uses when the config sets none (only read once rack awareness is modelled).
-DEFAULT_STICKY_TRAFFIC_COST = 1
-DEFAULT_STICKY_NON_OVERLAP_COST = 10
-
-
-def pid_hash_set(pids: Iterable[uuid.UUID]) -> list[uuid.UUID]:
-    """A `HashSet<ProcessId>` (or HashMap keys) filled in the given order, as Java iterates it."""
-    return java_hash_set_order(pids, java_uuid_hash_code)
 
 
 class _AssignmentState:
@@ -120,7 +110,7 @@ class _AssignmentState:
 
     def clients_without_assigned_task(self, task: TaskId) -> list[uuid.UUID]:
         unavailable = self.new_task_locations[task]
-        return pid_hash_set(pid for pid in self.client_order if pid not in unavailable)
+        return process_id_hash_set_order(pid for pid in self.client_order if pid not in unavailable)
 
     def _client_load(self, pid: uuid.UUID) -> float:
         return len(self.new_assignments[pid].tasks) / self.clients[pid].num_processing_threads
@@ -178,7 +168,7 @@ class StickyTaskAssignor:
 
     def assign(self, application_state: ApplicationState) -> TaskAssignment:
         clients = application_state.kafka_streams_states(False)
-        client_order = pid_hash_set(clients)
+        client_order = process_id_hash_set_order(clients)
         state = _AssignmentState(
             application_state,
             clients,
@@ -266,4 +256,4 @@ def _previous_standby_assignment(
     for pid in client_order:
         for task in clients[pid].previous_standby_tasks:
             holders.setdefault(task, []).append(pid)
-    return {task: pid_hash_set(pids) for task, pids in holders.items()}
+    return {task: process_id_hash_set_order(pids) for task, pids in holders.items()}
