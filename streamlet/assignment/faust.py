@@ -26,9 +26,10 @@ proportionally to the number of threads") fills that gap here. For each class of
 5. *standbys*: each group with state gets `min(num_standby_replicas, clients - 1)` copies on clients
    other than its active one. Previous holders keep theirs while they hold fewer than their even share
    (`ceil(G * replicas * threads_c / total threads)`); the other copies go to the clients with the fewest
-   standby groups per thread, ties broken at random. The random draws come from `seed`, by default the
-   leader's clock (`ApplicationState.now_ms`): each rebalance draws anew, and a simulation (clock 0) is
-   reproducible.
+   standby groups per thread, ties broken at random; then copies move from clients over their share to
+   clients under it (a client cannot back up the groups it runs, so keeping alone can leave it short).
+   The random draws come from `seed`, by default the leader's clock (`ApplicationState.now_ms`): each
+   rebalance draws anew, and a simulation (clock 0) is reproducible.
 
 Lags are not read: like Faust, "valid local state" means a previous standby. No probing rebalances.
 Like Faust's assignor, which "optimize[s] for not over utilizing resources instead of under-utilizing",
@@ -164,25 +165,62 @@ class _FaustRun:
         if replicas <= 0 or not stateful:
             return
         even = {pid: share(len(stateful) * replicas, self.threads[pid], self.total_threads) for pid in self.order}
-        kept = dict.fromkeys(self.order, 0)  # groups of this class kept by their previous standby holders
+        count = dict.fromkeys(self.order, 0)  # standby groups of this class per client
+        copies: dict[PartitionGroup, list[uuid.UUID]] = {}
         for group in stateful:
             active = self.owner[group]
-            copies: list[uuid.UUID] = []
-            for pid in self.order:
+            chosen: list[uuid.UUID] = []
+            for pid in self.order:  # previous holders keep their copy while under their even share
                 if (
-                    len(copies) < replicas
+                    len(chosen) < replicas
                     and pid != active
                     and self.prev_standby[pid].intersection(group.stateful_tasks)
-                    and kept[pid] < even[pid]
+                    and count[pid] < even[pid]
                 ):
-                    copies.append(pid)
-                    kept[pid] += 1
-            while len(copies) < replicas:
-                eligible = [pid for pid in self.order if pid != active and pid not in copies]
-                fewest = min(self.standby_groups[pid] / self.threads[pid] for pid in eligible)
-                copies.append(
-                    self.rng.choice([pid for pid in eligible if self.standby_groups[pid] / self.threads[pid] == fewest])
-                )
-            for pid in copies:
+                    chosen.append(pid)
+                    count[pid] += 1
+            while len(chosen) < replicas:  # the fewest standbys per thread (all classes), ties at random
+
+                def load(pid: uuid.UUID) -> float:
+                    return (self.standby_groups[pid] + count[pid]) / self.threads[pid]
+
+                eligible = [pid for pid in self.order if pid != active and pid not in chosen]
+                fewest = min(load(pid) for pid in eligible)
+                pick = self.rng.choice([pid for pid in eligible if load(pid) == fewest])
+                chosen.append(pick)
+                count[pick] += 1
+            copies[group] = chosen
+        self._even_out(copies, count, even)
+        for group, chosen in copies.items():
+            for pid in chosen:
                 self.standbys[pid].extend(group.stateful_tasks)
                 self.standby_groups[pid] += 1
+
+    def _even_out(
+        self, copies: dict[PartitionGroup, list[uuid.UUID]], count: dict[uuid.UUID, int], even: dict[uuid.UUID, int]
+    ) -> None:
+        """Move standby groups from clients over their even share to clients under it.
+
+        Keeping copies in partition order can leave a client that must not hold some groups (it runs
+        them) short of standbys while others hold more than their share; each move takes the highest
+        partition that the receiver may hold. The shares add up to at least the number of copies, so an
+        overloaded client means an underloaded one; a move is skipped only when no group fits.
+        """
+        moved = True
+        while moved:
+            moved = False
+            for giver in self.order:
+                for taker in self.order:
+                    if count[giver] <= even[giver] or count[taker] >= even[taker]:
+                        continue
+                    movable = [
+                        g
+                        for g, chosen in copies.items()
+                        if giver in chosen and taker not in chosen and self.owner[g] != taker
+                    ]
+                    if movable:
+                        group = movable[-1]
+                        copies[group][copies[group].index(giver)] = taker
+                        count[giver] -= 1
+                        count[taker] += 1
+                        moved = True

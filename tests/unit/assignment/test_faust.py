@@ -112,6 +112,27 @@ def test_sticky_and_deterministic(case: dict[str, Any]) -> None:
         assert again["clients"][pid]["active"] == c["active"]
 
 
+@_GENERATED
+@given(case=contract_cases())
+def test_standbys_within_the_even_share_when_clients_are_alike(case: dict[str, Any]) -> None:
+    """All clients with one thread: per class of S stateful groups, a client holds at most
+    ceil(S * replicas / clients) of them as standbys. (With unequal threads the share can be impossible:
+    a one-thread client may have to back up every group of a four-thread one.)"""
+    case = {**case, "clients": {p: {**c, "capacity": 1} for p, c in case["clients"].items()}}
+    result = simulate(case, "faust")
+    replicas = min(case["config"]["num_standby_replicas"], len(case["clients"]) - 1)
+    stateful = set(case["tasks"]["stateful"])
+    groups = _groups(case)
+    for n in {n for n, _ in groups}:
+        backed = [
+            next(t for t in tasks if t in stateful)
+            for (w, _), tasks in groups.items()
+            if w == n and stateful & set(tasks)
+        ]
+        for c in result["clients"].values():
+            assert sum(t in c["standby"] for t in backed) <= math.ceil(len(backed) * replicas / len(case["clients"]))
+
+
 def _case(clients: dict[str, dict[str, Any]], stateless: list[str], stateful: list[str], standbys: int = 0) -> dict:
     return {
         "config": {"num_standby_replicas": standbys},
