@@ -14,6 +14,8 @@ to the JVM in one batch per assignor. On a mismatch the case is printed as one J
 from __future__ import annotations
 
 import json
+import random
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -117,6 +119,41 @@ def test_preserving_sticky_matches_oracle_on_generated_cases(oracle: Oracle, cor
     ]
     problems = _mismatches(oracle, cases, StickyTaskAssignor(must_preserve_active_task_assignment=True))
     _assert_no_mismatch(problems, len(cases), "sticky(mustPreserveActiveTaskAssignment=true)")
+
+
+def _sweep_scale_case(rng: random.Random, n_clients: int, n_subtopologies: int) -> dict[str, Any]:
+    """A group as large as the sweeps go (up to 100 clients, 2,000+ tasks of 100 partitions each, so task
+    ids share hash codes and buckets): 80% of the tasks had an owner, half the stateful ones a standby."""
+    pids = [str(uuid.UUID(int=rng.getrandbits(128))) for _ in range(n_clients)]
+    stateful = [f"{s}_{p}" for s in range(n_subtopologies) for p in range(100)]
+    stateless = [f"{s}_{p}" for s in range(n_subtopologies, n_subtopologies + 2) for p in range(100)]
+    clients: dict[str, dict[str, Any]] = {
+        pid: {"capacity": rng.randint(1, 4), "prev_active": [], "prev_standby": [], "task_offset_sums": {}}
+        for pid in pids
+    }
+    for task in stateful + stateless:
+        if rng.random() < 0.8:
+            owner = clients[rng.choice(pids)]
+            owner["prev_active"].append(task)
+            if task in stateful:
+                owner["task_offset_sums"][task] = -2
+        holder = clients[rng.choice(pids)]
+        if task in stateful and rng.random() < 0.5 and task not in holder["prev_active"]:
+            holder["prev_standby"].append(task)
+            holder["task_offset_sums"][task] = 500
+    return {
+        "config": {"num_standby_replicas": rng.randint(1, 2)},
+        "tasks": {"stateless": stateless, "stateful": stateful},
+        "changelog_end_offset_sums": dict.fromkeys(stateful, 1000),
+        "clients": clients,
+    }
+
+
+@pytest.mark.parametrize("assignor", ASSIGNORS)
+def test_streamlet_matches_oracle_at_sweep_scale(oracle: Oracle, assignor: str) -> None:
+    rng = random.Random(28)
+    cases = [{**_sweep_scale_case(rng, n, s), "assignor": assignor} for n, s in ((100, 20), (60, 5))]
+    _assert_no_mismatch(_mismatches(oracle, cases, assignor), len(cases), assignor)
 
 
 # --- hand-written and design cases ----------------------------------------------------------------------
