@@ -20,7 +20,7 @@ METRICS = ("moves", "restore_bytes", "skew", "rounds")
 METRIC_TITLES = {
     "moves": "stateful active moves",
     "restore_bytes": "bytes restored from changelogs",
-    "skew": "max skew over the even share (busiest thread / even share)",
+    "skew": "max skew: active tasks a client runs above its even share (rounded up)",
     "rounds": "rebalances to converge",
 }
 PERCENTILES = (0.5, 0.9, 0.99)
@@ -60,8 +60,6 @@ def fmt(metric: str, value: float) -> str:
             if value >= scale:
                 return f"{value / scale:.1f} {unit}"
         return f"{value:.0f} B"
-    if metric == "skew":
-        return f"{value:.2f}"
     return f"{value:g}"
 
 

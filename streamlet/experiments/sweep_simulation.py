@@ -17,8 +17,10 @@ rebalances that change nothing). Metrics, summed over the events:
 - `moves`: stateful active tasks whose client changed in a rebalance (a departed client's tasks count);
 - `restore_bytes`: bytes restored from changelogs: each stateful task an assignment puts (active, standby or
   warmup) on a client that holds no state for it costs its state size;
-- `skew`: the most loaded client's active tasks per thread over the even share (all active tasks over all
-  threads), in the layout each event converged to, the worst event's; 1.0 is perfectly even.
+- `skew`: how many active tasks the most overloaded client runs above its even share (all active tasks
+  spread over all threads, times its threads, rounded up), in the layout each event converged to, the worst
+  event's; 0 is as even as whole tasks allow. A count, not a ratio: with fewer tasks than threads a ratio
+  over the fractional share reads "10x" for a client running the one task it must.
 
 Racks are not modelled: streamlet's assignors and this simulation have no rack awareness yet (KIP-925), so
 there is no cross-rack traffic metric.
@@ -60,7 +62,7 @@ class ScenarioMetrics:
     converged: bool
     moves: int
     restore_bytes: int
-    skew: float
+    skew: int
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -134,13 +136,11 @@ def restored_bytes(before: Layout, after: Layout, task_bytes: Mapping[str, int])
     return total
 
 
-def skew(layout: Layout) -> float:
-    """The most loaded client's actives per thread over the even share (all actives over all threads)."""
+def skew(layout: Layout) -> int:
+    """Active tasks the most overloaded client runs above ceil(its threads' even share of all actives)."""
     tasks = sum(len(h.active) for h in layout.values())
     threads = sum(h.capacity for h in layout.values())
-    if tasks == 0:
-        return 1.0
-    return max(len(h.active) / h.capacity for h in layout.values()) / (tasks / threads)
+    return max(0, max(len(h.active) - -(-tasks * h.capacity // threads) for h in layout.values()))
 
 
 def _rebalance(scenario: Scenario, ends: Mapping[str, int], layout: Layout) -> tuple[Layout, bool]:
@@ -175,7 +175,7 @@ def run_scenario(scenario: Scenario, max_rounds: int = 30) -> ScenarioMetrics:
     layout: Layout = {i + 1: Holding(t) for i, t in enumerate(scenario.threads)}
     converged = True
     rounds = moves = restore = 0
-    worst = 1.0
+    worst = 0
     for index in range(-1, len(scenario.events)):
         before = layout  # the departed client's tasks and state are in here, not in the group's input
         if index >= 0:
@@ -195,4 +195,4 @@ def run_scenario(scenario: Scenario, max_rounds: int = 30) -> ScenarioMetrics:
             converged = False
         if index >= 0:
             worst = max(worst, skew(layout))
-    return ScenarioMetrics(rounds, converged, moves, restore, round(worst, 4))
+    return ScenarioMetrics(rounds, converged, moves, restore, worst)

@@ -48,7 +48,6 @@ def scenario_frame(spark: SparkSession, spec: SweepSpec) -> DataFrame:
     """The per-scenario rows as a DataFrame (computed lazily on the executors)."""
     from pyspark.sql.types import (
         BooleanType,
-        DoubleType,
         IntegerType,
         LongType,
         StringType,
@@ -69,7 +68,7 @@ def scenario_frame(spark: SparkSession, spec: SweepSpec) -> DataFrame:
             StructField("converged", BooleanType(), False),
             StructField("moves", IntegerType(), False),
             StructField("restore_bytes", LongType(), False),
-            StructField("skew", DoubleType(), False),
+            StructField("skew", IntegerType(), False),
         ]
     )
     return spark.createDataFrame(rdd, schema)
