@@ -32,7 +32,7 @@ import math
 import random
 import uuid
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from streamlet.assignment.client_state import LATEST_OFFSET
@@ -63,9 +63,6 @@ class ScenarioMetrics:
     moves: int
     restore_bytes: int
     skew: int
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def state_records(scenario: Scenario) -> dict[str, int]:
