@@ -47,6 +47,8 @@ class AssignmentConfigs:
     max_warmup_replicas: int = 2
     acceptable_recovery_lag: int = 10_000
     probing_rebalance_interval_ms: int = 600_000
+    #: KIP-708: the client tag keys standbys are spread over (empty: the default standby assignor)
+    rack_aware_assignment_tags: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for name in (
@@ -70,6 +72,7 @@ class AssignmentConfigs:
             max_warmup_replicas=config.max_warmup_replicas,
             acceptable_recovery_lag=config.acceptable_recovery_lag,
             probing_rebalance_interval_ms=config.probing_rebalance_interval_ms,
+            rack_aware_assignment_tags=tuple(config.rack_aware_assignment_tags),
         )
 
 
@@ -117,6 +120,11 @@ class KafkaStreamsState:
             member: client.prev_tasks_by_lag(member) for member in client.consumer_to_previous_stateful_tasks
         }
         self._host_info = host_info
+        self._client_tags = dict(client.client_tags)
+
+    @property
+    def client_tags(self) -> dict[str, str]:
+        return dict(self._client_tags)
 
     @property
     def process_id(self) -> uuid.UUID:

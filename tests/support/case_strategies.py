@@ -19,6 +19,7 @@ Every drawn case is valid per the contract (the oracle accepts all of them).
 
 from __future__ import annotations
 
+import random
 import uuid
 from typing import Any
 
@@ -180,3 +181,26 @@ def contract_cases(
             for i, pid in enumerate(pids)
         },
     }
+
+
+_TAG_KEYS = ["zone", "cluster", "rack", "host"]
+
+
+def with_client_tags(case: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+    """A copy of `case` with KIP-708 rack awareness: 1-3 standbys, `rack_aware_assignment_tags`, client tags.
+
+    Drawn with a seeded `random.Random` on top of an already drawn case (drawing fresh cases with
+    Hypothesis costs over a minute per thousand). Tag keys get 1-4 values each, so some spreads are
+    achievable and some are not (the fallback to the least-loaded clients). One client in twenty lacks a
+    key, and not every key is configured: Kafka Streams only validates a client's own config, so a
+    leader can see both, and `isAllowedTaskMovement` compares every tag of the source.
+    """
+    keys = rng.sample(_TAG_KEYS, rng.randint(1, 3))
+    configured = rng.sample(keys, rng.randint(1, len(keys)))
+    values = {key: [f"{key}-{v}" for v in range(rng.randint(1, 4))] for key in keys}
+    clients = {
+        pid: {**client, "client_tags": {k: rng.choice(values[k]) for k in keys if rng.randrange(20)}}
+        for pid, client in case["clients"].items()
+    }
+    config = {**case["config"], "num_standby_replicas": rng.randint(1, 3), "rack_aware_assignment_tags": configured}
+    return {**case, "config": config, "clients": clients}

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from tests.support.oracle import Oracle, OracleError, build_oracle
+from tests.support.oracle_corpus import generated_corpus
 
 
 @pytest.fixture(scope="session")
@@ -26,3 +28,9 @@ def oracle() -> Iterator[Oracle]:
         yield instance
     finally:
         instance.close()
+
+
+@pytest.fixture(scope="session")
+def corpus() -> list[dict[str, Any]]:
+    """The generated contract cases, drawn once per session and shared by the differential tests."""
+    return generated_corpus()

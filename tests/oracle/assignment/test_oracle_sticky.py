@@ -16,92 +16,26 @@ from __future__ import annotations
 import json
 import random
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, assume, given, settings
-from hypothesis import strategies as st
 
 from streamlet.assignment.simulation import simulate
 from streamlet.assignment.sticky import StickyTaskAssignor
-from tests.support.case_strategies import contract_cases
 from tests.support.fixtures import ASSIGNMENT_CASES
 from tests.support.oracle import Oracle, normalize_output, research_case_to_contract
+from tests.support.oracle_corpus import GENERATED_LARGE, GENERATED_SMALL, assert_no_mismatch, dump, mismatches
 
 pytestmark = pytest.mark.oracle
 
 ASSIGNORS = ["sticky", "legacy_sticky", "fallback_prior"]
-GENERATED_SMALL = 700  # contract_cases() as for HATA: up to 8 clients, 3 sub-topologies of 12 partitions
-GENERATED_LARGE = 300  # up to 16 clients, 4 sub-topologies of 40 partitions (hash collisions, bigger tables)
 PRESERVING_STICKY = 400  # of the corpus, also run with mustPreserveActiveTaskAssignment = true
 
 PID = [f"00000000-0000-0000-0000-00000000000{n}" for n in range(1, 10)]
 
 
-def _draw(strategy: st.SearchStrategy[dict[str, Any]], count: int, cases: dict[str, dict[str, Any]]) -> None:
-    """Add `count` new distinct cases from `strategy` to `cases` (JSON -> case), the same ones on every run
-    (derandomized, no shrinking). Duplicates are rejected (`assume`) and do not count towards `max_examples`.
-    """
-
-    @settings(
-        max_examples=count,
-        derandomize=True,
-        deadline=None,
-        database=None,
-        phases=[Phase.generate],
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(case=strategy)
-    def collect(case: dict[str, Any]) -> None:
-        key = _dump(case)
-        assume(key not in cases)
-        cases[key] = case
-
-    collect()
-
-
-@pytest.fixture(scope="module")
-def corpus() -> Iterator[list[dict[str, Any]]]:
-    cases: dict[str, dict[str, Any]] = {}
-    _draw(contract_cases(), GENERATED_SMALL, cases)
-    _draw(contract_cases(max_clients=16, max_partitions=40, max_subtopologies=4), GENERATED_LARGE, cases)
-    yield list(cases.values())
-
-
-def _dump(case: dict[str, Any]) -> str:
-    return json.dumps(case, separators=(",", ":"))
-
-
-def _mismatches(oracle: Oracle, cases: list[dict[str, Any]], streamlet_assignor: Any) -> list[str]:
-    """Run every case through the oracle (one batch) and streamlet; describe each difference."""
-    problems = []
-    for case, java in zip(cases, oracle.run_many(cases), strict=True):
-        if "error" in java:
-            problems.append(f"oracle rejected the case: {java['error']}\n{_dump(case)}")
-            continue
-        expected = normalize_output(java)
-        actual = normalize_output(simulate(case, streamlet_assignor))
-        if actual != expected:
-            problems.append(
-                f"case: {_dump(case)}\nkafka streams: {json.dumps(expected)}\nstreamlet:     {json.dumps(actual)}"
-            )
-    return problems
-
-
-def _assert_no_mismatch(problems: list[str], total: int, what: str) -> None:
-    if problems:
-        shown = "\n\n".join(problems[:3])
-        pytest.fail(
-            f"{what}: {len(problems)} of {total} cases differ from Kafka Streams 4.1.1.\n{shown}", pytrace=False
-        )
-
-
-# --- generated cases -----------------------------------------------------------------------------------
-
-
 def test_corpus_size(corpus: list[dict[str, Any]]) -> None:
-    assert len({_dump(c) for c in corpus}) == len(corpus) == GENERATED_SMALL + GENERATED_LARGE >= 1000
+    assert len({dump(c) for c in corpus}) == len(corpus) == GENERATED_SMALL + GENERATED_LARGE >= 1000
 
 
 @pytest.mark.parametrize("assignor", ASSIGNORS)
@@ -109,7 +43,7 @@ def test_streamlet_matches_oracle_on_generated_cases(
     oracle: Oracle, corpus: list[dict[str, Any]], assignor: str
 ) -> None:
     cases = [{**case, "assignor": assignor} for case in corpus]
-    _assert_no_mismatch(_mismatches(oracle, cases, assignor), len(cases), assignor)
+    assert_no_mismatch(mismatches(oracle, cases, assignor), len(cases), assignor)
 
 
 def test_preserving_sticky_matches_oracle_on_generated_cases(oracle: Oracle, corpus: list[dict[str, Any]]) -> None:
@@ -117,8 +51,8 @@ def test_preserving_sticky_matches_oracle_on_generated_cases(oracle: Oracle, cor
         {**case, "assignor": "sticky", "must_preserve_active_task_assignment": True}
         for case in corpus[:PRESERVING_STICKY]
     ]
-    problems = _mismatches(oracle, cases, StickyTaskAssignor(must_preserve_active_task_assignment=True))
-    _assert_no_mismatch(problems, len(cases), "sticky(mustPreserveActiveTaskAssignment=true)")
+    problems = mismatches(oracle, cases, StickyTaskAssignor(must_preserve_active_task_assignment=True))
+    assert_no_mismatch(problems, len(cases), "sticky(mustPreserveActiveTaskAssignment=true)")
 
 
 def _sweep_scale_case(rng: random.Random, n_clients: int, n_subtopologies: int) -> dict[str, Any]:
@@ -153,7 +87,7 @@ def _sweep_scale_case(rng: random.Random, n_clients: int, n_subtopologies: int) 
 def test_streamlet_matches_oracle_at_sweep_scale(oracle: Oracle, assignor: str) -> None:
     rng = random.Random(28)
     cases = [{**_sweep_scale_case(rng, n, s), "assignor": assignor} for n, s in ((100, 20), (60, 5))]
-    _assert_no_mismatch(_mismatches(oracle, cases, assignor), len(cases), assignor)
+    assert_no_mismatch(mismatches(oracle, cases, assignor), len(cases), assignor)
 
 
 # --- hand-written and design cases ----------------------------------------------------------------------
@@ -167,7 +101,7 @@ RESEARCH_CASES = [research_case_to_contract(c) for c in RESEARCH["assignor_cases
 def test_streamlet_matches_oracle_on_design_and_research_cases(oracle: Oracle, assignor: str) -> None:
     cases = [{**case, "assignor": assignor} for case in DESIGN_CASES + RESEARCH_CASES]
     assert len(cases) == 27
-    _assert_no_mismatch(_mismatches(oracle, cases, assignor), len(cases), assignor)
+    assert_no_mismatch(mismatches(oracle, cases, assignor), len(cases), assignor)
 
 
 def _case(assignor: str, clients: dict[str, dict[str, Any]], stateful: list[str], **config: int) -> dict[str, Any]:
@@ -186,7 +120,7 @@ def _case(assignor: str, clients: dict[str, dict[str, Any]], stateful: list[str]
 def _run_both(oracle: Oracle, case: dict[str, Any]) -> dict[str, Any]:
     """The oracle's output, after checking streamlet gives the same."""
     expected = normalize_output(oracle.run(case))
-    assert normalize_output(simulate(case, case["assignor"])) == expected, _dump(case)
+    assert normalize_output(simulate(case, case["assignor"])) == expected, dump(case)
     return expected
 
 

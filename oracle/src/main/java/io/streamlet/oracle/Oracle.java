@@ -104,13 +104,19 @@ public final class Oracle {
         final long probingRebalanceIntervalMs =
             longOr(config, "probing_rebalance_interval_ms", DEFAULT_PROBING_REBALANCE_INTERVAL_MS);
 
-        // Same validation as StreamsConfig; strategy "none" and no tags: rack awareness is off.
+        // KIP-708: rack.aware.assignment.tags, a list of client tag keys (default: none).
+        final List<String> rackAwareAssignmentTags = new ArrayList<>();
+        for (final JsonNode tag : config.path("rack_aware_assignment_tags")) {
+            rackAwareAssignmentTags.add(tag.asText());
+        }
+
+        // Same validation as StreamsConfig; strategy "none": the RackAwareTaskAssignor is off.
         final AssignmentConfigs configs = new AssignmentConfigs(
             acceptableRecoveryLag,
             maxWarmupReplicas,
             numStandbyReplicas,
             probingRebalanceIntervalMs,
-            Collections.emptyList()
+            rackAwareAssignmentTags
         );
         if (!StreamsConfig.RACK_AWARE_ASSIGNMENT_STRATEGY_NONE.equals(configs.rackAwareAssignmentStrategy())) {
             throw new IllegalStateException("rack awareness must be off");
@@ -196,7 +202,14 @@ public final class Oracle {
 
             // As ClientMetadata does: one consumer per stream thread. The first consumer carries the
             // client's owned partitions and reported offset sums (the leader takes their union anyway).
-            final ClientState state = new ClientState(processId, Collections.emptyMap());
+            // KIP-708: the client's tags, as ClientMetadata gets them from its SubscriptionInfo.
+            final Map<String, String> clientTags = new HashMap<>();
+            final Iterator<Map.Entry<String, JsonNode>> tagIt = c.path("client_tags").fields();
+            while (tagIt.hasNext()) {
+                final Map.Entry<String, JsonNode> e = tagIt.next();
+                clientTags.put(e.getKey(), e.getValue().asText());
+            }
+            final ClientState state = new ClientState(processId, clientTags);
             final List<TopicPartition> owned = new ArrayList<>();
             for (final TaskId t : prevActive) {
                 final TopicPartition tp = partitionForTask.get(t);
