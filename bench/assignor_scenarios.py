@@ -45,10 +45,11 @@ sys.path.insert(0, str(ROOT))
 from streamlet.assignment.simulation import simulate  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "assignor_scenarios.json"
-SEEDS = ROOT / "tests" / "unit" / "assignment" / "data"
+SEEDS = ROOT / "tests" / "fixtures" / "assignment"
 SEED_CASE = SEEDS / "seed000-round1-third-client-joins.json"
 SEED_ROUND2 = SEEDS / "seed000-round2-after-first-probing.json"  # the state Kafka Streams 2.7.2 really produced
-ASSIGNORS = ("high_availability", "balanced")
+ASSIGNORS = ("high_availability", "balanced")  # the default; --assignors picks any task_assignor names
+SHORT = {"high_availability": "HATA", "balanced": "bal", "legacy_sticky": "lsty", "fallback_prior": "fbp"}
 MAX_ROUNDS = 40
 SMALL_END, LARGE_END = 1_000, 1_000_000  # changelog end offset sums, vs acceptable.recovery.lag = 10 000
 
@@ -310,10 +311,14 @@ def run_scenario(scenario: dict[str, Any], assignor: str) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--json", default=str(RESULTS), help="where to write the results (JSON)")
+    parser.add_argument(
+        "--assignors", default=",".join(ASSIGNORS), help="comma list of task_assignor names (e.g. sticky,faust)"
+    )
     args = parser.parse_args(argv)
+    assignors = [a.strip() for a in args.assignors.split(",") if a.strip()]
     rows = []
     for scenario in scenarios():
-        rows.append({"scenario": scenario["name"], **{a: run_scenario(scenario, a) for a in ASSIGNORS}})
+        rows.append({"scenario": scenario["name"], **{a: run_scenario(scenario, a) for a in assignors}})
     cols = (
         "rounds",
         "active_rounds",
@@ -329,12 +334,12 @@ def main(argv: list[str] | None = None) -> int:
     heads = ("rounds", "act-rds", "moves", "all-moves", "max", "max/thr", "pre-max", "scratch", "pauses", "relocated")
     print(f"{'scenario':<50} {'':<4} " + " ".join(f"{h:>7}" for h in heads) + "  final")
     for row in rows:
-        for a, short in zip(ASSIGNORS, ("HATA", "bal"), strict=True):
+        for a in assignors:
             m = row[a]
             cells = " ".join(f"{m[c]:>7}" for c in cols)
             flag = "" if m["converged"] else "  (NOT CONVERGED)"
-            name = row["scenario"] if a == ASSIGNORS[0] else ""
-            print(f"{name:<50} {short:<4} {cells}  {m['final']}{flag}")
+            name = row["scenario"] if a == assignors[0] else ""
+            print(f"{name:<50} {SHORT.get(a, a)[:4]:<4} {cells}  {m['final']}{flag}")
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps({"round_model": __doc__.split("\n\n")[1], "rows": rows}, indent=1) + "\n")
     print(f"\nwrote {args.json}")

@@ -11,7 +11,7 @@ import difflib
 import os
 import re
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -90,6 +90,36 @@ def default_state_dir() -> str:
     return os.path.join(tempfile.gettempdir(), "streamlet")
 
 
+#: StreamsConfig.MAX_RACK_AWARE_ASSIGNMENT_TAG_LIST_SIZE / _KEY_LENGTH / _VALUE_LENGTH
+MAX_RACK_AWARE_ASSIGNMENT_TAGS = 5
+CLIENT_TAG_PREFIX = "client.tag."
+MAX_TAG_KEY_LENGTH = 20
+MAX_TAG_VALUE_LENGTH = 30
+
+
+def _validate_rack_awareness(client_tags: Mapping[str, str], rack_aware_assignment_tags: Sequence[str]) -> None:
+    """`StreamsConfig.validateRackAwarenessConfiguration`: at most 5 tags, each configured tag key set on this
+    client, keys <= 20 and values <= 30 characters (the subscription carries them to every leader)."""
+    if isinstance(rack_aware_assignment_tags, str) or not all(isinstance(t, str) for t in rack_aware_assignment_tags):
+        raise ConfigError(f"rack_aware_assignment_tags must be a list of tag keys, got {rack_aware_assignment_tags!r}")
+    if len(rack_aware_assignment_tags) > MAX_RACK_AWARE_ASSIGNMENT_TAGS:
+        raise ConfigError(f"rack_aware_assignment_tags: at most {MAX_RACK_AWARE_ASSIGNMENT_TAGS} tag keys")
+    if not isinstance(client_tags, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in client_tags.items()
+    ):
+        raise ConfigError(f"client_tags must map tag keys to values (strings), got {client_tags!r}")
+    if len(client_tags) > MAX_RACK_AWARE_ASSIGNMENT_TAGS:
+        raise ConfigError(f"client_tags: at most {MAX_RACK_AWARE_ASSIGNMENT_TAGS} client tags")
+    for tag in rack_aware_assignment_tags:
+        if tag not in client_tags:
+            raise ConfigError(f"rack_aware_assignment_tags contains {tag!r}, which is not a key of client_tags")
+    for key, value in client_tags.items():
+        if len(key) > MAX_TAG_KEY_LENGTH:
+            raise ConfigError(f"client_tags: tag key {key!r} exceeds {MAX_TAG_KEY_LENGTH} characters")
+        if len(value) > MAX_TAG_VALUE_LENGTH:
+            raise ConfigError(f"client_tags: tag value {value!r} exceeds {MAX_TAG_VALUE_LENGTH} characters")
+
+
 @dataclass(frozen=True)
 class StreamsConfig:
     """Application configuration. Field names are Kafka Streams' config names in snake_case."""
@@ -111,6 +141,10 @@ class StreamsConfig:
     # The producer's max.block.ms: how long starting a transactional producer waits for its coordinator
     max_block_ms: int = 60_000
     task_assignor: str = "high_availability"
+    # KIP-708 rack-aware standbys: this client's tags (Kafka's `client.tag.<key>`), sent in its subscription,
+    # and the tag keys HATA spreads each task's standbys over (`rack.aware.assignment.tags`).
+    client_tags: Mapping[str, str] = field(default_factory=dict)
+    rack_aware_assignment_tags: tuple[str, ...] = ()
     statestore_cache_max_bytes: int = 10 * 1024 * 1024
     # RocksDB memory (streamlet.state.rocksdb_memory): per store, Kafka Streams' defaults; with
     # rocksdb_bounded_memory_bytes > 0, one cache of that size for every store of the process, memtables included
@@ -270,6 +304,9 @@ class StreamsConfig:
                 f"group_instance_id={self.group_instance_id!r}: use at most 240 of [a-zA-Z0-9._-] (Kafka's rule for "
                 "ids, less room for the thread suffix)"
             )
+        _validate_rack_awareness(self.client_tags, self.rack_aware_assignment_tags)
+        object.__setattr__(self, "client_tags", dict(self.client_tags))
+        object.__setattr__(self, "rack_aware_assignment_tags", tuple(self.rack_aware_assignment_tags))
         _require_int("web_port", self.web_port, minimum=0)
         if self.web_port > 65535:
             raise ConfigError(f"web_port must be <= 65535, got {self.web_port}")
@@ -307,7 +344,12 @@ class StreamsConfig:
             if raw_key.startswith(TOPIC_PREFIX):  # Kafka Streams' topic.* settings: configs of internal topics
                 topic_configs[raw_key.removeprefix(TOPIC_PREFIX)] = str(value)
                 continue
+            if raw_key.startswith(CLIENT_TAG_PREFIX):  # Kafka's `client.tag.<key>`: one entry of client_tags
+                kwargs.setdefault("client_tags", {})[raw_key[len(CLIENT_TAG_PREFIX) :]] = value
+                continue
             key = config_key(raw_key)
+            if key == "rack_aware_assignment_tags" and isinstance(value, str):  # a Kafka LIST: comma-separated
+                value = tuple(t.strip() for t in value.split(",") if t.strip())
             if key not in known:
                 raise ConfigError(f"unknown config {raw_key!r}{_unknown_config_hint(key, known)}")
             kwargs[key] = value

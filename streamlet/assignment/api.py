@@ -47,6 +47,8 @@ class AssignmentConfigs:
     max_warmup_replicas: int = 2
     acceptable_recovery_lag: int = 10_000
     probing_rebalance_interval_ms: int = 600_000
+    #: KIP-708: the client tag keys standbys are spread over (empty: the default standby assignor)
+    rack_aware_assignment_tags: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for name in (
@@ -70,6 +72,7 @@ class AssignmentConfigs:
             max_warmup_replicas=config.max_warmup_replicas,
             acceptable_recovery_lag=config.acceptable_recovery_lag,
             probing_rebalance_interval_ms=config.probing_rebalance_interval_ms,
+            rack_aware_assignment_tags=tuple(config.rack_aware_assignment_tags),
         )
 
 
@@ -117,6 +120,11 @@ class KafkaStreamsState:
             member: client.prev_tasks_by_lag(member) for member in client.consumer_to_previous_stateful_tasks
         }
         self._host_info = host_info
+        self._client_tags = dict(client.client_tags)
+
+    @property
+    def client_tags(self) -> dict[str, str]:
+        return dict(self._client_tags)
 
     @property
     def process_id(self) -> uuid.UUID:
@@ -291,6 +299,28 @@ class TaskAssignor(Protocol):
     """
 
     def assign(self, application_state: ApplicationState) -> TaskAssignment: ...
+
+
+def legacy_task_assignment(
+    application_state: ApplicationState, clients: Mapping[uuid.UUID, ClientState], probing_rebalance_needed: bool
+) -> TaskAssignment:
+    """The result of an internal (`LegacyTaskAssignor`) assignor, as Kafka Streams' leader turns it into one.
+
+    Those assignors fill in `ClientState`s and return "probing rebalance needed"; the leader then gives
+    its own client `followup_rebalance_deadline = now_ms + probing_rebalance_interval_ms`. If no leader is
+    named (simulation, tests), every client gets it.
+    """
+    deadline = None
+    if probing_rebalance_needed:
+        deadline = application_state.now_ms + application_state.assignment_configs.probing_rebalance_interval_ms
+    leader = application_state.leader_process_id
+    result = []
+    for pid, client in clients.items():
+        tasks = [AssignedTask(t, TaskType.ACTIVE) for t in sorted(client.active_tasks)]
+        tasks += [AssignedTask(t, TaskType.STANDBY) for t in sorted(client.standby_tasks)]
+        gets_deadline = leader is None or leader not in clients or leader == pid
+        result.append(KafkaStreamsAssignment(pid, tasks, deadline if gets_deadline else None))
+    return TaskAssignment(result)
 
 
 def notify_assignment_computed(

@@ -64,8 +64,11 @@ class ClientState:
         task_lags: Mapping[TaskId, int] | None = None,
         previous_active_tasks: Iterable[TaskId] = (),
         previous_standby_tasks: Iterable[TaskId] = (),
+        client_tags: Mapping[str, str] | None = None,
     ) -> None:
         self.capacity = capacity
+        #: the client's `client_tags` (KIP-708), read by the rack-aware standby assignor
+        self.client_tags: dict[str, str] = dict(client_tags or {})
         #: union over the client's consumers of reported task -> offset sum (later consumers win)
         self.task_offset_sums: dict[TaskId, int] = dict(task_offset_sums or {})
         #: lag of every stateful task of the topology; also defines which tasks are stateful

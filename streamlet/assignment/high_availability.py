@@ -22,13 +22,13 @@ from dataclasses import dataclass
 
 from streamlet.assignment.api import (
     ApplicationState,
-    AssignedTask,
     AssignmentConfigs,
-    KafkaStreamsAssignment,
     TaskAssignment,
     TaskType,
+    legacy_task_assignment,
 )
 from streamlet.assignment.client_state import LATEST_OFFSET, LONG_MAX, ClientState
+from streamlet.assignment.client_tag_aware_standby import assign_tag_aware_standbys, is_allowed_task_movement
 from streamlet.assignment.constrained_priority_set import ConstrainedPrioritySet
 from streamlet.assignment.java_collections import JavaPriorityQueue
 from streamlet.assignment.process_id import java_uuid_key
@@ -107,8 +107,13 @@ def _should_move_a_task(src: ClientState, dst: ClientState) -> bool:
     return proposed_skew < skew
 
 
-def balance_tasks_over_threads(clients: Clients, kind: TaskType) -> None:
-    """Move `kind` tasks from more- to less-loaded clients (total load) until no move helps."""
+def balance_tasks_over_threads(
+    clients: Clients, kind: TaskType, may_move: Callable[[ClientState, ClientState], bool] = lambda _s, _d: True
+) -> None:
+    """Move `kind` tasks from more- to less-loaded clients (total load) until no move helps.
+
+    `may_move(source, destination)` is the standby assignor's `isAllowedTaskMovement` (tags must match).
+    """
     order = sorted(clients, key=java_uuid_key)
     changed = True
     while changed:
@@ -123,7 +128,7 @@ def balance_tasks_over_threads(clients: Clients, kind: TaskType) -> None:
                 for task in snapshot:
                     if not _should_move_a_task(src, dst):
                         break
-                    if dst.has_assigned_task(task):
+                    if dst.has_assigned_task(task) or not may_move(src, dst):
                         continue
                     if kind is TaskType.ACTIVE:
                         src.unassign_active(task)
@@ -141,10 +146,24 @@ def assign_active_stateful_tasks(clients: Clients, stateful_tasks: Iterable[Task
     balance_tasks_over_threads(clients, TaskType.ACTIVE)
 
 
-def assign_standby_replica_tasks(clients: Clients, stateful_tasks: Iterable[TaskId], num_standby_replicas: int) -> None:
-    """`DefaultStandbyTaskAssignor`: each replica on the least-loaded client that has no copy yet."""
-    if num_standby_replicas <= 0:
+def assign_standby_replica_tasks(
+    clients: Clients, stateful_tasks: Iterable[TaskId], configs: AssignmentConfigs
+) -> None:
+    """`StandbyTaskAssignorFactory`: KIP-708's tag-aware assignor when tags are configured, else the default."""
+    if configs.num_standby_replicas <= 0:
         return
+    if configs.rack_aware_assignment_tags:
+        assign_tag_aware_standbys(
+            clients, sorted(stateful_tasks), configs.num_standby_replicas, configs.rack_aware_assignment_tags
+        )
+        balance_tasks_over_threads(clients, TaskType.STANDBY, is_allowed_task_movement)
+        return
+    assign_default_standbys(clients, stateful_tasks, configs.num_standby_replicas)
+    balance_tasks_over_threads(clients, TaskType.STANDBY)
+
+
+def assign_default_standbys(clients: Clients, stateful_tasks: Iterable[TaskId], num_standby_replicas: int) -> None:
+    """`DefaultStandbyTaskAssignor`: each replica on the least-loaded client that has no copy yet."""
     by_load = ConstrainedPrioritySet(
         lambda p, t: not clients[p].has_assigned_task(t), lambda p: clients[p].assigned_task_load
     )
@@ -156,7 +175,6 @@ def assign_standby_replica_tasks(clients: Clients, stateful_tasks: Iterable[Task
                 break  # Kafka Streams logs "Unable to assign ... standby tasks" and moves on
             clients[pid].assign_standby(task)
             by_load.offer(pid)
-    balance_tasks_over_threads(clients, TaskType.STANDBY)
 
 
 # ---- step 4 and 5: movements towards caught-up clients -------------------------------------------------------
@@ -340,7 +358,7 @@ def assign_clients(
             raise TaskAssignmentError(f"client {pid} has no lag for stateful tasks {missing}")
 
     assign_active_stateful_tasks(clients, stateful)
-    assign_standby_replica_tasks(clients, stateful, configs.num_standby_replicas)
+    assign_standby_replica_tasks(clients, stateful, configs)
 
     budget = WarmupBudget(configs.max_warmup_replicas)
     caught_up = tasks_to_caught_up_clients(clients, stateful, configs.acceptable_recovery_lag)
@@ -356,9 +374,7 @@ def assign_clients(
 class HighAvailabilityTaskAssignor:
     """Kafka Streams' default assignor behind the pluggable `TaskAssignor` API.
 
-    When probing is needed, the leader's client (`ApplicationState.leader_process_id`) gets
-    `followup_rebalance_deadline = now_ms + probing_rebalance_interval_ms`, as in Kafka Streams; if no
-    leader is named (simulation, tests), every client gets it.
+    When probing is needed, the leader's client gets a follow-up rebalance (`legacy_task_assignment`).
     """
 
     def assign(self, application_state: ApplicationState) -> TaskAssignment:
@@ -367,16 +383,12 @@ class HighAvailabilityTaskAssignor:
         stateful = [task for task, info in infos.items() if info.is_stateful]
         states = application_state.kafka_streams_states(True)
         clients = {
-            pid: ClientState(state.num_processing_threads, task_lags={t: state.lag_for(t) for t in stateful})
+            pid: ClientState(
+                state.num_processing_threads,
+                task_lags={t: state.lag_for(t) for t in stateful},
+                client_tags=state.client_tags,
+            )
             for pid, state in states.items()
         }
         probing = assign_clients(clients, infos, stateful, configs)
-        deadline = application_state.now_ms + configs.probing_rebalance_interval_ms if probing else None
-        leader = application_state.leader_process_id
-        result = []
-        for pid, client in clients.items():
-            tasks = [AssignedTask(t, TaskType.ACTIVE) for t in sorted(client.active_tasks)]
-            tasks += [AssignedTask(t, TaskType.STANDBY) for t in sorted(client.standby_tasks)]
-            gets_deadline = leader is None or leader not in clients or leader == pid
-            result.append(KafkaStreamsAssignment(pid, tasks, deadline if gets_deadline else None))
-        return TaskAssignment(result)
+        return legacy_task_assignment(application_state, clients, probing)

@@ -4,8 +4,9 @@
   resolved by heap position, and iterating the queue walks the backing array, which is not priority
   order. The assignor relies on both (standby movements with equal keys; the last loop of
   `assignTasksToThreads`), so a Python `heapq` or `sorted()` would give different assignments.
-* `java.util.HashSet<TaskId>`: `ClientState.statefulActiveTasks()` is a HashSet, and the order its
-  elements come out in decides the initial heap array of `assignTasksToThreads`.
+* `java.util.HashSet` / `HashMap` keys: `ClientState.statefulActiveTasks()` is a HashSet, and the order its
+  elements come out in decides the initial heap array of `assignTasksToThreads`; the sticky assignors
+  walk HashSets of clients and tasks and take the first or least-loaded one they meet.
 
 Only what the assignor uses is emulated, but that part is bit-for-bit (siftUp/siftDown/removeAt as in
 the JDK 17 sources).
@@ -144,17 +145,44 @@ def _spread(hash_code: int) -> int:
     return h ^ (h >> 16)
 
 
-def java_hash_set_order(items: Iterable[H], hash_code: Callable[[H], int]) -> list[H]:
-    """Iteration order of a `new HashSet<>()` after adding `items` in the given order.
+def _table_size_for(cap: int) -> int:
+    """`HashMap.tableSizeFor`: the smallest power of two >= cap (at least 1)."""
+    n = 1
+    while n < cap:
+        n <<= 1
+    return n
 
-    Models the default table (16 buckets, load factor 0.75), doubling when size exceeds the threshold
-    and the "resize instead of treeify" rule for a 9th entry in one bucket while the table is smaller
-    than 64. Within a bucket, entries keep insertion order (resizes split buckets order-preservingly),
-    so the order is (bucket at the final capacity, insertion index). Buckets that Java would turn into
-    trees (>= 9 colliding entries with >= 64 buckets) are not modelled; task ids practically never
-    collide that much.
+
+def java_hash_set_copy_capacity(size: int) -> int:
+    """Table size of `new HashSet<>(collection)` on JDK 17: `new HashMap<>(max((int) (size / .75f) + 1, 16))`.
+
+    It differs from the size an empty set grows to by adding the same elements when `size / .75` is a
+    power of two (12, 24, 48, ... elements), so copies can iterate in a different order than their source.
+    `(int) (size / .75f)` is `4 * size // 3` exactly for any realistic size (float division is
+    correctly rounded and cannot cross an integer below 2**24).
     """
-    capacity = _DEFAULT_CAPACITY
+    return _table_size_for(max(4 * size // 3 + 1, _DEFAULT_CAPACITY))
+
+
+def java_hash_set_copy_order(items: Iterable[H], hash_code: Callable[[H], int]) -> list[H]:
+    """Iteration order of `new HashSet<>(source)` where `source` iterates as `items`."""
+    items = list(items)
+    return java_hash_set_order(items, hash_code, capacity=java_hash_set_copy_capacity(len(items)))
+
+
+def java_hash_set_order(
+    items: Iterable[H], hash_code: Callable[[H], int], *, capacity: int = _DEFAULT_CAPACITY
+) -> list[H]:
+    """Iteration order of a `new HashSet<>()` (or a HashMap's keys) after adding `items` in the given order.
+
+    Models the default table (16 buckets, or `capacity` for a presized one, load factor 0.75), doubling
+    when size exceeds the threshold and the "resize instead of treeify" rule for a 9th entry in one
+    bucket while the table is smaller than 64. Within a bucket, entries keep insertion order (resizes
+    split buckets order-preservingly), so the order is (bucket at the final capacity, insertion index).
+    Re-adding an element (or re-putting a key) keeps its place. Buckets that Java would turn into trees
+    (>= 9 colliding entries with >= 64 buckets) are not modelled; task ids practically never collide
+    that much.
+    """
     entries: list[tuple[int, H]] = []
     bucket_sizes: dict[int, int] = {}
     seen: set[H] = set()

@@ -12,6 +12,8 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable
 
+from streamlet.assignment.java_collections import java_hash_set_order
+
 _U64 = 1 << 64
 _I64_SIGN = 1 << 63
 
@@ -30,6 +32,11 @@ def java_uuid_hash_code(u: uuid.UUID) -> int:
     hilo = (u.int >> 64) ^ (u.int & (_U64 - 1))
     h = ((hilo >> 32) ^ hilo) & 0xFFFFFFFF
     return h - (1 << 32) if h >= (1 << 31) else h
+
+
+def process_id_hash_set_order(process_ids: Iterable[uuid.UUID]) -> list[uuid.UUID]:
+    """A `HashSet<ProcessId>` (or a HashMap's ProcessId keys) filled in the given order, as Java iterates it."""
+    return java_hash_set_order(process_ids, java_uuid_hash_code)
 
 
 def sorted_process_ids(process_ids: Iterable[uuid.UUID]) -> list[uuid.UUID]:

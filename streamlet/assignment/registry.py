@@ -11,12 +11,20 @@ from collections.abc import Callable
 
 from streamlet.assignment.api import TaskAssignor
 from streamlet.assignment.balanced import BalancedTaskAssignor
+from streamlet.assignment.fallback_prior import FallbackPriorTaskAssignor
+from streamlet.assignment.faust import FaustTaskAssignor
 from streamlet.assignment.high_availability import HighAvailabilityTaskAssignor
+from streamlet.assignment.legacy_sticky import LegacyStickyTaskAssignor
+from streamlet.assignment.sticky import StickyTaskAssignor
 from streamlet.errors import ConfigError
 
 _FACTORIES: dict[str, Callable[[], TaskAssignor]] = {
     "high_availability": HighAvailabilityTaskAssignor,
     "balanced": BalancedTaskAssignor,
+    "sticky": StickyTaskAssignor,
+    "legacy_sticky": LegacyStickyTaskAssignor,
+    "fallback_prior": FallbackPriorTaskAssignor,
+    "faust": FaustTaskAssignor,
 }
 
 

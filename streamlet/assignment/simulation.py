@@ -2,7 +2,8 @@
 
 Used by `streamlet assign`, by tests and by the differential check against Kafka Streams' own assignor.
 Input (see ARCHITECTURE.md): `config`, `tasks.{stateless,stateful}`, `changelog_end_offset_sums`, and
-`clients{uuid: {capacity, prev_active, prev_standby, task_offset_sums}}`. Lags are computed from the
+`clients{uuid: {capacity, prev_active, prev_standby, task_offset_sums, client_tags}}`; KIP-708 tags are
+`config.rack_aware_assignment_tags` (a list) and per-client `client_tags` (key -> value). Lags are computed from the
 reported offset sums exactly as Kafka Streams does. Output: `{"clients": {uuid: {"active", "standby"}},
 "followup_rebalance_ms": int | null}` with task lists sorted and clients in Java UUID order.
 Other top-level keys (name, note, properties, ...) are ignored.
@@ -21,6 +22,7 @@ from streamlet.assignment.api import (
     ApplicationState,
     AssignmentConfigs,
     AssignmentError,
+    TaskAssignor,
     TaskInfo,
     validate_task_assignment,
 )
@@ -36,7 +38,8 @@ _CONFIG_KEYS = (
     "acceptable_recovery_lag",
     "probing_rebalance_interval_ms",
 )
-_CLIENT_KEYS = {"capacity", "prev_active", "prev_standby", "task_offset_sums"}
+_TAGS_KEY = "rack_aware_assignment_tags"
+_CLIENT_KEYS = {"capacity", "prev_active", "prev_standby", "task_offset_sums", "client_tags"}
 
 
 class SimulationInputError(ValueError):
@@ -80,12 +83,15 @@ def _known(task: TaskId, known: set[TaskId], where: str) -> TaskId:
 
 def _parse_config(raw: Any) -> AssignmentConfigs:
     raw = _require_mapping(raw if raw is not None else {}, "config")
-    unknown = sorted(set(raw) - set(_CONFIG_KEYS))
+    unknown = sorted(set(raw) - {*_CONFIG_KEYS, _TAGS_KEY})
     if unknown:
-        raise SimulationInputError(f"config: unknown keys {unknown}; accepted: {list(_CONFIG_KEYS)}")
+        raise SimulationInputError(f"config: unknown keys {unknown}; accepted: {[*_CONFIG_KEYS, _TAGS_KEY]}")
     values = {k: _require_int(raw[k], f"config.{k}") for k in _CONFIG_KEYS if k in raw}
+    tags = raw.get(_TAGS_KEY) or []
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise SimulationInputError(f"config.{_TAGS_KEY} must be a list of tag keys, got {tags!r}")
     try:
-        return AssignmentConfigs(**values)
+        return AssignmentConfigs(**values, rack_aware_assignment_tags=tuple(tags))
     except ConfigError as exc:
         raise SimulationInputError(f"config: {exc}") from None
 
@@ -110,7 +116,10 @@ def _parse_client(pid: uuid.UUID, raw: Any, known: set[TaskId], end_sums: Mappin
                 f"{where}.task_offset_sums.{text} = {offset}: expected >= 0, -2 (running active) or -3 (unknown)"
             )
         offset_sums[task] = min(offset, LONG_MAX)
-    client = ClientState(capacity, task_offset_sums=offset_sums)
+    tags = _require_mapping(raw.get("client_tags") or {}, f"{where}.client_tags")
+    if not all(isinstance(v, str) for v in tags.values()):
+        raise SimulationInputError(f"{where}.client_tags: values must be strings, got {dict(tags)!r}")
+    client = ClientState(capacity, task_offset_sums=offset_sums, client_tags=tags)
     client.previous_active_tasks = prev_active | {t for t, s in offset_sums.items() if s == LATEST_OFFSET}
     client.previous_standby_tasks = (prev_standby | set(offset_sums)) - client.previous_active_tasks
     client.compute_task_lags(end_sums)
@@ -155,12 +164,12 @@ def build_application_state(case: Mapping[str, Any], now_ms: int = 0) -> Applica
     return ApplicationState(infos, configs, clients, now_ms=now_ms)
 
 
-def simulate(case: Mapping[str, Any], assignor: str = "high_availability") -> dict[str, Any]:
-    """Run `assignor` on one case (see the module doc); raises SimulationInputError, ConfigError or
-    TaskAssignmentError (the assignor's output failed Kafka Streams' validation)."""
+def simulate(case: Mapping[str, Any], assignor: str | TaskAssignor = "high_availability") -> dict[str, Any]:
+    """Run `assignor` (a `task_assignor` value or an instance) on one case (see the module doc); raises
+    SimulationInputError, ConfigError or TaskAssignmentError (the output failed Kafka Streams' validation)."""
     now_ms = 0
     state = build_application_state(case, now_ms)
-    result = resolve_task_assignor(assignor).assign(state)
+    result = (resolve_task_assignor(assignor) if isinstance(assignor, str) else assignor).assign(state)
     error = validate_task_assignment(state, result)
     if error is not AssignmentError.NONE:
         raise TaskAssignmentError(f"assignor {assignor!r} returned an invalid assignment: {error.name}")

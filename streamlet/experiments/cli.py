@@ -26,6 +26,8 @@ from streamlet.experiments.protocols import compares_protocols, render_protocol_
 from streamlet.experiments.report import RunSummary, render_report, summarize
 from streamlet.experiments.runner import ExperimentRunner, RunRecord
 from streamlet.experiments.scenario import Scenario, ScenarioError, load_scenario
+from streamlet.experiments.sweep_report import render_html, render_markdown, summary_json
+from streamlet.experiments.sweep_space import SweepError, load_sweep
 
 log = logging.getLogger("streamlet.experiments")
 
@@ -83,6 +85,17 @@ def add_experiment_parser(sub: Any) -> None:
     report.add_argument("--markdown-only", action="store_true", help="print the markdown tables; no Spark, no HTML")
     report.set_defaults(handler=report_command)
 
+    sweep = actions.add_parser(
+        "sweep",
+        help="simulate a sweep (TOML) of thousands of scenarios under every assignor on Spark; report.md/html",
+    )
+    sweep.add_argument("sweep_file", metavar="SWEEP.toml", help="e.g. examples/experiments/sweeps/small.toml")
+    sweep.add_argument(
+        "--master", default=None, help="Spark master, e.g. spark://host:7077 (default local[*])"
+    )
+    sweep.add_argument("--out", default=None, help="where report.md, report.html, summary.json go (default runs/)")
+    sweep.set_defaults(handler=sweep_command)
+
 
 def read_run_dir(run_dir: Path) -> RunSummary:
     """run.json, assignments.jsonl and metrics.jsonl of a run dir, each possibly missing or damaged, summarized."""
@@ -137,6 +150,40 @@ def report_command(args: argparse.Namespace) -> int:
     finally:
         stop_spark()
     print(f"\nwrote {html} and {summary}")
+    return 0
+
+
+def sweep_command(args: argparse.Namespace) -> int:
+    """Expand, simulate on Spark, aggregate in Spark, write the report; 2 for a bad sweep file or no Spark."""
+    # the Spark side depends on this package's pure sweep modules, not the other way round: loaded here only
+    from streamlet.spark import SparkNotInstalledError, SparkSetupError
+    from streamlet.spark.session import get_spark, stop_spark
+    from streamlet.spark.sweep import DEFAULT_SWEEP_MASTER, run_sweep
+
+    try:
+        spec = load_sweep(Path(args.sweep_file))
+    except SweepError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    master = args.master or DEFAULT_SWEEP_MASTER
+    out = Path(args.out) if args.out else Path("runs") / f"sweep-{spec.name}"
+    started = time.monotonic()
+    try:
+        spark = get_spark(master, kafka=False, app_name=f"streamlet-sweep-{spec.name}")
+        aggregates = run_sweep(spark, spec)
+    except (SparkNotInstalledError, SparkSetupError) as exc:
+        print(f"error: the sweep needs Spark: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        stop_spark()
+    note = f"Ran on Spark master {master} in {time.monotonic() - started:.0f} s."
+    out.mkdir(parents=True, exist_ok=True)
+    markdown = render_markdown(spec, aggregates, note)
+    (out / "report.md").write_text(markdown)
+    (out / "report.html").write_text(render_html(spec, aggregates, note))
+    (out / "summary.json").write_text(json.dumps(summary_json(spec, aggregates), indent=1) + "\n")
+    print(markdown, end="")
+    print(f"\nwrote {out / 'report.md'}, {out / 'report.html'} and {out / 'summary.json'}")
     return 0
 
 

@@ -233,7 +233,7 @@ def build_summary(views: Sequence[RunView]) -> dict[str, Any]:
 
 # ---- HTML ------------------------------------------------------------------------------------------------
 
-_CSS = """
+CSS = """
 body { font: 13px/1.4 system-ui, sans-serif; margin: 16px; color: #222; }
 h1 { font-size: 20px; } h2 { font-size: 17px; margin-top: 28px; } h3 { font-size: 14px; margin: 16px 0 6px; }
 table { border-collapse: collapse; margin: 6px 0 12px; }
@@ -249,7 +249,7 @@ def _cells(values: Sequence[object], tag: str = "td") -> str:
     return "".join(f"<{tag}>{escape(str(v))}</{tag}>" for v in values)
 
 
-def _table(header: Sequence[object], rows: Sequence[Sequence[object]], css: str = "", caption: str = "") -> str:
+def html_table(header: Sequence[object], rows: Sequence[Sequence[object]], css: str = "", caption: str = "") -> str:
     head = f"<caption>{escape(caption)}</caption>" if caption else ""
     body = "".join(f"<tr>{_cells(r)}</tr>" for r in rows)
     return f'<table class="{css}">{head}<thead><tr>{_cells(header, "th")}</tr></thead><tbody>{body}</tbody></table>'
@@ -271,7 +271,7 @@ def _round_table(round_: Round) -> str:
         f"Round {round_.number} (generation {round_.generation if round_.generation is not None else '?'}, "
         f"{round_.trigger}{', follow-up scheduled' if round_.followup else ''})"
     )
-    return _table(["client", "threads", "active", "standby", "warmup", "stateful"], rows, "round", caption).replace(
+    return html_table(["client", "threads", "active", "standby", "warmup", "stateful"], rows, "round", caption).replace(
         '<table class="round">', f'<table class="round" data-round="{round_.number}">', 1
     )
 
@@ -284,7 +284,7 @@ def _legend() -> str:
 def _run_section(view: RunView) -> str:
     summary, agg = view.summary, view.aggregates
     out = [f'<section class="run" data-run="{escape(summary.label)}"><h2>{escape(summary.label)}</h2>']
-    out.append(_table(["metric", "value"], list(metrics_table(summary).items()), "metrics"))
+    out.append(html_table(["metric", "value"], list(metrics_table(summary).items()), "metrics"))
     problems = list(summary.problems)
     if agg is None:
         problems.append("no readable metrics event: no throughput, lag, load, pause or restore figures")
@@ -340,7 +340,7 @@ def _run_section(view: RunView) -> str:
         ]
         totals = [sum(m[k] for m in moves) if all(m[k] is not None for m in moves) else "?" for k in MOVE_COUNTS]
         out.append(
-            _table(
+            html_table(
                 ["round", "task", "from", "to", "records restored", "bytes restored"],
                 [*rows, ["total", "", "", "", *totals]],
                 "moves",
@@ -353,7 +353,7 @@ def _run_section(view: RunView) -> str:
             [p["round"], p["tasks"], f"{p['longest_task']} {p['longest_s']:.2f}", f"{p['total_s']:.2f}"] for p in pauses
         ]
         out.append(
-            _table(
+            html_table(
                 ["round", "tasks paused", "longest (s)", "sum (s)"],
                 rows,
                 "pauses",
@@ -372,19 +372,19 @@ def render_html(views: Sequence[RunView]) -> str:
     title = "streamlet experiment report: " + ", ".join(v.summary.label for v in views)
     out = [
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>',
-        f"<style>{_CSS}</style></head><body><h1>{escape(title)}</h1>",
+        f"<style>{CSS}</style></head><body><h1>{escape(title)}</h1>",
     ]
     summaries = [v.summary for v in views]
     if compares_protocols(summaries):
         rows = [[row[h] for h in PROTOCOL_HEADER] for row in protocol_rows(summaries)]
         out.append("<h2>Rebalance protocols side by side</h2>")
-        out.append(_table(PROTOCOL_HEADER, rows, "protocols"))
+        out.append(html_table(PROTOCOL_HEADER, rows, "protocols"))
     if len(views) > 1:
         tables = [metrics_table(v.summary) for v in views]
         keys = list(tables[0])
         out.append("<h2>Runs side by side</h2>")
         out.append(
-            _table(
+            html_table(
                 ["", *[v.summary.label for v in views]], [[k, *[t[k] for t in tables]] for k in keys], "side-by-side"
             )
         )

@@ -375,7 +375,7 @@ def _tasks(tasks: Sequence[str]) -> str:
     return " ".join(tasks) if tasks else "-"
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
     return lines
@@ -402,7 +402,7 @@ def render_rounds(summary: RunSummary) -> list[str]:
                 ]
             )
     header = ["round", "gen", "trigger", "client", "threads", "active", "standby", "warmup", "stateful", "follow-up"]
-    return _table(header, rows)
+    return markdown_table(header, rows)
 
 
 def metrics_table(summary: RunSummary) -> dict[str, str]:
@@ -463,11 +463,11 @@ def render_report(summaries: Sequence[RunSummary]) -> str:
     if len(summaries) > 1:
         out += ["# Runs side by side", ""]
         keys = list(metrics[0])
-        out += _table(["", *[s.label for s in summaries]], [[k, *[m[k] for m in metrics]] for k in keys])
+        out += markdown_table(["", *[s.label for s in summaries]], [[k, *[m[k] for m in metrics]] for k in keys])
         out.append("")
     for summary, values in zip(summaries, metrics, strict=True):
         out += [f"# {summary.label}", ""]
-        out += _table(["metric", "value"], list(values.items()))
+        out += markdown_table(["metric", "value"], list(values.items()))
         out.append("")
         if summary.problems:
             out += ["Problems (the rest is reported):", *[f"- {p}" for p in summary.problems], ""]

@@ -19,6 +19,7 @@ Every drawn case is valid per the contract (the oracle accepts all of them).
 
 from __future__ import annotations
 
+import random
 import uuid
 from typing import Any
 
@@ -104,8 +105,10 @@ def _offset_below_end(draw: st.DrawFn, end: int, acceptable: int) -> int:
 
 
 @st.composite
-def contract_cases(draw: st.DrawFn, max_clients: int = 8) -> dict[str, Any]:
-    """One contract input case (see module docstring)."""
+def contract_cases(
+    draw: st.DrawFn, max_clients: int = 8, max_partitions: int = 12, max_subtopologies: int = 3
+) -> dict[str, Any]:
+    """One contract input case (see module docstring); the limits can be raised for larger groups."""
     config = draw(_config())
     acceptable = config["acceptable_recovery_lag"]
 
@@ -113,11 +116,11 @@ def contract_cases(draw: st.DrawFn, max_clients: int = 8) -> dict[str, Any]:
     pids: list[str] = draw(st.lists(process_ids, min_size=n_clients, max_size=n_clients, unique=True))
     capacities = [draw(st.integers(1, 4)) for _ in pids]
 
-    n_sub = _weighted(draw, [(1, st.just(1)), (3, st.integers(2, 3))])
+    n_sub = _weighted(draw, [(1, st.just(1)), (3, st.integers(2, max(2, max_subtopologies)))])
     stateless: list[str] = []
     stateful: list[str] = []
     for sub in range(n_sub):
-        partitions = _weighted(draw, [(1, st.integers(1, 3)), (3, st.integers(4, 12))])
+        partitions = _weighted(draw, [(1, st.integers(1, 3)), (3, st.integers(4, max(4, max_partitions)))])
         is_stateful = draw(st.integers(0, 3)) > 0  # three quarters of the sub-topologies are stateful
         (stateful if is_stateful else stateless).extend(f"{sub}_{p}" for p in range(partitions))
 
@@ -178,3 +181,26 @@ def contract_cases(draw: st.DrawFn, max_clients: int = 8) -> dict[str, Any]:
             for i, pid in enumerate(pids)
         },
     }
+
+
+_TAG_KEYS = ["zone", "cluster", "rack", "host"]
+
+
+def with_client_tags(case: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+    """A copy of `case` with KIP-708 rack awareness: 1-3 standbys, `rack_aware_assignment_tags`, client tags.
+
+    Drawn with a seeded `random.Random` on top of an already drawn case (drawing fresh cases with
+    Hypothesis costs over a minute per thousand). Tag keys get 1-4 values each, so some spreads are
+    achievable and some are not (the fallback to the least-loaded clients). One client in twenty lacks a
+    key, and not every key is configured: Kafka Streams only validates a client's own config, so a
+    leader can see both, and `isAllowedTaskMovement` compares every tag of the source.
+    """
+    keys = rng.sample(_TAG_KEYS, rng.randint(1, 3))
+    configured = rng.sample(keys, rng.randint(1, len(keys)))
+    values = {key: [f"{key}-{v}" for v in range(rng.randint(1, 4))] for key in keys}
+    clients = {
+        pid: {**client, "client_tags": {k: rng.choice(values[k]) for k in keys if rng.randrange(20)}}
+        for pid, client in case["clients"].items()
+    }
+    config = {**case["config"], "num_standby_replicas": rng.randint(1, 3), "rack_aware_assignment_tags": configured}
+    return {**case, "config": config, "clients": clients}

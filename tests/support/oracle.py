@@ -1,4 +1,5 @@
-"""Kafka Streams' own HighAvailabilityTaskAssignor as a differential oracle.
+"""Kafka Streams' own task assignors (HATA by default; a case's ``assignor`` field picks another) as a
+differential oracle.
 
 ``build_oracle()`` builds the Maven project in ``oracle/`` (once; the jar is reused while it is newer
 than the sources), and :class:`Oracle` keeps one JVM running that answers contract cases
@@ -114,7 +115,7 @@ class Oracle:
         return self._stderr.read().decode(errors="replace")[-4000:]
 
     def run(self, case: dict[str, Any]) -> dict[str, Any]:
-        """Assign ``case`` (contract input) with Kafka Streams' HATA and return the contract output.
+        """Assign ``case`` (contract input) with Kafka Streams' assignor and return the contract output.
 
         Returns ``{"error": "..."}`` if the Java side rejected the case.
         """
@@ -137,6 +138,46 @@ class Oracle:
                 proc.wait(timeout=10)
                 raise OracleError(f"oracle JVM exited ({proc.returncode}):\n{self._stderr_tail()}")
         return json.loads(out)
+
+    def run_many(self, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Send all ``cases`` at once and read their results in order (one round trip for a whole batch).
+
+        A thread writes while this one reads, so neither side blocks on a full pipe. ``select`` cannot
+        time the reads out (lines already in the reader's buffer do not make the pipe readable), so a
+        watchdog kills the JVM if the batch takes longer than the timeout.
+        """
+        payload = b"".join((json.dumps(c, separators=(",", ":")) + "\n").encode() for c in cases)
+        results: list[dict[str, Any]] = []
+        with self._lock:
+            proc = self._proc
+            if proc.poll() is not None:
+                raise OracleError(f"oracle JVM has exited ({proc.returncode}):\n{self._stderr_tail()}")
+            assert proc.stdin is not None and proc.stdout is not None
+            stdin = proc.stdin
+
+            def write() -> None:
+                with contextlib.suppress(BrokenPipeError):
+                    stdin.write(payload)
+                    stdin.flush()
+
+            writer = threading.Thread(target=write, daemon=True)
+            watchdog = threading.Timer(self._timeout_s, proc.kill)
+            writer.start()
+            watchdog.start()
+            try:
+                for _ in cases:
+                    out = proc.stdout.readline()
+                    if not out:
+                        proc.wait(timeout=10)
+                        raise OracleError(
+                            f"oracle JVM exited ({proc.returncode}) before answering the whole batch "
+                            f"(watchdog: {self._timeout_s}s):\n{self._stderr_tail()}"
+                        )
+                    results.append(json.loads(out))
+            finally:
+                watchdog.cancel()
+            writer.join()
+        return results
 
     def close(self) -> None:
         proc = self._proc

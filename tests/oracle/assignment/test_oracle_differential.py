@@ -18,8 +18,6 @@ On a mismatch the case is printed as one JSON line; replay it with
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +29,6 @@ from tests.support.fixtures import ASSIGNMENT_CASES
 from tests.support.oracle import (
     LONG_MAX,
     Oracle,
-    OracleError,
-    build_oracle,
     normalize_output,
     research_case_to_contract,
     research_expected_to_contract,
@@ -44,24 +40,6 @@ pytestmark = pytest.mark.oracle
 RESEARCH: dict[str, Any] = json.loads((ASSIGNMENT_CASES / "kafka-streams-assignor-cases.json").read_text())
 RESEARCH_CASES: list[dict[str, Any]] = RESEARCH["assignor_cases"]
 CONTRACT_CASE_FILES = sorted(ASSIGNMENT_CASES.glob("seed000-*.json"))
-
-
-@pytest.fixture(scope="session")
-def oracle() -> Iterator[Oracle]:
-    """One JVM running Kafka Streams' HighAvailabilityTaskAssignor for the whole session."""
-    try:
-        started = time.monotonic()
-        jar = build_oracle()
-        built_s = time.monotonic() - started
-        instance = Oracle(jar)
-    except OracleError as e:
-        pytest.fail(f"cannot build/start the Kafka Streams assignor oracle: {e}", pytrace=False)
-    if built_s > 1:
-        print(f"\nassignor oracle built in {built_s:.1f}s")
-    try:
-        yield instance
-    finally:
-        instance.close()
 
 
 def _oracle_run(oracle: Oracle, case: dict[str, Any]) -> dict[str, Any]:

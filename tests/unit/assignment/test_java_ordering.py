@@ -6,7 +6,12 @@ from __future__ import annotations
 import uuid
 
 from streamlet.assignment.constrained_priority_set import ConstrainedPrioritySet
-from streamlet.assignment.java_collections import JavaPriorityQueue, java_hash_set_order
+from streamlet.assignment.java_collections import (
+    JavaPriorityQueue,
+    java_hash_set_copy_capacity,
+    java_hash_set_copy_order,
+    java_hash_set_order,
+)
 from streamlet.assignment.process_id import java_uuid_hash_code, java_uuid_key, sorted_process_ids
 from streamlet.task_id import TaskId
 
@@ -115,6 +120,21 @@ def test_task_id_hash_set_and_priority_queue_order_match_java() -> None:
         order = java_hash_set_order(sorted(tasks), TaskId.java_hash_code)
         assert order == _tasks(java_set)
         assert list(JavaPriorityQueue.from_collection(order)) == _tasks(java_pq)
+
+
+def test_hash_set_copy_constructor_order_matches_java() -> None:
+    """`new HashSet<>(set)` presizes its table to max(size / .75 + 1, 16) buckets: 24 tasks get 64 buckets
+    instead of the 32 the source grew to, so the copy iterates differently (JDK 17 output as literals)."""
+    assert [java_hash_set_copy_capacity(n) for n in (0, 11, 12, 13, 23, 24, 48)] == [16, 16, 32, 32, 32, 64, 128]
+    source = java_hash_set_order([TaskId(s, p) for s in range(3) for p in range(8)], TaskId.java_hash_code)
+    assert source == _tasks(
+        "1_0, 2_1, 2_0, 0_7, 0_6, 1_7, 0_5, 1_6, 2_7, 0_4, 1_5, 2_6, 0_3, 1_4, 2_5, 0_2, 1_3, 2_4, 0_1, 1_2, 2_3, "
+        "0_0, 1_1, 2_2"
+    )
+    assert java_hash_set_copy_order(source, TaskId.java_hash_code) == _tasks(
+        "2_1, 0_6, 1_6, 0_4, 2_6, 1_4, 0_2, 2_4, 1_2, 0_0, 2_2, 1_0, 2_0, 0_7, 1_7, 0_5, 2_7, 1_5, 0_3, 2_5, 1_3, "
+        "0_1, 2_3, 1_1"
+    )
 
 
 def test_constrained_priority_set_polls_least_loaded_valid_client() -> None:

@@ -20,6 +20,7 @@ from streamlet.assignment.api import (
 )
 from streamlet.assignment.partition_assignor import StreamsPartitionAssignor
 from streamlet.assignment.protocol import NO_FOLLOWUP, AssignmentInfo, HostTasks, SubscriptionInfo
+from streamlet.assignment.registry import resolve_task_assignor
 from streamlet.errors import TaskAssignmentError
 from streamlet.kafka.group.consumer_protocol import Assignment, Subscription
 from streamlet.task_id import TaskId
@@ -167,3 +168,16 @@ async def test_a_task_still_owned_by_another_consumer_is_withheld_until_the_foll
         "c1": (TopicPartition("in", 0),),
         "c2": (TopicPartition("in", 1),),
     }
+
+
+@pytest.mark.parametrize(
+    "name", ["high_availability", "balanced", "sticky", "legacy_sticky", "fallback_prior", "faust"]
+)
+async def test_every_named_assignor_runs_on_the_leader(name: str) -> None:
+    assignor = StreamsPartitionAssignor(_Host(), _Topology(), resolve_task_assignor(name), AssignmentConfigs())
+    infos = {
+        m: AssignmentInfo.decode(a.user_data or b"") for m, a in (await assignor.assign(COUNTS, _members())).items()
+    }
+    assert sorted(t for i in infos.values() for t in i.active_tasks) == TASKS
+    probing = name == "fallback_prior"  # it always asks for a follow-up after probing.rebalance.interval.ms
+    assert any(i.next_rebalance_ms != NO_FOLLOWUP for i in infos.values()) == probing

@@ -5,8 +5,13 @@ from __future__ import annotations
 import pytest
 
 from streamlet.assignment.api import ApplicationState, TaskAssignment
+from streamlet.assignment.balanced import BalancedTaskAssignor
+from streamlet.assignment.fallback_prior import FallbackPriorTaskAssignor
+from streamlet.assignment.faust import FaustTaskAssignor
 from streamlet.assignment.high_availability import HighAvailabilityTaskAssignor
+from streamlet.assignment.legacy_sticky import LegacyStickyTaskAssignor
 from streamlet.assignment.registry import register_task_assignor, registered_task_assignors, resolve_task_assignor
+from streamlet.assignment.sticky import StickyTaskAssignor
 from streamlet.errors import ConfigError
 
 
@@ -23,6 +28,22 @@ def test_registered_name_and_import_path_resolve() -> None:
     assert resolve_task_assignor("high_availability") is not resolve_task_assignor("high_availability")
 
 
+@pytest.mark.parametrize(
+    ("name", "cls"),
+    [
+        ("high_availability", HighAvailabilityTaskAssignor),
+        ("balanced", BalancedTaskAssignor),
+        ("sticky", StickyTaskAssignor),
+        ("legacy_sticky", LegacyStickyTaskAssignor),
+        ("fallback_prior", FallbackPriorTaskAssignor),
+        ("faust", FaustTaskAssignor),
+    ],
+)
+def test_every_kafka_streams_assignor_has_a_name(name: str, cls: type) -> None:
+    assert isinstance(resolve_task_assignor(name), cls)
+    assert name in registered_task_assignors()
+
+
 def test_register_task_assignor() -> None:
     register_task_assignor("test_empty", EmptyAssignor)
     assert "test_empty" in registered_task_assignors()
@@ -34,7 +55,7 @@ def test_register_task_assignor() -> None:
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("sticky", "'sticky' is not a known assignor: expected one of .*'high_availability'.*package.module:ClassName"),
+        ("stiky", "'stiky' is not a known assignor: expected one of .*'high_availability'.*package.module:ClassName"),
         ("", "is not valid"),
         ("no_such_module_xyz:Thing", "cannot import module 'no_such_module_xyz'"),
         ("streamlet.assignment.api:NoSuchThing", "has no 'NoSuchThing'"),

@@ -44,8 +44,10 @@ def _steps(*steps: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("path", sorted(EXPERIMENTS.glob("*.toml")), ids=lambda p: p.stem)
-@pytest.mark.parametrize("assignor", ["high_availability", "balanced"])
-def test_every_shipped_scenario_parses_with_both_assignors(path: Path, assignor: str) -> None:
+@pytest.mark.parametrize(
+    "assignor", ["high_availability", "balanced", "sticky", "legacy_sticky", "fallback_prior", "faust"]
+)
+def test_every_shipped_scenario_parses_with_every_assignor(path: Path, assignor: str) -> None:
     scenario = load_scenario(path).with_assignor(assignor)
     assert scenario.app.task_assignor == assignor
     assert scenario.app.target == "examples.wordcount.app:app"

@@ -11,6 +11,7 @@ import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.processor.TaskId;
 import org.apache.kafka.streams.processor.assignment.AssignmentConfigs;
+import org.apache.kafka.streams.processor.assignment.KafkaStreamsAssignment;
 import org.apache.kafka.streams.processor.assignment.ProcessId;
 import org.apache.kafka.streams.processor.internals.assignment.ClientState;
 import org.apache.kafka.streams.processor.internals.assignment.HighAvailabilityTaskAssignor;
@@ -37,8 +38,9 @@ import java.util.TreeSet;
 import java.util.UUID;
 
 /**
- * Differential oracle for streamlet's assignor: runs Kafka Streams' own
- * {@link HighAvailabilityTaskAssignor} on cases in the "assignor simulation contract" format
+ * Differential oracle for streamlet's assignors: runs Kafka Streams' own
+ * {@link HighAvailabilityTaskAssignor} (or, by the case's {@code "assignor"} field, the sticky
+ * assignors of {@link OtherAssignors}) on cases in the "assignor simulation contract" format
  * (ARCHITECTURE.md).
  *
  * <p>Protocol: one JSON case per line on stdin, one JSON result per line on stdout, flushed after
@@ -102,13 +104,19 @@ public final class Oracle {
         final long probingRebalanceIntervalMs =
             longOr(config, "probing_rebalance_interval_ms", DEFAULT_PROBING_REBALANCE_INTERVAL_MS);
 
-        // Same validation as StreamsConfig; strategy "none" and no tags: rack awareness is off.
+        // KIP-708: rack.aware.assignment.tags, a list of client tag keys (default: none).
+        final List<String> rackAwareAssignmentTags = new ArrayList<>();
+        for (final JsonNode tag : config.path("rack_aware_assignment_tags")) {
+            rackAwareAssignmentTags.add(tag.asText());
+        }
+
+        // Same validation as StreamsConfig; strategy "none": the RackAwareTaskAssignor is off.
         final AssignmentConfigs configs = new AssignmentConfigs(
             acceptableRecoveryLag,
             maxWarmupReplicas,
             numStandbyReplicas,
             probingRebalanceIntervalMs,
-            Collections.emptyList()
+            rackAwareAssignmentTags
         );
         if (!StreamsConfig.RACK_AWARE_ASSIGNMENT_STRATEGY_NONE.equals(configs.rackAwareAssignmentStrategy())) {
             throw new IllegalStateException("rack awareness must be off");
@@ -194,7 +202,14 @@ public final class Oracle {
 
             // As ClientMetadata does: one consumer per stream thread. The first consumer carries the
             // client's owned partitions and reported offset sums (the leader takes their union anyway).
-            final ClientState state = new ClientState(processId, Collections.emptyMap());
+            // KIP-708: the client's tags, as ClientMetadata gets them from its SubscriptionInfo.
+            final Map<String, String> clientTags = new HashMap<>();
+            final Iterator<Map.Entry<String, JsonNode>> tagIt = c.path("client_tags").fields();
+            while (tagIt.hasNext()) {
+                final Map.Entry<String, JsonNode> e = tagIt.next();
+                clientTags.put(e.getKey(), e.getValue().asText());
+            }
+            final ClientState state = new ClientState(processId, clientTags);
             final List<TopicPartition> owned = new ArrayList<>();
             for (final TaskId t : prevActive) {
                 final TopicPartition tp = partitionForTask.get(t);
@@ -229,16 +244,54 @@ public final class Oracle {
             throw new IllegalStateException("rack-aware assignor unexpectedly enabled");
         }
 
-        final boolean probingRebalanceNeeded = new HighAvailabilityTaskAssignor().assign(
-            clientStates,
-            allTasks,
-            statefulTasks,
-            rackAwareTaskAssignor,
-            configs
-        );
-
+        final String assignor = root.path("assignor").asText("high_availability");
         final ObjectNode result = MAPPER.createObjectNode();
         final ObjectNode clientsOut = result.putObject("clients");
+        if ("sticky".equals(assignor)) {
+            // The KIP-924 assignor reads an ApplicationState; it answers with per-client assignments.
+            final Map<ProcessId, KafkaStreamsAssignment> assignments = OtherAssignors.runSticky(
+                new TreeMap<>(clientStates), statelessTasks, statefulTasks, configs,
+                root.path("must_preserve_active_task_assignment").asBoolean(false));
+            Long followup = null;
+            for (final Map.Entry<ProcessId, KafkaStreamsAssignment> e : new TreeMap<>(assignments).entrySet()) {
+                final ObjectNode c = clientsOut.putObject(keyForProcess.get(e.getKey()));
+                final Set<TaskId> active = new TreeSet<>();
+                final Set<TaskId> standby = new TreeSet<>();
+                for (final KafkaStreamsAssignment.AssignedTask t : e.getValue().tasks().values()) {
+                    (t.type() == KafkaStreamsAssignment.AssignedTask.Type.ACTIVE ? active : standby).add(t.id());
+                }
+                writeTasks(c.putArray("active"), active);
+                writeTasks(c.putArray("standby"), standby);
+                if (e.getValue().followupRebalanceDeadline().isPresent()) {
+                    final long at = e.getValue().followupRebalanceDeadline().get().toEpochMilli(); // now = 0
+                    followup = followup == null ? at : Math.min(followup, at);
+                }
+            }
+            if (followup == null) {
+                result.putNull("followup_rebalance_ms");
+            } else {
+                result.put("followup_rebalance_ms", followup);
+            }
+            return result;
+        }
+
+        final boolean probingRebalanceNeeded;
+        if ("high_availability".equals(assignor)) {
+            probingRebalanceNeeded = new HighAvailabilityTaskAssignor().assign(
+                clientStates,
+                allTasks,
+                statefulTasks,
+                rackAwareTaskAssignor,
+                configs
+            );
+        } else if ("legacy_sticky".equals(assignor) || "fallback_prior".equals(assignor)) {
+            probingRebalanceNeeded = OtherAssignors.runLegacy(
+                assignor, new TreeMap<>(clientStates), statelessTasks, statefulTasks, rackAwareTaskAssignor, configs);
+        } else {
+            throw new IllegalArgumentException("unknown assignor '" + assignor
+                + "' (expected high_availability, sticky, legacy_sticky or fallback_prior)");
+        }
+
         for (final Map.Entry<ProcessId, ClientState> e : new TreeMap<>(clientStates).entrySet()) {
             final ObjectNode c = clientsOut.putObject(keyForProcess.get(e.getKey()));
             writeTasks(c.putArray("active"), e.getValue().activeTasks());
@@ -261,7 +314,7 @@ public final class Oracle {
         return result;
     }
 
-    private static void writeTasks(final ArrayNode array, final Set<TaskId> tasks) {
+    static void writeTasks(final ArrayNode array, final Set<TaskId> tasks) {
         for (final TaskId t : new TreeSet<>(tasks)) {
             array.add(t.toString());
         }

@@ -1,0 +1,116 @@
+"""`streamlet experiment sweep`'s Spark job: scenarios simulated on the executors, aggregated by Spark.
+
+The driver expands the sweep file into scenario specs (small JSON dicts) and parallelizes them; each executor
+runs the pure simulation (`streamlet.experiments.sweep_simulation`) on its share, so a sweep spreads over a
+cluster's cores. The per-scenario rows stay in Spark: percentiles, the worst scenarios and the "strictly worst"
+counts are computed there, and only those aggregated rows come back to the driver, so the driver's memory
+does not grow with the sweep. Executors must be able to import streamlet (same install on every worker).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from streamlet.experiments.sweep_report import METRICS, PERCENTILES, Distribution, SweepAggregates, WorstScenario
+from streamlet.experiments.sweep_simulation import run_scenario
+from streamlet.experiments.sweep_space import Scenario, SweepSpec, expand
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+DEFAULT_SWEEP_MASTER = "local[*]"
+#: worst scenarios listed per assignor and metric
+WORST_PER_ASSIGNOR = 3
+#: specs per Spark task: small enough that a few large scenarios do not leave cores idle at the end
+SCENARIOS_PER_SLICE = 8
+
+
+def simulate_rows(specs: Iterable[str], max_rounds: int) -> Iterator[tuple[Any, ...]]:
+    """Executor side: one result row per scenario spec (JSON text)."""
+    for text in specs:
+        scenario = Scenario.from_json(json.loads(text))
+        m = run_scenario(scenario, max_rounds)
+        yield (
+            scenario.situation,
+            scenario.assignor,
+            scenario.describe(),
+            m.rounds,
+            m.converged,
+            m.moves,
+            m.restore_bytes,
+            m.skew,
+        )
+
+
+def scenario_frame(spark: SparkSession, spec: SweepSpec) -> DataFrame:
+    """The per-scenario rows as a DataFrame (computed lazily on the executors)."""
+    from pyspark.sql.types import (
+        BooleanType,
+        IntegerType,
+        LongType,
+        StringType,
+        StructField,
+        StructType,
+    )
+
+    specs = [json.dumps(s.to_json()) for s in expand(spec)]
+    slices = max(1, min(len(specs), -(-len(specs) // SCENARIOS_PER_SLICE)))
+    max_rounds = spec.max_rounds
+    rdd = spark.sparkContext.parallelize(specs, slices).mapPartitions(lambda it: simulate_rows(it, max_rounds))
+    schema = StructType(
+        [
+            StructField("situation", IntegerType(), False),
+            StructField("assignor", StringType(), False),
+            StructField("scenario", StringType(), False),
+            StructField("rounds", IntegerType(), False),
+            StructField("converged", BooleanType(), False),
+            StructField("moves", IntegerType(), False),
+            StructField("restore_bytes", LongType(), False),
+            StructField("skew", IntegerType(), False),
+        ]
+    )
+    return spark.createDataFrame(rdd, schema)
+
+
+def aggregate(frame: DataFrame) -> SweepAggregates:
+    """Percentiles, worst scenarios and strictly-worst counts per assignor and metric, computed by Spark."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    frame = frame.cache()
+    try:
+        percentiles = ", ".join(str(p) for p in PERCENTILES)
+        columns = [F.count(F.lit(1)).alias("n"), F.sum(F.when(F.col("converged"), 0).otherwise(1)).alias("nc")]
+        for m in METRICS:
+            columns.append(F.expr(f"percentile({m}, array({percentiles}))").alias(f"{m}_p"))
+            columns.append(F.max(m).alias(f"{m}_max"))
+        totals = frame.groupBy("assignor").agg(*columns).collect()
+        situations = frame.select(F.countDistinct("situation")).first()
+        agg = SweepAggregates(scenarios=sum(r["n"] for r in totals), situations=int(situations[0] if situations else 0))
+        for r in totals:
+            agg.not_converged[r["assignor"]] = int(r["nc"])
+            for m in METRICS:
+                p50, p90, p99 = r[f"{m}_p"]
+                agg.distributions[(r["assignor"], m)] = Distribution(p50, p90, p99, float(r[f"{m}_max"]))
+        by_situation = Window.partitionBy("situation")
+        for m in METRICS:
+            ranked = frame.withColumn(
+                "rank", F.row_number().over(Window.partitionBy("assignor").orderBy(F.desc(m), "situation"))
+            ).where(F.col("rank") <= WORST_PER_ASSIGNOR)
+            for r in ranked.orderBy("assignor", "rank").collect():
+                agg.worst.setdefault((r["assignor"], m), []).append(
+                    WorstScenario(r["situation"], r["scenario"], float(r[m]))
+                )
+            top = frame.withColumn("top", F.max(m).over(by_situation)).where(F.col(m) == F.col("top"))
+            strictly = top.withColumn("ties", F.count(F.lit(1)).over(by_situation)).where(F.col("ties") == 1)
+            for r in strictly.groupBy("assignor").count().collect():
+                agg.worst_counts[(r["assignor"], m)] = int(r["count"])
+        return agg
+    finally:
+        frame.unpersist()
+
+
+def run_sweep(spark: SparkSession, spec: SweepSpec) -> SweepAggregates:
+    return aggregate(scenario_frame(spark, spec))

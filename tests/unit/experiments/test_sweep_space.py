@@ -1,0 +1,111 @@
+"""Expanding a sweep file into scenarios: seeded, paired across assignors, inside the space, errors named."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from streamlet.experiments.sweep_space import Event, Scenario, SweepError, draw, expand, load_sweep, parse_sweep
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "experiments" / "sweeps"
+
+SMALL = {
+    "sweep": {"name": "t", "seed": 7, "situations": 40, "assignors": ["sticky", "balanced", "faust"]},
+    "space": {
+        "clients": {"min": 2, "max": 5},
+        "threads": [1, 3],
+        "stateful_tasks": {"min": 4, "max": 9},
+        "stateless_tasks": 2,
+        "standbys": [0, 1],
+        "state_distribution": "fixed",
+        "state_records": 500,
+        "events": 2,
+        "event_kinds": ["join", "leave", "replace"],
+    },
+}
+
+
+def test_each_situation_runs_under_every_assignor_with_the_same_draw() -> None:
+    scenarios = expand(parse_sweep(SMALL))
+    assert len(scenarios) == 120
+    for i in range(40):
+        trio = scenarios[3 * i : 3 * i + 3]
+        assert [s.assignor for s in trio] == ["sticky", "balanced", "faust"]
+        assert {s.situation for s in trio} == {i}
+        first = trio[0].to_json()
+        assert all({**s.to_json(), "assignor": "sticky"} == first for s in trio)
+
+
+def test_the_draws_stay_inside_the_space_and_are_seeded() -> None:
+    scenarios = expand(parse_sweep(SMALL))
+    assert scenarios == expand(parse_sweep(SMALL))
+    other = expand(parse_sweep({**SMALL, "sweep": {**SMALL["sweep"], "seed": 8}}))
+    assert [s.threads for s in other] != [s.threads for s in scenarios]
+    for s in scenarios:
+        assert 2 <= len(s.threads) <= 5 and set(s.threads) <= {1, 3}
+        assert 4 <= s.stateful_tasks <= 9 and s.stateless_tasks == 2 and s.standbys in (0, 1)
+        assert (s.state_distribution, s.state_records, s.record_bytes) == ("fixed", 500, 100)
+        assert len(s.events) == 2
+    sizes = {len(s.threads) for s in scenarios}
+    assert sizes == {2, 3, 4, 5}
+
+
+def test_events_name_live_clients_and_number_newcomers_after_everyone_seen() -> None:
+    for s in expand(parse_sweep(SMALL)):
+        alive, seen = set(range(1, len(s.threads) + 1)), len(s.threads)
+        for e in s.events:
+            if e.kind == "join":
+                assert e.client == seen + 1 and e.threads in (1, 3)
+                seen += 1
+                alive.add(e.client)
+            else:
+                assert e.client in alive
+                alive.remove(e.client)
+                if e.kind == "replace":
+                    assert e.new_client == seen + 1
+                    seen += 1
+                    alive.add(e.new_client)
+        assert alive
+
+
+def test_a_leave_that_would_empty_the_group_becomes_a_join() -> None:
+    raw = {"sweep": {"situations": 5}, "space": {"clients": 1, "threads": 2, "events": 1, "event_kinds": "leave"}}
+    for s in expand(parse_sweep(raw)):
+        assert s.events == (Event("join", 2, threads=2),)
+
+
+def test_a_log_range_reaches_both_ends_and_favours_small_values() -> None:
+    rng = random.Random(3)
+    values = [draw(rng, {"min": 2, "max": 100, "scale": "log"}) for _ in range(5000)]
+    assert min(values) == 2 and max(values) == 100
+    assert sum(v <= 14 for v in values) > 2500  # sqrt(2*101) ~ 14.2 is the log-midpoint
+
+
+def test_scenarios_round_trip_through_json() -> None:
+    for s in expand(parse_sweep(SMALL))[:12]:
+        assert Scenario.from_json(s.to_json()) == s
+
+
+@pytest.mark.parametrize(
+    ("raw", "names"),
+    [
+        ({"space": {"clientz": 3}}, "space.clientz"),
+        ({"sweep": {"assignors": ["nope"]}}, "sweep.assignors"),
+        ({"space": {"clients": {"min": 5, "max": 2}}}, "space.clients"),
+        ({"space": {"threads": []}}, "space.threads"),
+        ({"space": {"state_distribution": "pareto"}}, "space.state_distribution"),
+        ({"space": {"event_kinds": ["crash"]}}, "space.event_kinds"),
+        ({"sweep": {"situations": 0}}, "sweep.situations"),
+    ],
+)
+def test_errors_name_the_key(raw: dict, names: str) -> None:
+    with pytest.raises(SweepError, match=names.replace(".", r"\.")):
+        parse_sweep(raw)
+
+
+@pytest.mark.parametrize(("name", "at_least"), [("small.toml", 500), ("full.toml", 5000)])
+def test_the_shipped_sweeps_load(name: str, at_least: int) -> None:
+    spec = load_sweep(EXAMPLES / name)
+    assert spec.scenario_count >= at_least

@@ -1,0 +1,94 @@
+"""The sweep's Spark job on real Spark (local mode): aggregation on hand-made rows, and the CI sweep end to end.
+
+The hand-made rows' percentiles are worked out by hand (linear interpolation between order statistics, as
+Spark's `percentile` and numpy's default do). The end-to-end test runs examples/experiments/sweeps/small.toml
+(600 scenarios) and checks Spark's aggregates against a plain-Python percentile over the same scenarios
+simulated in the test process.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyspark")
+
+from streamlet.cli import main  # noqa: E402
+from streamlet.experiments.sweep_report import METRICS, WorstScenario  # noqa: E402
+from streamlet.experiments.sweep_simulation import run_scenario  # noqa: E402
+from streamlet.experiments.sweep_space import expand, load_sweep  # noqa: E402
+from streamlet.spark.session import get_spark  # noqa: E402
+from streamlet.spark.sweep import aggregate, run_sweep  # noqa: E402
+
+SMALL = Path(__file__).resolve().parents[3] / "examples" / "experiments" / "sweeps" / "small.toml"
+COLUMNS = ["situation", "assignor", "scenario", "rounds", "converged", "moves", "restore_bytes", "skew"]
+ROWS = [
+    (0, "a", "s0", 1, True, 4, 100, 0),
+    (0, "b", "s0", 2, True, 2, 100, 5),
+    (1, "a", "s1", 3, False, 0, 50, 2),
+    (1, "b", "s1", 1, True, 5, 70, 2),
+    (2, "a", "s2", 2, True, 6, 10, 3),
+    (2, "b", "s2", 2, True, 1, 90, 0),
+]
+
+
+def test_aggregation_on_hand_made_rows() -> None:
+    spark = get_spark("local[2]", kafka=False)
+    agg = aggregate(spark.createDataFrame(ROWS, COLUMNS))
+    assert (agg.scenarios, agg.situations) == (6, 3)
+    # a's moves 0, 4, 6: p50 = 4; p90 at position 1.8 = 4 + 0.8 * 2; p99 at 1.98 = 4 + 0.98 * 2
+    d = agg.distributions[("a", "moves")]
+    assert (d.p50, d.max) == (4, 6) and math.isclose(d.p90, 5.6) and math.isclose(d.p99, 5.96)
+    # b's moves 1, 2, 5: p90 = 2 + 0.8 * 3
+    assert math.isclose(agg.distributions[("b", "moves")].p90, 4.4)
+    # b's skews 0, 2, 5: p90 = 2 + 0.8 * 3, p99 = 2 + 0.98 * 3
+    d = agg.distributions[("b", "skew")]
+    assert [d.p50, d.p90, d.p99, d.max] == pytest.approx([2, 4.4, 4.94, 5])
+    # strictly worst (ties count for nobody): moves a in s0 and s2, b in s1; restore b in s1 and s2 (s0 ties)
+    assert {k: v for k, v in agg.worst_counts.items() if k[1] == "moves"} == {("a", "moves"): 2, ("b", "moves"): 1}
+    assert {k: v for k, v in agg.worst_counts.items() if k[1] == "restore_bytes"} == {("b", "restore_bytes"): 2}
+    assert agg.worst_counts[("a", "skew")] == agg.worst_counts[("b", "skew")] == 1
+    assert agg.worst_counts[("a", "rounds")] == agg.worst_counts[("b", "rounds")] == 1
+    assert agg.not_converged == {"a": 1, "b": 0}
+    worst = [WorstScenario(2, "s2", 6), WorstScenario(0, "s0", 4), WorstScenario(1, "s1", 0)]
+    assert agg.worst[("a", "moves")] == worst
+
+
+def _percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    pos = p * (len(ordered) - 1)
+    low = math.floor(pos)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (pos - low) * (ordered[high] - ordered[low])
+
+
+def test_the_ci_sweep_matches_the_scenarios_simulated_here() -> None:
+    spec = load_sweep(SMALL)
+    assert spec.scenario_count >= 500
+    agg = run_sweep(get_spark("local[2]", kafka=False), spec)
+    assert (agg.scenarios, agg.situations) == (spec.scenario_count, spec.situations)
+    local: dict[tuple[str, str], list[float]] = {}
+    not_converged: dict[str, int] = dict.fromkeys(spec.assignors, 0)
+    for scenario in expand(spec):
+        m = run_scenario(scenario, spec.max_rounds)
+        not_converged[scenario.assignor] += not m.converged
+        for metric in METRICS:
+            local.setdefault((scenario.assignor, metric), []).append(getattr(m, metric))
+    assert agg.not_converged == not_converged
+    for key, values in local.items():
+        d = agg.distributions[key]
+        expected = [_percentile(values, p) for p in (0.5, 0.9, 0.99)] + [max(values)]
+        assert [d.p50, d.p90, d.p99, d.max] == pytest.approx(expected), key
+        assert len(agg.worst[key]) == 3 and agg.worst[key][0].value == max(values)
+
+
+def test_the_command_writes_the_report(tmp_path: Path) -> None:
+    sweep = tmp_path / "tiny.toml"
+    sweep.write_text('[sweep]\nname = "tiny"\nsituations = 4\nassignors = ["sticky", "faust"]\n')
+    assert main(["experiment", "sweep", str(sweep), "--master", "local[2]", "--out", str(tmp_path / "out")]) == 0
+    markdown = (tmp_path / "out" / "report.md").read_text()
+    assert "8 scenarios: 4 situations" in markdown and "| sticky |" in markdown and "| faust |" in markdown
+    assert "<table" in (tmp_path / "out" / "report.html").read_text()
+    assert (tmp_path / "out" / "summary.json").is_file()
