@@ -90,9 +90,7 @@ def add_experiment_parser(sub: Any) -> None:
         help="simulate a sweep (TOML) of thousands of scenarios under every assignor on Spark; report.md/html",
     )
     sweep.add_argument("sweep_file", metavar="SWEEP.toml", help="e.g. examples/experiments/sweeps/small.toml")
-    sweep.add_argument(
-        "--master", default=None, help="Spark master, e.g. spark://host:7077 (default local[*])"
-    )
+    sweep.add_argument("--master", default=None, help="Spark master, e.g. spark://host:7077 (default local[*])")
     sweep.add_argument("--out", default=None, help="where report.md, report.html, summary.json go (default runs/)")
     sweep.set_defaults(handler=sweep_command)
 
