@@ -143,7 +143,7 @@ class StreamsConfig:
     task_assignor: str = "high_availability"
     # KIP-708 rack-aware standbys: this client's tags (Kafka's `client.tag.<key>`), sent in its subscription,
     # and the tag keys HATA spreads each task's standbys over (`rack.aware.assignment.tags`).
-    client_tags: Mapping[str, str] = field(default_factory=dict)
+    client_tags: Mapping[str, str] = field(default_factory=dict, hash=False)
     rack_aware_assignment_tags: tuple[str, ...] = ()
     statestore_cache_max_bytes: int = 10 * 1024 * 1024
     # RocksDB memory (streamlet.state.rocksdb_memory): per store, Kafka Streams' defaults; with
