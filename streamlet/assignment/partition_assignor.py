@@ -158,7 +158,8 @@ class StreamsPartitionAssignor:
         host_infos: dict[uuid.UUID, str] = {}
         for member in sorted_member_ids(subscriptions):
             sub = subscriptions[member]
-            client = clients.setdefault(sub.process_id, ClientState())
+            # as Kafka Streams' ClientMetadata: the client's tags come from its first member's subscription
+            client = clients.setdefault(sub.process_id, ClientState(client_tags=sub.client_tags))
             known = {t: s for t, s in sub.task_offset_sums.items() if t in task_partitions}
             owned = [(tp.topic, tp.partition) for tp in owned_partitions.get(member, ())]
             all_owned.update(owned)

@@ -5,6 +5,12 @@ previous tasks; active and standby tasks, follow-up deadline, and every client's
 runs, for interactive queries). streamlet's encoding is its own, compact and versioned: the first byte is
 the version, and a version this build does not know is a clear error instead of a misread assignment.
 
+Subscription versions: 1 = process id, unique field, error code, host, previous tasks, task offset sums;
+2 appends the client's KIP-708 `client_tags`, laid out as Kafka's `SubscriptionInfoData` v11 `clientTags`
+(int32 count, then per tag an int32-length key and an int32-length value, UTF-8; tags sorted by key so
+the bytes are deterministic). This build writes version 2 and reads 1 and 2 (a version 1 member has no
+tags).
+
 Assignment versions: 1 = tasks, error code, follow-up deadline; 2 adds `tasks_by_host` (Kafka Streams'
 `partitionsByHost`/`standbyPartitionByHost`, as tasks: a store partition is its task's partition). This
 build writes version 2 and reads 1 and 2 (a version 1 assignment has no host map).
@@ -20,7 +26,8 @@ from dataclasses import dataclass, field
 from streamlet.errors import TaskAssignmentError
 from streamlet.task_id import TaskId
 
-SUBSCRIPTION_VERSION = 1
+SUBSCRIPTION_VERSION = 2
+SUPPORTED_SUBSCRIPTION_VERSIONS = (1, 2)
 ASSIGNMENT_VERSION = 2
 SUPPORTED_ASSIGNMENT_VERSIONS = (1, 2)
 NO_FOLLOWUP = -1  # next_rebalance_ms: no follow-up rebalance requested
@@ -51,6 +58,8 @@ class SubscriptionInfo:
     host_info: str = ""
     unique_field: int = 0  # changes on every join so a rejoining follower always triggers a rebalance
     error_code: int = AssignorErrorCode.NONE
+    #: KIP-708 client tags (`client_tags`), read by the leader's rack-aware standby assignor
+    client_tags: Mapping[str, str] = field(default_factory=dict)
 
     def encode(self) -> bytes:
         host = self.host_info.encode()
@@ -65,14 +74,16 @@ class SubscriptionInfo:
             _INT.pack(len(self.task_offset_sums)),
         ]
         parts.extend(_TASK_SUM.pack(t.subtopology, t.partition, s) for t, s in sorted(self.task_offset_sums.items()))
+        parts.append(_INT.pack(len(self.client_tags)))
+        for key, value in sorted(self.client_tags.items()):
+            parts.extend(_sized(key.encode()) + _sized(value.encode()))
         return b"".join(parts)
 
     @classmethod
     def decode(cls, data: bytes) -> SubscriptionInfo:
         reader = _Reader(data, "subscription")
-        version = reader.version(SUBSCRIPTION_VERSION)
+        version = reader.version(*SUPPORTED_SUBSCRIPTION_VERSIONS)
         reader.skip(1)  # latest supported version, for future version probing
-        del version
         process_id = uuid.UUID(bytes=reader.take(16))
         unique_field, error_code = reader.unpack(">bi")
         host = reader.take(reader.unpack(">h")[0]).decode()
@@ -82,8 +93,13 @@ class SubscriptionInfo:
         for _ in range(reader.unpack(">i")[0]):
             sub, part, offset_sum = reader.unpack(">iiq")
             sums[TaskId(sub, part)] = offset_sum
+        tags: dict[str, str] = {}
+        if version >= 2:
+            for _ in range(reader.count("client tag")):
+                key = reader.take(reader.count("tag key byte")).decode()
+                tags[key] = reader.take(reader.count("tag value byte")).decode()
         reader.done()
-        return cls(process_id, sums, prev_active, prev_standby, host, unique_field, error_code)
+        return cls(process_id, sums, prev_active, prev_standby, host, unique_field, error_code, tags)
 
 
 @dataclass(frozen=True)
@@ -145,6 +161,11 @@ def _to_int8(value: int) -> int:
     return ((value + 128) % 256) - 128
 
 
+def _sized(data: bytes) -> list[bytes]:
+    """Kafka's `bytes` field in a non-flexible message: int32 length, then the bytes."""
+    return [_INT.pack(len(data)), data]
+
+
 def _encode_tasks(tasks: Iterable[TaskId]) -> bytes:
     ordered = sorted(tasks)
     return _INT.pack(len(ordered)) + b"".join(_TASK.pack(t.subtopology, t.partition) for t in ordered)
@@ -183,11 +204,14 @@ class _Reader:
         size = struct.calcsize(fmt)
         return struct.unpack(fmt, self.take(size))
 
-    def tasks(self) -> list[TaskId]:
+    def count(self, what: str) -> int:
         (count,) = self.unpack(">i")
         if count < 0:
-            raise TaskAssignmentError(f"corrupt {self._what} user data: negative task count")
-        return [TaskId(*self.unpack(">ii")) for _ in range(count)]
+            raise TaskAssignmentError(f"corrupt {self._what} user data: negative {what} count")
+        return count
+
+    def tasks(self) -> list[TaskId]:
+        return [TaskId(*self.unpack(">ii")) for _ in range(self.count("task"))]
 
     def done(self) -> None:
         if self._pos != len(self._data):

@@ -398,6 +398,7 @@ class StreamThread:
             prev_standby=frozenset(self.tasks.standby),
             host_info=self.config.application_server,
             unique_field=self._unique_field,
+            client_tags=self.config.client_tags,
         )
 
     async def changelog_end_offset_sums(self, stateful_tasks: list[TaskId]) -> dict[TaskId, int]:

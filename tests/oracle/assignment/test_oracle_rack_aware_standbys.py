@@ -8,13 +8,15 @@ Every expected output comes from the oracle (the real HATA with `AssignmentConfi
 
 from __future__ import annotations
 
+import json
 import random
 from typing import Any
 
 import pytest
 
 from tests.support.case_strategies import with_client_tags
-from tests.support.oracle import Oracle
+from tests.support.fixtures import ASSIGNMENT_CASES
+from tests.support.oracle import Oracle, normalize_output
 from tests.support.oracle_corpus import assert_no_mismatch, dump, mismatches
 
 pytestmark = pytest.mark.oracle
@@ -22,38 +24,8 @@ pytestmark = pytest.mark.oracle
 SECOND_VARIANTS = 300  # cases of the shared corpus tagged a second time, with another seed
 
 
-def _pid(n: int) -> str:
-    return f"00000000-0000-0000-0000-{n:012d}"
-
-
-def _hand_case(tags: list[dict[str, str]], configured: list[str], standbys: int, tasks: int) -> dict[str, Any]:
-    stateful = [f"0_{p}" for p in range(tasks)]
-    return {
-        "config": {"num_standby_replicas": standbys, "rack_aware_assignment_tags": configured},
-        "tasks": {"stateless": [], "stateful": stateful},
-        "changelog_end_offset_sums": dict.fromkeys(stateful, 0),
-        "clients": {_pid(i + 1): {"capacity": 1, "client_tags": t} for i, t in enumerate(tags)},
-    }
-
-
-# Kafka Streams' own example (comment in updateClientsOnAlreadyUsedTagEntries): 3 zones x 2 clusters,
-# two standbys; the second one can only be spread over zones.
-_ZONES_X_CLUSTERS = [{"zone": f"eu-central-1{z}", "cluster": f"k8s-cluster{c}"} for c in (1, 2) for z in "abc"]
-
-HAND_CASES = {
-    "zones-x-clusters-two-standbys": _hand_case(_ZONES_X_CLUSTERS, ["zone", "cluster"], 2, 6),
-    "zones-x-clusters-zone-only": _hand_case(_ZONES_X_CLUSTERS, ["zone"], 2, 12),
-    # every client in one zone: no standby can go elsewhere, all fall back to the least-loaded clients
-    "one-zone-fallback": _hand_case([{"zone": "a"}] * 4, ["zone"], 2, 8),
-    # two zones, three standbys: one per task spread, the rest fall back (HashMap order of the tasks)
-    "two-zones-three-standbys": _hand_case([{"zone": z} for z in "ababa"], ["zone"], 3, 20),
-    # an unconfigured tag key blocks balancing between clients that differ in it
-    "unconfigured-key-blocks-balancing": _hand_case(
-        [{"zone": "a", "host": "h1"}, {"zone": "b", "host": "h2"}, {"zone": "b", "host": "h3"}], ["zone"], 1, 9
-    ),
-    # a client without the configured key
-    "client-without-the-key": _hand_case([{"zone": "a"}, {}, {"zone": "b"}, {"zone": "a"}], ["zone"], 2, 7),
-}
+#: hand-written cases with Kafka Streams' recorded outputs (the unit tier replays them without a JVM)
+RECORDED = json.loads((ASSIGNMENT_CASES / "kip708-rack-aware-standbys.json").read_text())["cases"]
 
 
 @pytest.fixture(scope="module")
@@ -75,15 +47,17 @@ def test_streamlet_matches_oracle_on_generated_tagged_cases(oracle: Oracle, tagg
     assert_no_mismatch(mismatches(oracle, tagged, "high_availability"), len(tagged), "rack-aware standbys")
 
 
-@pytest.mark.parametrize("name", sorted(HAND_CASES))
-def test_streamlet_matches_oracle_on_hand_written_case(oracle: Oracle, name: str) -> None:
-    case = HAND_CASES[name]
-    assert_no_mismatch(mismatches(oracle, [case], "high_availability"), 1, name)
+@pytest.mark.parametrize("recorded", RECORDED, ids=[r["name"] for r in RECORDED])
+def test_recorded_hand_written_case_is_the_oracles_output_and_streamlet_matches(
+    oracle: Oracle, recorded: dict[str, Any]
+) -> None:
+    assert normalize_output(oracle.run(recorded["case"])) == normalize_output(recorded["expected"])
+    assert_no_mismatch(mismatches(oracle, [recorded["case"]], "high_availability"), 1, recorded["name"])
 
 
 def test_tags_change_the_assignment(oracle: Oracle) -> None:
     """The hand-written cases are not a no-op: without the tags, Kafka Streams assigns differently."""
-    case = HAND_CASES["zones-x-clusters-two-standbys"]
+    case = next(r["case"] for r in RECORDED if r["name"] == "zones-x-clusters-two-standbys")
     untagged = {**case, "config": {**case["config"], "rack_aware_assignment_tags": []}}
     tagged_out, untagged_out = oracle.run_many([case, untagged])
     assert tagged_out != untagged_out

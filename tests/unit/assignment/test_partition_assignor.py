@@ -181,3 +181,25 @@ async def test_every_named_assignor_runs_on_the_leader(name: str) -> None:
     assert sorted(t for i in infos.values() for t in i.active_tasks) == TASKS
     probing = name == "fallback_prior"  # it always asks for a follow-up after probing.rebalance.interval.ms
     assert any(i.next_rebalance_ms != NO_FOLLOWUP for i in infos.values()) == probing
+
+
+async def test_client_tags_travel_from_the_subscription_to_the_task_assignor() -> None:
+    """KIP-708: the leader gives each client the tags of its first member's subscription, as ClientMetadata does."""
+    other = uuid.UUID(int=2)
+    seen: dict[uuid.UUID, dict[str, str]] = {}
+
+    class _Recording(_ListeningAssignor):
+        def assign(self, application_state: ApplicationState) -> TaskAssignment:
+            seen.update({p: s.client_tags for p, s in application_state.kafka_streams_states(False).items()})
+            return TaskAssignment([KafkaStreamsAssignment(PID, []), KafkaStreamsAssignment(other, [])])
+
+    members = {
+        "a1": Subscription(("in",), SubscriptionInfo(PID, client_tags={"zone": "a"}).encode()),
+        "a2": Subscription(("in",), SubscriptionInfo(PID, client_tags={"zone": "a"}).encode()),
+        "b1": Subscription(("in",), SubscriptionInfo(other).encode()),
+    }
+    assignor = StreamsPartitionAssignor(
+        _Host(), _Topology(), _Recording(KafkaStreamsAssignment(PID, [])), AssignmentConfigs()
+    )
+    await assignor.assign(COUNTS, members)
+    assert seen == {PID: {"zone": "a"}, other: {}}

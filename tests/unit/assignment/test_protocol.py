@@ -39,8 +39,36 @@ def test_subscription_round_trip() -> None:
 
 def test_subscription_layout_starts_with_version_and_process_id() -> None:
     data = SubscriptionInfo(process_id=PID).encode()
-    assert data[:2] == b"\x01\x01"
+    assert data[:2] == b"\x02\x02"
     assert data[2:18] == PID.bytes
+
+
+def test_subscription_version_2_client_tags_bytes() -> None:
+    """KIP-708 tags laid out as Kafka's SubscriptionInfoData v11 `clientTags`, sorted by key."""
+    info = SubscriptionInfo(process_id=PID, host_info="h:1", client_tags={"zone": "eu-1a", "az": "b"})
+    expected = (
+        b"\x02\x02"
+        + PID.bytes
+        + b"\x00"  # unique field (int8)
+        + b"\x00\x00\x00\x00"  # error code
+        + b"\x00\x03h:1"  # host (int16 length)
+        + b"\x00\x00\x00\x00" * 3  # no previous actives, standbys, offset sums
+        + b"\x00\x00\x00\x02"  # two client tags
+        + b"\x00\x00\x00\x02az"
+        + b"\x00\x00\x00\x01b"
+        + b"\x00\x00\x00\x04zone"
+        + b"\x00\x00\x00\x05eu-1a"
+    )
+    assert info.encode() == expected
+    assert SubscriptionInfo.decode(expected).client_tags == {"az": "b", "zone": "eu-1a"}
+
+
+def test_subscription_version_1_still_decodes_without_tags() -> None:
+    version_1 = b"\x01\x01" + PID.bytes + b"\x05" + b"\x00" * 4 + b"\x00\x00" + b"\x00\x00\x00\x00" * 3
+    decoded = SubscriptionInfo.decode(version_1)
+    assert decoded.process_id == PID and decoded.unique_field == 5 and decoded.client_tags == {}
+    with pytest.raises(TaskAssignmentError, match="trailing"):
+        SubscriptionInfo.decode(version_1 + b"\x00\x00\x00\x00")  # tags are not part of version 1
 
 
 def test_assignment_round_trip() -> None:
