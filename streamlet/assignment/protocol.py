@@ -8,8 +8,9 @@ the version, and a version this build does not know is a clear error instead of 
 Subscription versions: 1 = process id, unique field, error code, host, previous tasks, task offset sums;
 2 appends the client's KIP-708 `client_tags`, laid out as Kafka's `SubscriptionInfoData` v11 `clientTags`
 (int32 count, then per tag an int32-length key and an int32-length value, UTF-8; tags sorted by key so
-the bytes are deterministic). This build writes version 2 and reads 1 and 2 (a version 1 member has no
-tags).
+the bytes are deterministic). This build reads 1 and 2, and writes version 2 only for a client with tags:
+without them it writes version 1 (second byte: latest supported, 2), which the builds before tags read, so
+a rolling upgrade of a group without tags mixes builds safely (a version 1 member has no tags).
 
 Assignment versions: 1 = tasks, error code, follow-up deadline; 2 adds `tasks_by_host` (Kafka Streams'
 `partitionsByHost`/`standbyPartitionByHost`, as tasks: a store partition is its task's partition). This
@@ -63,8 +64,9 @@ class SubscriptionInfo:
 
     def encode(self) -> bytes:
         host = self.host_info.encode()
+        version = SUBSCRIPTION_VERSION if self.client_tags else 1
         parts = [
-            bytes((SUBSCRIPTION_VERSION, SUBSCRIPTION_VERSION)),
+            bytes((version, SUBSCRIPTION_VERSION)),
             self.process_id.bytes,
             struct.pack(">bi", _to_int8(self.unique_field), self.error_code),
             struct.pack(">h", len(host)),
@@ -74,9 +76,10 @@ class SubscriptionInfo:
             _INT.pack(len(self.task_offset_sums)),
         ]
         parts.extend(_TASK_SUM.pack(t.subtopology, t.partition, s) for t, s in sorted(self.task_offset_sums.items()))
-        parts.append(_INT.pack(len(self.client_tags)))
-        for key, value in sorted(self.client_tags.items()):
-            parts.extend(_sized(key.encode()) + _sized(value.encode()))
+        if version >= 2:
+            parts.append(_INT.pack(len(self.client_tags)))
+            for key, value in sorted(self.client_tags.items()):
+                parts.extend(_sized(key.encode()) + _sized(value.encode()))
         return b"".join(parts)
 
     @classmethod

@@ -39,8 +39,15 @@ def test_subscription_round_trip() -> None:
 
 def test_subscription_layout_starts_with_version_and_process_id() -> None:
     data = SubscriptionInfo(process_id=PID).encode()
-    assert data[:2] == b"\x02\x02"
+    assert data[:2] == b"\x01\x02"  # no client tags: version 1 (latest supported: 2)
     assert data[2:18] == PID.bytes
+
+
+def test_a_subscription_without_tags_is_the_version_1_bytes_older_builds_read() -> None:
+    """A rolling upgrade: members of the build before client tags decode version 1 only."""
+    info = SubscriptionInfo(process_id=PID, host_info="h:1", unique_field=5)
+    expected = b"\x01\x02" + PID.bytes + b"\x05" + b"\x00" * 4 + b"\x00\x03h:1" + b"\x00\x00\x00\x00" * 3
+    assert info.encode() == expected
 
 
 def test_subscription_version_2_client_tags_bytes() -> None:
