@@ -12,21 +12,17 @@ exact, written once.
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import json
 import random
-import struct
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from aiokafka import AIOKafkaProducer
 
-from tests.support.kafka import KafkaTestCluster, unique_name
-from tests.support.workers import ROOT, Workers
+from tests.support.kafka import KafkaTestCluster, Record, unique_name
+from tests.support.windowed_output import emitted_windows, spark_verdict
+from tests.support.workers import Workers
 
 pytestmark = pytest.mark.e2e
 
@@ -48,30 +44,8 @@ def _backlog(base: int, rng: random.Random) -> list[tuple[int, str, int]]:
 
 
 async def _produce(kafka: KafkaTestCluster, topic: str, views: list[tuple[int, str, int]]) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=kafka.bootstrap_servers, linger_ms=5)
-    await producer.start()
-    try:
-        for partition, user, at in views:
-            value = json.dumps({"user": user, "page": f"/p{at % 7}"}).encode()
-            await producer.send(topic, value, partition=partition, timestamp_ms=at)
-        await producer.flush()
-    finally:
-        await producer.stop()
-
-
-async def _emitted(
-    kafka: KafkaTestCluster, topic: str, at_least: int, timeout: float
-) -> dict[tuple[str, int], list[int]]:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        out: dict[tuple[str, int], list[int]] = collections.defaultdict(list)
-        for record in await kafka.drain(topic, 2):
-            out[(record.key[:-8].decode(), struct.unpack(">q", record.key[-8:])[0])].append(
-                struct.unpack(">q", record.value)[0]
-            )
-        if sum(map(len, out.values())) >= at_least or asyncio.get_running_loop().time() > deadline:
-            return dict(out)
-        await asyncio.sleep(1)
+    views_json = [Record(None, json.dumps({"user": user, "page": f"/p{at % 7}"}), at, p) for p, user, at in views]
+    await kafka.produce(topic, views_json)
 
 
 async def test_a_faust_windowed_table_replays_a_backlog_as_the_batch_job_counts_it(
@@ -94,23 +68,11 @@ async def test_a_faust_windowed_table_replays_a_backlog_as_the_batch_job_counts_
     await _produce(kafka, source, views)  # the backlog is there before the worker starts
     try:
         workers.start(0, threads=1)
-        emitted = await _emitted(kafka, sink, at_least=len(expected), timeout=120)
+        emitted = await emitted_windows(kafka, sink, 2, at_least=len(expected), timeout=120)
         assert workers.stop(0) == 0, workers.log(0)[-3000:]
     finally:
         workers.stop_all()
 
     assert emitted == {window: [n] for window, n in expected.items()}  # no view dropped as late, each window once
-    verify = subprocess.run(
-        [
-            sys.executable,
-            *("-m", "streamlet.spark.windowed_count", "--bootstrap-servers", kafka.bootstrap_servers),
-            *("--input-topic", source, "--output-topic", sink, "--size-ms", str(MINUTE), "--field", "user"),
-            *("--closed-before", str(closed_before)),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert verify.returncode == 0, verify.stdout[-3000:] + verify.stderr[-3000:]
-    assert f"{len(expected)} closed windows, {len(views)} input records, 0 mismatches" in verify.stdout
+    verdict = spark_verdict(kafka, source, sink, size_ms=MINUTE, field="user", closed_before=closed_before)
+    assert f"{len(expected)} closed windows, {len(views)} input records, 0 mismatches" in verdict

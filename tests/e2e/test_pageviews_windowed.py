@@ -12,20 +12,17 @@ their windows closes.
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import json
 import random
-import struct
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.support.kafka import KafkaTestCluster, Record, unique_name
-from tests.support.workers import ROOT, Workers
+from tests.support.windowed_output import emitted_windows, spark_verdict
+from tests.support.workers import Workers
 
 pytestmark = pytest.mark.e2e
 
@@ -70,21 +67,6 @@ async def _produce(kafka: KafkaTestCluster, topic: str, views: list[tuple[str, i
     await kafka.produce(topic, views_json)
 
 
-async def _emitted(
-    kafka: KafkaTestCluster, topic: str, at_least: int, timeout: float
-) -> dict[tuple[str, int], list[int]]:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        out: dict[tuple[str, int], list[int]] = collections.defaultdict(list)
-        for record in await kafka.drain(topic, 2, read_committed=True):
-            out[(record.key[:-8].decode(), struct.unpack(">q", record.key[-8:])[0])].append(
-                struct.unpack(">q", record.value)[0]
-            )
-        if sum(map(len, out.values())) >= at_least or asyncio.get_running_loop().time() > deadline:
-            return dict(out)
-        await asyncio.sleep(1)
-
-
 @pytest.mark.parametrize("style", sorted(APPS))
 async def test_each_minute_is_counted_exactly_once_across_a_kill_9(
     kafka: KafkaTestCluster, tmp_path: Path, style: str
@@ -111,32 +93,19 @@ async def test_each_minute_is_counted_exactly_once_across_a_kill_9(
         workers.start(1, threads=1)
         await _produce(kafka, source, parts[0])
         # minute 3's views reach 3:59.x: minutes 0..2 close (end + 10 s <= stream time) wherever views landed
-        early = await _emitted(kafka, sink, at_least=3 * len(USERS), timeout=120)
+        early = await emitted_windows(kafka, sink, 2, at_least=3 * len(USERS), timeout=120, read_committed=True)
         assert len(early) >= 3 * len(USERS), (workers.log(0)[-2000:], workers.log(1)[-2000:])
         workers.kill9(0)  # mid-run: its open transaction aborts, its tasks move to worker 1
 
         for part in parts[1:]:
             await _produce(kafka, source, part)
         await _produce(kafka, source, last)
-        emitted = await _emitted(kafka, sink, at_least=len(expected), timeout=180)
+        emitted = await emitted_windows(kafka, sink, 2, at_least=len(expected), timeout=180, read_committed=True)
         assert workers.stop(1) == 0, workers.log(1)[-3000:]
     finally:
         workers.stop_all()
 
     assert emitted == {window: [n] for window, n in expected.items()}  # each window once, its exact count
-    verify = subprocess.run(
-        [
-            sys.executable,
-            *("-m", "streamlet.spark.windowed_count", "--bootstrap-servers", kafka.bootstrap_servers),
-            *("--input-topic", source, "--output-topic", sink, "--size-ms", str(MINUTE), "--field", "user"),
-            *("--closed-before", str(base + 20 * MINUTE)),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert verify.returncode == 0, verify.stdout[-3000:] + verify.stderr[-3000:]
-    assert f"{len(expected)} closed windows, {sum(expected.values()) + len(USERS)} input records, 0 mismatches" in (
-        verify.stdout
-    )
+    verdict = spark_verdict(kafka, source, sink, size_ms=MINUTE, field="user", closed_before=base + 20 * MINUTE)
+    records = sum(expected.values()) + len(USERS)
+    assert f"{len(expected)} closed windows, {records} input records, 0 mismatches" in verdict

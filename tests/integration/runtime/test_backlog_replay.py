@@ -20,7 +20,6 @@ import struct
 from pathlib import Path
 
 import pytest
-from aiokafka import AIOKafkaProducer
 
 from streamlet.config import StreamsConfig
 from streamlet.runtime.kafka_streams import KafkaStreams
@@ -28,7 +27,7 @@ from streamlet.runtime.metrics_event import build_metrics_event
 from streamlet.serdes import StringSerde
 from streamlet.topology import StreamsBuilder, Topology
 from streamlet.windows import TimeWindowedSerde, TimeWindows
-from tests.support.kafka import KafkaTestCluster, unique_name
+from tests.support.kafka import KafkaTestCluster, Record, unique_name
 
 pytestmark = pytest.mark.integration
 
@@ -66,15 +65,8 @@ def _topology(source: str, sink: str) -> Topology:
 
 
 async def _produce(kafka: KafkaTestCluster, topic: str, records: list[tuple[int, str, int]]) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=kafka.bootstrap_servers, linger_ms=20)
-    await producer.start()
-    try:
-        for i, (partition, customer, timestamp) in enumerate(records):
-            key = f"order-{i}".encode()
-            await producer.send(topic, customer.encode(), key=key, partition=partition, timestamp_ms=timestamp)
-        await producer.flush()
-    finally:
-        await producer.stop()
+    orders = [Record(f"order-{i}", customer, ts, p) for i, (p, customer, ts) in enumerate(records)]
+    await kafka.produce(topic, orders)
 
 
 async def _latest_counts(kafka: KafkaTestCluster, sink: str) -> dict[Window, int]:
