@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from aiokafka.errors import CommitFailedError
@@ -16,6 +17,17 @@ from aiokafka.structs import ConsumerRecord, OffsetAndMetadata, RecordMetadata, 
 
 from streamlet.config import StreamsConfig
 from streamlet.kafka.txn_offset_commit import GroupMetadata
+
+
+@dataclass(frozen=True)
+class FetchedTestRecord:
+    """A fetched record as the runtime reads it (`runtime.fetched_records.FetchedRecord`), for queue tests."""
+
+    offset: int
+    timestamp: int
+    key: bytes | None = None
+    value: bytes | None = None
+    headers: tuple[tuple[str, bytes], ...] = ()
 
 
 class FakeKafka:

@@ -5,7 +5,6 @@ a client hold each other to the slowest. Expected orders are computed from the t
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,23 +17,14 @@ from streamlet.runtime.stream_time_watermark import StreamTimeWatermark
 from streamlet.task_id import TaskId
 from streamlet.timestamps import UNKNOWN
 from streamlet.topology import StreamsBuilder, Topology
-from tests.unit.runtime._fakes import FakeKafka
+from tests.unit.runtime._fakes import FakeKafka, FetchedTestRecord
 from tests.unit.runtime._harness import Harness
 
 A, B, C = TopicPartition("in", 0), TopicPartition("in", 1), TopicPartition("in", 2)
 
 
-@dataclass(frozen=True)
-class _Record:
-    offset: int
-    timestamp: int
-    key: bytes | None = None
-    value: bytes | None = None
-    headers: tuple[tuple[str, bytes], ...] = ()
-
-
-def _records(*timestamps: int, first_offset: int = 0) -> list[_Record]:
-    return [_Record(first_offset + i, ts) for i, ts in enumerate(timestamps)]
+def _records(*timestamps: int, first_offset: int = 0) -> list[FetchedTestRecord]:
+    return [FetchedTestRecord(first_offset + i, ts) for i, ts in enumerate(timestamps)]
 
 
 def _caught_up(tp: TopicPartition) -> int | None:

@@ -3,23 +3,12 @@ a differential test over random fetches and timestamps (ties included) interleav
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from aiokafka.structs import TopicPartition
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from streamlet.runtime.partition_group import PartitionGroup
-
-
-@dataclass(frozen=True)
-class _Record:
-    offset: int
-    timestamp: int
-    key: bytes | None = None
-    value: bytes | None = None
-    headers: tuple[tuple[str, bytes], ...] = ()
-
+from tests.unit.runtime._fakes import FetchedTestRecord
 
 PARTITIONS = [TopicPartition("a", 0), TopicPartition("b", 0), TopicPartition("c", 1)]
 
@@ -42,7 +31,7 @@ def test_runs_take_records_in_the_one_at_a_time_order(steps: list[tuple]) -> Non
     for step in [*steps, *[("take",)] * 100]:
         if step[0] == "add":
             tp = PARTITIONS[step[1]]
-            batch = [_Record(offsets[tp] + i, ts) for i, ts in enumerate(step[2])]
+            batch = [FetchedTestRecord(offsets[tp] + i, ts) for i, ts in enumerate(step[2])]
             offsets[tp] += len(batch)
             assert runs.add_records(tp, batch) == singles.add_records(tp, batch)
             continue
