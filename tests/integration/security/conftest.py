@@ -11,11 +11,17 @@ from collections.abc import Iterator
 import pytest
 
 from streamlet.kafka.broker import SASL_SSL_MODE, SSL_MODE, BrokerStatus, LocalBroker
+from tests.support.broker import TEST_BROKER_SETTINGS
 
 
 def _secured_broker(tmp_path_factory: pytest.TempPathFactory, security: str) -> Iterator[BrokerStatus]:
     # no preferred port: a free one, never a developer's 9092
-    broker = LocalBroker(tmp_path_factory.mktemp(f"kafka-{security}"), die_with_parent=True, security=security)
+    broker = LocalBroker(
+        tmp_path_factory.mktemp(f"kafka-{security}"),
+        die_with_parent=True,
+        security=security,
+        overrides=TEST_BROKER_SETTINGS,
+    )
     status = broker.start()
     try:
         yield status

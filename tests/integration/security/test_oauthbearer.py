@@ -13,6 +13,7 @@ import pytest
 
 from streamlet.config import StreamsConfig
 from streamlet.kafka.broker import CLIENT_USER, SASL_SSL_MODE, BrokerStatus, LocalBroker
+from tests.support.broker import TEST_BROKER_SETTINGS
 from tests.support.kafka import KafkaTestCluster
 
 pytestmark = pytest.mark.integration
@@ -27,6 +28,7 @@ def oauth_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerSta
         die_with_parent=True,
         security=SASL_SSL_MODE,
         overrides={
+            **TEST_BROKER_SETTINGS,
             "sasl.enabled.mechanisms": "SCRAM-SHA-512,OAUTHBEARER",
             # the broker validates tokens with Kafka's default, unsecured validator: for tests only
             "listener.name.sasl_ssl.oauthbearer.sasl.jaas.config": (
