@@ -242,6 +242,7 @@ def peers(baseline: str) -> list[Peer]:
         out += [
             _streamlet(f"streamlet before @{baseline} (1 thread)", 1, 1, tree),
             _streamlet(f"streamlet before @{baseline} (2 threads)", 1, 2, tree),
+            _streamlet(f"streamlet before @{baseline} (2 processes)", 2, 1, tree),
         ]
     return out
 

@@ -192,6 +192,11 @@ class StreamsConfig:
     # many ms past the next earliest (and its threads advance together), so a replayed backlog reaches repartition
     # topics close to time order (README "Replaying a backlog"). -1: each task processes its fetched batch at once
     event_time_slice_ms: int = 1_000
+    # The processes of a group share their positions through `<application_id>-event-time` every this many ms, and
+    # a process goes at most `event_time_drift_ms` past the slowest other one still catching up. Keep the drift
+    # under the windows' grace: records of the process behind arrive up to that much late. 0: no sharing
+    event_time_exchange_interval_ms: int = 200
+    event_time_drift_ms: int = 30_000
     session_timeout_ms: int = 45_000  # Kafka 3.0+ default; a busy 2-core box must not lose members
     heartbeat_interval_ms: int = 3_000
     rebalance_timeout_ms: int = 60_000
@@ -288,6 +293,8 @@ class StreamsConfig:
             _require_int(name, getattr(self, name), minimum=1)
         _require_int("max_task_idle_ms", self.max_task_idle_ms, minimum=-1)
         _require_int("event_time_slice_ms", self.event_time_slice_ms, minimum=-1)
+        _require_int("event_time_exchange_interval_ms", self.event_time_exchange_interval_ms, minimum=0)
+        _require_int("event_time_drift_ms", self.event_time_drift_ms, minimum=0)
         _require_int("probing_rebalance_interval_ms", self.probing_rebalance_interval_ms, minimum=1_000)
         for name, allowed in (
             ("deserialization_exception_handler", DESERIALIZATION_HANDLERS),

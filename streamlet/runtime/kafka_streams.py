@@ -29,6 +29,9 @@ from streamlet.kafka.topics import InternalTopicManager, TopicSpec
 from streamlet.runtime.assignment_history import AssignmentHistoryWriter
 from streamlet.runtime.changelog_end_offsets import ChangelogEndOffsets
 from streamlet.runtime.clients import AioKafkaClientSupplier, KafkaClientSupplier, RestoreConsumer
+from streamlet.runtime.event_time_exchange import TOPIC_CONFIG as _EVENT_TIME_CONFIG
+from streamlet.runtime.event_time_exchange import EventTimeExchange, event_time_topic
+from streamlet.runtime.event_time_merge import MERGE_DISABLED
 from streamlet.runtime.global_queries import GlobalReadOnlyKeyValueStore
 from streamlet.runtime.global_stream_thread import GlobalStreamThread
 from streamlet.runtime.metrics_event import metrics_topic
@@ -98,6 +101,7 @@ class KafkaStreams:
         self._standby_end_offsets: dict[TopicPartition, int] = {}
         self.metrics: ClientMetrics | None = None  # once started (it names the process id)
         self._metrics_publisher: MetricsPublisher | None = None
+        self._event_time_exchange: EventTimeExchange | None = None
         self.global_thread: GlobalStreamThread | None = None  # with global tables: restored before any task
         self._source_partition_counts: dict[str, int] = {}
 
@@ -157,6 +161,19 @@ class KafkaStreams:
             global_stores = await self._start_global_thread()
             creator = TaskCreator(self.topology_metadata, self.state_directory, config, global_stores)
             watermark = StreamTimeWatermark()  # the threads advance event time together while catching up
+            if self._shares_event_time():  # and the processes of the group
+                exchange_id = f"{config.application_id}-{self.process_id}-event-time"
+                self._event_time_exchange = EventTimeExchange(
+                    watermark,
+                    event_time_topic(config.application_id),
+                    str(self.process_id),
+                    config.event_time_exchange_interval_ms,
+                    lambda: self.client_supplier.producer(config, exchange_id),
+                    # a plain consumer without a group: it reads this one small topic
+                    lambda: self.client_supplier.admin_consumer(config, exchange_id),
+                )
+                watermark.drift_ms = config.event_time_drift_ms
+                await self._event_time_exchange.start()
             self.threads = [
                 StreamThread(
                     i + 1,
@@ -200,6 +217,15 @@ class KafkaStreams:
             self.state_directory.app_dir,
         )
 
+    def _shares_event_time(self) -> bool:
+        """Whether the processes of the group share their event-time positions: only where threads merge."""
+        config = self.config
+        return (
+            config.event_time_slice_ms != MERGE_DISABLED
+            and config.event_time_exchange_interval_ms > 0
+            and bool(self.topology_metadata.repartitioning_subtopologies())
+        )
+
     async def _start_global_thread(self) -> dict[str, Any]:
         """Restore the global stores (and then keep them current) before any stream thread starts."""
         if not self.topology.global_stores:
@@ -240,6 +266,8 @@ class KafkaStreams:
                 await manager.ensure([history])
             if self.config.metrics_interval_ms:
                 await manager.ensure([TopicSpec(metrics_topic(self.config.application_id), 1, _METRICS_CONFIG)])
+            if self._shares_event_time():
+                await manager.ensure([TopicSpec(event_time_topic(self.config.application_id), 1, _EVENT_TIME_CONFIG)])
         finally:
             await manager.close()
         counts.update({t.name: t.partitions or 1 for t in internal if t.kind == "repartition"})
@@ -315,6 +343,9 @@ class KafkaStreams:
                 await self.global_thread.close()
             except Exception:
                 log.exception("closing the global stream thread failed")
+        if self._event_time_exchange is not None:  # after the threads: they no longer hold anybody back
+            await self._event_time_exchange.close()
+            self._event_time_exchange = None
         if self._metrics_publisher is not None:  # after the threads: its last event holds their final counts
             await self._metrics_publisher.close()
             self._metrics_publisher = None

@@ -265,8 +265,11 @@ class StreamThread:
             if due is not None:
                 poll_ms = min(poll_ms, due)
         fetch = tasks.fetch_partitions()  # None: all; a partition whose queue is full is not fetched from
-        if fetch == []:  # every queue is full: the thread waits for its other threads to catch up (watermark)
-            await asyncio.sleep(poll_ms / 1000)
+        if fetch == []:  # every queue is full: the thread waits for the others to catch up (watermark)
+            if self._watermark is None:
+                await asyncio.sleep(poll_ms / 1000)
+            else:
+                await self._watermark.changed(poll_ms / 1000)
             batch: Mapping[TopicPartition, Sequence[Any]] = {}
         else:
             batch = await self.consumer.getmany(
@@ -362,6 +365,8 @@ class StreamThread:
                 return
             if self._metadata_state is not None:
                 self._metadata_state.assignment_applied(self.name, info.tasks_by_host)
+            if self._watermark is not None:
+                self._watermark.assignment_applied()
             self._probing_deadline_ms = None if info.next_rebalance_ms == NO_FOLLOWUP else info.next_rebalance_ms
             if info.next_rebalance_ms == 0:
                 # tasks were withheld from this thread until their owner revokes them: rejoin now, from within the

@@ -13,11 +13,18 @@ A thread that is caught up (nothing queued, nothing to fetch) reports nothing an
 not renewed for `stale_after_s` (a thread stuck in a long rebalance or restore) is ignored, so one stalled
 thread cannot stop the others for longer than that. Threads share one asyncio loop: no locking is needed.
 
-Processes of one client group do not share this (see the README's "Replaying a backlog").
+The processes of one group share it too, through Kafka (`EventTimeExchange`): each publishes its threads'
+lowest position per sub-topology and reads the others', which bound its threads as another thread's would
+(`report_process`), but `drift_ms` past them rather than the slice. A report crosses the broker in a few hundred
+milliseconds, in which a thread replaying a backlog can run minutes of event time ahead; so, after each
+assignment, a client that has heard from another process holds its merged sub-topologies back for `hold_ms`,
+until the other processes' positions for their new tasks have arrived.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 from collections.abc import Callable
 
@@ -26,6 +33,9 @@ from streamlet.runtime.event_time_merge import NO_CEILING
 #: a thread's report older than this (seconds) no longer holds the other threads back
 STALE_AFTER_S = 10.0
 
+#: the ceiling while held: below any record's timestamp
+HELD = -(2**63)
+
 
 class StreamTimeWatermark:
     """Per sub-topology, the event time each thread of the client has reached: the lowest bounds the others."""
@@ -33,26 +43,84 @@ class StreamTimeWatermark:
     def __init__(self, stale_after_s: float = STALE_AFTER_S, clock: Callable[[], float] = time.monotonic) -> None:
         self._stale_after_s = stale_after_s
         self._clock = clock
-        # subtopology -> thread -> (position, when reported)
+        # subtopology -> thread (or "process:<id>") -> (position, when reported)
         self._positions: dict[int, dict[str, tuple[int, float]]] = {}
+        self._local: set[str] = set()  # the names of this client's threads that reported
+        self._processes: dict[str, float] = {}  # other processes -> when last heard from
+        self._held_until = 0.0
+        # set by the exchange (0 while processes do not share positions): how long to hold back after an
+        # assignment, and how far past another process's position a thread may go. A process's report is a few
+        # hundred ms old when it arrives: within the slice, processes would advance in lockstep at that pace
+        self.hold_ms = 0
+        self.drift_ms = 0
+        self._changed: asyncio.Event | None = None  # set by every report: wakes a thread waiting for the others
 
     def report(self, thread: str, subtopology: int, position: int | None) -> None:
         """Where `thread` stands in `subtopology` (None: caught up, holds nobody back)."""
+        self._local.add(thread)
+        self._set(thread, subtopology, position)
+
+    def _set(self, name: str, subtopology: int, position: int | None) -> None:
+        if self._changed is not None:
+            self._changed.set()
         positions = self._positions.setdefault(subtopology, {})
         if position is None:
-            positions.pop(thread, None)
+            positions.pop(name, None)
         else:
-            positions[thread] = (position, self._clock())
+            positions[name] = (position, self._clock())
+
+    def report_process(self, process: str, positions: dict[int, int]) -> None:
+        """Another process's threads stand at `positions` (its lowest per sub-topology; a sub-topology left out
+        holds nobody back)."""
+        name = f"process:{process}"
+        self._processes[process] = self._clock()
+        for subtopology in set(self._positions) | set(positions):
+            self._set(name, subtopology, positions.get(subtopology))
+
+    def local_positions(self) -> dict[int, int]:
+        """This process's lowest recent position per sub-topology: what it tells the other processes."""
+        oldest = self._clock() - self._stale_after_s
+        lowest: dict[int, int] = {}
+        for subtopology, positions in self._positions.items():
+            for name, (at, when) in positions.items():
+                if name in self._local and when >= oldest and at < lowest.get(subtopology, NO_CEILING):
+                    lowest[subtopology] = at
+        return lowest
+
+    def assignment_applied(self) -> None:
+        """A thread of this client got an assignment: if other processes are about, hold back until their
+        positions for the tasks they gained have arrived."""
+        if self.hold_ms <= 0:
+            return
+        now = self._clock()
+        if any(when >= now - self._stale_after_s for when in self._processes.values()):
+            self._held_until = max(self._held_until, now + self.hold_ms / 1000)
 
     def ceiling(self, thread: str, subtopology: int, slice_ms: int) -> int:
         """The latest timestamp `thread` may take in `subtopology`: `slice_ms` past the lowest position another
-        thread reported recently (NO_CEILING if none did)."""
+        thread of this client reported recently, and `drift_ms` past another process's (NO_CEILING if none did)."""
+        now = self._clock()
+        if now < self._held_until:
+            return HELD
         positions = self._positions.get(subtopology)
         if not positions:
             return NO_CEILING
-        oldest = self._clock() - self._stale_after_s
-        lowest = min((at for name, (at, when) in positions.items() if name != thread and when >= oldest), default=None)
-        return NO_CEILING if lowest is None else lowest + slice_ms
+        oldest = now - self._stale_after_s
+        ceiling = NO_CEILING
+        local = self._local
+        for name, (at, when) in positions.items():
+            if name != thread and when >= oldest:
+                ceiling = min(ceiling, at + (slice_ms if name in local else self.drift_ms))
+        return ceiling
+
+    async def changed(self, timeout_s: float) -> None:
+        """Wait until a thread or another process reports (at most `timeout_s`): a thread whose queues are full
+        waits here for the ones it waits for, rather than a fixed poll interval."""
+        if self._changed is None:
+            self._changed = asyncio.Event()
+        self._changed.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._changed.wait(), timeout_s)
 
     def forget(self, thread: str) -> None:
         """`thread` stopped: it holds nobody back any more."""

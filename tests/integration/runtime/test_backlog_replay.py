@@ -40,14 +40,14 @@ CUSTOMERS = 25
 Window = tuple[str, int]
 
 
-def _backlog(seed: int) -> list[tuple[int, str, int]]:
+def _backlog(seed: int, per_partition: int = PER_PARTITION) -> list[tuple[int, str, int]]:
     """(partition, customer, timestamp): in time order per partition, partition p shifted by p * 7 s."""
     rng = random.Random(seed)
     base = 1_700_000_000_000 // MINUTE * MINUTE
     return [
-        (p, f"customer-{rng.randrange(CUSTOMERS)}", base + p * 7_000 + i * SPAN // PER_PARTITION)
+        (p, f"customer-{rng.randrange(CUSTOMERS)}", base + p * 7_000 + i * SPAN // per_partition)
         for p in range(PARTITIONS)
-        for i in range(PER_PARTITION)
+        for i in range(per_partition)
     ]
 
 
@@ -82,42 +82,51 @@ async def _replay(
     tmp_path: Path,
     records: list[tuple[int, str, int]],
     expected: dict[Window, int] | None = None,
+    processes: int = 1,
     **overrides: int,
 ) -> tuple[int, dict[Window, int]]:
-    """Start one worker on the backlog; once it processed every record in both sub-topologies, its dropped
-    records and the latest count of every window in its output (once they equal `expected`, if given)."""
+    """Start one worker (or `processes`, each joining once the previous one processed a tenth of the backlog) on
+    the backlog; once every record was processed in both sub-topologies, the records the workers dropped and the
+    latest count of every window in the output (once they equal `expected`, if given)."""
     source = await kafka.create_topic("orders", partitions=PARTITIONS)
     sink = await kafka.create_topic("orders-per-minute", partitions=PARTITIONS)
     await _produce(kafka, source, records)
     app_id = unique_name("backlog")
-    for suffix in ("by-customer-repartition", "orders-per-minute-changelog", "assignments", "metrics"):
+    for suffix in ("by-customer-repartition", "orders-per-minute-changelog", "assignments", "metrics", "event-time"):
         kafka.track(f"{app_id}-{suffix}")
-    config = StreamsConfig(
-        application_id=app_id,
-        bootstrap_servers=kafka.bootstrap_servers,
-        state_dir=str(tmp_path / "state"),
-        commit_interval_ms=200,
-        **overrides,  # type: ignore[arg-type]
-    )
-    client = KafkaStreams(_topology(source, sink), config)
+    clients: list[KafkaStreams] = []
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 60
+
+    async def totals() -> tuple[int, int]:
+        events = [build_metrics_event(await c.metrics.sample()) for c in clients if c.metrics is not None]
+        return sum(e["records_processed"] for e in events), sum(e["dropped_records_total"] for e in events)
+
     try:
-        await client.start()
-        assert client.metrics is not None
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + 45
-        event = build_metrics_event(await client.metrics.sample())
-        while event["records_processed"] < 2 * len(records) and loop.time() < deadline:
+        for i in range(processes):
+            config = StreamsConfig(
+                application_id=app_id,
+                bootstrap_servers=kafka.bootstrap_servers,
+                state_dir=str(tmp_path / f"state-{i}"),
+                commit_interval_ms=200,
+                **overrides,  # type: ignore[arg-type]
+            )
+            clients.append(KafkaStreams(_topology(source, sink), config))
+        await asyncio.gather(*(client.start() for client in clients))
+        processed, dropped = await totals()
+        while processed < 2 * len(records) and loop.time() < deadline:
             await asyncio.sleep(0.2)
-            event = build_metrics_event(await client.metrics.sample())
-        assert event["records_processed"] == 2 * len(records), event  # the source task's and the count's
+            processed, dropped = await totals()
+        assert processed == 2 * len(records)  # the source tasks' and the counts'
         # the last counts reach the output at the next commit (cached till then): read until they are all there
         latest = await _latest_counts(kafka, sink)
         while expected is not None and latest != expected and loop.time() < deadline:
             await asyncio.sleep(0.2)
             latest = await _latest_counts(kafka, sink)
-        return event["dropped_records_total"], latest
+        return dropped, latest
     finally:
-        await client.close()
+        for client in clients:
+            await client.close()
 
 
 async def test_a_single_worker_replays_a_backlog_within_the_grace_without_dropping(
@@ -150,3 +159,26 @@ async def test_control_without_the_merge_the_same_backlog_drops_records(
     records = _backlog(seed=23)
     dropped, _ = await _replay(kafka, tmp_path, records, event_time_slice_ms=-1)
     assert dropped > len(records) // 2  # 1,860 of 2,400 when measured
+
+
+async def test_two_processes_share_their_positions_and_replay_it_together_without_dropping(
+    kafka: KafkaTestCluster, tmp_path: Path
+) -> None:
+    """A second worker joins while the first replays the backlog: the first holds back after the rebalance until
+    the second's position arrives through `<app>-event-time`, then neither runs more than `event_time_drift_ms`
+    (30 s, under the 60 s grace) ahead of the other."""
+    records = _backlog(seed=31, per_partition=2_000)
+    expected = dict(collections.Counter((customer, ts // MINUTE * MINUTE) for _, customer, ts in records))
+    dropped, latest = await _replay(kafka, tmp_path, records, expected, processes=2)
+    assert dropped == 0
+    assert latest == expected
+
+
+async def test_control_two_processes_that_do_not_share_positions_drop_records(
+    kafka: KafkaTestCluster, tmp_path: Path
+) -> None:
+    """The same scale-out without the exchange: the first worker runs ahead while the second starts its tasks, and
+    the second's records reach the windows late. The test above would fail without the exchange."""
+    records = _backlog(seed=31, per_partition=2_000)
+    dropped, _ = await _replay(kafka, tmp_path, records, processes=2, event_time_exchange_interval_ms=0)
+    assert dropped > 0

@@ -1,0 +1,105 @@
+"""The processes of a group share their event-time positions (`EventTimeExchange`, `StreamTimeWatermark`): another
+process bounds a thread `drift_ms` past its position, is forgotten when stale, and makes a client hold back after
+an assignment. The report codec rejects what is not a report. Expected values follow from the reported numbers."""
+
+from __future__ import annotations
+
+import pytest
+
+from streamlet.runtime.event_time_exchange import decode_positions, encode_positions
+from streamlet.runtime.event_time_merge import NO_CEILING
+from streamlet.runtime.stream_time_watermark import HELD, StreamTimeWatermark
+
+
+def _watermark(now: list[float]) -> StreamTimeWatermark:
+    watermark = StreamTimeWatermark(stale_after_s=5.0, clock=lambda: now[0])
+    watermark.drift_ms = 30_000
+    watermark.hold_ms = 600
+    return watermark
+
+
+def test_another_process_bounds_a_thread_by_the_drift_and_a_sibling_thread_by_the_slice() -> None:
+    now = [0.0]
+    watermark = _watermark(now)
+    watermark.report_process("p2", {0: 10_000})
+    assert watermark.ceiling("t1", 0, 1_000) == 40_000
+    watermark.report("t2", 0, 20_000)
+    assert watermark.ceiling("t1", 0, 1_000) == 21_000  # the sibling is the tighter bound
+    watermark.report("t2", 0, 50_000)
+    assert watermark.ceiling("t1", 0, 1_000) == 40_000
+    assert watermark.ceiling("t1", 1, 1_000) == NO_CEILING  # per sub-topology
+    watermark.report_process("p2", {})  # caught up: holds nobody back
+    assert watermark.ceiling("t1", 0, 1_000) == 51_000
+
+
+def test_a_process_that_stops_reporting_is_forgotten_once_stale() -> None:
+    now = [0.0]
+    watermark = _watermark(now)
+    watermark.report_process("p2", {0: 10_000})
+    now[0] = 4.9
+    assert watermark.ceiling("t1", 0, 1_000) == 40_000
+    now[0] = 5.1
+    assert watermark.ceiling("t1", 0, 1_000) == NO_CEILING
+
+
+def test_local_positions_are_the_lowest_fresh_report_of_this_clients_threads_only() -> None:
+    now = [0.0]
+    watermark = _watermark(now)
+    watermark.report("t1", 0, 7_000)
+    watermark.report("t2", 0, 3_000)
+    watermark.report("t2", 1, 9_000)
+    watermark.report_process("p2", {0: 1_000})  # another process's positions are not republished
+    assert watermark.local_positions() == {0: 3_000, 1: 9_000}
+    now[0] = 3.0
+    watermark.report("t1", 0, 8_000)
+    now[0] = 6.0  # t2's reports went stale
+    assert watermark.local_positions() == {0: 8_000}
+    watermark.report("t1", 0, None)
+    assert watermark.local_positions() == {}
+
+
+def test_an_assignment_holds_back_only_while_another_process_is_about() -> None:
+    now = [0.0]
+    watermark = _watermark(now)
+    watermark.assignment_applied()  # alone: no hold
+    assert watermark.ceiling("t1", 0, 1_000) == NO_CEILING
+    watermark.report_process("p2", {})  # heard from, caught up
+    watermark.assignment_applied()
+    assert watermark.ceiling("t1", 0, 1_000) == HELD
+    now[0] = 0.7
+    assert watermark.ceiling("t1", 0, 1_000) == NO_CEILING
+    now[0] = 10.0  # p2 not heard from for longer than the staleness bound
+    watermark.assignment_applied()
+    assert watermark.ceiling("t1", 0, 1_000) == NO_CEILING
+
+
+def test_no_hold_while_processes_do_not_share() -> None:
+    now = [0.0]
+    watermark = StreamTimeWatermark(clock=lambda: now[0])
+    watermark.report_process("p2", {})
+    watermark.assignment_applied()
+    assert watermark.ceiling("t1", 0, 1_000) == NO_CEILING
+
+
+def test_reports_round_trip() -> None:
+    assert decode_positions(encode_positions("p1", {0: 5, 3: -1})) == ("p1", {0: 5, 3: -1})
+    assert decode_positions(encode_positions("p1", {})) == ("p1", {})
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        b"",
+        b"\x80\x04pickle",
+        b"[1, 2]",
+        b'{"v": 2, "process": "p", "positions": {}}',
+        b'{"v": 1, "positions": {}}',
+        b'{"v": 1, "process": "p", "positions": {"0": "late"}}',
+        b'{"v": 1, "process": "p", "positions": {"0": true}}',
+        b'{"v": 1, "process": "p", "positions": {"zero": 1}}',
+    ],
+)
+def test_anything_else_is_rejected_with_a_value_error(value: bytes | None) -> None:
+    with pytest.raises(ValueError):
+        decode_positions(value)
