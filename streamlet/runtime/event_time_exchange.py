@@ -161,9 +161,10 @@ class EventTimeExchange:
         """Cancel the loops, tell the others this process holds nobody back any more (bounded), stop the clients."""
         for task in self._tasks:
             task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        if self._tasks:
+            _, pending = await asyncio.wait(self._tasks, timeout=timeout)
+            if pending:
+                log.warning("the event-time exchange's %d tasks did not stop within %.0fs", len(pending), timeout)
         self._tasks = []
         if self._producer is not None:
             with contextlib.suppress(TimeoutError):

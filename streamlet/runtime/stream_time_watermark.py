@@ -119,8 +119,10 @@ class StreamTimeWatermark:
         if self._changed is None:
             self._changed = asyncio.Event()
         self._changed.clear()
+        # asyncio.timeout, not wait_for: 3.11's wait_for loses a cancellation that lands as the event is set
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._changed.wait(), timeout_s)
+            async with asyncio.timeout(timeout_s):
+                await self._changed.wait()
 
     def forget(self, thread: str) -> None:
         """`thread` stopped: it holds nobody back any more."""

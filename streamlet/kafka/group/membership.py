@@ -434,8 +434,10 @@ class GroupMembership:
                 return
 
     async def _wait(self, timeout: float | None) -> None:
+        # asyncio.timeout, not wait_for: 3.11's wait_for loses a cancellation that lands as the event is set
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wakeup.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await self._wakeup.wait()
         self._wakeup.clear()
 
     async def _await_coordinator(self) -> None:
@@ -684,7 +686,8 @@ class GroupMembership:
     async def _heartbeat_loop(self) -> None:
         while not self._closing:
             with contextlib.suppress(TimeoutError):  # a completed join cuts the wait short (see EXPEDITE_S)
-                await asyncio.wait_for(self._heartbeat_soon.wait(), self.heartbeat_delay())
+                async with asyncio.timeout(self.heartbeat_delay()):  # not wait_for: see `_wait`
+                    await self._heartbeat_soon.wait()
             self._heartbeat_soon.clear()
             if self.state not in (MemberState.COMPLETING_REBALANCE, MemberState.STABLE):
                 continue
