@@ -61,7 +61,7 @@ def _broker(args: argparse.Namespace) -> int:
     from streamlet.kafka.broker import LocalBroker
     from streamlet.kafka.cluster import LocalCluster
 
-    cluster = LocalCluster(args.dir, nodes=max(args.brokers, 1))
+    cluster = LocalCluster(args.dir, nodes=max(args.brokers, 1), security=args.security)
     if args.brokers > 1 or cluster.layout() is not None:  # a cluster's directory: start it again, status, stop
         return _cluster_command(args, cluster)
     default_port = int(DEFAULT_BOOTSTRAP_SERVERS.rpartition(":")[2])
@@ -108,8 +108,11 @@ def _cluster_command(args: argparse.Namespace, cluster: LocalCluster) -> int:
                 f"streamlet broker: {cluster.directory} holds a cluster of {len(layout.ports)} nodes, not "
                 f"{args.brokers}; use another --dir"
             )
-        if args.security != "plaintext":
-            raise SystemExit("streamlet broker: --security with --brokers > 1 is not supported yet (plaintext only)")
+        if layout is not None and args.security not in ("plaintext", layout.security):  # restarts keep theirs
+            raise SystemExit(
+                f"streamlet broker: {cluster.directory} holds a {layout.security} cluster, not {args.security}; "
+                "use another --dir"
+            )
         default_port = int(DEFAULT_BOOTSTRAP_SERVERS.rpartition(":")[2])
         first = args.port or default_port
         ports = [first + i for i in range(args.brokers)]
@@ -120,7 +123,8 @@ def _cluster_command(args: argparse.Namespace, cluster: LocalCluster) -> int:
         cluster.requested_ports = ports or None
         began = time.monotonic()
         running = cluster.start(timeout=args.timeout)
-        print(f"export STREAMLET_BOOTSTRAP_SERVERS={shlex.quote(cluster.bootstrap_servers)}")
+        for variable, value in cluster.client_settings().items():
+            print(f"export {variable}={shlex.quote(value)}")
         print(
             f"{len(running)} nodes (pids {', '.join(str(s.pid) for s in running.values())}), ready in "
             f"{time.monotonic() - began:.1f}s; replication factor {min(len(running), 3)}, logs in {cluster.directory}",

@@ -224,6 +224,7 @@ class BrokerStatus:
     log_file: str
     started_at: float
     security: str = PLAINTEXT_MODE
+    tls_dir: str = ""  # where a secured broker's CA, certificates and passwords are ("": beside its data)
 
     @property
     def bootstrap_servers(self) -> str:
@@ -235,7 +236,7 @@ class BrokerStatus:
         settings = {"STREAMLET_BOOTSTRAP_SERVERS": self.bootstrap_servers}
         if self.security == PLAINTEXT_MODE:
             return settings
-        tls = Path(self.data_dir).parent / _TLS_DIR
+        tls = Path(self.tls_dir) if self.tls_dir else Path(self.data_dir).parent / _TLS_DIR
         settings["STREAMLET_SSL_CAFILE"] = str(tls / "ca.pem")
         if self.security == SSL_MODE:
             settings["STREAMLET_SECURITY_PROTOCOL"] = "SSL"
@@ -271,12 +272,15 @@ class LocalBroker:
         security: str = PLAINTEXT_MODE,
         controller_port: int | None = None,
         cluster_id: str | None = None,
+        tls_dir: Path | None = None,
     ) -> None:
         """`controller_port` and `cluster_id`: fixed by a `LocalCluster`, whose nodes must know each other's
         controller ports and share one cluster id before any of them starts; a single broker picks its own.
         `die_with_parent`: the JVM gets SIGTERM when the starting process dies, even by SIGKILL (Linux),
         so a killed test run leaves no broker behind; `streamlet broker start` leaves it off on purpose.
-        `security`: one of SECURITY_MODES; a secured broker makes its CA, certificates and users at first start."""
+        `security`: one of SECURITY_MODES; a secured broker makes its CA, certificates and users at first start,
+        in `tls_dir` (default: `<directory>/tls`; the nodes of a `LocalCluster` share one, so they trust each other
+        and know the same users)."""
         if security not in SECURITY_MODES:
             raise BrokerError(f"security={security!r}: expected one of {', '.join(SECURITY_MODES)}")
         self.security = security
@@ -290,6 +294,7 @@ class LocalBroker:
         self.overrides = dict(overrides or {})  # server.properties entries that replace the defaults
         self.requested_controller_port = controller_port
         self.cluster_id = cluster_id
+        self._tls_dir = tls_dir
         self._proc: subprocess.Popen[bytes] | None = None  # the JVM this object launched
 
     @property
@@ -389,6 +394,7 @@ class LocalBroker:
             log_file=str(log_file),
             started_at=time.time(),
             security=self.security,
+            tls_dir=str(self.tls_dir) if self.security != PLAINTEXT_MODE else "",
         )
         self._state_file.write_text(json.dumps(asdict(state), indent=2) + "\n")
         self._proc = proc
@@ -415,7 +421,7 @@ class LocalBroker:
 
     @property
     def tls_dir(self) -> Path:
-        return self.directory / _TLS_DIR
+        return self._tls_dir if self._tls_dir is not None else self.directory / _TLS_DIR
 
     def _tls_files(self) -> TlsFiles:
         """The CA and certificates, made at the first start and kept with the data (the clients' files stay valid

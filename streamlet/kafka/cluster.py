@@ -26,6 +26,8 @@ from aiokafka.errors import KafkaError
 
 from streamlet.errors import BrokerError
 from streamlet.kafka.broker import (
+    PLAINTEXT_MODE,
+    SECURITY_MODES,
     BrokerStatus,
     LocalBroker,
     _free_port,
@@ -68,6 +70,7 @@ class ClusterLayout:
     ports: dict[str, int]  # node id (a JSON key, so a string) -> client port
     controller_ports: dict[str, int]
     heap: str
+    security: str = PLAINTEXT_MODE
 
     @property
     def node_ids(self) -> list[int]:
@@ -85,9 +88,15 @@ class LocalCluster:
         ports: list[int] | None = None,
         heap: str = "384m",
         die_with_parent: bool = False,
+        security: str = PLAINTEXT_MODE,
+        overrides: dict[str, str] | None = None,
     ) -> None:
         """`ports`: the client ports of nodes 1..nodes (default: free ones); `heap` per JVM (2-core machines
-        run three of them); `die_with_parent` as for `LocalBroker`."""
+        run three of them); `die_with_parent` as for `LocalBroker`; `security` one of SECURITY_MODES, fixed at
+        the first start (the nodes share one CA and one set of users, in `<dir>/tls`); `overrides`: more
+        server.properties entries for every node."""
+        if security not in SECURITY_MODES:
+            raise BrokerError(f"security={security!r}: expected one of {', '.join(SECURITY_MODES)}")
         if nodes < 1:
             raise BrokerError(f"a cluster needs at least one node, got {nodes}")
         if ports is not None and len(ports) != nodes:
@@ -97,6 +106,8 @@ class LocalCluster:
         self.requested_ports = ports
         self.heap = heap
         self.die_with_parent = die_with_parent
+        self.security = security
+        self.overrides = dict(overrides or {})
         self._brokers: dict[int, LocalBroker] = {}
 
     # ---- layout ------------------------------------------------------------------------------------------
@@ -130,6 +141,7 @@ class LocalCluster:
             ports={str(i): p for i, p in zip(ids, ports, strict=True)},
             controller_ports={str(i): fresh() for i in ids},
             heap=self.heap,
+            security=self.security,
         )
         self.directory.mkdir(parents=True, exist_ok=True)
         self._layout_file.write_text(json.dumps(asdict(layout), indent=2) + "\n")
@@ -149,6 +161,7 @@ class LocalCluster:
             "node.id": str(node_id),
             "controller.quorum.voters": voters,
             **replication_settings(len(layout.ports)),
+            **self.overrides,
         }
         broker = LocalBroker(
             self.directory / f"node-{node_id}",
@@ -158,6 +171,8 @@ class LocalCluster:
             heap=layout.heap,
             die_with_parent=self.die_with_parent,
             overrides=overrides,
+            security=layout.security,
+            tls_dir=self.directory / "tls",
         )
         self._brokers[node_id] = broker
         return broker
@@ -171,6 +186,14 @@ class LocalCluster:
         if layout is None:
             raise BrokerError(f"no cluster in {self.directory}")
         return ",".join(f"127.0.0.1:{layout.ports[str(i)]}" for i in layout.node_ids)
+
+    def client_settings(self) -> dict[str, str]:
+        """The STREAMLET_* variables a client needs: every node's address, and a secured cluster's CA and
+        credentials (files, never the secret itself)."""
+        running = self.status()
+        if not running:
+            raise BrokerError(f"no node of the cluster in {self.directory} is running")
+        return {**next(iter(running.values())).client_settings(), "STREAMLET_BOOTSTRAP_SERVERS": self.bootstrap_servers}
 
     def start(self, timeout: float = 180.0) -> dict[int, BrokerStatus]:
         """Start every node that is not running, then wait for each to answer. All are launched first: a node

@@ -17,11 +17,11 @@ from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer
 from aiokafka.partitioner import murmur2
 from aiokafka.structs import TopicPartition
 
 from streamlet.assignment.history import assignment_history_topic
+from streamlet.kafka import connect
 from tests.support.kafka import KafkaTestCluster
 
 #: Topic config under which record timestamps are the broker's append times (not the producers' clocks).
@@ -95,7 +95,7 @@ async def tail_history(kafka: KafkaTestCluster, application_id: str) -> AsyncIte
         name=assignment_history_topic(application_id), partitions=1, config={"cleanup.policy": "delete"}
     )
     history = AssignmentHistory()
-    consumer = AIOKafkaConsumer(bootstrap_servers=kafka.bootstrap_servers, enable_auto_commit=False)
+    consumer = connect.consumer(kafka.cluster, enable_auto_commit=False)
     await consumer.start()
     tp = TopicPartition(topic, 0)
     consumer.assign([tp])

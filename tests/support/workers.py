@@ -13,8 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from aiokafka import AIOKafkaProducer
-
+from streamlet.kafka import connect
 from tests.support.kafka import KafkaTestCluster
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -178,9 +177,7 @@ class SteadyInput:
     async def _run(self) -> None:
         # acks=all and idempotent: on a replicated cluster a line acknowledged survives its leader's kill -9 and
         # is written once although the send is retried on the new leader, so `lines` stays the input's truth
-        producer = AIOKafkaProducer(
-            bootstrap_servers=self.kafka.bootstrap_servers, linger_ms=5, acks="all", enable_idempotence=True
-        )
+        producer = connect.producer(self.kafka.cluster, linger_ms=5, acks="all", enable_idempotence=True)
         await producer.start()
         try:
             lines = itertools.cycle(self.text)

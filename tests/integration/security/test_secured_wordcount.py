@@ -17,10 +17,10 @@ import pytest
 from examples.wordcount.dsl import build_topology
 from streamlet.config import StreamsConfig
 from streamlet.kafka.broker import BrokerStatus
-from streamlet.kafka.security import ClientSecurity
 from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.runtime.queries import QueryUnavailableError
 from tests.support.kafka import KafkaTestCluster, unique_name
+from tests.support.secured import config_of, security_of
 from tests.support.wordcount import expected_counts, wait_for_counts
 
 pytestmark = pytest.mark.integration
@@ -30,11 +30,7 @@ LINES = ["all streams lead to kafka", "hello kafka streams", "join kafka summit"
 
 def client_settings(status: BrokerStatus) -> dict[str, str]:
     """The broker's STREAMLET_* client variables as StreamsConfig settings."""
-    return {name.removeprefix("STREAMLET_").lower(): value for name, value in status.client_settings().items()}
-
-
-def security_of(settings: dict[str, Any]) -> ClientSecurity:
-    return ClientSecurity.from_settings({k: v for k, v in settings.items() if k != "bootstrap_servers"})
+    return config_of(status.client_settings())
 
 
 @pytest.fixture(params=["sasl_ssl_broker", "mtls_broker"])
