@@ -55,10 +55,21 @@ def test_a_node_that_does_not_exist_is_named(tmp_path: Path) -> None:
 def test_the_command_refuses_what_a_cluster_does_not_support_before_starting_anything(tmp_path: Path) -> None:
     from streamlet.cli import main
 
-    with pytest.raises(SystemExit, match="plaintext only"):
-        main(["broker", "start", "--brokers", "3", "--security", "sasl_ssl", "--dir", str(tmp_path)])
-    LocalCluster(tmp_path, nodes=3)._make_layout()
+    LocalCluster(tmp_path, nodes=3, security="sasl_ssl")._make_layout()
     with pytest.raises(SystemExit, match="a cluster of 3 nodes, not 5"):
         main(["broker", "start", "--brokers", "5", "--dir", str(tmp_path)])
+    with pytest.raises(SystemExit, match="holds a sasl_ssl cluster, not ssl"):
+        main(["broker", "start", "--brokers", "3", "--security", "ssl", "--dir", str(tmp_path)])
     assert main(["broker", "status", "--dir", str(tmp_path)]) == 1  # a cluster's directory, no node running
     assert not (tmp_path / "node-1" / "broker.json").exists()
+
+
+def test_a_secured_clusters_nodes_share_one_ca_and_user_set_and_keep_their_security(tmp_path: Path) -> None:
+    with pytest.raises(BrokerError, match="security='tls'"):
+        LocalCluster(tmp_path, security="tls")
+    LocalCluster(tmp_path, security="sasl_ssl")._make_layout()
+    cluster = LocalCluster(tmp_path)  # another process: the security comes from the layout
+    for node_id in (1, 2, 3):
+        broker = cluster.broker(node_id)
+        assert broker.security == "sasl_ssl"
+        assert broker.tls_dir == tmp_path / "tls"
