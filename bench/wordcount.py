@@ -74,13 +74,21 @@ class Peer:
 
 
 def _streamlet(
-    workers: int, threads: int, *extra: str, root: Path = common.ROOT, pre_aggregate: bool = False
+    workers: int,
+    threads: int,
+    *extra: str,
+    root: Path = common.ROOT,
+    pre_aggregate: bool = False,
+    connect: tuple[str, dict[str, str]] | None = None,
 ) -> Callable[[PeerRun], list[Proc]]:
     """`root` is the source tree the workers import streamlet and the example from (a baseline worktree);
-    `pre_aggregate` turns on the example's `count(pre_aggregate=True)`."""
+    `pre_aggregate` turns on the example's `count(pre_aggregate=True)`; `connect`: the workers' own bootstrap
+    servers and STREAMLET_* security variables (bench/tls_cost.py's secured listener), instead of the bench's."""
 
     def launch(r: PeerRun) -> list[Proc]:
+        bootstrap, security = connect if connect is not None else (r.bootstrap, {})
         env = {
+            **security,
             "WORDCOUNT_INPUT_TOPIC": INPUT,
             "WORDCOUNT_OUTPUT_TOPIC": r.output,
             "WORDCOUNT_APPLICATION_ID": r.app_id,
@@ -101,7 +109,7 @@ def _streamlet(
                     "--state-dir",
                     str(r.work / f"state-{i}"),
                     "--bootstrap-servers",
-                    r.bootstrap,
+                    bootstrap,
                     "--log-level",
                     "warning",
                     "--config",
