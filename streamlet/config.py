@@ -25,8 +25,8 @@ from streamlet.kafka.security import (
     as_password,
     read_secret_file,
 )
-from streamlet.timestamps import TimestampExtractor, resolve_extractor
 from streamlet.topology.optimizer import verify_topology_optimization
+from streamlet.topology.timestamps import TimestampExtractor, resolve_extractor
 from streamlet.web_security import WEB_SECURITY_DEFAULTS, WebSecurity
 
 AT_LEAST_ONCE = "at_least_once"
@@ -204,7 +204,7 @@ class StreamsConfig:
     # Kafka's topology.optimization: "none", "all" or a comma list of rules (see streamlet.topology.optimizer);
     # the App builds its topology with it
     topology_optimization: str = "none"
-    # None: each record's own timestamp; else `fn(record, partition_time) -> int` (see streamlet.timestamps)
+    # None: each record's own timestamp; else `fn(record, partition_time) -> int` (see streamlet.topology.timestamps)
     timestamp_extractor: TimestampExtractor | str | None = None
     # Security: Kafka's client settings in snake_case, each defaulting to $STREAMLET_<NAME> (see
     # streamlet.kafka.security). A secret may instead be read from the file `<name>_file` names.

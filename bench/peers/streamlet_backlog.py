@@ -9,7 +9,7 @@ import os
 
 from streamlet import App, TimeWindows
 from streamlet.serdes import StringSerde
-from streamlet.windows import TimeWindowedSerde
+from streamlet.topology.windows import TimeWindowedSerde
 
 app = App(os.environ.get("BENCH_APPLICATION_ID", "bench-backlog"))
 (

@@ -24,7 +24,7 @@ if __package__ in (None, ""):  # run as a script: make `streamlet` importable fr
 
 from streamlet import App, BufferConfig, Suppressed, TimeWindows
 from streamlet.serdes import StringSerde
-from streamlet.windows import TimeWindowedSerde
+from streamlet.topology.windows import TimeWindowedSerde
 
 WINDOW_MS = 60_000
 GRACE_MS = 10_000

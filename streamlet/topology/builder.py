@@ -34,16 +34,13 @@ from dataclasses import replace
 from typing import Any, overload
 
 from streamlet.errors import TopologyError
-from streamlet.join_windows import JoinWindows, StreamJoined
 from streamlet.serdes import BytesSerde, LongSerde, Serde, SerdeLike, resolve_serde
-from streamlet.session_windows import SessionWindowedSerde, SessionWindows
-from streamlet.sliding_windows import SlidingWindows
-from streamlet.suppressed import Suppressed
 from streamlet.topology import foreign_key_joins, joins, ktable, optimizer, stream_joins
 from streamlet.topology import nodes as n
 from streamlet.topology.branch import BRANCH_NAME, BRANCHCHILD_NAME, MERGE_NAME, Branched, Splitter
 from streamlet.topology.change import ChangeSerde
 from streamlet.topology.global_ktable import GLOBAL_JOIN_NAME, GlobalKTable
+from streamlet.topology.join_windows import JoinWindows, StreamJoined
 from streamlet.topology.nodes import (
     NodeSpec,
     ProcessorSpec,
@@ -54,15 +51,18 @@ from streamlet.topology.nodes import (
     validate_name,
 )
 from streamlet.topology.pre_aggregation import PreAggregation, for_aggregate, for_count, for_reduce, preaggregate_name
+from streamlet.topology.session_windows import SessionWindowedSerde, SessionWindows
+from streamlet.topology.sliding_windows import SlidingWindows
 from streamlet.topology.subscription_wrappers import (
     SubscriptionResponseWrapper,
     SubscriptionResponseWrapperSerde,
     SubscriptionWrapperSerde,
 )
+from streamlet.topology.suppressed import Suppressed
 from streamlet.topology.table_joined import TableJoined, resolve_table_joined
 from streamlet.topology.topology import Topology
+from streamlet.topology.windows import TimeWindowedSerde, TimeWindows
 from streamlet.typed_serdes import check_serde_fits, element_type, result_type, serde_for_type
-from streamlet.windows import TimeWindowedSerde, TimeWindows
 
 SOURCE_NAME = "KSTREAM-SOURCE-"
 REPARTITION_NAME = "KSTREAM-REPARTITION-"
@@ -711,7 +711,7 @@ class KStream:
 
         With a KStream and `windows` (`JoinWindows`): every pair of records of the same key whose timestamps
         are within the windows, in both directions, at the later of the two timestamps (see
-        `streamlet.join_windows`); `stream_joined` gives the serdes, a name and a store name (Kafka's
+        `streamlet.topology.join_windows`); `stream_joined` gives the serdes, a name and a store name (Kafka's
         `StreamJoined`).
 
         With a GlobalKTable, `join(global_table, key_selector, joiner)`: the table key is
@@ -964,8 +964,8 @@ class KGroupedStream:
     def windowed_by(
         self, windows: TimeWindows | SlidingWindows | SessionWindows
     ) -> TimeWindowedKStream | SessionWindowedKStream:
-        """Aggregate per key and window (Kafka's `windowedBy`): fixed time windows (`streamlet.windows`),
-        sliding windows (`streamlet.sliding_windows`) or sessions (`streamlet.session_windows`)."""
+        """Aggregate per key and window (Kafka's `windowedBy`): fixed time windows (`streamlet.topology.windows`),
+        sliding windows (`streamlet.topology.sliding_windows`) or sessions (`streamlet.topology.session_windows`)."""
         if isinstance(windows, SessionWindows):
             return SessionWindowedKStream(self, windows)
         if not isinstance(windows, TimeWindows | SlidingWindows):
@@ -1305,7 +1305,7 @@ class KTable:
         return _map_values_table(self, mapper, name, store_name, value_serde)
 
     def suppress(self, suppressed: Suppressed) -> KTable:
-        """Hold back updates until they are due (Kafka's `KTable#suppress`): see `streamlet.suppressed`.
+        """Hold back updates until they are due (Kafka's `KTable#suppress`): see `streamlet.topology.suppressed`.
 
         The processor is `KTABLE-SUPPRESS-<n>` (or the `with_name` name) and its buffer the store
         `KTABLE-SUPPRESS-STATE-STORE-<n>` (or `<name>-store`), change-logged unless its buffer config is

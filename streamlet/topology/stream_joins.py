@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from streamlet.join_windows import JoinWindows
 from streamlet.serdes import BytesSerde, Serde
 from streamlet.topology.branch import MERGE_NAME
+from streamlet.topology.join_windows import JoinWindows
 from streamlet.topology.nodes import StoreSpec, validate_name
 
 WINDOWED_NAME = "KSTREAM-WINDOWED-"

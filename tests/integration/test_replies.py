@@ -13,8 +13,8 @@ import collections
 import pytest
 
 from streamlet import App, Record
-from streamlet.agents import Agent
-from streamlet.replies import AskTimeoutError
+from streamlet.faust.agents import Agent
+from streamlet.faust.replies import AskTimeoutError
 from tests.support.kafka import KafkaTestCluster, unique_name
 
 pytestmark = pytest.mark.integration

@@ -11,7 +11,7 @@ import collections
 import pytest
 
 from streamlet import App
-from streamlet.agent_context import current_context
+from streamlet.faust.agent_context import current_context
 from tests.support.kafka import KafkaTestCluster, unique_name
 from tests.support.waiting import wait_until
 

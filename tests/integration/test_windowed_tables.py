@@ -18,7 +18,7 @@ import aiohttp
 import pytest
 
 from streamlet import App
-from streamlet.windowed_tables import WindowWrapper
+from streamlet.faust.windowed_tables import WindowWrapper
 from tests.support.kafka import KafkaTestCluster, Record, unique_name
 from tests.support.waiting import free_port
 
