@@ -17,7 +17,7 @@ from datetime import timedelta, tzinfo
 from types import MappingProxyType
 from typing import Any, NoReturn
 
-from streamlet import cli
+from streamlet import app_commands
 from streamlet.config import StreamsConfig
 from streamlet.errors import ConfigError
 from streamlet.faust import agents, global_tables, timers
@@ -421,7 +421,7 @@ class App:
         The commands are `streamlet worker`/`cleanup`/`topology describe` without the MODULE:APP argument,
         with the same flags and configuration precedence.
         """
-        raise SystemExit(cli.app_main(self, argv))
+        raise SystemExit(app_commands.app_main(self, argv))
 
     def _check_open(self) -> None:
         if self._topology is not None:

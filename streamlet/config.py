@@ -44,7 +44,7 @@ REBALANCE_PROTOCOLS = ("cooperative", "eager")
 
 DEFAULT_BOOTSTRAP_SERVERS = "127.0.0.1:9092"
 # Settings the environment may supply, and the variable for each. The environment sits below an App's own
-# config and above the built-in default (see `streamlet.cli.resolve_worker_config` for the whole order).
+# config and above the built-in default (see `streamlet.app_commands.resolve_worker_config` for the whole order).
 # Security settings (and the secrets: `sasl_plain_password`, `ssl_password`) come from the environment
 # too, as STREAMLET_<SETTING>, e.g. $STREAMLET_SASL_PLAIN_PASSWORD; never from the command line.
 _ENVIRONMENT_DEFAULTS: Mapping[str, Any] = {**SECURITY_DEFAULTS, **WEB_SECURITY_DEFAULTS}
