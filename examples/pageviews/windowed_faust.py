@@ -23,9 +23,8 @@ if __package__ in (None, ""):  # run as a script: make `streamlet` importable fr
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from examples.pageviews.models import PageView
-from streamlet import App
+from streamlet import App, TimeWindow, TimeWindowedSerde, Windowed
 from streamlet.serdes import StringSerde
-from streamlet.topology.windows import TimeWindow, TimeWindowedSerde, Windowed
 
 WINDOW_MS = 60_000
 
