@@ -1,4 +1,5 @@
-"""KStream-KTable joins of the DSL (Kafka Streams' `KStreamImpl#join(KTable)` / `#leftJoin(KTable)`).
+"""Stream-table, stream-global table and table-table joins of the DSL (Kafka Streams' `KStreamImpl#join(KTable)`,
+`KTableImpl#doJoin`).
 
 The join processor reads the table through its value getter (its source store, materialized for the join,
 then the table's filters and mapValues), so it shares the table's store and lands in the table's
