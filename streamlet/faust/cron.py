@@ -5,8 +5,15 @@ Fields: minute (0-59), hour (0-23), day of month (1-31), month (1-12 or jan-dec)
 comma-separated list of them. As in cron (and croniter, which Faust uses), when both day fields are
 restricted a day matches if either does. Times are wall-clock times of the schedule's time zone.
 
-A small parser rather than a dependency: the syntax is small, and this keeps streamlet's dependencies to the
-Kafka client, RocksDB and the web server.
+Across daylight saving changes: a time the clock skips (spring forward) is taken at the instant its old offset
+names (02:30 CET is 03:30 CEST); in an hour the clock repeats (fall back), as in classic cron, a
+schedule with a fixed hour fires once, at the first pass, and one whose hour field is `*` fires in both passes
+(they are real time). The next time is always strictly after the given instant.
+
+A small parser rather than croniter (which Faust uses): the syntax is small, a caller of croniter must still
+choose the pass of a repeated hour (re-attaching the zone to its wall-clock result picks the first, which can be
+in the past, and a timer then fires in a loop), and this keeps streamlet's dependencies to the Kafka client,
+RocksDB and the web server.
 """
 
 from __future__ import annotations
@@ -104,7 +111,10 @@ class CronSchedule:
         return in_month or in_week
 
     def next_after(self, t: datetime) -> datetime:
-        """The first minute strictly after `t` that the schedule matches, as a wall-clock time of `t`'s zone."""
+        """The first minute strictly after the instant `t` that the schedule matches, as a wall-clock time of `t`'s
+        zone (with `fold=1` for the second pass of a repeated hour)."""
+        # a wall-clock time of a repeated hour names two instants (fold 0 and 1); only a `*` hour takes both
+        folds = (0, 1) if len(self.hours) == 24 else (0,)
         candidate = t.replace(second=0, microsecond=0) + timedelta(minutes=1)
         end = t + _HORIZON
         while candidate <= end:
@@ -118,5 +128,8 @@ class CronSchedule:
             elif candidate.minute not in self.minutes:
                 candidate += timedelta(minutes=1)
             else:
-                return candidate
+                for fold in folds:
+                    if candidate.replace(fold=fold).timestamp() > t.timestamp():
+                        return candidate.replace(fold=fold)
+                candidate += timedelta(minutes=1)  # a pass of a repeated hour that is already over
         raise CronError(f"cron expression {self.expression!r} matches no time in the next five years")

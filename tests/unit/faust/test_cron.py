@@ -56,6 +56,33 @@ def test_times_are_wall_clock_times_of_the_zone() -> None:
     assert nxt.astimezone(UTC) == datetime(2026, 11, 24, 8, 0, tzinfo=UTC)
 
 
+PARIS = ZoneInfo("Europe/Paris")  # 2026-10-25 03:00 CEST -> 02:00 CET; 2026-03-29 02:00 CET -> 03:00 CEST
+
+
+def test_a_fixed_hour_fires_once_in_the_repeated_hour_and_never_in_the_past() -> None:
+    first_pass = datetime(2026, 10, 25, 2, 10, tzinfo=PARIS)
+    second_pass = datetime(2026, 10, 25, 2, 10, tzinfo=PARIS, fold=1)
+    assert second_pass.timestamp() - first_pass.timestamp() == 3600
+    assert _next("30 2 * * *", first_pass) == datetime(2026, 10, 25, 2, 30, tzinfo=PARIS)
+    # after the first 02:30 fired, the second pass does not fire it again: the next one is tomorrow's
+    after = _next("30 2 * * *", second_pass)
+    assert after == datetime(2026, 10, 26, 2, 30, tzinfo=PARIS)
+    assert after.timestamp() > second_pass.timestamp()
+
+
+def test_a_star_hour_fires_in_both_passes_of_the_repeated_hour() -> None:
+    second_pass = datetime(2026, 10, 25, 2, 10, tzinfo=PARIS, fold=1)
+    after = _next("*/15 * * * *", second_pass)
+    assert (after.hour, after.minute, after.fold) == (2, 15, 1)
+    assert after.timestamp() - second_pass.timestamp() == 5 * 60
+
+
+def test_a_skipped_time_is_taken_at_its_old_offset() -> None:
+    before = datetime(2026, 3, 29, 1, 50, tzinfo=PARIS)
+    after = _next("30 2 * * *", before)
+    assert after.timestamp() == datetime(2026, 3, 29, 3, 30, tzinfo=PARIS).timestamp()  # 02:30 CET, 01:30 UTC
+
+
 @pytest.mark.parametrize(
     ("expression", "message"),
     [
