@@ -2,17 +2,17 @@
 
 from streamlet.app import App
 from streamlet.config import StreamsConfig
-from streamlet.join_windows import JoinWindows, StreamJoined
 from streamlet.models import Record
 from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.runtime.processor_context import ProcessorContext
 from streamlet.runtime.punctuation import Cancellable, PunctuationType
-from streamlet.session_windows import SessionWindow, SessionWindowedSerde, SessionWindows
-from streamlet.sliding_windows import SlidingWindows
-from streamlet.suppressed import BufferConfig, Suppressed
 from streamlet.task_id import TaskId
 from streamlet.topology import Branched, StreamsBuilder, TableJoined, Topology
-from streamlet.windows import TimeWindow, TimeWindowedSerde, TimeWindows, Windowed
+from streamlet.topology.join_windows import JoinWindows, StreamJoined
+from streamlet.topology.session_windows import SessionWindow, SessionWindowedSerde, SessionWindows
+from streamlet.topology.sliding_windows import SlidingWindows
+from streamlet.topology.suppressed import BufferConfig, Suppressed
+from streamlet.topology.windows import TimeWindow, TimeWindowedSerde, TimeWindows, Windowed
 
 __all__ = [
     "App",

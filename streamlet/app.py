@@ -17,22 +17,23 @@ from datetime import timedelta, tzinfo
 from types import MappingProxyType
 from typing import Any, NoReturn
 
-from streamlet import agents, cli, global_tables, timers
-from streamlet.app_client import AppClient
-from streamlet.channels import Channel
+from streamlet import app_commands
 from streamlet.config import StreamsConfig
 from streamlet.errors import ConfigError
+from streamlet.faust import agents, global_tables, timers
+from streamlet.faust.app_client import AppClient
+from streamlet.faust.channels import Channel
+from streamlet.faust.replies import ReplyConsumer
+from streamlet.faust.windowed_tables import WindowWrapper
 from streamlet.kafka.acls import Acl
 from streamlet.kafka.topics import TopicSpec
 from streamlet.progress_bar import terminal_progress_bar
-from streamlet.replies import ReplyConsumer
 from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.runtime.restore_listener import StateRestoreListener
 from streamlet.serdes import Serde
 from streamlet.status import read_group_events
 from streamlet.topology import KStream, KTable, StreamsBuilder, Topology
 from streamlet.web import Page, WebServer
-from streamlet.windowed_tables import WindowWrapper
 
 log = logging.getLogger("streamlet.app")
 
@@ -139,7 +140,7 @@ class App:
         Serdes: as given, else from `key_type`/`value_type`, else str keys and JSON values. Capitalised like
         Faust's `app.Table`; inside this class body the name is the method, so the class is always spelled
         `agents.Table` here. `on_window_close(key, value)` gets each window's final value once, when stream time
-        closes it (a windowed table's; see `streamlet.window_close`).
+        closes it (a windowed table's; see `streamlet.faust.window_close`).
         """
         self._check_open()
         if name in self._tables:
@@ -170,7 +171,7 @@ class App:
         """Faust's `app.GlobalTable`: every worker holds the whole table, readable from any agent (no need to
         list it in `tables=`), stored in the compacted topic `<application_id>-<name>-changelog` (created with
         `partitions` if missing). Writes go to that topic and to this worker's copy (see
-        `streamlet.global_tables`)."""
+        `streamlet.faust.global_tables`)."""
         self._check_open()
         if name in self._tables:
             raise ValueError(f"table {name!r} is declared twice")
@@ -190,7 +191,7 @@ class App:
         return table
 
     def channel(self, name: str | None = None, *, value_type: Any = None) -> Channel:
-        """An in-memory channel between agents (Faust's `app.channel()`); see `streamlet.channels`."""
+        """An in-memory channel between agents (Faust's `app.channel()`); see `streamlet.faust.channels`."""
         self._channels += 1
         return Channel(name or f"channel-{self._channels}", value_type=value_type)
 
@@ -234,7 +235,7 @@ class App:
         """Decorate `async def fn()` (or `fn(app)`): run it every `interval` seconds while a worker runs (Faust's).
 
         With `on_leader=True` (the default) one worker of the application runs it at each tick, the owner of task
-        0_0; with False, every worker does. See `streamlet.timers`.
+        0_0; with False, every worker does. See `streamlet.faust.timers`.
         """
 
         def register(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -351,7 +352,7 @@ class App:
     async def _send_outside_tasks(
         self, topic: str, key: bytes | None, value: bytes | None, partition: int | None
     ) -> None:
-        """`topic.send()` from a timer, a page or `app.client()`: sent at once (see `streamlet.app_client`)."""
+        """`topic.send()` from a timer, a page or `app.client()`: sent at once (see `streamlet.faust.app_client`)."""
         await self._running_client(f"send() to topic {topic}").send(topic, key, value, partition)
 
     async def _stop_services(self) -> None:
@@ -420,7 +421,7 @@ class App:
         The commands are `streamlet worker`/`cleanup`/`topology describe` without the MODULE:APP argument,
         with the same flags and configuration precedence.
         """
-        raise SystemExit(cli.app_main(self, argv))
+        raise SystemExit(app_commands.app_main(self, argv))
 
     def _check_open(self) -> None:
         if self._topology is not None:

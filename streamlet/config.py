@@ -25,8 +25,8 @@ from streamlet.kafka.security import (
     as_password,
     read_secret_file,
 )
-from streamlet.timestamps import TimestampExtractor, resolve_extractor
 from streamlet.topology.optimizer import verify_topology_optimization
+from streamlet.topology.timestamps import TimestampExtractor, resolve_extractor
 from streamlet.web_security import WEB_SECURITY_DEFAULTS, WebSecurity
 
 AT_LEAST_ONCE = "at_least_once"
@@ -44,7 +44,7 @@ REBALANCE_PROTOCOLS = ("cooperative", "eager")
 
 DEFAULT_BOOTSTRAP_SERVERS = "127.0.0.1:9092"
 # Settings the environment may supply, and the variable for each. The environment sits below an App's own
-# config and above the built-in default (see `streamlet.cli.resolve_worker_config` for the whole order).
+# config and above the built-in default (see `streamlet.app_commands.resolve_worker_config` for the whole order).
 # Security settings (and the secrets: `sasl_plain_password`, `ssl_password`) come from the environment
 # too, as STREAMLET_<SETTING>, e.g. $STREAMLET_SASL_PLAIN_PASSWORD; never from the command line.
 _ENVIRONMENT_DEFAULTS: Mapping[str, Any] = {**SECURITY_DEFAULTS, **WEB_SECURITY_DEFAULTS}
@@ -209,7 +209,7 @@ class StreamsConfig:
     # Kafka's topology.optimization: "none", "all" or a comma list of rules (see streamlet.topology.optimizer);
     # the App builds its topology with it
     topology_optimization: str = "none"
-    # None: each record's own timestamp; else `fn(record, partition_time) -> int` (see streamlet.timestamps)
+    # None: each record's own timestamp; else `fn(record, partition_time) -> int` (see streamlet.topology.timestamps)
     timestamp_extractor: TimestampExtractor | str | None = None
     # Security: Kafka's client settings in snake_case, each defaulting to $STREAMLET_<NAME> (see
     # streamlet.kafka.security). A secret may instead be read from the file `<name>_file` names.

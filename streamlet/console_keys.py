@@ -14,8 +14,8 @@ from typing import Any
 
 from streamlet.errors import StreamletError
 from streamlet.serdes import Serde, serde_from_name
-from streamlet.session_windows import SessionWindowedSerde
-from streamlet.windows import TimeWindowedSerde, Windowed
+from streamlet.topology.session_windows import SessionWindowedSerde
+from streamlet.topology.windows import TimeWindowedSerde, Windowed
 
 KEY_SERDE_HELP = (
     "str, bytes, int64, int32 or json; windowed:INNER for a time-windowed key (with --window-size: the bytes "

@@ -40,8 +40,8 @@ import aiohttp
 from aiohttp import web
 from aiokafka.structs import TopicPartition
 
-from streamlet.agent_context import AgentError, task_context
 from streamlet.errors import StreamletError
+from streamlet.faust.agent_context import AgentError, task_context
 from streamlet.group_page import render_group_page
 from streamlet.runtime.metrics_event import build_metrics_event
 from streamlet.runtime.metrics_publisher import ClientMetrics
@@ -59,8 +59,8 @@ from streamlet.runtime.window_queries import MAX_TIME, ReadOnlySessionStore, Rea
 from streamlet.serdes import BytesSerde, IntegerSerde, JsonSerde, LongSerde, Serde, StringSerde
 from streamlet.status import GroupEvents
 from streamlet.task_id import TaskId
+from streamlet.topology.windows import Windowed
 from streamlet.web_security import WebSecurity, client_context, server_context
-from streamlet.windows import Windowed
 
 __all__ = ["FORWARDED_HEADER", "Page", "QueryClient", "Web", "WebServer"]
 

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import os
 
-from streamlet import App, TimeWindows
+from streamlet import App, TimeWindowedSerde, TimeWindows
 from streamlet.serdes import StringSerde
-from streamlet.windows import TimeWindowedSerde
 
 app = App(os.environ.get("BENCH_APPLICATION_ID", "bench-backlog"))
 (

@@ -22,9 +22,8 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make `streamlet` importable from a source checkout
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from streamlet import App, BufferConfig, Suppressed, TimeWindows
+from streamlet import App, BufferConfig, Suppressed, TimeWindowedSerde, TimeWindows
 from streamlet.serdes import StringSerde
-from streamlet.windows import TimeWindowedSerde
 
 WINDOW_MS = 60_000
 GRACE_MS = 10_000

@@ -9,7 +9,7 @@ a table of tumbling 1-minute windows kept 70 s (`expires`): a window takes recor
 sends it. It writes what `windowed.py` (the DSL version) writes, so the same consumers and checks read both:
 `TimeWindowedSerde` keys (the user, then the window start as an 8-byte long) and 8-byte counts. The send is
 committed with the task, and which windows have closed is changelogged with it, so under `exactly_once_v2`
-each window's count is written exactly once, across crashes too (see `streamlet.window_close`).
+each window's count is written exactly once, across crashes too (see `streamlet.faust.window_close`).
 """
 
 from __future__ import annotations
@@ -23,9 +23,8 @@ if __package__ in (None, ""):  # run as a script: make `streamlet` importable fr
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from examples.pageviews.models import PageView
-from streamlet import App
+from streamlet import App, TimeWindow, TimeWindowedSerde, Windowed
 from streamlet.serdes import StringSerde
-from streamlet.windows import TimeWindow, TimeWindowedSerde, Windowed
 
 WINDOW_MS = 60_000
 

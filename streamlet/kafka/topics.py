@@ -18,7 +18,7 @@ from streamlet.errors import MissingTopicError, StreamletError, TopologyError
 from streamlet.kafka import connect
 from streamlet.kafka.acls import TOPIC_AUTHORIZATION_FAILED, not_authorized
 from streamlet.kafka.connect import Cluster
-from streamlet.topology.builder import REPARTITION_TOPIC_SUFFIX
+from streamlet.topology.dsl_graph import REPARTITION_TOPIC_SUFFIX
 from streamlet.topology.topology import CHANGELOG_SUFFIX
 
 log = logging.getLogger(__name__)

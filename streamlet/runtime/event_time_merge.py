@@ -34,7 +34,7 @@ from aiokafka.structs import TopicPartition
 from streamlet.runtime.fetched_records import FetchedRecord
 from streamlet.runtime.partition_group import LagProvider, RecordQueue
 from streamlet.runtime.task_context import Stamper
-from streamlet.timestamps import UNKNOWN
+from streamlet.topology.timestamps import UNKNOWN
 
 #: `event_time_slice_ms` that turns the merge off: each single-partition task processes its fetched batch at once
 MERGE_DISABLED = -1

@@ -25,7 +25,7 @@ from aiokafka.structs import TopicPartition
 from streamlet.assignment.java_collections import JavaPriorityQueue
 from streamlet.runtime.fetched_records import FetchedRecord
 from streamlet.runtime.task_context import Stamper
-from streamlet.timestamps import UNKNOWN
+from streamlet.topology.timestamps import UNKNOWN
 
 #: `max_task_idle_ms` that never waits for an empty partition (Kafka's MAX_TASK_IDLE_MS_DISABLED)
 MAX_TASK_IDLE_MS_DISABLED = -1

@@ -42,15 +42,15 @@ from streamlet.runtime.task_context import (
     TaskContext,
 )
 from streamlet.runtime.topic_names import TopicNames
-from streamlet.session_windows import SessionWindows
-from streamlet.sliding_windows import SlidingWindows
 from streamlet.state import timestamped, window_key_schema
 from streamlet.state.time_ordered_buffer import TimeOrderedKeyValueBuffer
 from streamlet.task_id import TaskId
-from streamlet.timestamps import UNKNOWN, ConsumedRecord, TimestampExtractor
 from streamlet.topology import nodes as n
 from streamlet.topology.nodes import ProcessorSpec, SinkSpec, SourceSpec
-from streamlet.windows import TimeWindow, TimeWindows, Windowed
+from streamlet.topology.session_windows import SessionWindows
+from streamlet.topology.sliding_windows import SlidingWindows
+from streamlet.topology.timestamps import UNKNOWN, ConsumedRecord, TimestampExtractor
+from streamlet.topology.windows import TimeWindow, TimeWindows, Windowed
 
 __all__ = ["TaskProcessorGraph", "build_task_graph"]
 
@@ -257,7 +257,7 @@ def build_task_graph(
 
     `record` is the task's record context (a fresh one when the graph runs on its own, as in tests).
     `timestamp_extractor` replaces the timestamp of each record read from a user topic (see
-    `streamlet.timestamps`); records of repartition topics keep theirs. `punctuations` are the task's
+    `streamlet.topology.timestamps`); records of repartition topics keep theirs. `punctuations` are the task's
     punctuation queues, when several graphs make one task (the TopologyTestDriver); by default its own.
     `dropped` is the task's dropped-records sensor, which its thread keeps across task moves; by default a new one.
     """

@@ -28,9 +28,9 @@ from streamlet.errors import StreamletError
 from streamlet.runtime.task_state import TaskState
 from streamlet.runtime.topology_metadata import TopologyMetadata
 from streamlet.serdes import Serde
-from streamlet.session_windows import SessionWindows
 from streamlet.state import session_key_schema, timestamped, window_key_schema
 from streamlet.task_id import TaskId
+from streamlet.topology.session_windows import SessionWindows
 
 __all__ = [
     "KeyNotLocalError",

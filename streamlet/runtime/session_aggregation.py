@@ -16,11 +16,11 @@ from typing import Any, cast
 
 from streamlet.runtime.aggregate_functions import Forward, Graph, aggregate_functions
 from streamlet.runtime.topic_names import TopicNames
-from streamlet.session_windows import SessionWindow, SessionWindows
 from streamlet.state import session_key_schema as schema
 from streamlet.state.session_store import find_sessions
 from streamlet.topology.nodes import ProcessorSpec
-from streamlet.windows import Windowed
+from streamlet.topology.session_windows import SessionWindow, SessionWindows
+from streamlet.topology.windows import Windowed
 
 
 def session_aggregation(

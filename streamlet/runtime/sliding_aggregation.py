@@ -17,11 +17,11 @@ from typing import Any, cast
 
 from streamlet.runtime.aggregate_functions import Forward, Graph, aggregate_functions
 from streamlet.runtime.topic_names import TopicNames
-from streamlet.sliding_windows import SlidingWindows
 from streamlet.state import timestamped
 from streamlet.state import window_key_schema as schema
 from streamlet.topology.nodes import ProcessorSpec
-from streamlet.windows import TimeWindow, Windowed
+from streamlet.topology.sliding_windows import SlidingWindows
+from streamlet.topology.windows import TimeWindow, Windowed
 
 #: Kafka's `ValueAndTimestamp`: an aggregate and the largest timestamp of the records in it
 ValueAndTimestamp = tuple[Any, int]

@@ -26,7 +26,7 @@ from streamlet.runtime.topic_names import TopicNames
 from streamlet.runtime.topic_partition_metadata import TopicPartitionMetadata, merge_processor_metadata
 from streamlet.state.state_manager import ProcessorStateManager
 from streamlet.task_id import TaskId
-from streamlet.timestamps import TimestampExtractor
+from streamlet.topology.timestamps import TimestampExtractor
 
 
 class StreamTask:

@@ -15,8 +15,8 @@ from typing import Any, cast
 from streamlet.errors import StreamsFailure, TopologyError
 from streamlet.runtime.record_context import RecordContext
 from streamlet.state.time_ordered_buffer import BufferedContext, BufferValue, TimeOrderedKeyValueBuffer
-from streamlet.suppressed import Suppressed
 from streamlet.topology.nodes import StoreSpec
+from streamlet.topology.suppressed import Suppressed
 
 __all__ = ["build_suppress"]
 

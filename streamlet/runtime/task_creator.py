@@ -24,7 +24,6 @@ from streamlet.runtime.record_context import RecordContext
 from streamlet.runtime.standby_task import StandbyTask
 from streamlet.runtime.stream_task import StreamTask
 from streamlet.runtime.topology_metadata import TopologyMetadata
-from streamlet.session_windows import SessionWindows
 from streamlet.state import time_ordered_buffer, timestamped
 from streamlet.state.checkpoint import CHECKPOINT_FILE_NAME
 from streamlet.state.record_cache import RecordCache
@@ -34,6 +33,7 @@ from streamlet.state.state_manager import ProcessorStateManager
 from streamlet.state.time_ordered_buffer import TimeOrderedKeyValueBuffer
 from streamlet.task_id import TaskId
 from streamlet.topology.nodes import StoreSpec
+from streamlet.topology.session_windows import SessionWindows
 
 
 @dataclass(frozen=True)

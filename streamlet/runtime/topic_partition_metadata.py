@@ -21,7 +21,7 @@ import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from streamlet.timestamps import UNKNOWN
+from streamlet.topology.timestamps import UNKNOWN
 
 __all__ = ["UNKNOWN", "TopicPartitionMetadata", "merge_processor_metadata"]
 

@@ -17,10 +17,10 @@ from typing import Any
 from aiokafka.structs import TopicPartition
 
 from streamlet.runtime.queries import LocalTasksSource, ReadOnlyKeyValueStore, StreamsMetadataState
-from streamlet.session_windows import SessionWindow, SessionWindows
 from streamlet.state import session_key_schema, window_key_schema
 from streamlet.state.session_store import find_sessions
-from streamlet.windows import TimeWindow, Windowed
+from streamlet.topology.session_windows import SessionWindow, SessionWindows
+from streamlet.topology.windows import TimeWindow, Windowed
 
 __all__ = ["ReadOnlySessionStore", "ReadOnlyWindowStore", "store_view"]
 

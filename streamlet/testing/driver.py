@@ -40,8 +40,6 @@ from streamlet.runtime.record_context import RecordContext
 from streamlet.runtime.task_creator import changelog_sink, store_kind
 from streamlet.runtime.topic_names import TopicNames
 from streamlet.serdes import SerdeLike
-from streamlet.session_windows import SessionWindows
-from streamlet.sliding_windows import SlidingWindows
 from streamlet.state import time_ordered_buffer
 from streamlet.state.caching_store import CachingKeyValueStore
 from streamlet.state.global_state_manager import GLOBAL_DIR_NAME
@@ -59,7 +57,9 @@ from streamlet.testing.stores import (
 )
 from streamlet.testing.topics import TestInputTopic, TestOutputTopic
 from streamlet.topology import StreamsBuilder, Topology
-from streamlet.windows import TimeWindows
+from streamlet.topology.session_windows import SessionWindows
+from streamlet.topology.sliding_windows import SlidingWindows
+from streamlet.topology.windows import TimeWindows
 
 #: The application id when the config gives none (Kafka's driver makes up a random one).
 DEFAULT_APPLICATION_ID = "topology-test-driver"

@@ -9,13 +9,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from streamlet.session_windows import SessionWindow
-from streamlet.sliding_windows import SlidingWindows
 from streamlet.state import session_key_schema, timestamped, window_key_schema
 from streamlet.state.session_store import find_sessions
 from streamlet.state.store import KeyValueStore
 from streamlet.topology.nodes import StoreSpec
-from streamlet.windows import TimeWindow, TimeWindows, Windowed
+from streamlet.topology.session_windows import SessionWindow
+from streamlet.topology.sliding_windows import SlidingWindows
+from streamlet.topology.windows import TimeWindow, TimeWindows, Windowed
 
 
 class KeyValueStoreView:

@@ -5,18 +5,18 @@ compiles each task's processor graph from it.
 """
 
 from streamlet.topology.branch import Branched
-from streamlet.topology.builder import (
-    BranchedKStream,
+from streamlet.topology.builder import StreamsBuilder
+from streamlet.topology.description import TopologyDescription
+from streamlet.topology.dsl import (
     KGroupedStream,
     KGroupedTable,
     KStream,
     KTable,
     SessionWindowedKStream,
-    StreamsBuilder,
     TimeWindowedKStream,
 )
-from streamlet.topology.description import TopologyDescription
 from streamlet.topology.global_ktable import GlobalKTable
+from streamlet.topology.kstream import BranchedKStream
 from streamlet.topology.table_joined import TableJoined
 from streamlet.topology.topology import InternalTopic, Subtopology, Topology
 

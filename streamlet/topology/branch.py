@@ -2,7 +2,7 @@
 
 `split()` sends each record to the first branch whose predicate holds, else to the default branch if there is
 one, else nowhere; every branch is a pass-through node named `<splitter name><branch name or index>` (the
-default branch's index is 0). The DSL side (`BranchedKStream`) is in `streamlet.topology.builder`.
+default branch's index is 0). The DSL side (`BranchedKStream`) is in `streamlet.topology.kstream`.
 """
 
 from __future__ import annotations

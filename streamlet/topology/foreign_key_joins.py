@@ -1,8 +1,8 @@
-"""Names of a foreign-key KTable-KTable join (Kafka Streams' `KTableImpl#doJoinOnForeignKey`).
+"""Names and wiring of a foreign-key KTable-KTable join (Kafka Streams' `KTableImpl#doJoinOnForeignKey`).
 
 Each name takes a counter value in Kafka's order, even when the join is named (`TableJoined.as(name)`,
 `NamedInternal#suffixWithOrElseGet`): then names are `<name>-subscription-registration-processor`, ...
-The graph wiring is in `streamlet.topology.builder`, the processors in `streamlet.runtime.foreign_key_join`.
+The graph wiring is `foreign_key_join` below, the processors are in `streamlet.runtime.foreign_key_join`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from streamlet.errors import TopologyError
-from streamlet.topology.nodes import StreamPartitioner, validate_name
+from streamlet.serdes import BytesSerde, SerdeLike
+from streamlet.topology import ktable
+from streamlet.topology import nodes as n
+from streamlet.topology.dsl_graph import GraphNode, InternalTopologyBuilder, or_default, require_callable, serde_arg
+from streamlet.topology.joins import check_joinable, table_join_sides
+from streamlet.topology.ktable import KTableBase
+from streamlet.topology.nodes import ProcessorSpec, SinkSpec, SourceSpec, StoreSpec, StreamPartitioner, validate_name
+from streamlet.topology.subscription_wrappers import (
+    SubscriptionResponseWrapper,
+    SubscriptionResponseWrapperSerde,
+    SubscriptionWrapperSerde,
+)
+from streamlet.topology.table_joined import TableJoined
 
 FK_JOIN = "KTABLE-FK-JOIN-"
 SUBSCRIPTION_REGISTRATION = FK_JOIN + "SUBSCRIPTION-REGISTRATION-"
@@ -105,3 +117,162 @@ def key_partitioner(partitioner: StreamPartitioner | None) -> StreamPartitioner 
         return partitioner(topic, key, None, num_partitions)
 
     return by_key
+
+
+def foreign_key_join(
+    table: KTableBase,
+    other: KTableBase,
+    extractor: Callable[..., Any],
+    joiner: Callable[[Any, Any], Any],
+    left_join: bool,
+    table_joined: TableJoined,
+    store_name: str | None,
+    value_serde: SerdeLike,
+) -> KTableBase:
+    """`KTableImpl#doJoinOnForeignKey`: subscriptions go from this table to `other` through the subscription
+    topic (a subscription store on the foreign side), responses come back through the response topic to a
+    resolver reading this table, which feeds a KTABLE-FK-JOIN-OUTPUT table source (see
+    `streamlet.topology.foreign_key_joins` for the names)."""
+    require_callable(extractor, "foreign_key_extractor")
+    extract = key_value_extractor(extractor)
+    this_state, other_state = table_join_sides(table, other, joiner)
+    internal = table._builder
+    vs = serde_arg(value_serde, "value_serde")
+    other_state.enable_sending_old_values(True)
+    this_state.enable_sending_old_values(True)
+    names = foreign_key_join_names(table_joined.name, internal.new_processor_name)
+    if store_name is not None:
+        result_store = validate_name(store_name, "Store name")
+    else:  # MaterializedInternal names it even when not materialized
+        result_store = internal.new_store_name(OUTPUT)
+    internal.claim(
+        names.subscription_send,
+        names.subscription_sink,
+        names.subscription_source,
+        names.subscription_receive,
+        names.subscription_join,
+        names.foreign_table_join,
+        names.response_sink,
+        names.response_source,
+        names.response_join,
+        names.result,
+    )
+    internal.claim_store(names.subscription_store)
+    if store_name is not None:
+        internal.claim_store(result_store)
+    key_serde, fk_serde = or_default(table._key_serde), or_default(other._key_serde)
+    spec = n.ForeignKeyJoinSpec(
+        names.subscription_topic,
+        left_join,
+        fk_serde,
+        key_serde,
+        or_default(table._value_serde),
+        names.subscription_store,
+    )
+    subscription_serde = SubscriptionWrapperSerde(key_serde)
+    response_serde = SubscriptionResponseWrapperSerde(or_default(other._value_serde))
+    this_getter, other_getter = this_state.value_getter(), other_state.value_getter()  # materializes them
+    source = ktable.TableSource(result_store, materialized=store_name is not None)
+    state = ktable.TableState(source, None, n.TABLE_SOURCE, None)
+    subscription_partitioner = key_partitioner(table_joined.other_partitioner)
+    response_partitioner = key_partitioner(table_joined.partitioner) or primary_partition
+
+    def node(
+        parents: tuple[GraphNode, ...],
+        node_name: str,
+        write: Callable[[tuple[str, ...], InternalTopologyBuilder], None],
+    ) -> GraphNode:
+        graph_node = GraphNode(node_name, write)
+        for parent in parents:
+            internal.add_graph_node(parent, graph_node)
+        return graph_node
+
+    def write_send(parents: tuple[str, ...], topology: InternalTopologyBuilder) -> None:
+        topology.add(
+            ProcessorSpec(names.subscription_send, parents, n.FK_SUBSCRIPTION_SEND, fn=extract, foreign_key_join=spec)
+        )
+
+    def write_subscription_sink(parents: tuple[str, ...], topology: InternalTopologyBuilder) -> None:
+        topology.internal_topics[names.subscription_topic] = None
+        topic, partitioner = names.subscription_topic, subscription_partitioner
+        topology.add(SinkSpec(names.subscription_sink, parents, topic, fk_serde, subscription_serde, partitioner))
+
+    def write_subscription_source(parents: tuple[str, ...], topology: InternalTopologyBuilder) -> None:
+        topics = (names.subscription_topic,)
+        topology.add(SourceSpec(names.subscription_source, (), topics, fk_serde, subscription_serde))
+
+    def write_receive(parents: tuple[str, ...], topology: InternalTopologyBuilder) -> None:
+        stores = (names.subscription_store,)
+        topology.add(
+            ProcessorSpec(names.subscription_receive, parents, n.FK_SUBSCRIPTION_RECEIVE, stores, foreign_key_join=spec)
+        )
+        store = StoreSpec(names.subscription_store, BytesSerde(), subscription_serde, timestamped=True, cached=False)
+        topology.add_store(store, names.subscription_receive)
+
+    def write_subscription_join(parents: tuple[str, ...], topology: InternalTopologyBuilder) -> None:
+        getter = check_joinable(names.result, other_getter, topology, names.subscription_join)
+        topology.add(
+            ProcessorSpec(
+                names.subscription_join,
+                parents,
+                n.FK_SUBSCRIPTION_JOIN,
+                getter.stores,
+                value_getter=getter,
+                foreign_key_join=spec,
+            )
+        )
+
+    def write_foreign_table_join(parents: tuple[str, ...], topology: InternalTopologyBuilder) -> None:
+        stores = (names.subscription_store,)
+        topology.add(
+            ProcessorSpec(names.foreign_table_join, parents, n.FK_FOREIGN_TABLE_JOIN, stores, foreign_key_join=spec)
+        )
+        topology.store_users[names.subscription_store].append(names.foreign_table_join)
+
+    def write_response_sink(parents: tuple[str, ...], topology: InternalTopologyBuilder) -> None:
+        topology.internal_topics[names.response_topic] = None
+        topic, partitioner = names.response_topic, response_partitioner
+        topology.add(SinkSpec(names.response_sink, parents, topic, key_serde, response_serde, partitioner))
+
+    def write_response_source(parents: tuple[str, ...], topology: InternalTopologyBuilder) -> None:
+        topology.add(SourceSpec(names.response_source, (), (names.response_topic,), key_serde, response_serde))
+
+    def write_response_join(parents: tuple[str, ...], topology: InternalTopologyBuilder) -> None:
+        getter = check_joinable(names.result, this_getter, topology, names.response_join)
+        topology.add(
+            ProcessorSpec(
+                names.response_join,
+                parents,
+                n.FK_RESPONSE_JOIN,
+                getter.stores,
+                fn=joiner,
+                value_getter=getter,
+                foreign_key_join=spec,
+            )
+        )
+
+    value_serde_ = or_default(vs)
+
+    def write_result(parents: tuple[str, ...], topology: InternalTopologyBuilder) -> None:
+        stores = (result_store,) if source.materialized else ()
+        send_old = source.send_old_values
+        topology.add(ProcessorSpec(names.result, parents, n.TABLE_SOURCE, stores=stores, send_old_values=send_old))
+        if source.materialized:
+            topology.add_store(StoreSpec(result_store, key_serde, value_serde_, timestamped=True), names.result)
+
+    send = node((table._node,), names.subscription_send, write_send)
+    sink = node((send,), names.subscription_sink, write_subscription_sink)
+    subscriptions = node((sink,), names.subscription_source, write_subscription_source)
+    receive = node((subscriptions,), names.subscription_receive, write_receive)
+    subscription_join = node((receive,), names.subscription_join, write_subscription_join)
+    foreign_join = node((other._node,), names.foreign_table_join, write_foreign_table_join)
+    response_sink = node((subscription_join, foreign_join), names.response_sink, write_response_sink)
+    responses = node((response_sink,), names.response_source, write_response_source)
+    resolver = node((responses,), names.response_join, write_response_join)
+    result = node((resolver,), names.result, write_result)
+    return KTableBase(internal, result, table._key_serde, vs, result_store, state)
+
+
+def primary_partition(topic: str, key: Any, response: SubscriptionResponseWrapper, num_partitions: int) -> int | None:
+    """The response sink's partitioner: back to the partition the subscription came from."""
+    return response.primary_partition

@@ -4,8 +4,8 @@ A global table is a full copy of its topic on every client: its source and store
 own that takes a sub-topology id but generates no tasks (`describe()` prints it "for global store"). The
 store is not change-logged: the source topic is its changelog, restored before processing starts and then
 followed by the client's global thread (`streamlet.runtime.global_stream_thread`). Streams join it through a
-key selector, with no repartition and no co-partitioning (`KStreamGlobalKTableJoin`). The DSL methods that
-make and join these tables are in `streamlet.topology.builder`.
+key selector, with no repartition and no co-partitioning (`KStreamGlobalKTableJoin`). `StreamsBuilder.global_table`
+(`streamlet.topology.builder`) makes them; `streamlet.topology.joins` joins streams with them.
 """
 
 from __future__ import annotations

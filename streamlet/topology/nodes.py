@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from streamlet.errors import TopologyError
-from streamlet.join_windows import JoinWindows
 from streamlet.serdes import Serde
-from streamlet.session_windows import SessionWindows
-from streamlet.sliding_windows import SlidingWindows
-from streamlet.suppressed import Suppressed
-from streamlet.windows import TimeWindows
+from streamlet.topology.join_windows import JoinWindows
+from streamlet.topology.session_windows import SessionWindows
+from streamlet.topology.sliding_windows import SlidingWindows
+from streamlet.topology.suppressed import Suppressed
+from streamlet.topology.windows import TimeWindows
 
 MAX_NAME_LENGTH = 249
 _LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")

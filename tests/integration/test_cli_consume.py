@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from streamlet.serdes import StringSerde
-from streamlet.session_windows import SessionWindow, SessionWindowedSerde
-from streamlet.windows import TimeWindow, TimeWindowedSerde, Windowed
+from streamlet.topology.session_windows import SessionWindow, SessionWindowedSerde
+from streamlet.topology.windows import TimeWindow, TimeWindowedSerde, Windowed
 from tests.support.kafka import KafkaTestCluster
 
 pytestmark = pytest.mark.integration

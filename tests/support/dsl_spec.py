@@ -55,13 +55,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from streamlet.join_windows import JoinWindows, StreamJoined
 from streamlet.runtime.punctuation import Cancellable, PunctuationType
 from streamlet.serdes import StringSerde
-from streamlet.session_windows import SessionWindowedSerde, SessionWindows
-from streamlet.sliding_windows import SlidingWindows
-from streamlet.suppressed import BufferConfig, Suppressed
-from streamlet.timestamps import ConsumedRecord
 from streamlet.topology import (
     Branched,
     KGroupedStream,
@@ -72,7 +67,12 @@ from streamlet.topology import (
     StreamsBuilder,
     TimeWindowedKStream,
 )
-from streamlet.windows import TimeWindowedSerde, TimeWindows
+from streamlet.topology.join_windows import JoinWindows, StreamJoined
+from streamlet.topology.session_windows import SessionWindowedSerde, SessionWindows
+from streamlet.topology.sliding_windows import SlidingWindows
+from streamlet.topology.suppressed import BufferConfig, Suppressed
+from streamlet.topology.timestamps import ConsumedRecord
+from streamlet.topology.windows import TimeWindowedSerde, TimeWindows
 
 
 def words(value: str | None) -> list[str]:

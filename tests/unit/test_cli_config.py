@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from streamlet import cli
-from streamlet.cli import resolve_worker_config
+from streamlet import app_commands, cli
+from streamlet.app_commands import resolve_worker_config
 from streamlet.config import DEFAULT_BOOTSTRAP_SERVERS, StreamsConfig
 from streamlet.errors import ConfigError
 from streamlet.topology import StreamsBuilder
@@ -107,7 +107,7 @@ def fake_worker(monkeypatch: pytest.MonkeyPatch) -> tuple[_FakeApp, list[object]
     app = _FakeApp(num_stream_threads=2, state_dir="/app/state")
     installed: list[object] = []
     monkeypatch.setattr(cli, "_app_of", lambda spec, application_id: app)
-    monkeypatch.setattr(cli, "install_repeat_filter", installed.append)
+    monkeypatch.setattr(app_commands, "install_repeat_filter", installed.append)
     monkeypatch.setenv("STREAMLET_BOOTSTRAP_SERVERS", "env:9092")
     return app, installed
 

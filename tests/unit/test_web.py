@@ -15,12 +15,12 @@ from aiokafka.structs import TopicPartition
 from examples.wordcount.dsl import build_topology
 from streamlet.app import App
 from streamlet.assignment.protocol import HostTasks
+from streamlet.faust.tables import Table
 from streamlet.runtime.metrics_publisher import ClientMetrics
 from streamlet.runtime.queries import ReadOnlyKeyValueStore, StreamsMetadataState, partition_for_key
 from streamlet.runtime.restore_listener import RestoreProgressTracker
 from streamlet.runtime.task_state import TaskState
 from streamlet.runtime.topology_metadata import TopologyMetadata
-from streamlet.tables import Table
 from streamlet.task_id import TaskId
 from streamlet.web import FORWARDED_HEADER, SERVED_BY_HEADER, Page, WebServer
 from tests.support.local_tasks import STORE, SUB, Standby, StandbyStateManager, Tasks, count_store, running, word_on

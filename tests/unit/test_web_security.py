@@ -10,8 +10,8 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from streamlet.app_commands import parse_config_pairs
 from streamlet.assignment.protocol import HostTasks
-from streamlet.cli import parse_config_pairs
 from streamlet.config import StreamsConfig
 from streamlet.errors import ConfigError
 from streamlet.kafka.certificates import make_tls_files

@@ -26,7 +26,7 @@ from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.runtime.metrics_event import build_metrics_event
 from streamlet.serdes import StringSerde
 from streamlet.topology import StreamsBuilder, Topology
-from streamlet.windows import TimeWindowedSerde, TimeWindows
+from streamlet.topology.windows import TimeWindowedSerde, TimeWindows
 from tests.support.kafka import KafkaTestCluster, Record, unique_name
 
 pytestmark = pytest.mark.integration

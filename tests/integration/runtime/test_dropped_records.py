@@ -23,7 +23,7 @@ from streamlet.runtime.metrics_event import build_metrics_event, metrics_topic, 
 from streamlet.runtime.prometheus import prometheus_text
 from streamlet.serdes import StringSerde
 from streamlet.topology import StreamsBuilder, Topology
-from streamlet.windows import TimeWindowedSerde, TimeWindows
+from streamlet.topology.windows import TimeWindowedSerde, TimeWindows
 from tests.support.kafka import KafkaTestCluster, Record, unique_name
 
 pytestmark = pytest.mark.integration

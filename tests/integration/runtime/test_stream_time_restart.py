@@ -26,10 +26,10 @@ from streamlet.config import StreamsConfig
 from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.runtime.topic_partition_metadata import TopicPartitionMetadata
 from streamlet.serdes import StringSerde
-from streamlet.suppressed import BufferConfig, Suppressed
-from streamlet.timestamps import ConsumedRecord
 from streamlet.topology import StreamsBuilder, Topology
-from streamlet.windows import TimeWindowedSerde, TimeWindows
+from streamlet.topology.suppressed import BufferConfig, Suppressed
+from streamlet.topology.timestamps import ConsumedRecord
+from streamlet.topology.windows import TimeWindowedSerde, TimeWindows
 from tests.support.kafka import KafkaTestCluster, unique_name
 
 pytestmark = pytest.mark.integration

@@ -10,9 +10,9 @@ from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
 from streamlet.config import StreamsConfig
 from streamlet.runtime.kafka_streams import KafkaStreams
-from streamlet.suppressed import BufferConfig, Suppressed
 from streamlet.topology import StreamsBuilder
-from streamlet.windows import TimeWindows
+from streamlet.topology.suppressed import BufferConfig, Suppressed
+from streamlet.topology.windows import TimeWindows
 from tests.support.kafka import KafkaTestCluster, unique_name
 
 pytestmark = pytest.mark.integration

@@ -20,9 +20,9 @@ import pytest
 from streamlet.config import StreamsConfig
 from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.serdes import StringSerde
-from streamlet.suppressed import BufferConfig, Suppressed
 from streamlet.topology import StreamsBuilder, Topology
-from streamlet.windows import TimeWindowedSerde, TimeWindows
+from streamlet.topology.suppressed import BufferConfig, Suppressed
+from streamlet.topology.windows import TimeWindowedSerde, TimeWindows
 from tests.support.clients import crash, wait_for_committed
 from tests.support.kafka import KafkaTestCluster, Record, unique_name
 

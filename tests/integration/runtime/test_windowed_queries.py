@@ -11,9 +11,9 @@ import pytest
 from streamlet import App
 from streamlet.kafka.broker import _free_port
 from streamlet.runtime.queries import QueryUnavailableError
-from streamlet.session_windows import SessionWindow, SessionWindows
+from streamlet.topology.session_windows import SessionWindow, SessionWindows
+from streamlet.topology.windows import TimeWindow, TimeWindows, Windowed
 from streamlet.web import WebServer
-from streamlet.windows import TimeWindow, TimeWindows, Windowed
 from tests.support.kafka import KafkaTestCluster, Record, unique_name
 from tests.support.waiting import wait_until
 

@@ -13,8 +13,8 @@ from aiokafka.structs import TopicPartition
 from streamlet.config import StreamsConfig
 from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.serdes import StringSerde
-from streamlet.session_windows import SessionWindowedSerde, SessionWindows
 from streamlet.topology import StreamsBuilder, Topology
+from streamlet.topology.session_windows import SessionWindowedSerde, SessionWindows
 from tests.support.kafka import KafkaTestCluster, Record, unique_name
 
 pytestmark = pytest.mark.integration

@@ -16,9 +16,9 @@ import pytest
 from aiokafka.structs import TopicPartition
 
 from streamlet.config import StreamsConfig
-from streamlet.join_windows import JoinWindows, StreamJoined
 from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.topology import StreamsBuilder, Topology
+from streamlet.topology.join_windows import JoinWindows, StreamJoined
 from tests.support.kafka import KafkaTestCluster, Record, unique_name
 
 pytestmark = pytest.mark.integration

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from streamlet.join_windows import JoinWindows, StreamJoined
-from streamlet.session_windows import SessionWindows
-from streamlet.sliding_windows import SlidingWindows
-from streamlet.suppressed import BufferConfig, Suppressed
 from streamlet.topology import Branched, StreamsBuilder, Topology
-from streamlet.windows import TimeWindows
+from streamlet.topology.join_windows import JoinWindows, StreamJoined
+from streamlet.topology.session_windows import SessionWindows
+from streamlet.topology.sliding_windows import SlidingWindows
+from streamlet.topology.suppressed import BufferConfig, Suppressed
+from streamlet.topology.windows import TimeWindows
 from tests.oracle.topology.foreign_key_join_programs import foreign_key_join_program
 from tests.oracle.topology.global_table_programs import GlobalTablePrograms
 from tests.oracle.topology.optimization_programs import PROGRAMS as OPTIMIZATION_PROGRAMS

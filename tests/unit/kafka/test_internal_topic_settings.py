@@ -24,7 +24,7 @@ def test_internal_topic_configs_from_a_mapping_a_string_and_the_topic_prefix() -
 
 
 def test_topic_prefixed_settings_on_the_command_line_reach_internal_topic_configs() -> None:
-    from streamlet.cli import parse_config_pairs
+    from streamlet.app_commands import parse_config_pairs
 
     pairs = parse_config_pairs(["topic.min.insync.replicas=2", "replication.factor=3"])
     config = StreamsConfig.from_mapping({"application_id": "a", **{k: v for k, (v, _) in pairs.items()}})

@@ -9,7 +9,7 @@ import pytest
 from aiokafka.abc import AbstractTokenProvider
 from cryptography.hazmat.primitives import serialization
 
-from streamlet.cli import parse_config_pairs, resolve_worker_config
+from streamlet.app_commands import parse_config_pairs, resolve_worker_config
 from streamlet.config import ENVIRONMENT_VARIABLES, StreamsConfig, security_from_environment
 from streamlet.errors import ConfigError
 from streamlet.kafka.certificates import TlsFiles, make_tls_files

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from streamlet.runtime.event_time_merge import NO_CEILING, EventTimeMerge
 from streamlet.runtime.stream_time_watermark import StreamTimeWatermark
 from streamlet.task_id import TaskId
-from streamlet.timestamps import UNKNOWN
 from streamlet.topology import StreamsBuilder, Topology
+from streamlet.topology.timestamps import UNKNOWN
 from tests.unit.runtime._fakes import FakeKafka, FetchedTestRecord
 from tests.unit.runtime._harness import Harness
 

@@ -15,8 +15,8 @@ import pytest
 from aiokafka.structs import TopicPartition
 
 from streamlet.runtime import task_manager
-from streamlet.timestamps import ConsumedRecord
 from streamlet.topology import StreamsBuilder, Topology
+from streamlet.topology.timestamps import ConsumedRecord
 from tests.unit.runtime._fakes import FakeKafka
 from tests.unit.runtime._harness import T0, Harness
 

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from streamlet.join_windows import JoinWindows
 from streamlet.runtime.processor_graph import TaskProcessorGraph, build_task_graph
 from streamlet.runtime.punctuation import TaskPunctuations
 from streamlet.runtime.record_context import RecordContext
@@ -19,6 +18,7 @@ from streamlet.state.rocksdb_store import RocksDBStore
 from streamlet.state.window_store import RocksDBWindowStore
 from streamlet.task_id import TaskId
 from streamlet.topology import StreamsBuilder, Topology
+from streamlet.topology.join_windows import JoinWindows
 from tests.unit.runtime._support import FakeContext
 
 SHARED = "KSTREAM-OUTERSHARED-0000000004-store"

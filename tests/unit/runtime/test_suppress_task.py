@@ -14,7 +14,7 @@ from streamlet.runtime.task_state import TaskState
 from streamlet.serdes import StringSerde
 from streamlet.state.time_ordered_buffer import TimeOrderedKeyValueBuffer
 from streamlet.topology import StreamsBuilder, Topology
-from streamlet.windows import TimeWindowedSerde, TimeWindows
+from streamlet.topology.windows import TimeWindowedSerde, TimeWindows
 from tests.unit.runtime._fakes import FakeKafka
 from tests.unit.runtime._harness import CHANGELOG, IN0, INPUT, OUTPUT, PARTITIONS, T0, Harness
 

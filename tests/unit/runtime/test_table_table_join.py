@@ -11,7 +11,7 @@ from streamlet.state.record_cache import RecordCache
 from streamlet.state.store import InMemoryKeyValueStore
 from streamlet.task_id import TaskId
 from streamlet.topology import StreamsBuilder
-from streamlet.windows import TimeWindows
+from streamlet.topology.windows import TimeWindows
 from tests.unit.runtime._support import FakeContext, graph_of
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from streamlet.runtime.task_state import TaskState
 from streamlet.state.window_store import RocksDBWindowStore
 from streamlet.topology import StreamsBuilder, Topology
-from streamlet.windows import TimeWindows
+from streamlet.topology.windows import TimeWindows
 from tests.unit.runtime._fakes import FakeKafka
 from tests.unit.runtime._harness import CHANGELOG0, IN0, OUTPUT, T0, Harness, new_kafka
 

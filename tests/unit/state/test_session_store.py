@@ -7,12 +7,12 @@ from pathlib import Path
 
 from aiokafka.structs import TopicPartition
 
-from streamlet.session_windows import SessionWindows
 from streamlet.state import session_key_schema as schema
 from streamlet.state.session_store import RocksDBSessionStore, find_sessions
 from streamlet.state.state_manager import ProcessorStateManager
 from streamlet.task_id import TaskId
 from streamlet.topology import StreamsBuilder
+from streamlet.topology.session_windows import SessionWindows
 from tests.support.changelog import Record
 
 

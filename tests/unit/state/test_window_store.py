@@ -12,7 +12,7 @@ from streamlet.state.state_manager import ProcessorStateManager
 from streamlet.state.window_store import RocksDBWindowStore, default_segment_interval
 from streamlet.task_id import TaskId
 from streamlet.topology import StreamsBuilder
-from streamlet.windows import TimeWindows
+from streamlet.topology.windows import TimeWindows
 from tests.support.changelog import Record
 
 

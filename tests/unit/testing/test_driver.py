@@ -14,10 +14,10 @@ import pytest
 
 from streamlet.app import App
 from streamlet.serdes import StringSerde
-from streamlet.session_windows import SessionWindow, SessionWindowedSerde, SessionWindows
 from streamlet.testing import TestRecord, TopologyTestDriver
 from streamlet.topology import StreamsBuilder
-from streamlet.windows import TimeWindow, TimeWindows, Windowed
+from streamlet.topology.session_windows import SessionWindow, SessionWindowedSerde, SessionWindows
+from streamlet.topology.windows import TimeWindow, TimeWindows, Windowed
 
 
 def _wordcount(builder: StreamsBuilder) -> None:

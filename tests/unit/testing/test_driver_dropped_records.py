@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 
 from streamlet import App
-from streamlet.join_windows import JoinWindows
-from streamlet.session_windows import SessionWindows
-from streamlet.sliding_windows import SlidingWindows
 from streamlet.testing import TopologyTestDriver
 from streamlet.topology import StreamsBuilder
-from streamlet.windows import TimeWindows
+from streamlet.topology.join_windows import JoinWindows
+from streamlet.topology.session_windows import SessionWindows
+from streamlet.topology.sliding_windows import SlidingWindows
+from streamlet.topology.windows import TimeWindows
 
 LOGGER = "streamlet.dropped_records"
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import pytest
 
 from streamlet.errors import TopologyError
-from streamlet.suppressed import BufferConfig, Suppressed
 from streamlet.topology import StreamsBuilder
 from streamlet.topology.nodes import ProcessorSpec
-from streamlet.windows import TimeWindows
+from streamlet.topology.suppressed import BufferConfig, Suppressed
+from streamlet.topology.windows import TimeWindows
 
 
 def _join(builder: StreamsBuilder, *, rekey: bool, store: str | None = "customers") -> None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from streamlet.errors import TopologyError
-from streamlet.join_windows import JoinWindows, StreamJoined
 from streamlet.topology import StreamsBuilder, Topology
+from streamlet.topology.join_windows import JoinWindows, StreamJoined
 
 WINDOWS = JoinWindows.of_time_difference_and_grace(100, 50)
 
