@@ -119,8 +119,7 @@ class RocksDBStore:
                 ) from exc
             if status is RocksDBStatus.CORRUPTED:
                 raise StateStoreCorruptedError(
-                    f"{where} is unreadable ({exc}); wipe it (the directory and the task's .checkpoint) and it "
-                    "is restored from its changelog"
+                    f"{where} is unreadable ({exc}); wipe its directory and it is restored from its changelog"
                 ) from exc
             raise StateStoreError(f"cannot open {where}: {exc}") from exc
         self._db.set_write_options(self._write_opts)
