@@ -146,6 +146,9 @@ class StreamsConfig:
     client_tags: Mapping[str, str] = field(default_factory=dict, hash=False)
     rack_aware_assignment_tags: tuple[str, ...] = ()
     statestore_cache_max_bytes: int = 10 * 1024 * 1024
+    # KIP-892 (exactly_once_v2): uncommitted state-store writes this client may buffer, divided across its stream
+    # threads, before a thread commits early whatever commit_interval_ms says (Kafka's default 64 MiB; -1: no bound)
+    statestore_uncommitted_max_bytes: int = 64 * 1024 * 1024
     # RocksDB memory (streamlet.state.rocksdb_memory): per store, Kafka Streams' defaults; with
     # rocksdb_bounded_memory_bytes > 0, one cache of that size for every store of the process, memtables included
     rocksdb_block_cache_bytes: int = 50 * 1024 * 1024
@@ -292,6 +295,7 @@ class StreamsConfig:
         for name in ("rocksdb_block_cache_bytes", "rocksdb_write_buffer_bytes", "rocksdb_max_write_buffers"):
             _require_int(name, getattr(self, name), minimum=1)
         _require_int("max_task_idle_ms", self.max_task_idle_ms, minimum=-1)
+        _require_int("statestore_uncommitted_max_bytes", self.statestore_uncommitted_max_bytes, minimum=-1)
         _require_int("event_time_slice_ms", self.event_time_slice_ms, minimum=-1)
         _require_int("event_time_exchange_interval_ms", self.event_time_exchange_interval_ms, minimum=0)
         _require_int("event_time_drift_ms", self.event_time_drift_ms, minimum=0)

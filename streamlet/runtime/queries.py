@@ -5,10 +5,12 @@ client and the tasks it runs. A store's partition is its task's partition, and a
 default partitioner (murmur2) on the key serialized with the store's key serde, as the producer of the
 store's input topic places it. So any client can answer "which host owns this key".
 
-`ReadOnlyKeyValueStore` reads the local active tasks of one store. It never answers from state that may be
-stale while looking fresh: while a stream thread of this client is rebalancing, while the task restores, or
-while the client is not running, a read raises `QueryUnavailableError` (retriable; HTTP 503 with the
-reason). A key on another client raises `KeyNotLocalError` naming the owner (the web server forwards there).
+`ReadOnlyKeyValueStore` reads the local active tasks of one store; under exactly-once it reads their committed
+state only (Kafka's READ_COMMITTED isolation, KIP-892: `streamlet.state.read_committed`). It never answers
+from state that may be stale while looking fresh: while a stream thread of this client is rebalancing, while
+the task restores, or while the client is not running, a read raises `QueryUnavailableError` (retriable; HTTP
+503 with the reason). A key on another client raises `KeyNotLocalError` naming the owner (the web server
+forwards there).
 Standbys answer only when asked for (`max_standby_lag`, KIP-535) and within that lag; a standby further
 behind defers to the active task's host.
 """
@@ -236,7 +238,7 @@ class _Task(Protocol):
     state: TaskState
 
     @property
-    def stores(self) -> Mapping[str, Any]: ...
+    def queryable_stores(self) -> Mapping[str, Any]: ...
 
 
 class _Standby(Protocol):
@@ -368,7 +370,7 @@ class ReadOnlyKeyValueStore:
                 if task_id.subtopology != self._sub:
                     continue
                 self._check_task(task_id, task)
-                found[task_id] = task.stores[self.name]
+                found[task_id] = task.queryable_stores[self.name]
         missing = sorted(t for t in self._state.local_active_tasks(self._sub) if t not in found)
         if missing:  # assigned here but not open yet: a listing without them would look complete
             raise QueryUnavailableError(
@@ -396,7 +398,7 @@ class ReadOnlyKeyValueStore:
             task = manager.active.get(task_id)
             if task is not None:
                 self._check_task(task_id, task)
-                return task.stores[self.name]
+                return task.queryable_stores[self.name]
             standby = standby or manager.standby.get(task_id)
         lagging = None
         if standby is not None and self._max_standby_lag is not None:

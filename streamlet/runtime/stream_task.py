@@ -90,6 +90,11 @@ class StreamTask:
     def stores(self) -> Mapping[str, Any]:
         return self._stores
 
+    @property
+    def queryable_stores(self) -> Mapping[str, Any]:
+        """The stores as interactive queries read them: committed data only under exactly-once (KIP-892)."""
+        return {} if self.state_manager is None else self.state_manager.queryable_stores()
+
     def local_stores(self, name: str) -> list[Any]:
         """The store `name` of every running active task of this client (this one included): a table's `items()`."""
         if self._local_tasks is None:

@@ -109,6 +109,9 @@ class StreamThread:
         watermark: StreamTimeWatermark | None = None,
     ) -> None:
         self.config = config
+        # Kafka divides statestore.uncommitted.max.bytes equally across the stream threads; -1: no bound
+        limit = config.statestore_uncommitted_max_bytes
+        self._uncommitted_max_bytes = limit if limit < 0 else limit // config.num_stream_threads
         self.process_id = process_id
         self.name = f"{config.application_id}-{process_id}-StreamThread-{index}"
         # interactive queries: told when a rebalance starts and which host runs which tasks once it ends
@@ -287,6 +290,8 @@ class StreamThread:
             # no periodic commit while the group rebalances (Kafka Streams' rebalanceInProgress): it would carry a
             # generation the join may replace any moment; revocations still commit what they hand over
             due = (time.monotonic() - tasks.last_commit) * 1000 >= self.config.commit_interval_ms
+            # KIP-892: uncommitted state past this thread's share of statestore_uncommitted_max_bytes commits early
+            due = due or (self._uncommitted_max_bytes >= 0 and tasks.uncommitted_bytes() > self._uncommitted_max_bytes)
             if due and not self._rebalancing:
                 await tasks.commit_or_migrate()
         await asyncio.sleep(0)  # every iteration yields, even when all awaits above completed at once

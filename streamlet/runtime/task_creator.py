@@ -90,8 +90,6 @@ class TaskCreator:
                     state_manager.register_store(store, cache=cache, changelog_sink=sink, **store_kind(spec))
                 for store in unlogged:  # in memory, written nowhere: starts empty
                     state_manager.register_buffer(TimeOrderedKeyValueBuffer(store))
-                if self._config.exactly_once:
-                    state_manager.delete_checkpoint_file()
         return StreamTask(
             task_id,
             metadata.partitions_of(task_id),
@@ -133,6 +131,7 @@ class TaskCreator:
             changelogs,
             restore_chunk_records=self._config.restore_chunk_records,
             source_changelogs=[tp for tp in changelogs.values() if self._metadata.is_source_changelog(tp)],
+            transactional=self._config.exactly_once,
         )
 
 

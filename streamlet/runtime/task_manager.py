@@ -528,6 +528,14 @@ class TaskManager:
             self._consumer.drop_partitions_and_rejoin()
         return True
 
+    def uncommitted_bytes(self) -> int:
+        """What the active tasks' transactional stores buffer until the next commit (exactly-once)."""
+        return sum(
+            task.state_manager.approximate_num_uncommitted_bytes()
+            for task in self.active.values()
+            if task.state_manager is not None
+        )
+
     async def commit_or_migrate(self, *, force_checkpoint: bool = False) -> bool:
         """Commit; if the group took this member's partitions meanwhile, take the lost or migrated path instead."""
         if self._consumer.generation_lost():
@@ -546,9 +554,9 @@ class TaskManager:
         """Flush caches, then the producer, then commit offsets, then checkpoint.
 
         A checkpoint therefore never claims more than Kafka has acknowledged. Under exactly-once the records and
-        the offsets commit as one transaction, and nothing checkpoints while processing (a crash must find no
-        checkpoint: see `delete_checkpoint_file`); only a clean close (`force_checkpoint`) writes them. Standbys
-        only ever hold committed data and checkpoint as usual.
+        the offsets commit as one transaction, and only then do the stores' uncommitted writes reach RocksDB,
+        with their changelog offsets (KIP-892, `commit_stores`): a crash at any point leaves every store at a
+        committed state it knows the offset of. Standbys only ever hold committed data and checkpoint as usual.
         """
         started = self.last_commit = time.monotonic()
         running = [t for t in self.active.values() if t.state in (TaskState.RUNNING, TaskState.SUSPENDED)]
@@ -571,6 +579,11 @@ class TaskManager:
                 task.state_manager.update_changelog_offsets(consumed)
                 task.state_manager.update_changelog_offsets(acked)
             task.mark_committed(offsets)
+        if self._exactly_once:
+            for task in running:
+                if task.state_manager is not None:
+                    # a large batch of writes: RocksDB releases the GIL, so the loop goes on meanwhile
+                    await asyncio.to_thread(task.state_manager.commit_stores)
         if force_checkpoint or not self._exactly_once:
             for task in running:
                 await _maybe_checkpoint(task.state_manager, force_checkpoint)
@@ -672,10 +685,8 @@ class TaskManager:
     def _close_active(self, task: StreamTask, *, clean: bool) -> None:
         try:
             self._drop_buffers(task)
+            # under exactly-once a dirty close drops the stores' uncommitted writes: they stay at their last commit
             task.close(clean=clean)
-            if not clean and self._exactly_once and task.state_manager is not None:
-                # its stores may hold writes of a transaction that will abort: restore them from the changelog
-                self._creator.wipe_local_state(task.task_id)
         finally:
             self.active.pop(task.task_id, None)
             self._state_directory.unlock_task(task.task_id, self.name)

@@ -8,8 +8,9 @@ replicas elsewhere). The numbers follow Kafka Streams exactly so that the assign
 * running active task -> `LATEST_OFFSET` (-2): "fully caught up", whatever the offsets;
 * owned but not running (restoring active, standby) -> sum of `ProcessorStateManager.changelog_offsets()`
   (last restored/written offset + 1, 0 if unknown);
-* a task dir on disk that this thread could lock but does not own -> sum of its `.checkpoint` offsets
-  (the last offset itself, no +1: an off-by-one that Kafka Streams has too, kept for identical lags);
+* a task dir on disk that this thread could lock but does not own -> sum of the changelog offsets its
+  RocksDB stores keep (KIP-1035; read-only), completed by a `.checkpoint` not migrated yet (the last offset
+  itself, no +1: an off-by-one that Kafka Streams has too, kept for identical lags);
 * in a sum, `OFFSET_UNKNOWN` (-4) entries are skipped, any other negative offset is a bug, and an
   overflowing sum is pinned to 2**63 - 1.
 
@@ -23,11 +24,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 from aiokafka.structs import TopicPartition
 
 from streamlet.errors import CheckpointError
 from streamlet.state.checkpoint import CHECKPOINT_FILE_NAME, OFFSET_UNKNOWN, OffsetCheckpoint
+from streamlet.state.rocksdb_store import DB_FILE_DIR, read_task_store_offsets
 from streamlet.state.state_directory import StateDirectory
 from streamlet.task_id import TaskId
 
@@ -109,13 +112,21 @@ def task_offset_sums(
     for task in sorted(locked_tasks):
         if task in running or task in owned_changelog_offsets:
             continue
-        path = state_directory.app_dir / str(task) / CHECKPOINT_FILE_NAME
-        if not path.exists():
-            continue
-        try:
-            checkpointed = OffsetCheckpoint(path).read()
-        except (CheckpointError, OSError) as exc:
-            log.warning("Task %s: cannot read checkpoint to report its offset sum: %s", task, exc)
-            continue
-        sums[task] = sum_of_changelog_offsets(task, checkpointed)
+        offsets = stored_task_offsets(state_directory.app_dir / str(task))
+        if offsets:
+            sums[task] = sum_of_changelog_offsets(task, offsets)
     return dict(sorted(sums.items()))
+
+
+def stored_task_offsets(task_dir: Path) -> dict[TopicPartition, int]:
+    """The changelog offsets a task directory keeps: its stores' own (KIP-1035), completed by a `.checkpoint`
+    file from before the migration (the stores win)."""
+    offsets: dict[TopicPartition, int] = {}
+    path = task_dir / CHECKPOINT_FILE_NAME
+    if path.exists():
+        try:
+            offsets.update(OffsetCheckpoint(path).read())
+        except (CheckpointError, OSError) as exc:
+            log.warning("Task dir %s: cannot read checkpoint to report its offset sum: %s", task_dir, exc)
+    offsets.update(read_task_store_offsets(task_dir / DB_FILE_DIR))
+    return offsets

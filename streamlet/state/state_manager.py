@@ -1,22 +1,28 @@
-"""ProcessorStateManager: one task's stores, their changelog offsets and its `.checkpoint` file.
+"""ProcessorStateManager: one task's stores and their changelog offsets, kept in the stores (KIP-1035).
 
 Lifecycle the runtime follows (active or standby task, one stream thread):
 
 1. `StateDirectory.lock_task(task, thread)`; `psm = ProcessorStateManager(task, state_dir.task_dir(task),
-   {store_name: changelog TopicPartition})`. The checkpoint is read here.
+   {store_name: changelog TopicPartition}, transactional=exactly_once)`. A `.checkpoint` file left by an
+   older version is read here: it is migrated into the stores as they register, then removed (as Kafka does).
 2. `register_store(name, cache=..., changelog_sink=...)` for each store, in topology order. Active tasks pass
    the thread's RecordCache and a sink that produces to the store's changelog partition; standbys pass
-   neither. Registration wipes a logged persistent store that has data on disk but no checkpoint entry.
+   neither. A persistent store reports its changelog offset from its `offsets` column family; one that has
+   data but no offset (or an unreadable one) is wiped, with a WARNING, and restored from its changelog.
 3. Restore: seek a changelog consumer to `changelog_offsets()[tp]`, read up to the end offset, and feed
-   bounded chunks to `restore_records(tp, records)` (standbys do this continuously).
-4. Commit (in this order): `flush()` -> wait for the producer to ack the changelog records ->
-   `update_changelog_offsets({tp: offset of the last acked record})` -> commit input offsets ->
-   `checkpoint()`. Standbys: `flush()` then `checkpoint()`.
+   bounded chunks to `restore_records(tp, records)` (standbys do this continuously). Each chunk and its
+   offset are one RocksDB write.
+4. Commit (in this order): `flush_caches()` -> wait for the producer to ack the changelog records (under
+   exactly-once: commit the Kafka transaction) -> `update_changelog_offsets({tp: offset of the last acked
+   record})` -> at-least-once: commit input offsets, then `checkpoint()` (flush, offsets into the stores);
+   exactly-once: `commit_stores()`, which moves each transactional store's uncommitted writes into RocksDB
+   together with its offsets. Standbys: `checkpoint()`.
 5. `close(clean=True)` on revocation/shutdown (flush + checkpoint); `close(clean=False)` after an error
-   (nothing more is written). `wipe()` discards the local state (e.g. the changelog was truncated).
+   (nothing more is written; a transactional store's uncommitted writes are dropped, so its state is that
+   of the last commit and needs no wipe). `wipe()` discards the local state (e.g. the changelog was truncated).
 
 Offsets are "the offset of the last changelog record reflected in the store" (None = unknown), the same
-number the checkpoint file holds; `changelog_offsets()` reports it + 1, Kafka Streams' convention for
+number a `.checkpoint` file held; `changelog_offsets()` reports it + 1, Kafka Streams' convention for
 offset sums and for the position to restore from.
 """
 
@@ -24,21 +30,21 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, cast
+from typing import Any, Protocol, cast
 
 from aiokafka.structs import TopicPartition
 
-from streamlet.errors import CheckpointError, StateStoreError
+from streamlet.errors import CheckpointError, StateStoreCorruptedError, StateStoreError
 from streamlet.state import timestamped
 from streamlet.state.caching_store import CachingKeyValueStore
 from streamlet.state.checkpoint import CHECKPOINT_FILE_NAME, OFFSET_UNKNOWN, OffsetCheckpoint
 from streamlet.state.logging_store import ChangeLoggingKeyValueStore, ChangelogSink
+from streamlet.state.read_committed import CommittedReads, ReadCommittedStore
 from streamlet.state.record_cache import RecordCache
-from streamlet.state.rocksdb_store import DB_FILE_DIR, RocksDBStore
+from streamlet.state.rocksdb_store import DB_FILE_DIR, Offsets, RocksDBStore
 from streamlet.state.session_store import RocksDBSessionStore
 from streamlet.state.store import InMemoryKeyValueStore, KeyValueStore
 from streamlet.state.time_ordered_buffer import TimeOrderedKeyValueBuffer
@@ -78,8 +84,27 @@ class _Store:
     timestamped: bool = False  # values are timestamp + value; changelog records hold the plain value
 
 
+class OffsetStore(Protocol):
+    """A persistent store that keeps its changelog offsets (RocksDBStore, RocksDBWindowStore)."""
+
+    @property
+    def transactional(self) -> bool: ...
+
+    def committed_offsets(self) -> dict[TopicPartition, int]: ...
+
+    def commit(self, offsets: Offsets) -> None: ...
+
+    def approximate_num_uncommitted_bytes(self) -> int: ...
+
+    def is_empty(self) -> bool: ...
+
+    def wipe(self) -> None: ...
+
+    def flush(self) -> None: ...
+
+
 class ProcessorStateManager:
-    """The state of one task: its registered stores, changelog offsets and checkpoint file."""
+    """The state of one task: its registered stores and their changelog offsets."""
 
     def __init__(
         self,
@@ -89,6 +114,7 @@ class ProcessorStateManager:
         *,
         restore_chunk_records: int = DEFAULT_RESTORE_CHUNK_RECORDS,
         source_changelogs: Iterable[TopicPartition] = (),
+        transactional: bool = False,
     ) -> None:
         if restore_chunk_records < 1:
             raise ValueError("restore_chunk_records must be >= 1")
@@ -108,31 +134,84 @@ class ProcessorStateManager:
         self._source_changelogs = frozenset(source_changelogs)
         self._offsets: dict[TopicPartition, int | None] = dict.fromkeys(self._store_by_changelog)
         self._stores: dict[str, _Store] = {}
-        self._checkpoint = OffsetCheckpoint(self.task_dir / CHECKPOINT_FILE_NAME)
-        self._checkpointed: dict[TopicPartition, int] = self._load_checkpoint()
+        # KIP-892: under exactly-once the RocksDB stores buffer their writes until `commit_stores`
+        self.transactional = transactional
+        # the offsets persisted in the stores, as last read or written
+        self._checkpointed: dict[TopicPartition, int] = {}
+        self._legacy_checkpoint = OffsetCheckpoint(self.task_dir / CHECKPOINT_FILE_NAME)
+        self._legacy: dict[TopicPartition, int] = self._load_legacy_checkpoint()
         self._closed = False
 
-    def _load_checkpoint(self) -> dict[TopicPartition, int]:
+    def _load_legacy_checkpoint(self) -> dict[TopicPartition, int]:
+        """The offsets of a `.checkpoint` file written before KIP-1035, to migrate into the stores."""
         try:
-            loaded = self._checkpoint.read()
+            loaded = self._legacy_checkpoint.read()
         except CheckpointError as exc:
-            # Without a trustworthy checkpoint nobody knows which changelog prefix the stores reflect:
-            # start over (the logged stores are wiped when registered) rather than risk stale data.
+            # Without a trustworthy offset nobody knows which changelog prefix the stores reflect: start over
+            # (stores with data and no offset of their own are wiped when registered) rather than risk stale data.
             log.warning(
                 "Task %s: ignoring corrupt checkpoint, its stores will be restored from scratch: %s",
                 self.task_id,
                 exc,
             )
-            self._checkpoint.delete()
+            self._legacy_checkpoint.delete()
             return {}
-        checkpointed: dict[TopicPartition, int] = {}
+        legacy: dict[TopicPartition, int] = {}
         for tp, offset in loaded.items():
             if tp not in self._offsets:
                 log.info("Task %s: checkpoint entry for %s matches no store of the task; ignored", self.task_id, tp)
                 continue
-            checkpointed[tp] = offset
-            self._offsets[tp] = None if offset == OFFSET_UNKNOWN else offset
-        return checkpointed
+            legacy[tp] = offset
+        if not legacy:
+            self._legacy_checkpoint.delete()
+        return legacy
+
+    def _open_offsets(self, name: str, store: OffsetStore, changelog: TopicPartition) -> None:
+        """Read a persistent store's changelog offset; migrate it from `.checkpoint`, or wipe the store.
+
+        A store with data but no offset is wiped: after an unclean shutdown it may hold writes the changelog
+        never got (or lack writes that were never flushed, the WAL being off), and a restore from offset 0 on
+        top of it would not remove keys whose tombstones were compacted away. An unreadable offset is the same
+        case (Kafka's corrupt checkpoint).
+        """
+        where = f"Task {self.task_id}: store {name!r}"
+        try:
+            offset = store.committed_offsets().get(changelog)
+        except StateStoreCorruptedError as exc:
+            log.warning(
+                "%s: its changelog offset is unreadable, wiping it to restore from the changelog: %s", where, exc
+            )
+            store.wipe()
+            offset = None
+        legacy = self._legacy.pop(changelog, None)
+        if offset is None and legacy is not None and legacy != OFFSET_UNKNOWN:
+            store.commit({changelog: legacy})
+            store.flush()
+            offset = legacy
+            log.info("%s: migrated changelog offset %d of %s from .checkpoint into the store", where, legacy, changelog)
+        if offset is None and not store.is_empty():
+            log.warning(
+                "%s has local data but no changelog offset; wiping it so it is restored from the changelog "
+                "%s-%d from scratch",
+                where,
+                changelog.topic,
+                changelog.partition,
+            )
+            store.wipe()
+        if offset is not None:
+            self._offsets[changelog] = offset
+            self._checkpointed[changelog] = offset
+        self._drop_migrated_checkpoint()
+
+    def _drop_migrated_checkpoint(self) -> None:
+        """Remove the `.checkpoint` once every entry of it has found its store (Kafka's migration)."""
+        if not self._legacy and self._legacy_checkpoint.path.exists():
+            self._legacy_checkpoint.delete()
+            log.info(
+                "Task %s: changelog offsets now live in the stores; removed %s",
+                self.task_id,
+                self._legacy_checkpoint.path,
+            )
 
     # ------------------------------------------------------------------ stores
 
@@ -167,10 +246,7 @@ class ProcessorStateManager:
           join's store (every key unique: a put of None is skipped).
         * `session_retention_ms`: a persistent store is a `RocksDBSessionStore` (SessionKeySchema keys).
 
-        A logged persistent store whose directory holds data while the checkpoint has no entry for its
-        changelog is wiped first: after an unclean shutdown it may hold writes the changelog never got (or
-        lack writes that were never flushed, the WAL being off), and a restore from offset 0 on top of it
-        would not remove keys whose tombstones were compacted away.
+        A logged persistent store reports its changelog offset from the store itself (`_open_offsets`).
         """
         self._check_open()
         if name in self._stores:
@@ -181,31 +257,35 @@ class ProcessorStateManager:
         if store is None:
             if persistent:
                 path = self.store_dir(name)
-                if changelog is not None and changelog not in self._checkpointed and _has_content(path):
-                    log.warning(
-                        "Task %s: store %r has local data but no checkpointed offset; wiping it so it is "
-                        "restored from the changelog %s-%d from scratch",
-                        self.task_id,
-                        name,
-                        changelog.topic,
-                        changelog.partition,
-                    )
-                    shutil.rmtree(path)
+                tx = self.transactional
                 inner: KeyValueStore
                 if window_retention_ms is not None:
                     inner = RocksDBWindowStore(
-                        name, path, retention_ms=window_retention_ms, retain_duplicates=retain_duplicates
+                        name,
+                        path,
+                        retention_ms=window_retention_ms,
+                        retain_duplicates=retain_duplicates,
+                        transactional=tx,
                     )
                 elif session_retention_ms is not None:
-                    inner = RocksDBSessionStore(name, path, retention_ms=session_retention_ms)
+                    inner = RocksDBSessionStore(name, path, retention_ms=session_retention_ms, transactional=tx)
                 else:
-                    inner = RocksDBStore(name, path)
+                    inner = RocksDBStore(name, path, transactional=tx)
             else:
                 inner = InMemoryKeyValueStore(name)
         else:
             if store.name != name:
                 raise ValueError(f"task {self.task_id}: store named {store.name!r} registered as {name!r}")
             inner = store
+        if changelog is not None and _keeps_offsets(inner):
+            try:
+                self._open_offsets(name, cast(OffsetStore, inner), changelog)
+            except BaseException:
+                inner.close()
+                raise
+        elif changelog is not None:
+            self._legacy.pop(changelog, None)
+            self._drop_migrated_checkpoint()
         outer: KeyValueStore = inner
         if changelog_sink is not None:
             outer = ChangeLoggingKeyValueStore(outer, changelog_sink)
@@ -229,6 +309,8 @@ class ProcessorStateManager:
         changelog = self._changelogs.get(name)
         if changelog is not None:
             self._offsets[changelog] = None
+            self._legacy.pop(changelog, None)
+            self._drop_migrated_checkpoint()
         as_store = cast(KeyValueStore, buffer)  # restored through apply_changelog_records, wiped, closed
         self._stores[name] = _Store(name, as_store, as_store, None, changelog)
         return buffer
@@ -243,6 +325,16 @@ class ProcessorStateManager:
     def stores(self) -> dict[str, KeyValueStore]:
         return {name: s.outer for name, s in self._stores.items()}
 
+    def queryable_stores(self) -> dict[str, Any]:
+        """What interactive queries read: a transactional store's committed data only (Kafka's READ_COMMITTED
+        under exactly-once, `ReadCommittedStore`), else the store processors use (READ_UNCOMMITTED)."""
+        return {
+            name: ReadCommittedStore(cast(CommittedReads, s.inner))
+            if _keeps_offsets(s.inner) and cast(OffsetStore, s.inner).transactional
+            else s.outer
+            for name, s in self._stores.items()
+        }
+
     def changelog_partitions(self) -> dict[str, TopicPartition]:
         return dict(self._changelogs)
 
@@ -254,7 +346,7 @@ class ProcessorStateManager:
     # ------------------------------------------------------------------ offsets
 
     def checkpointed_offsets(self) -> dict[TopicPartition, int]:
-        """The offsets of the checkpoint file as last read or written (OFFSET_UNKNOWN kept as -4)."""
+        """The offsets persisted in the stores, as last read or written."""
         return dict(self._checkpointed)
 
     def current_offsets(self) -> dict[TopicPartition, int | None]:
@@ -295,19 +387,26 @@ class ProcessorStateManager:
         step = self._restore_chunk_records
         inner = meta.inner
         direct = getattr(inner, "apply_changelog_records", None)
+        keeps_offsets = _keeps_offsets(inner)
         applied = 0
         for start in range(0, len(records), step):
             chunk = records[start : start + step]
-            if direct is not None and meta.timestamped:
-                direct(chunk, timestamped=True)  # a RocksDB store puts the timestamp in front itself
+            last = {tp: chunk[-1].offset}
+            if direct is not None and keeps_offsets:
+                # the chunk and its offset in one write; a RocksDB store puts the timestamp in front itself
+                direct(chunk, timestamped=meta.timestamped, offsets=last)
             elif direct is not None:
                 direct(chunk)
-            elif meta.timestamped:
-                inner.put_all(
-                    [(r.key, timestamped.from_changelog(r.value, r.timestamp)) for r in chunk if r.key is not None]
-                )
             else:
-                inner.put_all([(r.key, r.value) for r in chunk if r.key is not None])
+                if meta.timestamped:
+                    entries = [
+                        (r.key, timestamped.from_changelog(r.value, r.timestamp)) for r in chunk if r.key is not None
+                    ]
+                else:
+                    entries = [(r.key, r.value) for r in chunk if r.key is not None]
+                inner.put_all(entries)
+                if keeps_offsets:  # a window store: its writes (buffered if transactional) and the offset, at once
+                    cast(OffsetStore, inner).commit(last)
             self._invalidate_cached(meta, (r.key for r in chunk if r.key is not None))
             self._offsets[tp] = chunk[-1].offset
             applied += len(chunk)
@@ -363,37 +462,67 @@ class ProcessorStateManager:
         self.flush_stores()
 
     def checkpoint(self) -> None:
-        """Write the offsets of the logged persistent stores to `.checkpoint` (OFFSET_UNKNOWN if unknown).
+        """Write the offsets of the logged persistent stores into the stores (KIP-1035) and flush them.
 
-        Call after `flush()` and `update_changelog_offsets()`. The RocksDB memtables are flushed again here
-        (cheap when empty) so that the file never claims more than is on disk: with the WAL off, memtable
-        data would be lost by a crash. Touches no cache, so it may run in an executor thread like
+        Call after `flush()` and `update_changelog_offsets()`. The RocksDB memtables are flushed first and
+        again after (cheap when empty) so that the offsets never claim more than is on disk: with the WAL off,
+        memtable data would be lost by a crash. A transactional store that still holds uncommitted writes keeps
+        the offsets of its last commit. Touches no cache, so it may run in an executor thread like
         `flush_stores()`.
         """
         self._check_open()
-        offsets: dict[TopicPartition, int] = {}
         for s in self._stores.values():
-            if s.changelog is None or not s.inner.persistent:
+            if s.changelog is None or not _keeps_offsets(s.inner):
                 continue
-            s.inner.flush()
+            store = cast(OffsetStore, s.inner)
+            store.flush()
+            if store.approximate_num_uncommitted_bytes():
+                continue
             offset = self._offsets[s.changelog]
-            offsets[s.changelog] = OFFSET_UNKNOWN if offset is None else offset
-        self._checkpoint.write(offsets)
-        self._checkpointed = offsets
+            store.commit({s.changelog: offset})
+            store.flush()
+            self._record_persisted(s.changelog, offset)
+        self._drop_migrated_checkpoint()
 
-    def delete_checkpoint_file(self) -> None:
-        """Forget the checkpoint on disk, keeping the offsets loaded from it (exactly-once, at task start).
+    def commit_stores(self) -> None:
+        """Exactly-once, once the Kafka transaction committed: each transactional store writes its uncommitted
+        writes and its changelog offset to RocksDB in one batch (KIP-892). A crash before this leaves the store
+        at its previous commit, which restores the committed changelog records since; a crash after finds both."""
+        self._check_open()
+        for s in self._stores.values():
+            if not _keeps_offsets(s.inner):
+                continue
+            store = cast(OffsetStore, s.inner)
+            if not store.transactional:
+                continue
+            offsets: dict[TopicPartition, int | None] = {}
+            if s.changelog is not None:
+                offset = self._offsets[s.changelog]
+                if offset != self._checkpointed.get(s.changelog):
+                    offsets[s.changelog] = offset
+            if offsets or store.approximate_num_uncommitted_bytes():
+                store.commit(offsets)
+                for tp, offset in offsets.items():
+                    self._record_persisted(tp, offset)
 
-        Under exactly-once a store may soon hold writes of transactions that later abort, and nothing
-        checkpoints until a clean close. Should the process die first, no stale checkpoint may claim that
-        the store matches the changelog: without one, the store is wiped and restored in full.
-        """
-        self._checkpoint.delete()
+    def _record_persisted(self, tp: TopicPartition, offset: int | None) -> None:
+        if offset is None:
+            self._checkpointed.pop(tp, None)
+        else:
+            self._checkpointed[tp] = offset
+
+    def approximate_num_uncommitted_bytes(self) -> int:
+        """The bytes the task's transactional stores buffer until the next commit."""
+        return sum(
+            cast(OffsetStore, s.inner).approximate_num_uncommitted_bytes()
+            for s in self._stores.values()
+            if _keeps_offsets(s.inner)
+        )
 
     # ------------------------------------------------------------------ wipe / close
 
     def wipe(self) -> None:
-        """Discard all local state: drop caches, delete and reopen the stores empty, delete the checkpoint."""
+        """Discard all local state: drop caches, delete and reopen the stores empty (their offsets with them)."""
         self._check_open()
         for s in self._stores.values():
             if s.caching is not None:
@@ -402,7 +531,8 @@ class ProcessorStateManager:
             if wipe is None:
                 raise StateStoreError(f"task {self.task_id}: store {s.name!r} cannot be wiped")
             wipe()
-        self._checkpoint.delete()
+        self._legacy_checkpoint.delete()
+        self._legacy = {}
         self._checkpointed = {}
         self._offsets = dict.fromkeys(self._offsets)
 
@@ -444,11 +574,9 @@ class ProcessorStateManager:
             raise StateStoreError(f"task {self.task_id}: state manager is closed")
 
 
-def _has_content(path: Path) -> bool:
-    try:
-        return any(path.iterdir())
-    except (FileNotFoundError, NotADirectoryError):
-        return False
+def _keeps_offsets(store: object) -> bool:
+    """A store that keeps its changelog offsets itself (KIP-1035): the RocksDB stores."""
+    return isinstance(store, RocksDBStore | RocksDBWindowStore)
 
 
 def _run_all(calls: Iterable[Callable[[], None]]) -> None:

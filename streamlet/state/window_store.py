@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+
+from aiokafka.structs import TopicPartition
 
 from streamlet.state import window_key_schema as schema
-from streamlet.state.rocksdb_store import RocksDBStore
+from streamlet.state.rocksdb_store import Offsets, RocksDBStore
 from streamlet.state.store import Entry, KeyValue, check_key, check_value
 
 _SEGMENT = struct.Struct(">q")
@@ -47,8 +49,9 @@ class RocksDBWindowStore:
         retention_ms: int,
         segment_interval_ms: int | None = None,
         retain_duplicates: bool = False,
+        transactional: bool = False,
     ) -> None:
-        self._db = RocksDBStore(name, path)
+        self._db = RocksDBStore(name, path, transactional=transactional)
         self.retention_ms = retention_ms
         # a stream-stream join's store: every key is new (a sequence number in it), so a put of None deletes
         # nothing and is skipped, leaving stream time alone (Kafka's RocksDBWindowStore#put)
@@ -92,10 +95,17 @@ class RocksDBWindowStore:
     # ------------------------------------------------------------------ reads
 
     def get(self, key: bytes) -> bytes | None:
+        return self._get(self._db.get, key)
+
+    def get_committed(self, key: bytes) -> bytes | None:
+        """`get` ignoring uncommitted writes (interactive queries under exactly-once)."""
+        return self._get(self._db.get_committed, key)
+
+    def _get(self, read: Callable[[bytes], bytes | None], key: bytes) -> bytes | None:
         check_key(key)
         if self.segment_timestamp(key) < self.observed_stream_time - self.retention_ms + 1:
             return None  # expired, even if its segment is not dropped yet
-        return self._db.get(self._local(key))
+        return read(self._local(key))
 
     def range(self, from_key: bytes | None, to_key: bytes | None) -> Iterator[KeyValue]:
         """Live entries whose store key is in `[from_key, to_key]`, in store-key order.
@@ -103,13 +113,25 @@ class RocksDBWindowStore:
         Kafka's segmented store iterates segment by segment; the caching layer above merges by key order, so
         this scans `[from_key, to_key]` in each segment (one seek each) and sorts what it found.
         """
+        return self._range(self._db.range, from_key, to_key)
+
+    def range_committed(self, from_key: bytes | None, to_key: bytes | None) -> Iterator[KeyValue]:
+        """`range` ignoring uncommitted writes (interactive queries under exactly-once)."""
+        return self._range(self._db.range_committed, from_key, to_key)
+
+    def _range(
+        self,
+        scan: Callable[[bytes | None, bytes | None], Iterator[KeyValue]],
+        from_key: bytes | None,
+        to_key: bytes | None,
+    ) -> Iterator[KeyValue]:
         first_live = self.observed_stream_time - self.retention_ms + 1
         entries = []
         for segment in sorted(self._segments):
             prefix = _SEGMENT.pack(segment)
             lower = prefix if from_key is None else prefix + from_key
             upper = _SEGMENT.pack(segment + 1) if to_key is None else prefix + to_key
-            for local, value in self._db.range(lower, upper):
+            for local, value in scan(lower, upper):
                 key = local[_SEGMENT.size :]
                 if local.startswith(prefix) and self.segment_timestamp(key) >= first_live:
                     entries.append((key, value))
@@ -168,6 +190,27 @@ class RocksDBWindowStore:
             self._db.delete_range(_SEGMENT.pack(self._min_segment), _SEGMENT.pack(live))
             self._min_segment = live
             self._segments = {segment for segment in self._segments if segment >= live}
+
+    # ------------------------------------------------------------------ changelog offsets and transactions
+
+    @property
+    def transactional(self) -> bool:
+        return self._db.transactional
+
+    def committed_offsets(self) -> dict[TopicPartition, int]:
+        return self._db.committed_offsets()
+
+    def commit(self, offsets: Offsets) -> None:
+        self._db.commit(offsets)
+
+    def rollback(self) -> None:
+        self._db.rollback()
+
+    def approximate_num_uncommitted_bytes(self) -> int:
+        return self._db.approximate_num_uncommitted_bytes()
+
+    def is_empty(self) -> bool:
+        return self._db.is_empty()
 
     # ------------------------------------------------------------------ lifecycle
 

@@ -1,22 +1,26 @@
 """exactly_once_v2 under kill -9 (restarts on the same and on a deleted state dir) and under scaling (2 -> 5 -> 2
 workers, cooperative rebalances), under steady input. The final counts equal the truth exactly, and over the
 whole read_committed output each word's counts are 1..N, in order, with none repeated and none skipped (the
-record cache is off, so every update is emitted)."""
+record cache is off, so every update is emitted). A worker restarted at once on its own state dir restores only
+what its changelogs got since its last commit (KIP-892 transactional stores), not the whole changelog."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import random
+import re
 import shutil
 import signal
 import time
+from dataclasses import dataclass
 
 import pytest
 
 from tests.chaos._report import lost_updates, over_count, report
 from tests.support.kafka import KafkaTestCluster
 from tests.support.rebalances import tail_history, wait_settled
+from tests.support.waiting import wait_until
 from tests.support.wordcount import (
     SEED_LINE,
     broken_count_sequences,
@@ -28,6 +32,74 @@ from tests.support.workers import SteadyInput, produce_steadily, pyspark_verify_
 
 pytestmark = pytest.mark.chaos
 EOS = {"processing_guarantee": "exactly_once_v2", "statestore_cache_max_bytes": "0"}
+# the worker log's lines this test reads (LoggingRestoreListener's, the stream thread's); the count store's tasks
+# are those of sub-topology 1
+LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) (.*)$", re.MULTILINE)
+RESTORE_START = re.compile(r"restoring store \S+ from \S+-counts-store-changelog-(\d+) offsets (\d+)\.\.(\d+) ")
+ASSIGNED = re.compile(r"stream-thread \[(\S+)\] assigned active \[([^\]]*)\]")
+SETTLING = re.compile(r"assigned active|now RUNNING|streamlet client \S+ started")
+# how long before a kill the changelog ends are read: every record up to them is in a transaction the worker has
+# committed (every 500 ms here) and moved into its stores by the time it dies, unless it stalled this long
+COMMITTED_BEFORE_KILL_S = 2.0
+
+
+@dataclass
+class Restart:
+    """A kill -9 and an immediate restart on the same state dir."""
+
+    victim: int
+    killed_at: float  # time.time()
+    ends_before: dict[int, int]  # the changelog's end offsets COMMITTED_BEFORE_KILL_S before the kill
+    ends_at_kill: dict[int, int]
+    log_from: int  # where the restarted worker's log begins
+    log_to: int | None = None  # where its next kill is
+
+
+def timed_lines(log: str, only: re.Pattern[str] | None = None) -> list[tuple[float, str]]:
+    """(epoch seconds, text) of the log's lines (those matching `only`)."""
+    return [
+        (time.mktime(time.strptime(ts[:19], "%Y-%m-%d %H:%M:%S")) + int(ts[20:]) / 1000, text)
+        for ts, text in LINE.findall(log)
+        if only is None or only.search(text)
+    ]
+
+
+def assigned_tasks(lines: list[tuple[float, str]]) -> set[str]:
+    """The active tasks of the threads' last assignment lines."""
+    last: dict[str, str] = {}
+    for _, text in lines:
+        for thread, tasks in ASSIGNED.findall(text):
+            last[thread] = tasks
+    return {task.strip(" '") for tasks in last.values() for task in tasks.split(",") if task.strip()}
+
+
+def own_restores(restart: Restart, log: str) -> list[tuple[int, int, int]] | None:
+    """The restorations the restarted worker ran for its own count tasks: (partition, start, end), or None when
+    this restart cannot tell (the worker was still starting or rebalancing when it died, or got other tasks)."""
+    before = timed_lines(log[: restart.log_from], SETTLING)
+    settling = [t for t, _ in before]
+    if not settling or settling[-1] > restart.killed_at - COMMITTED_BEFORE_KILL_S - 0.5:
+        return None  # its tasks had not been running since before the changelog ends were read
+    owned = assigned_tasks(before)
+    if not any(task.startswith("1_") for task in owned):
+        return None  # no count store to restore
+    after = timed_lines(log[restart.log_from : restart.log_to])
+    assigned_at = [t for t, text in after if ASSIGNED.search(text)]
+    if not assigned_at:
+        return None
+    # the first rebalance after the restart (each thread logs its assignment) and the restores it started, until
+    # the next rebalance
+    burst = [t for t in assigned_at if t <= assigned_at[0] + 1.0]
+    until = next((t for t in assigned_at if t > burst[-1]), float("inf"))
+    first = [(t, text) for t, text in after if t < until]
+    if assigned_tasks(first) != owned:
+        return None  # not its own tasks back
+    return [
+        (int(p), int(start), int(end))
+        for _, text in first
+        for p, start, end in RESTORE_START.findall(text)
+        if f"1_{p}" in owned
+    ]
 
 
 async def test_kill_9s_under_exactly_once_give_exact_counts(kafka: KafkaTestCluster, wordcount_app) -> None:
@@ -50,9 +122,19 @@ async def test_kill_9s_under_exactly_once_give_exact_counts(kafka: KafkaTestClus
     await workers.wait_assigned(0, more_than=0)
     lines = (real_text_lines() + [SEED_LINE]) * max(4, len(schedule))
     producing = asyncio.create_task(produce_steadily(kafka, source, lines, per_second=200))
+    changelog = f"{workers.application_id}-counts-store-changelog"
+    restarts: list[Restart] = []
     for victim, wipe, after_session in schedule:
-        await asyncio.sleep(2.5)
+        await asyncio.sleep(2.5 - COMMITTED_BEFORE_KILL_S)
+        ends_before = await kafka.end_offsets(changelog, 6)
+        await asyncio.sleep(COMMITTED_BEFORE_KILL_S)
+        for restart in restarts:
+            if restart.victim == victim and restart.log_to is None:
+                restart.log_to = len(workers.log(victim))
         workers.kill9(victim)
+        if not wipe and not after_session:  # its own tasks come back to its own stores
+            ends = await kafka.end_offsets(changelog, 6)
+            restarts.append(Restart(victim, time.time(), ends_before, ends, len(workers.log(victim))))
         if wipe:
             shutil.rmtree(workers.state_dir(victim), ignore_errors=True)
         if after_session:
@@ -70,6 +152,43 @@ async def test_kill_9s_under_exactly_once_give_exact_counts(kafka: KafkaTestClus
     assert not broken, f"seed {seed}: {len(broken)} words' counts are not 1..N: {list(broken.items())[:3]}"
     verify = pyspark_verify_wordcount(kafka.bootstrap_servers, source, sink)  # PySpark's ground truth agrees
     assert verify.returncode == 0, f"seed {seed}: " + verify.stdout[-3000:] + verify.stderr[-3000:]
+
+    # One more kill -9 once every worker has settled, under load: worker 0 restarts at once and, unless starting
+    # took longer than its session (a loaded machine), takes its own tasks back.
+    def settled() -> bool:
+        now = time.time()
+        last = [[t for t, _ in timed_lines(workers.log(i), SETTLING)] for i in range(size)]
+        return all(times and times[-1] < now - 3 for times in last)
+
+    await wait_until(settled, "every worker has run its tasks for 3 s", timeout=120)
+    more = real_text_lines()[:1000]
+    producing = asyncio.create_task(produce_steadily(kafka, source, more, per_second=200))  # about 5 s
+    await asyncio.sleep(2.5 - COMMITTED_BEFORE_KILL_S)  # input flows: not a wait for anything
+    ends_before = await kafka.end_offsets(changelog, 6)
+    await asyncio.sleep(COMMITTED_BEFORE_KILL_S)
+    for restart in restarts:
+        if restart.victim == 0 and restart.log_to is None:
+            restart.log_to = len(workers.log(0))
+    workers.kill9(0)
+    last = Restart(0, time.time(), ends_before, await kafka.end_offsets(changelog, 6), len(workers.log(0)))
+    restarts.append(last)
+    workers.start(0, **ids[0])
+    await producing
+    truth = expected_counts(lines + more)
+    final = await wait_for_counts(kafka, sink, truth, timeout=240, read_committed=True)
+    assert final == truth, f"seed {seed}: after the last kill, over-counted {over_count(final, truth)}"
+    await wait_until(lambda: "assigned active" in workers.log(0)[last.log_from :], "worker 0 rejoined", timeout=120)
+
+    # KIP-892: no wipe after a crash. A worker restarted at once resumes each store from its own offset: it
+    # restores at most the records written since its last commit (before: from offset 0, the whole changelog).
+    checked = [(r, own_restores(r, workers.log(r.victim))) for r in restarts]
+    restored = [(r, p, start, end) for r, restores in checked for p, start, end in restores or ()]
+    too_far = [(r.victim, p, start, r.ends_before[p]) for r, p, start, _ in restored if start < r.ends_before[p]]
+    assert not too_far, f"seed {seed}: restores from before the last commit (worker, partition, start, bound) {too_far}"
+    assert all(restores != [] for _, restores in checked), f"seed {seed}: a restart restored none of its stores"
+    # (a restart that cannot tell, None, is one that died while starting or came back after its session expired)
+    restored_records = sum(end - start for _, _, start, end in restored)
+    changelog_records = sum(r.ends_at_kill[p] for r, p, _, _ in restored)
     wiped = sum(wipe for _, wipe, _ in schedule)
     moved = sum(after_session for _, _, after_session in schedule)
     report(
@@ -78,6 +197,9 @@ async def test_kill_9s_under_exactly_once_give_exact_counts(kafka: KafkaTestClus
         final,
         truth,
         since=input_done,
+        restarts_in_place=f"{sum(restores is not None for _, restores in checked)} of {len(restarts)} checked",
+        restored_records=restored_records,  # by those restarts, over the changelog partitions they restored
+        changelog_records=changelog_records,  # what a wipe would have restored from those partitions
     )
     assert workers.stop_all() == dict.fromkeys(range(size), 0)
 

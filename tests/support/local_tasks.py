@@ -41,6 +41,11 @@ class Active:
     state: TaskState
     stores: dict[str, Any]
 
+    @property
+    def queryable_stores(self) -> dict[str, Any]:
+        """In-memory stores are never transactional: queries read what processors use."""
+        return self.stores
+
 
 def running(store: InMemoryKeyValueStore) -> Active:
     return Active(TaskState.RUNNING, {STORE: store})

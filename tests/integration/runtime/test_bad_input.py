@@ -1,4 +1,4 @@
-"""Bad input on the real broker: undecodable records, and a checkpoint that runs past its changelog."""
+"""Bad input on the real broker: undecodable records, and a store offset that runs past its changelog."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from examples.wordcount.dsl import build_topology
 from streamlet.config import StreamsConfig
 from streamlet.errors import DeserializationFailure
 from streamlet.runtime.kafka_streams import KafkaStreams
-from streamlet.state.checkpoint import OffsetCheckpoint
+from streamlet.state.rocksdb_store import RocksDBStore
 from tests.support.kafka import KafkaTestCluster, unique_name
 from tests.support.wordcount import expected_counts, wait_for_counts
 
@@ -100,11 +100,15 @@ async def test_checkpoint_beyond_changelog_end_wipes_and_restores(kafka: KafkaTe
     finally:
         await client.close()
 
-    # as if the changelog had been deleted and recreated: the checkpoint claims far more than exists
+    # as if the changelog had been deleted and recreated: the store's offset claims far more than exists
     changelog = TopicPartition(f"{app_id}-counts-store-changelog", 0)
-    checkpoint = OffsetCheckpoint(tmp_path / app_id / "1_0" / ".checkpoint")
-    assert changelog in checkpoint.read()
-    checkpoint.write({changelog: 1_000_000})
+    store = RocksDBStore("counts-store", tmp_path / app_id / "1_0" / "rocksdb" / "counts-store")
+    try:
+        assert changelog in store.committed_offsets()
+        store.commit({changelog: 1_000_000})
+        store.flush()
+    finally:
+        store.close()
 
     client = _client(kafka, source, sink, app_id, tmp_path)
     await client.start()

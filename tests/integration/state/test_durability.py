@@ -11,7 +11,7 @@ from aiokafka.structs import TopicPartition
 from examples.wordcount.dsl import build_topology
 from streamlet.config import StreamsConfig
 from streamlet.runtime.kafka_streams import KafkaStreams
-from streamlet.state.checkpoint import OffsetCheckpoint
+from streamlet.state.rocksdb_store import read_task_store_offsets
 from tests.support.kafka import KafkaTestCluster, unique_name
 from tests.support.waiting import poll_until
 from tests.support.wordcount import SEED_LINE, expected_counts, real_text_lines, wait_for_counts
@@ -68,12 +68,14 @@ async def test_clean_restart_uses_checkpoints_and_restores_nothing(kafka: KafkaT
     finally:
         await client.close()
 
-    # every stateful task wrote a checkpoint at the changelog end on its clean close
+    # every stateful task wrote its store's offset at the changelog end on its clean close (KIP-1035: in the store)
     changelog = f"{app_id}-counts-store-changelog"
     ends = await kafka.end_offsets(changelog, 6)
     for partition in range(6):
-        checkpoint = OffsetCheckpoint(tmp_path / app_id / f"1_{partition}" / ".checkpoint").read()
-        assert checkpoint == {TopicPartition(changelog, partition): ends[partition] - 1}
+        task_dir = tmp_path / app_id / f"1_{partition}"
+        assert not (task_dir / ".checkpoint").exists()
+        stored = read_task_store_offsets(task_dir / "rocksdb")
+        assert stored == {TopicPartition(changelog, partition): ends[partition] - 1}
 
     listener = RecordingRestoreListener()
     client = KafkaStreams(topology, _config(kafka, app_id, tmp_path), restore_listener=listener)

@@ -1,17 +1,22 @@
 """exactly_once_v2 in the task manager, on fake transactional clients and real RocksDB: a commit is one
-transaction (output, changelog and input offsets); the lost and migrated paths abort it and wipe local
-state; nothing checkpoints while processing, and a task's checkpoint file is gone once it opens."""
+transaction (output, changelog and input offsets), after which the stores' uncommitted writes reach RocksDB with
+their changelog offsets (KIP-892); the lost and migrated paths abort it and keep the stores at their last commit
+(no wipe); no `.checkpoint` file is ever written (KIP-1035: the offsets live in the stores)."""
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from aiokafka.errors import ProducerFenced
+from aiokafka.structs import TopicPartition
 
 from streamlet.runtime.task_state import TaskState
-from streamlet.state.checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
+from streamlet.state import timestamped
+from streamlet.state.checkpoint import CHECKPOINT_FILE_NAME
+from streamlet.state.rocksdb_store import RocksDBStore
 from tests.unit.runtime._fakes import FakeKafka, commit_failed
 from tests.unit.runtime._harness import CHANGELOG, CHANGELOG0, IN0, OUTPUT, T0, Harness, latest, new_kafka
 
@@ -46,6 +51,16 @@ def store_dir(tmp_path: Path) -> Path:
     return tmp_path / "app" / "0_0" / "rocksdb" / "counts"
 
 
+def on_disk(tmp_path: Path) -> tuple[dict[str, int], dict[TopicPartition, int]]:
+    """The counts and changelog offsets the task's store holds on disk (opened afresh, the task closed)."""
+    store = RocksDBStore("counts", store_dir(tmp_path))
+    try:
+        counts = {k.decode(): struct.unpack(">q", timestamped.value_of(v))[0] for k, v in store.all()}
+        return counts, store.committed_offsets()
+    finally:
+        store.close()
+
+
 async def test_a_commit_is_one_transaction_of_output_changelog_and_offsets(harness: Harness, kafka: FakeKafka) -> None:
     await running(harness)
     words(kafka, "a", "b", "a")
@@ -60,6 +75,7 @@ async def test_a_commit_is_one_transaction_of_output_changelog_and_offsets(harne
     assert latest(kafka, OUTPUT) == {"a": 2, "b": 1} == latest(kafka, CHANGELOG)
     assert not any(e.startswith("checkpoint") for e in kafka.events)
     assert not (harness.state_directory.task_dir(T0) / CHECKPOINT_FILE_NAME).exists()
+    assert harness.tasks.active[T0].state_manager.checkpointed_offsets() == {CHANGELOG0: 1}  # in the store
 
 
 async def test_input_offsets_commit_in_a_transaction_even_when_nothing_is_produced(
@@ -72,7 +88,7 @@ async def test_input_offsets_commit_in_a_transaction_even_when_nothing_is_produc
     assert kafka.committed == {IN0: 1} and "commit txn" in kafka.events
 
 
-async def test_lost_tasks_abort_their_transaction_and_wipe_their_state(
+async def test_lost_tasks_abort_their_transaction_and_keep_their_committed_state(
     harness: Harness, kafka: FakeKafka, tmp_path: Path
 ) -> None:
     await running(harness)
@@ -89,7 +105,8 @@ async def test_lost_tasks_abort_their_transaction_and_wipe_their_state(
 
     assert kafka.events[-1] == "abort txn"
     assert latest(kafka, OUTPUT) == {"a": 1} and kafka.committed == {IN0: 1}  # the aborted 2 and 3 never show
-    assert not store_dir(tmp_path).exists()  # may have held aborted writes: restored from the changelog next time
+    # the store never got the aborted writes: it holds the committed count and the offset of its changelog record
+    assert on_disk(tmp_path) == ({"a": 1}, {CHANGELOG0: 0}) and latest(kafka, CHANGELOG) == {"a": 1}
 
 
 async def test_a_failed_transaction_commit_takes_the_migrated_path(harness: Harness, kafka: FakeKafka) -> None:
@@ -121,21 +138,23 @@ async def test_a_producer_fenced_while_sending_takes_the_migrated_path(kafka: Fa
         h.close()
 
 
-async def test_a_clean_close_checkpoints_and_the_next_open_deletes_the_file(kafka: FakeKafka, tmp_path: Path) -> None:
+async def test_a_clean_close_keeps_the_offsets_in_the_store_and_the_next_open_restores_nothing(
+    kafka: FakeKafka, tmp_path: Path
+) -> None:
     h = Harness(kafka, tmp_path, guarantee=EOS)
     try:
         await running(h)
         words(kafka, "a", "a")
         await h.poll_and_process()
         await h.tasks.shutdown(clean=True)
-        checkpoint = h.state_directory.task_dir(T0) / CHECKPOINT_FILE_NAME
-        assert OffsetCheckpoint(checkpoint).read() == {CHANGELOG0: 0}
+        assert on_disk(tmp_path) == ({"a": 2}, {CHANGELOG0: 0})
+        assert not (h.state_directory.task_dir(T0) / CHECKPOINT_FILE_NAME).exists()
     finally:
         h.close()
     h = Harness(kafka, tmp_path, guarantee=EOS)
     try:
-        await running(h)  # restored from the checkpoint: nothing to read
-        assert not checkpoint.exists()  # a crash from here on must not trust it
+        await running(h)  # restored from the store's own offset: nothing to read
+        assert h.tasks.active[T0].state_manager.changelog_offsets() == {CHANGELOG0: 1}
         words(kafka, "a")
         await h.poll_and_process()
         await h.tasks.commit()

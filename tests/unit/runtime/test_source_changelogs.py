@@ -10,7 +10,7 @@ from aiokafka.structs import TopicPartition
 
 from streamlet.runtime.task_state import TaskState
 from streamlet.state import timestamped
-from streamlet.state.checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
+from streamlet.state.rocksdb_store import DB_FILE_DIR, read_task_store_offsets
 from streamlet.task_id import TaskId
 from streamlet.topology import StreamsBuilder, Topology
 from tests.unit.runtime._fakes import FakeKafka
@@ -64,7 +64,7 @@ async def test_restoration_reads_the_source_topic_up_to_the_committed_offset(tmp
         await h.tasks.commit(force_checkpoint=True)
         assert [(k, v) for k, v, _ in kafka.logs[TopicPartition(OUT, 0)]] == [(b"a", b"o1@z")]
         assert not [tp for tp in kafka.logs if tp.topic.endswith("-changelog")]  # nothing is change-logged
-        checkpoint = OffsetCheckpoint(h.state_directory.task_dir(T0) / CHECKPOINT_FILE_NAME).read()
+        checkpoint = read_task_store_offsets(h.state_directory.task_dir(T0) / DB_FILE_DIR)
         assert checkpoint == {TABLE0: 2}  # the last offset consumed from the source topic
     finally:
         h.close()
@@ -119,7 +119,7 @@ async def test_a_standby_follows_the_source_topic_up_to_the_committed_offset(tmp
             await h.tasks.restore(timeout_ms=0)
         assert stored(h, T0, "a") == (b"z", 12) and stored(h, T0, "b") == (b"y", 11)
         await h.tasks.commit(force_checkpoint=True)
-        checkpoint = OffsetCheckpoint(h.state_directory.task_dir(T0) / CHECKPOINT_FILE_NAME).read()
+        checkpoint = read_task_store_offsets(h.state_directory.task_dir(T0) / DB_FILE_DIR)
         assert checkpoint == {TABLE0: 2}
     finally:
         h.close()

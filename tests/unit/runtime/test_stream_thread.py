@@ -287,3 +287,25 @@ async def test_a_task_waiting_for_an_idle_partition_processes_on_a_later_loop_wi
         assert kafka.committed == {a0: 1}
     finally:
         directory.close()
+
+
+@pytest.mark.parametrize(("limit", "commits"), [(64 * 1024 * 1024, False), (100, True)])
+async def test_under_exactly_once_uncommitted_state_past_the_bound_commits_early(
+    tmp_path: Path, limit: int, commits: bool
+) -> None:
+    """KIP-892's statestore.uncommitted.max.bytes: the commit interval (a minute here) has not passed, but a
+    thread whose transactional stores buffer more than its share commits at once instead of growing."""
+    thread, directory = new_thread(
+        tmp_path,
+        processing_guarantee="exactly_once_v2",
+        statestore_cache_max_bytes=0,  # every count goes to the store at once
+        statestore_uncommitted_max_bytes=limit,
+    )
+    try:
+        await assigned_and_running(thread)
+        _, kafka = fake(thread)
+        await counted(thread, "a", "b", "c")
+        assert (kafka.committed == {IN0: 3}) is commits
+        assert (thread.tasks.uncommitted_bytes() == 0) is commits
+    finally:
+        directory.close()

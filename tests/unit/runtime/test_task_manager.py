@@ -12,8 +12,8 @@ from aiokafka.structs import TopicPartition
 from streamlet.kafka.group.membership import RebalanceInProgressCommitError
 from streamlet.runtime.restore_listener import RestoreProgressTracker
 from streamlet.runtime.task_state import TaskState
-from streamlet.state.checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
-from streamlet.state.rocksdb_store import RocksDBStore
+from streamlet.state.checkpoint import CHECKPOINT_FILE_NAME
+from streamlet.state.rocksdb_store import DB_FILE_DIR, RocksDBStore, read_task_store_offsets
 from streamlet.state.state_manager import ProcessorStateManager
 from streamlet.task_id import TaskId
 from tests.unit.runtime._fakes import FakeKafka, commit_failed
@@ -68,7 +68,7 @@ async def test_commit_flushes_caches_then_producer_then_commits_offsets_then_che
     assert kinds == ["produce", "produce", "producer", "commit", "checkpoint"], kafka.events
     assert "commit in-0:3" in kafka.events
     assert latest(kafka, CHANGELOG) == {"a": 2, "b": 1} == latest(kafka, OUTPUT)
-    checkpoint = OffsetCheckpoint(harness.state_directory.task_dir(T0) / CHECKPOINT_FILE_NAME).read()
+    checkpoint = read_task_store_offsets(harness.state_directory.task_dir(T0) / DB_FILE_DIR)
     assert checkpoint == {CHANGELOG0: 1}  # the last changelog offset the producer had acknowledged
 
 

@@ -15,10 +15,11 @@ from streamlet.state.offset_sums import (
     sum_of_changelog_offsets,
     task_offset_sums,
 )
+from streamlet.state.rocksdb_store import RocksDBStore
 from streamlet.state.state_directory import StateDirectory
 from streamlet.state.state_manager import ProcessorStateManager
 from streamlet.task_id import TaskId
-from tests.support.changelog import restore
+from tests.support.changelog import Record, restore
 
 T = TaskId(0, 0)
 
@@ -133,3 +134,16 @@ def test_lock_releases_dirs_emptied_meanwhile_but_not_owned_ones(sd: StateDirect
     assert lock_non_empty_task_dirs(sd, "t") == set()
     assert sd.task_owner(mine) == "t"  # held before: kept
     assert sd.task_owner(emptied) is None  # released again
+
+
+def test_an_unowned_dir_reports_the_offsets_its_stores_keep(sd: StateDirectory) -> None:
+    """KIP-1035: with no `.checkpoint`, the sum comes from the stores' offsets column families (read-only);
+    a `.checkpoint` not migrated yet fills in partitions whose store has no offset of its own."""
+    task = TaskId(3, 0)
+    for name, offset in (("a", 40), ("b", 2)):
+        store = RocksDBStore(name, sd.task_dir(task) / "rocksdb" / name)
+        store.apply_changelog_records([Record(offset, b"k", b"v")], offsets={tp(0, name): offset})
+        store.close()
+    OffsetCheckpoint(sd.task_dir(task) / ".checkpoint").write({tp(0, "a"): 7, tp(0, "c"): 5})
+    sums = task_offset_sums(sd, lock_non_empty_task_dirs(sd, "t"), running_active_tasks=[], owned_changelog_offsets={})
+    assert sums == {task: 40 + 2 + 5}

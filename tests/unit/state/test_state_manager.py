@@ -1,7 +1,9 @@
-"""ProcessorStateManager: registration, restore, flush/checkpoint ordering, wipe rules, close."""
+"""ProcessorStateManager: registration, restore, flush/checkpoint ordering, wipe rules, close; the changelog
+offsets live in the stores (KIP-1035) and an old `.checkpoint` file is migrated into them."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -10,7 +12,7 @@ from aiokafka.structs import TopicPartition
 from streamlet.errors import StateStoreError
 from streamlet.state.checkpoint import OffsetCheckpoint
 from streamlet.state.record_cache import RecordCache
-from streamlet.state.rocksdb_store import RocksDBStore
+from streamlet.state.rocksdb_store import RocksDBStore, read_task_store_offsets
 from streamlet.state.state_manager import ProcessorStateManager
 from streamlet.state.store import Entry
 from streamlet.task_id import TaskId
@@ -23,6 +25,11 @@ TP2 = TopicPartition("app-mem-changelog", 3)
 
 def new_psm(task_dir: Path, **kwargs) -> ProcessorStateManager:  # type: ignore[no-untyped-def]
     return ProcessorStateManager(TASK, task_dir, {"counts": TP, "mem": TP2}, **kwargs)
+
+
+def stored(task_dir: Path) -> dict[TopicPartition, int]:
+    """The changelog offsets the task's RocksDB stores keep on disk (opened read-only)."""
+    return read_task_store_offsets(task_dir / "rocksdb")
 
 
 def test_flush_then_checkpoint_then_reload(tmp_path: Path) -> None:
@@ -38,16 +45,17 @@ def test_flush_then_checkpoint_then_reload(tmp_path: Path) -> None:
     # The producer acked the two changelog records at offsets 40 and 41.
     psm.update_changelog_offsets({TP: 41, TopicPartition("app-output", 0): 7})
     psm.checkpoint()
-    assert (tmp_path / ".checkpoint").read_bytes() == b"0\n1\napp-counts-changelog 3 41\n"
+    assert stored(tmp_path) == {TP: 41}  # in the store's offsets column family
+    assert not (tmp_path / ".checkpoint").exists()
     assert psm.checkpointed_offsets() == {TP: 41}
     assert psm.changelog_offsets() == {TP: 42, TP2: 0}
     psm.close(clean=True)
     assert psm.closed
 
     again = new_psm(tmp_path)
+    assert again.register_store("counts").get(b"a") == b"2"  # kept: it has its offset
     assert again.checkpointed_offsets() == {TP: 41}
     assert again.changelog_offsets() == {TP: 42, TP2: 0}
-    assert again.register_store("counts").get(b"a") == b"2"  # kept: it has a checkpoint entry
     again.close(clean=True)
 
 
@@ -71,9 +79,8 @@ def test_restore_in_bounded_chunks(tmp_path: Path) -> None:
     assert psm.current_offsets()[TP] == 200
     assert psm.changelog_offsets()[TP] == 201
     assert store.get(b"k00") is None and store.get(b"k24") == b"v24"
-    psm.checkpoint()
-    assert OffsetCheckpoint(tmp_path / ".checkpoint").read() == {TP: 200}
-    psm.close(clean=True)
+    psm.close(clean=False)
+    assert stored(tmp_path) == {TP: 200}  # each chunk wrote its offset with it
 
 
 def test_restore_errors(tmp_path: Path) -> None:
@@ -128,17 +135,15 @@ def test_unlogged_persistent_store_is_never_wiped(tmp_path: Path) -> None:
     assert not (tmp_path / ".checkpoint").exists()  # nothing to checkpoint
 
 
-def test_unknown_offset_is_checkpointed_as_minus_4_and_keeps_the_store(tmp_path: Path) -> None:
+def test_an_unknown_offset_is_no_entry_and_an_empty_store_is_kept(tmp_path: Path) -> None:
     psm = new_psm(tmp_path)
     psm.register_store("counts")
     psm.register_store("mem", persistent=False)
     psm.close(clean=True)
-    # Only the persistent logged store is checkpointed.
-    assert (tmp_path / ".checkpoint").read_text() == "0\n1\napp-counts-changelog 3 -4\n"
-    _store_with_data(tmp_path)
+    assert stored(tmp_path) == {} and not (tmp_path / ".checkpoint").exists()
     again = new_psm(tmp_path)
+    again.register_store("counts").put(b"new", b"1")  # not wiped: it was empty
     assert again.changelog_offsets() == {TP: 0, TP2: 0}
-    assert again.register_store("counts").get(b"old") == b"data"
     again.close(clean=False)
 
 
@@ -155,7 +160,7 @@ def test_unclean_close_writes_no_checkpoint_and_drops_dirty_cache(tmp_path: Path
     psm.update_changelog_offsets({TP: 11})
     psm.close(clean=False)
     assert sent == [(b"a", b"1")]
-    assert OffsetCheckpoint(tmp_path / ".checkpoint").read() == {TP: 10}  # the last good one
+    assert stored(tmp_path) == {TP: 10}  # the last good one
     with pytest.raises(StateStoreError, match="closed"):
         psm.flush()
 
@@ -168,7 +173,7 @@ def test_clean_close_flushes_caches_and_checkpoints(tmp_path: Path) -> None:
     psm.update_changelog_offsets({TP: 3})
     psm.close(clean=True)
     assert sent == [(b"a", b"1")]
-    assert OffsetCheckpoint(tmp_path / ".checkpoint").read() == {TP: 3}
+    assert stored(tmp_path) == {TP: 3}
 
 
 def test_wipe(tmp_path: Path) -> None:
@@ -183,7 +188,7 @@ def test_wipe(tmp_path: Path) -> None:
     psm.update_changelog_offsets({TP: 5, TP2: 6})
     psm.checkpoint()
     psm.wipe()
-    assert not (tmp_path / ".checkpoint").exists()
+    assert stored(tmp_path) == {}
     assert psm.changelog_offsets() == {TP: 0, TP2: 0}
     assert store.get(b"a") is None and store.get(b"dirty") is None and mem.get(b"m") is None
     assert cache.size_bytes == 0
@@ -255,3 +260,57 @@ def test_a_timestamped_store_restores_each_value_behind_its_record_timestamp(tmp
     assert store.get(b"a") is None
     assert store.get(b"b") == (2_000).to_bytes(8, "big") + b"two"
     psm.close(clean=True)
+
+
+def test_a_checkpoint_file_is_migrated_into_the_stores_then_removed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """KIP-1035: a state directory of an older version keeps its stores and their restore positions."""
+    caplog.set_level(logging.INFO, "streamlet.state.state_manager")
+    _store_with_data(tmp_path)  # written before KIP-1035: data, no offsets column family entry
+    OffsetCheckpoint(tmp_path / ".checkpoint").write({TP: 41, TP2: 9})
+    psm = new_psm(tmp_path)
+    assert (tmp_path / ".checkpoint").exists()  # until every entry found its store
+    assert psm.register_store("counts").get(b"old") == b"data"  # kept: its offset came from the file
+    assert (tmp_path / ".checkpoint").exists()
+    psm.register_store("mem", persistent=False)  # in memory: its entry is dropped, it restores from scratch
+    assert not (tmp_path / ".checkpoint").exists()
+    assert psm.changelog_offsets() == {TP: 42, TP2: 0}
+    assert "migrated changelog offset 41" in caplog.text
+    psm.close(clean=False)  # no checkpoint written: the migrated offset is in the store already
+    assert stored(tmp_path) == {TP: 41}
+    again = new_psm(tmp_path)
+    assert again.register_store("counts").get(b"old") == b"data"
+    assert again.changelog_offsets()[TP] == 42
+    again.close(clean=False)
+
+
+def test_the_stores_own_offset_wins_over_a_stale_checkpoint_file(tmp_path: Path) -> None:
+    store = RocksDBStore("counts", tmp_path / "rocksdb" / "counts")
+    store.apply_changelog_records([Record(50, b"k", b"v")], offsets={TP: 50})
+    store.close()
+    OffsetCheckpoint(tmp_path / ".checkpoint").write({TP: 41})
+    psm = new_psm(tmp_path)
+    psm.register_store("counts")
+    assert psm.changelog_offsets()[TP] == 51
+    assert not (tmp_path / ".checkpoint").exists()
+    psm.close(clean=False)
+
+
+def test_an_unreadable_store_offset_wipes_the_store_once(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from rocksdict import Options, Rdict
+
+    _store_with_data(tmp_path)
+    db = Rdict(str(tmp_path / "rocksdb" / "counts"), Options(raw_mode=True))  # opens every column family
+    db.get_column_family("offsets").put(b"app-counts-changelog-3", b"\x01")  # not an 8-byte long
+    db.close()
+    psm = new_psm(tmp_path)
+    store = psm.register_store("counts")
+    assert "changelog offset is unreadable" in caplog.text
+    assert store.get(b"old") is None and psm.changelog_offsets()[TP] == 0
+    psm.close(clean=False)
+    caplog.clear()
+    again = new_psm(tmp_path)
+    again.register_store("counts")
+    assert "unreadable" not in caplog.text and "wiping" not in caplog.text  # once: the wipe removed the bad entry
+    again.close(clean=False)
