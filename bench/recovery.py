@@ -11,9 +11,9 @@ Measured from the restart:
 * records restored: the restorations the restarted worker logs (offset spans of its changelog partitions);
 * time until caught up: until the whole backlog is committed, input and count task.
 
-Peers, interleaved per round (A B A B ...): `before` = the worker of git revision `--baseline` (default 84f14b5, the last commit before transactional stores: a
-dirty close under exactly-once wipes the task's stores, restored in full), `after` = this tree. The Kafka Streams
-peers (4.1.1 wipe, 4.4.0 transactional) are not run here yet.
+Peers, interleaved per round (A B A B ...): `before` = the worker of git revision `--baseline` (default 84f14b5,
+the last commit before transactional stores: a dirty close under exactly-once wipes the task's stores, restored
+in full), `after` = this tree. The Kafka Streams peers (4.1.1 wipe, 4.4.0 transactional) are not run here yet.
 
 Usage: .venv/bin/python bench/recovery.py [--keys N] [--partitions P] [--kill-at F] [--rounds R] [--baseline REV]
 """
