@@ -85,9 +85,10 @@ class LocalCluster:
         ports: list[int] | None = None,
         heap: str = "384m",
         die_with_parent: bool = False,
+        kafka_version: str | None = None,
     ) -> None:
         """`ports`: the client ports of nodes 1..nodes (default: free ones); `heap` per JVM (2-core machines
-        run three of them); `die_with_parent` as for `LocalBroker`."""
+        run three of them); `die_with_parent` and `kafka_version` as for `LocalBroker`."""
         if nodes < 1:
             raise BrokerError(f"a cluster needs at least one node, got {nodes}")
         if ports is not None and len(ports) != nodes:
@@ -97,6 +98,7 @@ class LocalCluster:
         self.requested_ports = ports
         self.heap = heap
         self.die_with_parent = die_with_parent
+        self.kafka_version = kafka_version
         self._brokers: dict[int, LocalBroker] = {}
 
     # ---- layout ------------------------------------------------------------------------------------------
@@ -158,6 +160,7 @@ class LocalCluster:
             heap=layout.heap,
             die_with_parent=self.die_with_parent,
             overrides=overrides,
+            kafka_version=self.kafka_version,
         )
         self._brokers[node_id] = broker
         return broker
