@@ -16,7 +16,8 @@ second apart). Then, per peer:
                   metrics event)
   wrong windows   windows whose final count differs from the truth computed from the input (missing ones too)
 
-Peers: Kafka Streams 4.1.1 with 1 and 2 threads; streamlet with 1 thread, 2 threads and 2 processes of 1 thread;
+Peers: Kafka Streams (common.KAFKA_STREAMS_VERSION) with 1 and 2 threads; streamlet with 1 thread, 2 threads and
+2 processes of 1 thread;
 with `--baseline REV`, streamlet at REV (1 and 2 threads, a git worktree) as "before". Rounds run every peer in
 turn, the order reversed every other round. The closing lines give each peer's median and the median per-round
 ratio of its drops to Kafka Streams' with as many threads (2 processes: Kafka Streams with 2 threads).
@@ -45,7 +46,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common  # noqa: E402
-from common import JAVA_CP, LIB_PY, Proc, log, spawn  # noqa: E402
+from common import JAVA_CP, KAFKA_STREAMS, LIB_PY, Proc, log, spawn  # noqa: E402
 
 PARTITIONS = 6
 MINUTE = 60_000
@@ -90,7 +91,7 @@ def _kafka_streams(threads: int) -> Peer:
         found = re.findall(r"^DROPPED (\d+)$", procs[0].log_path.read_text(errors="replace"), re.M)
         return int(found[-1]) if found else None
 
-    return Peer(f"Kafka Streams 4.1.1 ({threads} thread{'s' * (threads > 1)})", threads, launch, metric)
+    return Peer(f"{KAFKA_STREAMS} ({threads} thread{'s' * (threads > 1)})", threads, launch, metric)
 
 
 def _streamlet(name: str, processes: int, threads: int, root: Path) -> Peer:
@@ -250,7 +251,7 @@ def peers(baseline: str) -> list[Peer]:
 def summary(rounds: list[list[dict[str, Any]]], names: list[str]) -> str:
     """Per peer: median dropped (share of the records), median wrong windows, and the median per-round ratio of
     its drops to Kafka Streams' with as many threads."""
-    by_threads = {1: "Kafka Streams 4.1.1 (1 thread)", 2: "Kafka Streams 4.1.1 (2 threads)"}
+    by_threads = {1: f"{KAFKA_STREAMS} (1 thread)", 2: f"{KAFKA_STREAMS} (2 threads)"}
     threads = {name: 2 if ("2 threads" in name or "2 processes" in name) else 1 for name in names}
     rows = []
     for name in names:
@@ -290,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline", default="", help="git revision: add streamlet at it as 'before'")
     parser.add_argument("--timeout", type=float, default=300.0, help="per peer, seconds")
     args = parser.parse_args(argv)
-    if not (common.JAVA_DIR / "target" / "classes" / "bench" / "BacklogCount.class").exists():
+    if not (common.JAVA_CLASSES / "bench" / "BacklogCount.class").exists():
         log("bench/kafka-streams is not built: run `mvn -q -B package -DskipTests` there (bench/setup_peers.sh does)")
         return 2
     common.quiet_logs()

@@ -31,11 +31,21 @@ WORK = BENCH / ".work"  # state dirs and logs of the latest run (gitignored)
 PEERS_VENV = BENCH / ".venv-peers"
 PEERS_PY = PEERS_VENV / "bin" / "python"
 LIB_PY = Path(sys.executable)
-JAVA_DIR = BENCH / "kafka-streams"
-JAVA_CP = f"{JAVA_DIR / 'target' / 'classes'}:{JAVA_DIR / 'target' / 'lib'}/*"
 
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from streamlet.kafka.broker import KAFKA_VERSION, selected_kafka_version  # noqa: E402
+
+#: The Kafka Streams release of the Java peers: STREAMLET_BENCH_KAFKA_STREAMS_VERSION (setup_peers.sh builds it),
+#: default the project's Kafka version. Peers of several versions are built side by side (bench/kafka-streams/pom.xml).
+KAFKA_STREAMS_VERSION = os.environ.get("STREAMLET_BENCH_KAFKA_STREAMS_VERSION", "").strip() or KAFKA_VERSION
+#: The peers' names start with this, e.g. "Kafka Streams 4.4.0 (2 threads)".
+KAFKA_STREAMS = f"Kafka Streams {KAFKA_STREAMS_VERSION}"
+JAVA_DIR = BENCH / "kafka-streams"
+JAVA_BUILD = JAVA_DIR / "target" / f"kafka-{KAFKA_STREAMS_VERSION}"
+JAVA_CLASSES = JAVA_BUILD / "classes"
+JAVA_CP = f"{JAVA_CLASSES}:{JAVA_BUILD / 'lib'}/*"
 
 
 def quiet_logs() -> None:
@@ -484,7 +494,8 @@ def machine_info() -> dict[str, Any]:
         "os": platform.platform(),
         "python": platform.python_version(),
         "java": java[0] if java else "?",
-        "kafka": "4.1.1",
+        "kafka": selected_kafka_version(),
+        "kafka_streams_peers": KAFKA_STREAMS_VERSION,
         "loadavg_at_end": " ".join(f"{x:.2f}" for x in os.getloadavg()),
         "streamlet": ver("streamlet"),
         "commit": git + (" (streamlet/ or examples/ modified)" if dirty else ""),

@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=600.0)
     args = parser.parse_args(argv)
-    if not (common.JAVA_DIR / "target" / "classes" / "bench" / "StreamTableJoin.class").exists():
+    if not (common.JAVA_CLASSES / "bench" / "StreamTableJoin.class").exists():
         log("bench/kafka-streams is not built: run `mvn -q -B package -DskipTests` there (bench/setup_peers.sh does)")
         return 2
     common.quiet_logs()

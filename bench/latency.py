@@ -31,7 +31,7 @@ from typing import Any
 
 import common
 import corpus as corpus_mod
-from common import JAVA_CP, LIB_PY, Proc, log, spawn, stop
+from common import JAVA_CP, KAFKA_STREAMS, LIB_PY, Proc, log, spawn, stop
 
 INPUT = "bench-latency-input"
 PARTITIONS = 6
@@ -78,7 +78,7 @@ def _kafka_streams(guarantee: str) -> Callable[[str, str, str, Path], list[Proc]
 
 PEERS = [
     *(Peer(f"streamlet 2 procs x 1 thread, {g}", g, _streamlet(g)) for g in GUARANTEES),
-    *(Peer(f"Kafka Streams 4.1.1 (2 threads), {g}", g, _kafka_streams(g)) for g in GUARANTEES),
+    *(Peer(f"{KAFKA_STREAMS} (2 threads), {g}", g, _kafka_streams(g)) for g in GUARANTEES),
 ]
 
 
@@ -217,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     peers = [p for p in PEERS if not wanted or any(w in p.name for w in wanted)]
     if (
         any("Kafka Streams" in p.name for p in peers)
-        and not (common.JAVA_DIR / "target" / "classes" / "bench" / "WordCount.class").exists()
+        and not (common.JAVA_CLASSES / "bench" / "WordCount.class").exists()
     ):
         sys.exit("bench/kafka-streams not built (run `mvn -q -B package` there; bench/run_all does)")
     lines = corpus_mod.build(200_000).lines

@@ -20,8 +20,8 @@ The scenario, run for each peer in turn with the same settings:
   at the end less the highest logged before the third client started.
 
 Peers: `streamlet` (its default, cooperative rebalancing), `streamlet-eager` (rebalance_protocol=eager) and
-`kafka-streams` (4.1.1, cooperative). With `--rounds R` the peers run interleaved (A B C A B C ...) and the
-summary gives each peer's median and worst.
+`kafka-streams` (common.KAFKA_STREAMS_VERSION, cooperative). With `--rounds R` the peers run interleaved
+(A B C A B C ...) and the summary gives each peer's median and worst.
 
 The group's shape is a flag too: `--clients 4 --threads 2 --partitions 24 --guarantee exactly_once_v2` is
 where eager has the most to revoke (every thread commits a transaction and suspends every task).

@@ -31,7 +31,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common  # noqa: E402
-from common import JAVA_CP, log, spawn  # noqa: E402
+from common import JAVA_CP, KAFKA_STREAMS, log, spawn  # noqa: E402
 
 
 def key_of(i: int) -> bytes:
@@ -246,8 +246,8 @@ async def run_kafka_streams(
     timeout: float,
     probe_words: list[bytes],
 ) -> dict[str, Any]:
-    res: dict[str, Any] = {"peer": "Kafka Streams 4.1.1 (1 thread)"}
-    if not (common.JAVA_DIR / "target" / "classes" / "bench" / "WordCount.class").exists():
+    res: dict[str, Any] = {"peer": f"{KAFKA_STREAMS} (1 thread)"}
+    if not (common.JAVA_CLASSES / "bench" / "WordCount.class").exists():
         res.update(status="not run", reason="bench/kafka-streams not built")
         return res
     proc = spawn(
@@ -401,8 +401,8 @@ def main(argv: list[str] | None = None) -> int:
             rows = asyncio.run(bench(bootstrap, args.keys, args.partitions, args.timeout, run_id))
             asyncio.run(common.delete_topics_with_prefix(bootstrap, f"bench-restore-{run_id}"))
             rate = {r["peer"].split(" (")[0]: r.get("records_per_s") for r in rows if r.get("status") == "ok"}
-            if rate.get("streamlet") and rate.get("Kafka Streams 4.1.1"):
-                ratios.append(rate["streamlet"] / rate["Kafka Streams 4.1.1"])
+            if rate.get("streamlet") and rate.get(KAFKA_STREAMS):
+                ratios.append(rate["streamlet"] / rate[KAFKA_STREAMS])
             results.extend({**r, "round": round_no + 1} for r in rows)
     text = render(results)
     if ratios:

@@ -18,10 +18,13 @@ if [ ! -f "$STAMP" ] || [ "$BENCH/requirements-peers.txt" -nt "$STAMP" ]; then
   touch "$STAMP"
 fi
 command -v mvn >/dev/null || { echo "mvn not found (apt-get install maven): the Java peers cannot be built"; exit 1; }
-if [ ! -f "$BENCH/kafka-streams/target/.built" ] || [ "$BENCH/kafka-streams/pom.xml" -nt "$BENCH/kafka-streams/target/.built" ] \
-   || [ -n "$(find "$BENCH/kafka-streams/src" -newer "$BENCH/kafka-streams/target/.built" -type f 2>/dev/null)" ]; then
-  echo "building bench/kafka-streams (Kafka Streams WordCount, kafka-tools) ..."
-  (cd "$BENCH/kafka-streams" && mvn -q -B package -DskipTests && touch target/.built)
+# the Kafka Streams peers: STREAMLET_BENCH_KAFKA_STREAMS_VERSION (as bench/common.py reads it), else the pom's version
+KS_VERSION="${STREAMLET_BENCH_KAFKA_STREAMS_VERSION:-$(sed -n 's|.*<kafka.version>\(.*\)</kafka.version>.*|\1|p' "$BENCH/kafka-streams/pom.xml")}"
+KS_BUILT="$BENCH/kafka-streams/target/kafka-$KS_VERSION/.built"
+if [ ! -f "$KS_BUILT" ] || [ "$BENCH/kafka-streams/pom.xml" -nt "$KS_BUILT" ] \
+   || [ -n "$(find "$BENCH/kafka-streams/src" -newer "$KS_BUILT" -type f 2>/dev/null)" ]; then
+  echo "building bench/kafka-streams for Kafka $KS_VERSION (Kafka Streams WordCount, kafka-tools) ..."
+  (cd "$BENCH/kafka-streams" && mvn -q -B package -DskipTests -Dkafka.version="$KS_VERSION" && touch "$KS_BUILT")
 fi
 SPARK_VERSION="$("$VENV/bin/python" -c 'import pyspark; print(pyspark.__version__)')"
 if [ ! -f "$BENCH/spark/target/.built-$SPARK_VERSION" ]; then

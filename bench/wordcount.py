@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common  # noqa: E402
 import corpus as corpus_mod  # noqa: E402
-from common import JAVA_CP, LIB_PY, PEERS_PY, Proc, log, spawn  # noqa: E402
+from common import JAVA_CP, KAFKA_STREAMS, LIB_PY, PEERS_PY, Proc, log, spawn  # noqa: E402
 
 INPUT = "streams-plaintext-input"
 PARTITIONS = 6
@@ -202,7 +202,7 @@ def _needs_peers_module(module: str) -> Callable[[], str | None]:
 
 
 def _needs_java() -> str | None:
-    if not (common.JAVA_DIR / "target" / "classes" / "bench" / "WordCount.class").exists():
+    if not (common.JAVA_CLASSES / "bench" / "WordCount.class").exists():
         return "bench/kafka-streams not built (run `mvn -q -B package` there; bench/run_all does)"
     return None
 
@@ -249,14 +249,14 @@ PEERS: list[Peer] = [
         _streamlet(2, 2),
     ),
     Peer(
-        "Kafka Streams 4.1.1 (2 threads)",
+        f"{KAFKA_STREAMS} (2 threads)",
         "framework",
         "WordCountDemo topology, commit 1 s, 10 MiB cache",
         _kafka_streams(2, CACHE_BYTES),
         requires=_needs_java,
     ),
     Peer(
-        "Kafka Streams 4.1.1 (2 threads), streamlet's producer batching",
+        f"{KAFKA_STREAMS} (2 threads), streamlet's producer batching",
         "framework",
         "WordCountDemo topology, commit 1 s, 10 MiB cache, producer batch.size 256 KiB and linger.ms 5 (streamlet's)",
         _kafka_streams(2, CACHE_BYTES, configs={"producer.batch.size": "262144", "producer.linger.ms": "5"}),
@@ -290,7 +290,7 @@ PEERS: list[Peer] = [
         _streamlet(2, 2, "processing_guarantee=exactly_once_v2"),
     ),
     Peer(
-        "Kafka Streams 4.1.1 (2 threads), exactly_once_v2",
+        f"{KAFKA_STREAMS} (2 threads), exactly_once_v2",
         "framework",
         "WordCountDemo topology, commit 1 s, 10 MiB cache, exactly_once_v2",
         _kafka_streams(2, CACHE_BYTES, "exactly_once_v2"),
@@ -544,7 +544,7 @@ def baseline_peers(peers: list[Peer], rev: str) -> tuple[list[Peer], Path]:
     return twins, tree
 
 
-REFERENCE = "Kafka Streams 4.1.1 (2 threads)"
+REFERENCE = f"{KAFKA_STREAMS} (2 threads)"
 
 
 def render_vs_reference(rounds: list[list[dict[str, Any]]]) -> str:

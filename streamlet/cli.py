@@ -29,11 +29,19 @@ def _broker(args: argparse.Namespace) -> int:
     from streamlet.kafka.broker import LocalBroker
     from streamlet.kafka.cluster import LocalCluster
 
-    cluster = LocalCluster(args.dir, nodes=max(args.brokers, 1), security=args.security)
+    cluster = LocalCluster(
+        args.dir, nodes=max(args.brokers, 1), security=args.security, kafka_version=args.kafka_version
+    )
     if args.brokers > 1 or cluster.layout() is not None:  # a cluster's directory: start it again, status, stop
         return _cluster_command(args, cluster)
     default_port = int(DEFAULT_BOOTSTRAP_SERVERS.rpartition(":")[2])
-    broker = LocalBroker(args.dir, port=args.port, preferred_port=default_port, security=args.security)
+    broker = LocalBroker(
+        args.dir,
+        port=args.port,
+        preferred_port=default_port,
+        security=args.security,
+        kafka_version=args.kafka_version,
+    )
     if args.action == "start":
         began = time.monotonic()
         status = broker.start(timeout=args.timeout)
@@ -271,6 +279,12 @@ def build_parser() -> argparse.ArgumentParser:
         default="plaintext",
         help="sasl_ssl: TLS and a SCRAM user; ssl: mutual TLS (client certificates). Certificates, CA and users are "
         "made at the first start, in the broker directory",
+    )
+    broker.add_argument(
+        "--kafka-version",
+        default=None,
+        help="the Apache Kafka release to run, resolved from Maven Central once (default $STREAMLET_KAFKA_VERSION "
+        "or the project's Kafka version; 3.9.1 is the oldest streamlet supports)",
     )
     broker.set_defaults(handler=_broker)
 

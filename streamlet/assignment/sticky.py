@@ -1,13 +1,14 @@
 """StickyTaskAssignor: Kafka Streams' KIP-924 sticky assignor, reproduced exactly.
 
 Source: `org.apache.kafka.streams.processor.assignment.assignors.StickyTaskAssignor` of Kafka Streams
-4.1.1, the class users select with `task.assignor.class` (the pre-3.8 sticky assignor lives on as the
+4.4.0, the class users select with `task.assignor.class` (the pre-3.8 sticky assignor lives on as the
 internal `LegacyStickyTaskAssignor`, reachable only through `internal.task.assignor.class` and as the
 delegate of `FallbackPriorTaskAssignor`, see `fallback_prior.py`). It ignores lags and keeps tasks where
 they were, within a quota:
 
 1. every previous active stays on its previous client while that client has fewer than
-   `threads * (tasks // total threads)` actives;
+   `ceil(tasks * threads / total threads)` actives (its share of all tasks, rounded up: Kafka Streams 4.4's
+   quota; up to 4.3 it was `threads * (tasks // total threads)`, rounded down, see docs/kafka-4.4.md);
 2. the tasks left go to a previous standby holder with room under the same quota;
 3. the rest, in TaskId order, go to the "best" client: the previous owner (active, else the least
    loaded previous standby) unless it is loaded >= 1 task per thread and some client is less loaded,
@@ -91,9 +92,11 @@ class _AssignmentState:
                 locations.setdefault(task, set()).add(pid)
         self.new_task_locations = locations
 
-    def has_room_for_active_task(self, pid: uuid.UUID, active_tasks_per_thread: int) -> bool:
+    def has_room_for_active_task(self, pid: uuid.UUID, total_tasks: int, total_threads: int) -> bool:
+        """Fewer actives than the client's share of all tasks, rounded up (Java's int arithmetic)."""
         actives = sum(1 for t in self.new_assignments[pid].tasks.values() if t.type is TaskType.ACTIVE)
-        return actives < self.clients[pid].num_processing_threads * active_tasks_per_thread
+        threads = self.clients[pid].num_processing_threads
+        return actives < (total_tasks * threads + total_threads - 1) // total_threads
 
     def find_best_client_for_task(self, task: TaskId, clients_within: Sequence[uuid.UUID]) -> uuid.UUID:
         if len(clients_within) == 1:
@@ -193,7 +196,7 @@ class StickyTaskAssignor:
         total_capacity = sum(c.num_processing_threads for c in state.clients.values())
         if total_capacity == 0:
             raise TaskAssignmentError("the sticky assignor needs at least one client thread")
-        active_tasks_per_thread = len(all_tasks) // total_capacity
+        total_tasks = len(all_tasks)
         unassigned_order = java_hash_set_copy_order(all_tasks, TaskId.java_hash_code)
         unassigned = set(unassigned_order)
 
@@ -202,7 +205,7 @@ class StickyTaskAssignor:
             previous = state.previous_active[task]
             if task in all_tasks and (
                 self.must_preserve_active_task_assignment
-                or state.has_room_for_active_task(previous, active_tasks_per_thread)
+                or state.has_room_for_active_task(previous, total_tasks, total_capacity)
             ):
                 state.finalize_assignment(task, previous, TaskType.ACTIVE)
                 unassigned.discard(task)
@@ -210,7 +213,7 @@ class StickyTaskAssignor:
         # Then to a client that had it as a standby, under the same quota.
         for task in [t for t in unassigned_order if t in unassigned]:
             for pid in state.previous_standby.get(task, ()):
-                if state.has_room_for_active_task(pid, active_tasks_per_thread):
+                if state.has_room_for_active_task(pid, total_tasks, total_capacity):
                     state.finalize_assignment(task, pid, TaskType.ACTIVE)
                     unassigned.remove(task)
                     break

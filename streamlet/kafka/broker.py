@@ -34,9 +34,17 @@ from pathlib import Path
 from streamlet.errors import BrokerError
 from streamlet.kafka.certificates import TlsFiles, make_tls_files, tls_files
 
-KAFKA_VERSION = "4.1.1"
+#: The Kafka release the local broker runs by default, and the one the oracles and bench peers are built from.
+KAFKA_VERSION = "4.4.0"
+#: The oldest broker streamlet supports: the integration tier's compatibility pass runs against it
+#: (`STREAMLET_KAFKA_VERSION=3.9.1`, see docs/kafka-4.4.md).
+OLDEST_SUPPORTED_KAFKA_VERSION = "3.9.1"
+#: Picks another Kafka release for `LocalBroker` (and so for `streamlet broker start` and the test session's broker).
+KAFKA_VERSION_ENV = "STREAMLET_KAFKA_VERSION"
 _MIN_JAVA = 17
 _STATE_FILE = "broker.json"
+# the Kafka release that formatted a broker directory's data (KRaft storage is not forward-compatible)
+_FORMATTED_BY_FILE = "formatted-by-kafka"
 # --security: a plaintext listener; SASL_SSL with SCRAM users; SSL with client certificates (mutual TLS)
 PLAINTEXT_MODE, SASL_SSL_MODE, SSL_MODE = "plaintext", "sasl_ssl", "ssl"
 SECURITY_MODES = (PLAINTEXT_MODE, SASL_SSL_MODE, SSL_MODE)
@@ -82,12 +90,23 @@ def check_java() -> str:
     if major == 1 and match.group(2):  # "1.8" style
         major = int(match.group(2))
     if major < _MIN_JAVA:
-        raise BrokerError(f"Java {major} found at {java}; Kafka {KAFKA_VERSION} needs Java {_MIN_JAVA}+")
+        raise BrokerError(f"Java {major} found at {java}; Kafka needs Java {_MIN_JAVA}+")
     return java
 
 
-def kafka_libs(version: str = KAFKA_VERSION) -> Path:
-    """The directory of broker jars: `$KAFKA_HOME/libs`, or the Maven-resolved cache (downloading once)."""
+def selected_kafka_version() -> str:
+    """The Kafka release a broker runs when none is given: `STREAMLET_KAFKA_VERSION`, else KAFKA_VERSION."""
+    version = os.environ.get(KAFKA_VERSION_ENV, "").strip() or KAFKA_VERSION
+    if not re.fullmatch(r"\d+\.\d+\.\d+", version):
+        raise BrokerError(f"{KAFKA_VERSION_ENV}={version!r}: expected a Kafka release such as {KAFKA_VERSION}")
+    return version
+
+
+def kafka_libs(version: str | None = None) -> Path:
+    """The directory of broker jars: `$KAFKA_HOME/libs`, or the Maven-resolved cache (downloading once).
+
+    `version`: a Kafka release on Maven Central (default: `selected_kafka_version()`)."""
+    version = version or selected_kafka_version()
     kafka_home = os.environ.get("KAFKA_HOME")
     if kafka_home:
         libs = Path(kafka_home) / "libs"
@@ -133,6 +152,25 @@ def kafka_libs(version: str = KAFKA_VERSION) -> Path:
     partial.rename(libs)
     (target / ".complete").write_text(version + "\n")
     return libs
+
+
+def _release(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", version)[:3])
+
+
+def check_storage_version(directory: Path, version: str) -> None:
+    """Refuse to start Kafka `version` on data a newer release formatted: since Kafka 4.4 storage formatted by one
+    release cannot be read by an older one (an older broker dies at start with UnsupportedVersionException).
+    Directories formatted before streamlet recorded the release pass."""
+    try:
+        formatted_by = (directory / _FORMATTED_BY_FILE).read_text().strip()
+    except OSError:
+        return
+    if _release(version) < _release(formatted_by):
+        raise BrokerError(
+            f"the broker data in {directory} was formatted by Kafka {formatted_by}, which Kafka {version} cannot "
+            f"read; start Kafka {formatted_by} or newer there (--kafka-version), or use another --dir"
+        )
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -265,7 +303,7 @@ class LocalBroker:
         port: int | None = None,
         preferred_port: int | None = None,
         host: str = "127.0.0.1",
-        kafka_version: str = KAFKA_VERSION,
+        kafka_version: str | None = None,
         heap: str = "512m",
         die_with_parent: bool = False,
         overrides: Mapping[str, str] | None = None,
@@ -289,7 +327,7 @@ class LocalBroker:
         self.host = host
         self.requested_port = port
         self.preferred_port = preferred_port  # used when free and no port is requested (see `choose_port`)
-        self.kafka_version = kafka_version
+        self.kafka_version = kafka_version or selected_kafka_version()
         self.heap = heap
         self.overrides = dict(overrides or {})  # server.properties entries that replace the defaults
         self.requested_controller_port = controller_port
@@ -363,7 +401,9 @@ class LocalBroker:
             classpath,
         ]
 
-        if not (data_dir / "meta.properties").exists():
+        if (data_dir / "meta.properties").exists():
+            check_storage_version(self.directory, self.kafka_version)
+        else:
             shutil.rmtree(data_dir, ignore_errors=True)
             cluster_id = self.cluster_id or _new_cluster_id()
             fmt = subprocess.run(
@@ -374,6 +414,7 @@ class LocalBroker:
             )
             if fmt.returncode != 0:
                 raise BrokerError(f"formatting KRaft storage in {data_dir} failed:\n{fmt.stdout}{fmt.stderr}")
+            (self.directory / _FORMATTED_BY_FILE).write_text(self.kafka_version + "\n")
 
         with open(log_file, "ab") as log:
             proc = subprocess.Popen(

@@ -90,11 +90,12 @@ class LocalCluster:
         die_with_parent: bool = False,
         security: str = PLAINTEXT_MODE,
         overrides: dict[str, str] | None = None,
+        kafka_version: str | None = None,
     ) -> None:
         """`ports`: the client ports of nodes 1..nodes (default: free ones); `heap` per JVM (2-core machines
-        run three of them); `die_with_parent` as for `LocalBroker`; `security` one of SECURITY_MODES, fixed at
-        the first start (the nodes share one CA and one set of users, in `<dir>/tls`); `overrides`: more
-        server.properties entries for every node."""
+        run three of them); `die_with_parent` and `kafka_version` as for `LocalBroker`; `security` one of
+        SECURITY_MODES, fixed at the first start (the nodes share one CA and one set of users, in `<dir>/tls`);
+        `overrides`: more server.properties entries for every node."""
         if security not in SECURITY_MODES:
             raise BrokerError(f"security={security!r}: expected one of {', '.join(SECURITY_MODES)}")
         if nodes < 1:
@@ -108,6 +109,7 @@ class LocalCluster:
         self.die_with_parent = die_with_parent
         self.security = security
         self.overrides = dict(overrides or {})
+        self.kafka_version = kafka_version
         self._brokers: dict[int, LocalBroker] = {}
 
     # ---- layout ------------------------------------------------------------------------------------------
@@ -173,6 +175,7 @@ class LocalCluster:
             overrides=overrides,
             security=layout.security,
             tls_dir=self.directory / "tls",
+            kafka_version=self.kafka_version,
         )
         self._brokers[node_id] = broker
         return broker

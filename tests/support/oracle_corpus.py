@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
 from streamlet.assignment.simulation import simulate
+from streamlet.kafka.broker import KAFKA_VERSION
 from tests.support.case_strategies import contract_cases
 from tests.support.oracle import Oracle, normalize_output
 
@@ -67,9 +68,8 @@ def mismatches(oracle: Oracle, cases: list[dict[str, Any]], streamlet_assignor: 
 def assert_no_mismatch(problems: list[str], total: int, what: str) -> None:
     if problems:
         shown = "\n\n".join(problems[:3])
-        pytest.fail(
-            f"{what}: {len(problems)} of {total} cases differ from Kafka Streams 4.1.1.\n{shown}", pytrace=False
-        )
+        summary = f"{what}: {len(problems)} of {total} cases differ from Kafka Streams {KAFKA_VERSION}."
+        pytest.fail(f"{summary}\n{shown}", pytrace=False)
 
 
 def generated_corpus() -> list[dict[str, Any]]:

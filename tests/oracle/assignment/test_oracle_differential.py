@@ -1,4 +1,4 @@
-"""Differential tests: streamlet's HighAvailabilityTaskAssignor against Kafka Streams' own (4.1.1).
+"""Differential tests: streamlet's HighAvailabilityTaskAssignor against Kafka Streams' own (KAFKA_VERSION).
 
 The oracle (``oracle/``, driven by ``tests.support.oracle``) runs the real
 ``org.apache.kafka.streams.processor.internals.assignment.HighAvailabilityTaskAssignor`` in one JVM
@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from streamlet.kafka.broker import KAFKA_VERSION
 from tests.support.case_strategies import contract_cases
 from tests.support.fixtures import ASSIGNMENT_CASES
 from tests.support.oracle import (
@@ -63,7 +64,7 @@ def _assert_streamlet_matches(oracle: Oracle, case: dict[str, Any]) -> None:
     actual = _simulate(case)
     if actual != expected:
         pytest.fail(
-            "streamlet's high_availability assignment differs from Kafka Streams 4.1.1's.\n"
+            f"streamlet's high_availability assignment differs from Kafka Streams {KAFKA_VERSION}'s.\n"
             f"case (replay: echo '<case>' | java -jar oracle/target/streamlet-assignor-oracle.jar):\n"
             f"{_dump(case)}\n"
             f"kafka streams: {json.dumps(expected)}\n"

@@ -1,4 +1,4 @@
-"""Differential tests: KIP-708 rack-aware standbys (`ClientTagAwareStandbyTaskAssignor` inside HATA, 4.1.1).
+"""Differential tests: KIP-708 rack-aware standbys (`ClientTagAwareStandbyTaskAssignor` inside HATA, KAFKA_VERSION).
 
 With `rack_aware_assignment_tags` set, HATA places standbys with Kafka Streams'
 `ClientTagAwareStandbyTaskAssignor` and balances them only between clients with the same tags.

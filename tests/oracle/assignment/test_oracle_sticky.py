@@ -1,4 +1,4 @@
-"""Differential tests: streamlet's sticky assignors against Kafka Streams' own classes (4.1.1).
+"""Differential tests: streamlet's sticky assignors against Kafka Streams' own classes (KAFKA_VERSION).
 
 * ``sticky``: ``org.apache.kafka.streams.processor.assignment.assignors.StickyTaskAssignor`` (KIP-924),
   also with ``mustPreserveActiveTaskAssignment = true``;

@@ -1,4 +1,4 @@
-"""The wire formats of foreign-key joins against the bytes Kafka Streams 4.1.1's own classes write.
+"""The wire formats of foreign-key joins against the bytes Kafka Streams 4.4.0's own classes write.
 
 A Java helper (compiled here against the kafka-streams jar, in the package of the package-private classes)
 prints Kafka's `Murmur3.hash128` of inputs of every tail length, `SubscriptionWrapperSerde` output for every
@@ -38,6 +38,7 @@ HELPER = (
 package PACKAGE;
 
 import java.util.HexFormat;
+import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.serialization.Serializer;
 import org.apache.kafka.streams.state.internals.Murmur3;
@@ -70,7 +71,7 @@ public class FormatsHelper {
                     final SubscriptionWrapper<String> w =
                         new SubscriptionWrapper<>(hash, instruction, "pk-" + instruction.value(), version, 7);
                     System.out.println("subscription " + instruction.value() + " " + hash(hash) + " " + version
-                        + " " + HEX.formatHex(subscriptions.serialize("t", w)));
+                        + " " + HEX.formatHex(subscriptions.serialize("t", new RecordHeaders(), w)));
                 }
             }
         }
@@ -80,13 +81,14 @@ public class FormatsHelper {
             for (final String value : new String[] {"A1", null}) {
                 final SubscriptionResponseWrapper<String> r = new SubscriptionResponseWrapper<>(hash, value, 3);
                 System.out.println("response " + hash(hash) + " " + value + " "
-                    + HEX.formatHex(responses.serialize("t", r)));
+                    + HEX.formatHex(responses.serialize("t", new RecordHeaders(), r)));
             }
         }
         final CombinedKeySchema<String, String> schema =
             new CombinedKeySchema<>(() -> "t-fk", Serdes.String(), () -> "t-pk", Serdes.String());
-        System.out.println("combined fk1 pk-1 " + HEX.formatHex(schema.toBytes("fk1", "pk-1").get()));
-        System.out.println("prefix fk1 " + HEX.formatHex(schema.prefixBytes("fk1").get()));
+        final RecordHeaders none = new RecordHeaders();
+        System.out.println("combined fk1 pk-1 " + HEX.formatHex(schema.toBytes("fk1", "pk-1", none).get()));
+        System.out.println("prefix fk1 " + HEX.formatHex(schema.prefixBytes("fk1", none).get()));
     }
 }
 """
@@ -106,9 +108,10 @@ def java_lines(tmp_path_factory: pytest.TempPathFactory) -> list[list[str]]:
     source = root / Path(*PACKAGE.split(".")) / "FormatsHelper.java"
     source.parent.mkdir(parents=True)
     source.write_text(HELPER)
-    subprocess.run(
-        ["javac", "-nowarn", "-cp", classpath, "-d", str(root), str(source)], check=True, capture_output=True
+    javac = subprocess.run(
+        ["javac", "-nowarn", "-cp", classpath, "-d", str(root), str(source)], capture_output=True, text=True
     )
+    assert javac.returncode == 0, f"the helper does not compile against the oracle's kafka-streams:\n{javac.stderr}"
     result = subprocess.run(
         ["java", "-cp", classpath + os.pathsep + str(root), PACKAGE + ".FormatsHelper"],
         check=True,

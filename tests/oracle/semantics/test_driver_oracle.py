@@ -1,7 +1,7 @@
 """streamlet's TopologyTestDriver against Kafka Streams' own, record for record (topic, key, value, timestamp).
 
 Each case is a DSL program (tests/support/dsl_spec.py), input records and wall-clock advances. The Java
-oracle (oracle/semantics, kafka-streams + kafka-streams-test-utils 4.1.1) runs it on Kafka's driver and prints
+oracle (oracle/semantics, kafka-streams + kafka-streams-test-utils, KAFKA_VERSION) runs it on Kafka's driver and prints
 every record written to every topic (sinks, repartition and changelog topics) plus `describe()`; streamlet
 must give exactly the same. Needs Java 17+ and Maven (the jar is built on first use).
 """

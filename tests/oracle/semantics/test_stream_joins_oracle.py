@@ -5,7 +5,7 @@ the grace period, late records, asymmetric `before`/`after` windows, the emissio
 their window closes, a stream joined with itself,
 re-keyed sides (repartitioned), named joins and stores, and timestamps far enough apart for the window stores'
 segments to expire. Generated cases (tests/support/stream_join_cases.py) mix joins with the other operations.
-Both sides run on Kafka Streams 4.1.1 and on streamlet and must agree record for record (sinks, repartition
+Both sides run on Kafka Streams (KAFKA_VERSION) and on streamlet and must agree record for record (sinks, repartition
 topics and every changelog), describe() included.
 """
 

@@ -1,7 +1,7 @@
 """Source KTables, KTable operations and KStream-KTable joins against Kafka Streams' TopologyTestDriver.
 
 Hand-written cases pin every null and ordering edge of tables and joins; generated cases
-(tests/support/table_cases.py) mix them with the stream operations. Both run on Kafka Streams 4.1.1 and on
+(tests/support/table_cases.py) mix them with the stream operations. Both run on Kafka Streams (KAFKA_VERSION) and on
 streamlet and must agree record for record, describe() included (see test_driver_oracle.py).
 """
 

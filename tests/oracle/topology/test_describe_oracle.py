@@ -39,7 +39,7 @@ def _classpath() -> str | None:
         return configured
     from tests.support.semantics_oracle import LIB_DIR, build_semantics_oracle
 
-    # resolves kafka-streams 4.1.1 and its dependencies (RocksDB's too: the changelog topics are only known
+    # resolves kafka-streams (KAFKA_VERSION) and its dependencies (RocksDB's too: the changelog topics are only known
     # once Kafka built the stores) into oracle/semantics/target/lib
     build_semantics_oracle()
     jars = sorted(LIB_DIR.glob("*.jar"))

@@ -29,7 +29,7 @@ def test_missing_maven_says_what_to_install(monkeypatch: pytest.MonkeyPatch, tmp
     monkeypatch.setenv("STREAMLET_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(broker_mod.shutil, "which", lambda name: None)
     with pytest.raises(BrokerError, match="mvn not found"):
-        broker_mod.kafka_libs("4.1.1")
+        broker_mod.kafka_libs(broker_mod.KAFKA_VERSION)
 
 
 def test_bad_kafka_home_is_reported(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
@@ -92,7 +92,7 @@ def _fake_start(seen: list[LocalBroker], port: int):
     def start(self: LocalBroker, timeout: float = 120.0) -> broker_mod.BrokerStatus:
         seen.append(self)
         return broker_mod.BrokerStatus(
-            pid=1, host="127.0.0.1", port=port, controller_port=1, kafka_version="4.1.1",
+            pid=1, host="127.0.0.1", port=port, controller_port=1, kafka_version=broker_mod.KAFKA_VERSION,
             data_dir="d", log_file="l", started_at=0.0,
         )  # fmt: skip
 
@@ -129,7 +129,9 @@ def test_a_secured_broker_keeps_its_secrets_in_owner_only_files(tmp_path) -> Non
     assert props["super.users"] == "User:localhost;User:admin;User:streamlet"
     password_file = broker.tls_dir / "streamlet.password"
     assert password_file.stat().st_mode & 0o077 == 0 and (broker.tls_dir / "client.key").stat().st_mode & 0o077 == 0
-    status = broker_mod.BrokerStatus(1, "127.0.0.1", 19000, 19001, "4.1.1", str(tmp_path / "data"), "", 0.0, "sasl_ssl")
+    status = broker_mod.BrokerStatus(
+        1, "127.0.0.1", 19000, 19001, broker_mod.KAFKA_VERSION, str(tmp_path / "data"), "", 0.0, "sasl_ssl"
+    )
     settings = status.client_settings()
     assert settings["STREAMLET_SASL_PLAIN_PASSWORD_FILE"] == str(password_file)
     assert password_file.read_text().strip() not in "".join(settings.values())
