@@ -19,14 +19,13 @@ null keys are dropped before a repartition topic, as in Kafka Streams.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any, cast
 
 from streamlet.errors import SerializationError, StreamsFailure, TopologyError
 from streamlet.runtime import branch_processors, global_table_join, ktable_processors, stream_join, value_getters
 from streamlet.runtime.dropped_records import INVALID_TIMESTAMP, DroppedRecords
-from streamlet.runtime.fetched_records import FetchedRecord
 from streamlet.runtime.pre_aggregate import pre_aggregate_node
 from streamlet.runtime.processor_context import ProcessorContext
 from streamlet.runtime.punctuation import TaskPunctuations
@@ -207,61 +206,24 @@ class TaskProcessorGraph:
         record.partition = partition
         record.offset = offset
         record.timestamp = timestamp
-        source = self._source_of(topic)
-        try:
-            source(key, value)
-        except (RecordDeserializationError, StreamsFailure, TopologyError):  # fatal: the app itself is wrong
-            raise
-        except Exception as exc:
-            raise self._processing_error(exc, topic, partition, offset) from exc
-
-    def process_records(
-        self,
-        topic: str,
-        partition: int,
-        records: Sequence[FetchedRecord],
-        failed: Callable[[FetchedRecord, RecordDeserializationError | RecordProcessingError], None],
-    ) -> None:
-        """`process` for each of one partition's records, in order, in one loop: the stream thread's path, with
-        no call into the graph per record. The record context is each record's in turn, headers included. A
-        record that fails goes to `failed` (the task's exception handlers), which raises to stop or returns to
-        go on with the next record."""
-        source = self._source_of(topic)
-        record = self.record
-        for fetched in records:
-            record.topic = topic
-            record.partition = partition
-            record.offset = fetched.offset
-            record.timestamp = fetched.timestamp
-            record.headers = fetched.headers
-            try:
-                source(fetched.key, fetched.value)
-            except (StreamsFailure, TopologyError):  # fatal: the app itself is wrong
-                raise
-            except RecordDeserializationError as exc:
-                failed(fetched, exc)
-            except Exception as exc:
-                error = self._processing_error(exc, topic, partition, fetched.offset)
-                error.__cause__ = exc
-                failed(fetched, error)
-
-    def _source_of(self, topic: str) -> Callable[[bytes | None, bytes | None], None]:
         source = self._sources.get(topic)
         if source is None:
             raise TopologyError(
                 f"task {self.task_id} does not read topic {topic!r} (its source topics: {list(self._sources)})"
             )
-        return source
-
-    def _processing_error(self, exc: Exception, topic: str, partition: int, offset: int) -> RecordProcessingError:
-        node = failing_node(exc.__traceback__)
-        production = isinstance(exc, RecordTooLargeError) or node in self._sinks
-        return RecordProcessingError(
-            f"task {self.task_id}: processor {node} raised {exc!r} on record {topic}-{partition}@{offset}",
-            node,
-            exc,
-            production=production,
-        )
+        try:
+            source(key, value)
+        except (RecordDeserializationError, StreamsFailure, TopologyError):  # fatal: the app itself is wrong
+            raise
+        except Exception as exc:
+            node = failing_node(exc.__traceback__)
+            production = isinstance(exc, RecordTooLargeError) or node in self._sinks
+            raise RecordProcessingError(
+                f"task {self.task_id}: processor {node} raised {exc!r} on record {topic}-{partition}@{offset}",
+                node,
+                exc,
+                production=production,
+            ) from exc
 
     def __repr__(self) -> str:
         return f"TaskProcessorGraph({self.task_id}, nodes={len(self._nodes)})"

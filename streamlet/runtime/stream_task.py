@@ -6,7 +6,6 @@ per-record path is direct attribute access with no extra indirection.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -116,22 +115,22 @@ class StreamTask:
 
     def process(self, tp: TopicPartition, records: Sequence[FetchedRecord]) -> None:
         """Process one partition's batch in offset order."""
-        if not records:
-            return
-        self.graph.process_records(tp.topic, tp.partition, records, functools.partial(self._failed, tp))
-        self._consumed[tp] = records[-1].offset
-
-    def _failed(
-        self, tp: TopicPartition, record: FetchedRecord, exc: RecordDeserializationError | RecordProcessingError
-    ) -> None:
-        """A record failed: its exception handler raises (the task stops) or returns (the record is skipped)."""
-        if isinstance(exc, RecordDeserializationError):
-            self._handlers.deserialization.handle(self.task_id, consumer_record(tp, record), exc)
-            self.graph.dropped.record(exc.node or tp.topic, DESERIALIZATION)  # the handler skipped it
-            return
-        handler = self._handlers.production if exc.production else self._handlers.processing
-        handler.handle(self.task_id, consumer_record(tp, record), exc.cause, exc.node)
-        self.graph.dropped.record(exc.node or tp.topic, PRODUCTION_ERROR if exc.production else PROCESSING_ERROR)
+        process = self.graph.process
+        topic, partition = tp.topic, tp.partition
+        context = self.record_context
+        for record in records:
+            context.headers = record.headers
+            try:
+                process(topic, partition, record.offset, record.timestamp, record.key, record.value)
+            except RecordDeserializationError as exc:
+                self._handlers.deserialization.handle(self.task_id, consumer_record(tp, record), exc)
+                self.graph.dropped.record(exc.node or topic, DESERIALIZATION)  # the handler skipped it
+            except RecordProcessingError as exc:
+                handler = self._handlers.production if exc.production else self._handlers.processing
+                handler.handle(self.task_id, consumer_record(tp, record), exc.cause, exc.node)
+                self.graph.dropped.record(exc.node or topic, PRODUCTION_ERROR if exc.production else PROCESSING_ERROR)
+        if records:
+            self._consumed[tp] = records[-1].offset
 
     def process_buffered(self, now_ms: int, lag: LagProvider) -> int:
         """Process the buffered records, the head with the smallest timestamp first, while the partition group

@@ -234,49 +234,6 @@ def test_processing_errors_name_the_processor_and_the_record() -> None:
     assert info.value.node == "KSTREAM-MAPVALUES-0000000002" and not info.value.production
 
 
-def test_a_batch_runs_record_by_record_and_a_failing_record_goes_to_the_handler_alone() -> None:
-    """`process_records` (the stream thread's loop): each record in turn with its own record context, a record
-    that fails reported with its error while the records around it go through, and the handler's raise stops it."""
-    from tests.unit.runtime._fakes import FetchedTestRecord
-
-    seen: list[tuple[int, int, Any, str]] = []
-
-    def recorder(context: Any) -> Any:
-        def note(key: Any, value: Any) -> None:  # the context as a processor sees it, headers as the task has them
-            seen.append((context.offset, context.timestamp, tuple(task.record.headers), value))
-
-        return note
-
-    builder = StreamsBuilder()
-    stream = builder.stream("in", value_serde="str")
-    stream.process(recorder)
-    stream.map_values(lambda v: 1 // int(v)).to("out", value_serde="int")
-    ctx = FakeContext(TaskId(0, 0))
-    task = graph_of(builder.build(), TaskId(0, 0), ctx)
-    records = [
-        FetchedTestRecord(7, 100, None, b"1", (("h", b"a"),)),
-        FetchedTestRecord(8, 90, None, b"0"),
-        FetchedTestRecord(9, 120, None, b"x"),
-        FetchedTestRecord(10, 130, None, b"1", (("h", b"b"),)),
-    ]
-    failed: list[tuple[int, Exception]] = []
-    task.process_records("in", 2, records, lambda record, exc: failed.append((record.offset, exc)))
-    assert seen == [(7, 100, (("h", b"a"),), "1"), (8, 90, (), "0"), (9, 120, (), "x"), (10, 130, (("h", b"b"),), "1")]
-    assert [(offset, type(exc), exc.cause.__class__) for offset, exc in failed] == [  # type: ignore[attr-defined]
-        (8, RecordProcessingError, ZeroDivisionError),
-        (9, RecordProcessingError, ValueError),
-    ]
-    assert [(s.timestamp, s.value) for s in ctx.sent] == [(100, b"\x00\x00\x00\x01"), (130, b"\x00\x00\x00\x01")]
-
-    def stop(record: Any, exc: Exception) -> None:
-        raise exc
-
-    seen.clear()
-    with pytest.raises(RecordProcessingError):
-        task.process_records("in", 2, records, stop)
-    assert [offset for offset, *_ in seen] == [7, 8]
-
-
 def test_errors_of_a_downstream_node_are_not_blamed_on_its_parent() -> None:
     builder = StreamsBuilder()
     builder.stream("in").flat_map_values(lambda v: [1, 0]).foreach(lambda k, v: 1 / v)
