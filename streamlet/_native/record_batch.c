@@ -257,23 +257,29 @@ static PyObject *timestamped_values(PyObject *self, PyObject *args) {
     return out;
 }
 
-/* decode_records(buffer, start, min_offset, record_type) -> [record_type(offset, timestamp, key, value, headers,
- * timestamp_type), ...]: the main consumer's records, one tuple (of a tuple subclass: a NamedTuple) per record,
- * built here instead of by a Python generator per record. timestamp_type: 0 create time, 1 log append time. */
+static PyStructSequence_Field record_fields[] = {
+    {"offset", NULL}, {"timestamp", NULL}, {"key", NULL}, {"value", NULL}, {"headers", NULL},
+    {"timestamp_type", NULL}, {NULL, NULL}};
+
+static PyStructSequence_Desc record_desc = {
+    "streamlet._record_batch.BatchRecord",
+    "A fetched record as the main consumer hands it over (timestamp_type 0: create time, 1: log append time).",
+    record_fields, 6};
+
+static PyTypeObject *record_type;
+
+/* decode_records(buffer, start, min_offset) -> [BatchRecord(offset, timestamp, key, value, headers,
+ * timestamp_type), ...]: the main consumer's records, one struct sequence (a tuple with named fields, which
+ * is cheaper to make and free than a NamedTuple) per record, built here instead of by a Python generator. */
 static PyObject *decode_records(PyObject *self, PyObject *args) {
     PyObject *buffer, *start, *min_offset;
-    PyTypeObject *record_type;
-    if (!PyArg_ParseTuple(args, "OOOO!", &buffer, &start, &min_offset, &PyType_Type, &record_type)) return NULL;
-    if (!PyType_IsSubtype(record_type, &PyTuple_Type)) {
-        PyErr_SetString(PyExc_TypeError, "record_type must be a tuple subclass");
-        return NULL;
-    }
+    if (!PyArg_ParseTuple(args, "OOO", &buffer, &start, &min_offset)) return NULL;
     PyObject *batch_args = PyTuple_Pack(3, buffer, start, min_offset);
     if (!batch_args) return NULL;
     PyObject *columns = decode_batch(self, batch_args);
     Py_DECREF(batch_args);
     if (!columns) return NULL;
-    /* decode_batch checked the header's bounds: the attributes byte is there */
+    /* decode_batch checked the header's bounds: the attributes are there */
     Py_buffer view;
     if (PyObject_GetBuffer(buffer, &view, PyBUF_SIMPLE) < 0) {
         Py_DECREF(columns);
@@ -290,7 +296,7 @@ static PyObject *decode_records(PyObject *self, PyObject *args) {
     Py_ssize_t n = PyList_GET_SIZE(offsets);
     PyObject *out = no_headers && type_code ? PyList_New(n) : NULL;
     for (Py_ssize_t i = 0; out && i < n; i++) {
-        PyObject *record = record_type->tp_alloc(record_type, 6);
+        PyObject *record = PyStructSequence_New(record_type);
         if (!record) {
             Py_CLEAR(out);
             break;
@@ -300,7 +306,7 @@ static PyObject *decode_records(PyObject *self, PyObject *args) {
                               headers == Py_None ? no_headers : PyList_GET_ITEM(headers, i), type_code};
         for (int k = 0; k < 6; k++) {
             Py_INCREF(items[k]);
-            PyTuple_SET_ITEM(record, k, items[k]);
+            PyStructSequence_SET_ITEM(record, k, items[k]);
         }
         PyList_SET_ITEM(out, i, record);
     }
@@ -314,7 +320,7 @@ static PyMethodDef methods[] = {
     {"decode_batch", decode_batch, METH_VARARGS,
      "decode_batch(buffer, start, min_offset) -> (offsets, timestamps, keys, values, headers or None)"},
     {"decode_records", decode_records, METH_VARARGS,
-     "decode_records(buffer, start, min_offset, record_type) -> [record_type(offset, timestamp, key, value, headers, "
+     "decode_records(buffer, start, min_offset) -> [BatchRecord(offset, timestamp, key, value, headers, "
      "timestamp_type), ...]"},
     {"timestamped_values", timestamped_values, METH_VARARGS,
      "timestamped_values(timestamps, values) -> values behind their 8-byte big-endian timestamps"},
@@ -323,4 +329,15 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "streamlet._record_batch", NULL, -1, methods};
 
-PyMODINIT_FUNC PyInit__record_batch(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__record_batch(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    record_type = PyStructSequence_NewType(&record_desc);
+    if (!record_type || PyModule_AddObject(m, "BatchRecord", (PyObject *)record_type) < 0) {
+        Py_XDECREF(record_type);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(record_type); /* the module holds one reference, decode_records the other */
+    return m;
+}

@@ -4,11 +4,11 @@ aiokafka decodes each fetched batch record (its C `DefaultRecord`), copies it in
 the topic, partition, sizes and a headers tuple, and hands the records one by one from a Python generator to
 `getmany()`'s loop: in WordCount that was the largest single cost of the consumer side. A stream thread needs
 none of it (the partition is the dict key of the fetch result), so its main consumer opts out: a consumer
-whose key deserializer is `RAW_RECORDS` gets `BatchRecord` tuples, a whole batch of them decoded at once by
-the native decoder (`streamlet._record_batch.decode_records`; aiokafka's decoder where it cannot: compressed
-or legacy batches, or an install without the C extension) and taken by `getmany()` list by list. aiokafka
-keeps deciding everything about a batch (CRC, aborted transactions, control batches, `max_records`, the
-position). Every other consumer is untouched.
+whose key deserializer is `RAW_RECORDS` gets `BatchRecord`s (tuples with named fields), a whole batch of them
+decoded at once by the native decoder (`streamlet._record_batch.decode_records`; aiokafka's decoder where it
+cannot: compressed or legacy batches, or an install without the C extension) and taken by `getmany()` list
+by list. aiokafka keeps deciding everything about a batch (CRC, aborted transactions, control batches,
+`max_records`, the position). Every other consumer is untouched.
 
 Only the error path needs a real `ConsumerRecord` (handlers, dead letters): `consumer_record` builds one.
 The opt-out patches aiokafka's `PartitionRecords.__init__` and `FetchResult.getall` (pinned to aiokafka
@@ -19,13 +19,16 @@ every user of `FetchedRecord` accepts as well.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeAlias, cast
 
 from aiokafka.consumer import fetcher as _fetcher
 from aiokafka.structs import ConsumerRecord, TopicPartition
 
 from streamlet.kafka import record_blocks
 from streamlet.kafka.aiokafka_internals import version_supported
+
+if TYPE_CHECKING:
+    from streamlet._record_batch import BatchRecord as NativeBatchRecord
 
 try:
     import streamlet._record_batch as _native
@@ -53,7 +56,10 @@ class FetchedRecord(Protocol):
 
 
 class BatchRecord(NamedTuple):
-    """A fetched record as the main consumer hands it over (`timestamp_type` 0: create time, 1: log append)."""
+    """A fetched record as the main consumer hands it over (`timestamp_type` 0: create time, 1: log append).
+
+    The native decoder makes `streamlet._record_batch.BatchRecord`s instead: the same fields, as a C struct
+    sequence, which is cheaper to make and to free than a NamedTuple."""
 
     offset: int
     timestamp: int
@@ -61,6 +67,10 @@ class BatchRecord(NamedTuple):
     value: bytes | None
     headers: tuple[tuple[str, bytes], ...]
     timestamp_type: int
+
+
+#: what the main consumer hands over per record: the native decoder's struct sequence or the fallback's tuple
+Fetched: TypeAlias = "BatchRecord | NativeBatchRecord"
 
 
 def _identity(data: bytes | None) -> bytes | None:
@@ -91,13 +101,14 @@ def consumer_record(tp: TopicPartition, record: Any) -> ConsumerRecord[Any, Any]
     )
 
 
-def _record_lists(partition_records: Any) -> Iterator[tuple[int, list[BatchRecord]]]:
+def _record_lists(partition_records: Any) -> Iterator[tuple[int, list[Fetched]]]:
     """Per kept batch: the offset after it, and its records from the position on."""
     for batch, raw, start in record_blocks.kept_batches(partition_records):
         min_offset = partition_records.next_fetch_offset
+        records: list[Fetched]
         if raw is not None and _native is not None:
-            records = _native.decode_records(raw, start, min_offset, BatchRecord)
-        else:
+            records = cast("list[Fetched]", _native.decode_records(raw, start, min_offset))  # list is invariant
+        else:  # the same fields, in a NamedTuple
             records = [
                 BatchRecord(r.offset, r.timestamp, r.key, r.value, tuple(r.headers), r.timestamp_type)
                 for r in batch
@@ -115,13 +126,13 @@ class _Taker:
     def __init__(self, partition_records: Any) -> None:
         self._partition_records = partition_records
         self._batches = _record_lists(partition_records)
-        self._pending: list[BatchRecord] = []
+        self._pending: list[Fetched] = []
         self._batch_end = 0
 
-    def take(self, max_records: int | None) -> tuple[list[BatchRecord], bool]:
+    def take(self, max_records: int | None) -> tuple[list[Fetched], bool]:
         """Up to `max_records` records (None: all), and whether the fetched records are exhausted."""
         owner = self._partition_records
-        taken: list[BatchRecord] = []
+        taken: list[Fetched] = []
         while True:
             pending = self._pending
             if pending:
@@ -146,7 +157,7 @@ class _Taker:
             if not self._pending:
                 owner.next_fetch_offset = self._batch_end
 
-    def one_by_one(self) -> Iterator[BatchRecord]:
+    def one_by_one(self) -> Iterator[Fetched]:
         """aiokafka's record iterator (`getone()`), for completeness: the runtime takes lists."""
         while True:
             records, exhausted = self.take(1)

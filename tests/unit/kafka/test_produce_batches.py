@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 from streamlet import _record_batch, _record_encoder
 from streamlet.kafka import produce_batches
 from streamlet.kafka.produce_batches import Queued, encode
-from streamlet.runtime.fetched_records import BatchRecord
 from streamlet.runtime.record_collector import RecordCollector
 
 PRODUCER_STATE = (4711, 3, 17)  # producer id, epoch, base sequence, as the sender sets them
@@ -72,9 +71,9 @@ def test_a_batch_ends_where_aiokafkas_ends_at_every_batch_size() -> None:
 @settings(max_examples=100, deadline=None)
 @given(records=_records, batch_size=st.integers(100, 2_000))
 def test_the_decoder_reads_native_batches_back(records: list[Queued], batch_size: int) -> None:
-    decoded: list[BatchRecord] = []
+    decoded: list[_record_batch.BatchRecord] = []
     for batch in _native_batches(records, batch_size, False):
-        decoded += _record_batch.decode_records(batch, 0, 0, BatchRecord)
+        decoded += _record_batch.decode_records(batch, 0, 0)
     assert [(r.key, r.value, r.timestamp, r.headers) for r in decoded] == [
         (k, v, t, tuple(h)) for k, v, t, h in records
     ]
@@ -84,7 +83,7 @@ def test_a_record_without_timestamp_gets_the_current_time() -> None:
     before = int(time.time() * 1000)
     (batch,) = encode([(b"k", b"v", None, ())], 1 << 14, False)
     after = int(time.time() * 1000)
-    (record,) = _record_batch.decode_records(_finish(batch), 0, 0, BatchRecord)
+    (record,) = _record_batch.decode_records(_finish(batch), 0, 0)
     assert before <= record.timestamp <= after
 
 
