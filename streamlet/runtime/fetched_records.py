@@ -37,7 +37,7 @@ except ImportError:  # built without a C compiler: aiokafka's decoder reads the 
 
 
 class FetchedRecord(Protocol):
-    """What the runtime reads of a fetched record (a `ConsumerRecord` or aiokafka's decoded batch record)."""
+    """What the runtime reads of a fetched record (a `BatchRecord`, or a `ConsumerRecord` where not patched)."""
 
     @property
     def offset(self) -> int: ...
@@ -94,7 +94,7 @@ def consumer_record(tp: TopicPartition, record: Any) -> ConsumerRecord[Any, Any]
         record.timestamp_type,
         key,
         value,
-        getattr(record, "checksum", None),  # v2 batches have none per record
+        None,  # the checksum: v2 batches have none per record
         len(key) if key is not None else -1,
         len(value) if value is not None else -1,
         tuple(record.headers),
