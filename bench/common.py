@@ -212,6 +212,20 @@ async def produce_keyed(bootstrap: str, topic: str, records: Sequence[tuple[byte
         await producer.stop()
 
 
+def _build_native(tree: Path) -> None:
+    """Compile the tree's C extensions in place (the worktree has no install): a baseline without them would
+    run the pure-Python fallbacks and look slower than it is."""
+    import sysconfig
+
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    for source in sorted((tree / "streamlet" / "_native").glob("*.c")):
+        target = tree / "streamlet" / f"_{source.stem}{suffix}"
+        if not target.exists():
+            command = [*str(sysconfig.get_config_var("CC")).split(), "-shared", "-fPIC", "-O2"]
+            command += [f"-I{sysconfig.get_paths()['include']}", str(source), "-o", str(target)]
+            subprocess.run(command, check=True)
+
+
 def baseline_worktree(rev: str) -> tuple[str, Path]:
     """(short sha, tree): git revision `rev` checked out in a detached worktree under WORK (reused if there), whose
     streamlet a baseline peer imports (PYTHONPATH=tree, cwd=tree); exits if another streamlet shadows it."""
@@ -221,6 +235,7 @@ def baseline_worktree(rev: str) -> tuple[str, Path]:
     tree = WORK / f"baseline-{sha}"
     if not tree.exists():
         subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), sha], check=True)
+    _build_native(tree)
     where = subprocess.run(
         [str(LIB_PY), "-c", "import streamlet; print(streamlet.__file__)"],
         env={**os.environ, "PYTHONPATH": str(tree)},

@@ -11,7 +11,7 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 STAMP="$VENV/.streamlet-installed-$EXTRAS"
 # the C record batch decoder is built by the install too: rebuild when its source changed
-if [ ! -f "$STAMP" ] || [ "$ROOT/pyproject.toml" -nt "$STAMP" ] || [ "$ROOT/streamlet/_native/record_batch.c" -nt "$STAMP" ]; then
+if [ ! -f "$STAMP" ] || [ "$ROOT/pyproject.toml" -nt "$STAMP" ] || [ "$ROOT/streamlet/_native/record_batch.c" -nt "$STAMP" ] || [ "$ROOT/streamlet/_native/record_encoder.c" -nt "$STAMP" ]; then
   "$VENV/bin/python" -m pip install -q --upgrade pip
   "$VENV/bin/python" -m pip install -q -e "$ROOT[$EXTRAS]"
   touch "$STAMP"

@@ -257,9 +257,71 @@ static PyObject *timestamped_values(PyObject *self, PyObject *args) {
     return out;
 }
 
+static PyStructSequence_Field record_fields[] = {
+    {"offset", NULL}, {"timestamp", NULL}, {"key", NULL}, {"value", NULL}, {"headers", NULL},
+    {"timestamp_type", NULL}, {NULL, NULL}};
+
+static PyStructSequence_Desc record_desc = {
+    "streamlet._record_batch.BatchRecord",
+    "A fetched record as the main consumer hands it over (timestamp_type 0: create time, 1: log append time).",
+    record_fields, 6};
+
+static PyTypeObject *record_type;
+
+/* decode_records(buffer, start, min_offset) -> [BatchRecord(offset, timestamp, key, value, headers,
+ * timestamp_type), ...]: the main consumer's records, one struct sequence (a tuple with named fields, which
+ * is cheaper to make and free than a NamedTuple) per record, built here instead of by a Python generator. */
+static PyObject *decode_records(PyObject *self, PyObject *args) {
+    PyObject *buffer, *start, *min_offset;
+    if (!PyArg_ParseTuple(args, "OOO", &buffer, &start, &min_offset)) return NULL;
+    PyObject *batch_args = PyTuple_Pack(3, buffer, start, min_offset);
+    if (!batch_args) return NULL;
+    PyObject *columns = decode_batch(self, batch_args);
+    Py_DECREF(batch_args);
+    if (!columns) return NULL;
+    /* decode_batch checked the header's bounds: the attributes are there */
+    Py_buffer view;
+    if (PyObject_GetBuffer(buffer, &view, PyBUF_SIMPLE) < 0) {
+        Py_DECREF(columns);
+        return NULL;
+    }
+    Py_ssize_t at = PyLong_AsSsize_t(start);
+    int log_append_time = (read_be16((const unsigned char *)view.buf + at + 21) & LOG_APPEND_TIME) != 0;
+    PyBuffer_Release(&view);
+    PyObject *offsets = PyTuple_GET_ITEM(columns, 0), *timestamps = PyTuple_GET_ITEM(columns, 1);
+    PyObject *keys = PyTuple_GET_ITEM(columns, 2), *values = PyTuple_GET_ITEM(columns, 3);
+    PyObject *headers = PyTuple_GET_ITEM(columns, 4);
+    PyObject *no_headers = PyTuple_New(0);
+    PyObject *type_code = PyLong_FromLong(log_append_time ? 1 : 0);
+    Py_ssize_t n = PyList_GET_SIZE(offsets);
+    PyObject *out = no_headers && type_code ? PyList_New(n) : NULL;
+    for (Py_ssize_t i = 0; out && i < n; i++) {
+        PyObject *record = PyStructSequence_New(record_type);
+        if (!record) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyObject *items[6] = {PyList_GET_ITEM(offsets, i), PyList_GET_ITEM(timestamps, i), PyList_GET_ITEM(keys, i),
+                              PyList_GET_ITEM(values, i),
+                              headers == Py_None ? no_headers : PyList_GET_ITEM(headers, i), type_code};
+        for (int k = 0; k < 6; k++) {
+            Py_INCREF(items[k]);
+            PyStructSequence_SET_ITEM(record, k, items[k]);
+        }
+        PyList_SET_ITEM(out, i, record);
+    }
+    Py_XDECREF(no_headers);
+    Py_XDECREF(type_code);
+    Py_DECREF(columns);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"decode_batch", decode_batch, METH_VARARGS,
      "decode_batch(buffer, start, min_offset) -> (offsets, timestamps, keys, values, headers or None)"},
+    {"decode_records", decode_records, METH_VARARGS,
+     "decode_records(buffer, start, min_offset) -> [BatchRecord(offset, timestamp, key, value, headers, "
+     "timestamp_type), ...]"},
     {"timestamped_values", timestamped_values, METH_VARARGS,
      "timestamped_values(timestamps, values) -> values behind their 8-byte big-endian timestamps"},
     {NULL, NULL, 0, NULL},
@@ -267,4 +329,15 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "streamlet._record_batch", NULL, -1, methods};
 
-PyMODINIT_FUNC PyInit__record_batch(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__record_batch(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    record_type = PyStructSequence_NewType(&record_desc);
+    if (!record_type || PyModule_AddObject(m, "BatchRecord", (PyObject *)record_type) < 0) {
+        Py_XDECREF(record_type);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(record_type); /* the module holds one reference, decode_records the other */
+    return m;
+}

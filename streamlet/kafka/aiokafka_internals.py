@@ -1,9 +1,10 @@
 """The one place that says which aiokafka streamlet reaches into.
 
-streamlet relies on aiokafka's private parts in three places: the group consumer changes its manual assignment
+streamlet relies on aiokafka's private parts in four places: the group consumer changes its manual assignment
 in place (`kafka/group/consumer.py`), the restore consumer decodes record batches into columns
-(`kafka/record_blocks.py`), and the main consumer skips aiokafka's per-record `ConsumerRecord`
-(`runtime/fetched_records.py`). All three are written against the aiokafka minor version pinned in
+(`kafka/record_blocks.py`), the main consumer takes decoded batches instead of aiokafka's per-record
+`ConsumerRecord` (`runtime/fetched_records.py`), and the record collector hands the producer batches it encoded
+itself (`kafka/produce_batches.py`). All four are written against the aiokafka minor version pinned in
 pyproject.toml and ask here before they touch anything.
 """
 

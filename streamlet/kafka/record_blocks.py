@@ -149,8 +149,11 @@ def _block_from_aiokafka(batch: Any, min_offset: int) -> RecordBlock:
     return block
 
 
-def _unpack_blocks(self: Any) -> Iterator[RecordBlock]:
-    """aiokafka's `PartitionRecords._unpack_records`, yielding one block per batch instead of each record."""
+def kept_batches(self: Any) -> Iterator[tuple[Any, bytes | None, int]]:
+    """The batches of aiokafka's `PartitionRecords` whose records are to be read, after aiokafka's own checks
+    (CRC, aborted transactions, control batches: `next_fetch_offset` moves past the skipped ones), each with the
+    fetched bytes and where it starts in them when the native decoder can read it (an uncompressed v2 batch),
+    else None and 0: then aiokafka's decoder reads it."""
     tp = self._tp
     records = self._records
     raw: bytes | None = getattr(records, "raw", None) if _native is not None else None
@@ -173,6 +176,15 @@ def _unpack_blocks(self: Any) -> Iterator[RecordBlock]:
             self.next_fetch_offset = batch.next_offset
             continue
         if raw is not None and batch.magic == 2 and batch.compression_type == 0:
+            yield batch, raw, start
+        else:
+            yield batch, None, 0
+
+
+def _unpack_blocks(self: Any) -> Iterator[RecordBlock]:
+    """aiokafka's `PartitionRecords._unpack_records`, yielding one block per batch instead of each record."""
+    for batch, raw, start in kept_batches(self):
+        if raw is not None:
             block = RecordBlock(*_native.decode_batch(raw, start, self.next_fetch_offset))
         else:
             block = _block_from_aiokafka(batch, self.next_fetch_offset)

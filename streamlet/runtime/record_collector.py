@@ -23,13 +23,13 @@ from aiokafka.producer.transaction_manager import TransactionManager
 from aiokafka.structs import OffsetAndMetadata, RecordMetadata, TopicPartition
 
 from streamlet.errors import MissingTopicError, StreamletError
+from streamlet.kafka import produce_batches
 from streamlet.kafka.aiokafka_internals import require
+from streamlet.kafka.produce_batches import Queued as _Queued
 from streamlet.kafka.txn_offset_commit import GroupMetadata, set_group_metadata
 from streamlet.runtime.partitioner import CachingDefaultPartitioner, DeferredPartition
 
 _Headers = Sequence[tuple[str, bytes]]
-#: a queued record of one partition: (key, value, timestamp, headers)
-_Queued = tuple[bytes | None, bytes | None, int | None, _Headers]
 
 
 def _append(batch: Any, key: bytes | None, value: bytes | None, timestamp: int | None, headers: _Headers) -> Any:
@@ -232,6 +232,12 @@ class RecordCollector:
 
     async def _send_records(self, topic: str, partition: int, records: list[_Queued]) -> None:
         producer = self._producer
+        native = produce_batches.native_batches_for(producer)
+        if native is not None:  # the same batches, encoded in C (streamlet.kafka.produce_batches)
+            batch_size, transactional = native
+            for encoded in produce_batches.encode(records, batch_size, transactional):
+                await self._submit(encoded, topic, partition)
+            return
         batch = producer.create_batch()
         for key, value, timestamp, headers in records:
             if _append(batch, key, value, timestamp, headers) is not None:

@@ -20,7 +20,6 @@ from hypothesis import strategies as st
 from streamlet import _record_batch
 from streamlet.kafka import record_blocks
 from streamlet.kafka.record_blocks import RECORD_BLOCKS, RecordBlock
-from streamlet.runtime.fetched_records import RAW_RECORDS
 from streamlet.state.rocksdb_store import RocksDBStore
 
 TP = TopicPartition("store-changelog", 1)
@@ -53,7 +52,7 @@ def _as_tuples(records: Any) -> list[tuple[int, int, bytes | None, bytes | None,
 def _blocks_equal_aiokafka(buffer: bytes, fetch_offset: int) -> list[RecordBlock]:
     blocks = _partition_records(buffer, fetch_offset, RECORD_BLOCKS)
     assert all(isinstance(b, RecordBlock) for b in blocks)
-    reference = _partition_records(buffer, fetch_offset, RAW_RECORDS)
+    reference = _partition_records(buffer, fetch_offset, None)
     assert _as_tuples(RecordBlock.concat(blocks)) == _as_tuples(reference) if blocks else reference == []
     return blocks
 
@@ -92,7 +91,7 @@ def test_log_append_time_gives_every_record_the_batch_max_timestamp() -> None:
     struct.pack_into(">h", raw, 21, attributes | 0x08)  # the CRC no longer matches: not checked here
     (block,) = _partition_records(bytes(raw), 0, RECORD_BLOCKS, check_crcs=False)
     assert block.timestamps == [300, 300]
-    reference = _partition_records(bytes(raw), 0, RAW_RECORDS, check_crcs=False)
+    reference = _partition_records(bytes(raw), 0, None, check_crcs=False)
     assert block.timestamps == [r.timestamp for r in reference]
 
 
@@ -154,7 +153,7 @@ def test_slicing_and_concatenation_keep_columns_aligned() -> None:
 def test_a_rocksdb_store_applies_a_block_as_it_applies_records(tmp_path: Any, timestamped: bool) -> None:
     buffer = _batch(0, [(10, b"a", b"1", []), (11, b"b", b"2", []), (12, b"a", None, []), (13, None, b"x", [])])
     (block,) = _partition_records(buffer, 0, RECORD_BLOCKS)
-    records = _partition_records(buffer, 0, RAW_RECORDS)
+    records = _partition_records(buffer, 0, None)
     contents = []
     for name, source in (("from-block", block), ("from-records", records)):
         store = RocksDBStore(name, tmp_path / name)
