@@ -19,6 +19,7 @@ Every tie-break matters for byte-for-byte parity and is documented where it happ
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -433,10 +434,18 @@ class HighAvailabilityTaskAssignor:
     """Kafka Streams' default assignor behind the pluggable `TaskAssignor` API.
 
     When probing is needed, the leader's client gets a follow-up rebalance (`legacy_task_assignment`).
+    `rack_aware_assignment_strategy`, if given, overrides the configured one: the registry's
+    `high_availability_min_traffic` / `high_availability_balance_subtopology` name rack-aware HATA outright,
+    so sweeps and scenarios can compare it with plain HATA on the same groups.
     """
+
+    def __init__(self, rack_aware_assignment_strategy: str | None = None) -> None:
+        self._strategy = rack_aware_assignment_strategy
 
     def assign(self, application_state: ApplicationState) -> TaskAssignment:
         configs = application_state.assignment_configs
+        if self._strategy is not None:
+            configs = dataclasses.replace(configs, rack_aware_assignment_strategy=self._strategy)
         infos = application_state.all_tasks
         stateful = [task for task, info in infos.items() if info.is_stateful]
         states = application_state.kafka_streams_states(True)
@@ -449,5 +458,6 @@ class HighAvailabilityTaskAssignor:
             )
             for pid, state in states.items()
         }
-        probing = assign_clients(clients, infos, stateful, configs, rack_aware_task_assignor(application_state))
+        rack_aware = rack_aware_task_assignor(application_state, configs)
+        probing = assign_clients(clients, infos, stateful, configs, rack_aware)
         return legacy_task_assignment(application_state, clients, probing)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 
-from streamlet.assignment.api import ApplicationState
+from streamlet.assignment.api import ApplicationState, AssignmentConfigs
 from streamlet.assignment.client_state import ClientState, Partition
 from streamlet.assignment.rack_aware_graph import (
     BalanceSubtopologyGraphConstructor,
@@ -251,10 +251,13 @@ class RackAwareTaskAssignor:
                     )
 
 
-def rack_aware_task_assignor(application_state: ApplicationState) -> RackAwareTaskAssignor:
+def rack_aware_task_assignor(
+    application_state: ApplicationState, configs: AssignmentConfigs | None = None
+) -> RackAwareTaskAssignor:
     """The rack facts of a KIP-924 `ApplicationState`: client racks (`KafkaStreamsState.rack_id`) and each
-    task's source and changelog partitions with their replicas' racks (`TaskTopicPartition.rack_ids`)."""
-    configs = application_state.assignment_configs
+    task's source and changelog partitions with their replicas' racks (`TaskTopicPartition.rack_ids`).
+    `configs` (default: the state's) gives the strategy and the standby count."""
+    configs = configs or application_state.assignment_configs
     source: dict[TaskId, list[Partition]] = {}
     changelog: dict[TaskId, list[Partition]] = {}
     racks: dict[Partition, frozenset[str] | None] = {}

@@ -119,3 +119,10 @@ def test_simulation_rejects_malformed_partitions() -> None:
     case["task_partitions"]["0_0"]["source"] = [["in", -1]]
     with pytest.raises(SimulationInputError, match=r"task_partitions.0_0.source"):
         simulate(case)
+
+
+def test_registered_rack_aware_variants_are_hata_with_that_strategy() -> None:
+    recorded = BY_NAME["min-traffic-swaps-actives-to-their-racks"]
+    case = {**recorded["case"], "config": {**recorded["case"]["config"], "rack_aware_assignment_strategy": "none"}}
+    assert normalize_output(simulate(case, "high_availability_min_traffic")) == normalize_output(recorded["expected"])
+    assert normalize_output(simulate(case, "high_availability")) != normalize_output(recorded["expected"])
