@@ -39,6 +39,9 @@ def java_string_key(text: str) -> bytes:
 
 # ---- configuration --------------------------------------------------------------------------------------
 
+#: KIP-925 `rack.aware.assignment.strategy` values
+RACK_AWARE_ASSIGNMENT_STRATEGIES = ("none", "min_traffic", "balance_subtopology")
+
 
 @dataclass(frozen=True)
 class AssignmentConfigs:
@@ -57,7 +60,7 @@ class AssignmentConfigs:
     rack_aware_assignment_non_overlap_cost: int | None = None
 
     def __post_init__(self) -> None:
-        if self.rack_aware_assignment_strategy not in ("none", "min_traffic", "balance_subtopology"):
+        if self.rack_aware_assignment_strategy not in RACK_AWARE_ASSIGNMENT_STRATEGIES:
             raise ConfigError(
                 f"rack_aware_assignment_strategy={self.rack_aware_assignment_strategy!r} is not valid: "
                 "expected one of none, min_traffic, balance_subtopology"

@@ -20,7 +20,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 
-from streamlet.assignment.api import ApplicationState, AssignmentConfigs
+from streamlet.assignment.api import RACK_AWARE_ASSIGNMENT_STRATEGIES, ApplicationState, AssignmentConfigs
 from streamlet.assignment.client_state import ClientState, Partition
 from streamlet.assignment.rack_aware_graph import (
     BalanceSubtopologyGraphConstructor,
@@ -30,7 +30,6 @@ from streamlet.assignment.rack_aware_graph import (
 from streamlet.errors import ConfigError, TaskAssignmentError
 from streamlet.task_id import TaskId
 
-RACK_AWARE_ASSIGNMENT_STRATEGIES = ("none", "min_traffic", "balance_subtopology")
 #: HATA's defaults when the costs are not configured (`DEFAULT_HIGH_AVAILABILITY_*`)
 DEFAULT_TRAFFIC_COST = 10
 DEFAULT_NON_OVERLAP_COST = 1
@@ -50,15 +49,6 @@ def _int32(value: int) -> int:
     """Java `int` arithmetic: the per-task cost wraps like Kafka Streams' does."""
     value &= 0xFFFFFFFF
     return value - (1 << 32) if value > _INT_MAX else value
-
-
-def validate_rack_aware_strategy(strategy: str) -> str:
-    if strategy not in RACK_AWARE_ASSIGNMENT_STRATEGIES:
-        raise ConfigError(
-            f"rack_aware_assignment_strategy={strategy!r} is not valid: expected one of "
-            f"{', '.join(RACK_AWARE_ASSIGNMENT_STRATEGIES)}"
-        )
-    return strategy
 
 
 class RackAwareTaskAssignor:
@@ -82,7 +72,11 @@ class RackAwareTaskAssignor:
         tasks_per_subtopology: Sequence[Sequence[TaskId]],
         num_standby_replicas: int,
     ) -> None:
-        self.strategy = validate_rack_aware_strategy(strategy)
+        if strategy not in RACK_AWARE_ASSIGNMENT_STRATEGIES:
+            raise ConfigError(
+                f"rack_aware_assignment_strategy={strategy!r}: expected one of {RACK_AWARE_ASSIGNMENT_STRATEGIES}"
+            )
+        self.strategy = strategy
         self._rack_for_process = dict(rack_for_process)
         self._source = {t: tuple(ps) for t, ps in source_partitions.items()}
         self._changelog = {t: tuple(ps) for t, ps in changelog_partitions.items()}
