@@ -96,9 +96,6 @@ class Graph:
         self._nodes.add(u)
         self._nodes.add(edge.destination)
 
-    def nodes(self) -> list[Node]:
-        return sorted(self._nodes, key=_sort_key)
-
     def edges(self, node: Node) -> list[Edge]:
         """The node's outgoing edges by destination."""
         edges = self._adj.get(node, {})
