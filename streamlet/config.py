@@ -145,6 +145,12 @@ class StreamsConfig:
     # and the tag keys HATA spreads each task's standbys over (`rack.aware.assignment.tags`).
     client_tags: Mapping[str, str] = field(default_factory=dict, hash=False)
     rack_aware_assignment_tags: tuple[str, ...] = ()
+    # KIP-925 rack-aware task assignment (HATA): this client's rack (Kafka's `client.rack`), the strategy
+    # ("none", "min_traffic", "balance_subtopology") and its costs (None: HATA's defaults 10 and 1).
+    client_rack: str | None = None
+    rack_aware_assignment_strategy: str = "none"
+    rack_aware_assignment_traffic_cost: int | None = None
+    rack_aware_assignment_non_overlap_cost: int | None = None
     statestore_cache_max_bytes: int = 10 * 1024 * 1024
     # KIP-892 (exactly_once_v2): uncommitted state-store writes this client may buffer, divided across its stream
     # threads, before a thread commits early whatever commit_interval_ms says (Kafka's default 64 MiB; -1: no bound)
@@ -316,6 +322,16 @@ class StreamsConfig:
                 "ids, less room for the thread suffix)"
             )
         _validate_rack_awareness(self.client_tags, self.rack_aware_assignment_tags)
+        if self.client_rack is not None and (not isinstance(self.client_rack, str) or not self.client_rack):
+            raise ConfigError(f"client_rack must be a non-empty string or unset, got {self.client_rack!r}")
+        if self.rack_aware_assignment_strategy not in ("none", "min_traffic", "balance_subtopology"):
+            raise ConfigError(
+                f"rack_aware_assignment_strategy={self.rack_aware_assignment_strategy!r}: expected one of "
+                "none, min_traffic, balance_subtopology"
+            )
+        for name in ("rack_aware_assignment_traffic_cost", "rack_aware_assignment_non_overlap_cost"):
+            if getattr(self, name) is not None:
+                _require_int(name, getattr(self, name), minimum=0)
         object.__setattr__(self, "client_tags", dict(self.client_tags))
         object.__setattr__(self, "rack_aware_assignment_tags", tuple(self.rack_aware_assignment_tags))
         _require_int("web_port", self.web_port, minimum=0)

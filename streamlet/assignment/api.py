@@ -9,7 +9,8 @@ Differences from Java, all deliberate:
   assignors stay pure and testable;
 * `ApplicationState.leader_process_id` says which client is the group leader, because Kafka Streams'
   built-in assignor schedules the probing rebalance on the leader's own client only;
-* rack-aware optimisation and client tags are not modelled (`rack.aware.assignment.strategy=none`).
+* a client's rack (`client_rack`, Kafka's `client.rack`) is `KafkaStreamsState.rack_id`; partition racks are
+  `TaskTopicPartition.rack_ids`, from the cluster metadata's replica racks.
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ def java_string_key(text: str) -> bytes:
 
 # ---- configuration --------------------------------------------------------------------------------------
 
+#: KIP-925 `rack.aware.assignment.strategy` values
+RACK_AWARE_ASSIGNMENT_STRATEGIES = ("none", "min_traffic", "balance_subtopology")
+
 
 @dataclass(frozen=True)
 class AssignmentConfigs:
@@ -49,8 +53,22 @@ class AssignmentConfigs:
     probing_rebalance_interval_ms: int = 600_000
     #: KIP-708: the client tag keys standbys are spread over (empty: the default standby assignor)
     rack_aware_assignment_tags: tuple[str, ...] = ()
+    #: KIP-925: "none", "min_traffic" or "balance_subtopology" (see `rack_aware`)
+    rack_aware_assignment_strategy: str = "none"
+    #: KIP-925 costs; None: the assignor's default (HATA: traffic 10, non-overlap 1)
+    rack_aware_assignment_traffic_cost: int | None = None
+    rack_aware_assignment_non_overlap_cost: int | None = None
 
     def __post_init__(self) -> None:
+        if self.rack_aware_assignment_strategy not in RACK_AWARE_ASSIGNMENT_STRATEGIES:
+            raise ConfigError(
+                f"rack_aware_assignment_strategy={self.rack_aware_assignment_strategy!r} is not valid: "
+                "expected one of none, min_traffic, balance_subtopology"
+            )
+        for name in ("rack_aware_assignment_traffic_cost", "rack_aware_assignment_non_overlap_cost"):
+            cost = getattr(self, name)
+            if cost is not None and (not isinstance(cost, int) or isinstance(cost, bool) or not 0 <= cost <= 2**31 - 1):
+                raise ConfigError(f"{name} must be an integer in [0, 2147483647] or unset, got {cost!r}")
         for name in (
             "num_standby_replicas",
             "max_warmup_replicas",
@@ -73,6 +91,9 @@ class AssignmentConfigs:
             acceptable_recovery_lag=config.acceptable_recovery_lag,
             probing_rebalance_interval_ms=config.probing_rebalance_interval_ms,
             rack_aware_assignment_tags=tuple(config.rack_aware_assignment_tags),
+            rack_aware_assignment_strategy=config.rack_aware_assignment_strategy,
+            rack_aware_assignment_traffic_cost=config.rack_aware_assignment_traffic_cost,
+            rack_aware_assignment_non_overlap_cost=config.rack_aware_assignment_non_overlap_cost,
         )
 
 
@@ -121,10 +142,16 @@ class KafkaStreamsState:
         }
         self._host_info = host_info
         self._client_tags = dict(client.client_tags)
+        self._rack_id = client.rack_id
 
     @property
     def client_tags(self) -> dict[str, str]:
         return dict(self._client_tags)
+
+    @property
+    def rack_id(self) -> str | None:
+        """The client's rack (all its consumers agree), or None if unknown."""
+        return self._rack_id
 
     @property
     def process_id(self) -> uuid.UUID:

@@ -65,8 +65,11 @@ class ClientState:
         previous_active_tasks: Iterable[TaskId] = (),
         previous_standby_tasks: Iterable[TaskId] = (),
         client_tags: Mapping[str, str] | None = None,
+        rack_id: str | None = None,
     ) -> None:
         self.capacity = capacity
+        #: the client's rack (`client_rack`), read by KIP-925 rack-aware assignment; None if unknown
+        self.rack_id = rack_id
         #: the client's `client_tags` (KIP-708), read by the rack-aware standby assignor
         self.client_tags: dict[str, str] = dict(client_tags or {})
         #: union over the client's consumers of reported task -> offset sum (later consumers win)
@@ -153,6 +156,9 @@ class ClientState:
 
     def has_standby_task(self, task: TaskId) -> bool:
         return task in self.standby_tasks
+
+    def has_active_task(self, task: TaskId) -> bool:
+        return task in self.active_tasks
 
     @property
     def assigned_task_count(self) -> int:

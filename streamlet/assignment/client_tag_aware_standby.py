@@ -38,6 +38,22 @@ def is_allowed_task_movement(source: ClientState, destination: ClientState) -> b
     return all(destination.client_tags.get(key) == value for key, value in source.client_tags.items())
 
 
+def is_allowed_standby_move(
+    source: uuid.UUID, destination: uuid.UUID, task: TaskId, clients: Mapping[uuid.UUID, ClientState]
+) -> bool:
+    """The 4-argument `isAllowedTaskMovement` (KIP-925's standby optimiser): a move must not shrink the
+    number of distinct (tag, value) pairs among the clients holding `task`."""
+    with_source: set[TagEntry] = set()
+    with_destination: set[TagEntry] = set()
+    for pid, client in clients.items():
+        if client.has_assigned_task(task) and pid != source and pid != destination:
+            with_source.update(client.client_tags.items())
+            with_destination.update(client.client_tags.items())
+    with_source.update(clients[source].client_tags.items())
+    with_destination.update(clients[destination].client_tags.items())
+    return len(with_destination) >= len(with_source)
+
+
 def _least_loaded_without_the_task(clients: Mapping[uuid.UUID, ClientState]) -> ConstrainedPrioritySet:
     """`createLeastLoadedPrioritySetConstrainedByAssignedTask`."""
     return ConstrainedPrioritySet(

@@ -10,12 +10,16 @@ The algorithm (Kafka Streams 3.3 to 3.9, `HighAvailabilityTaskAssignor` + `TaskM
    `max_warmup_replicas` lasts; lagging standbys move the same way;
 4. stateless actives go to the client with the lowest *active* load.
 
+With KIP-925 (`rack_aware_assignment_strategy`), steps 1, 2 and 4 end with the rack-aware optimiser
+(`rack_aware`), as in Kafka Streams 3.6+.
+
 If step 3 scheduled any movement, a probing rebalance is requested so warmed-up clients can take over.
 Every tie-break matters for byte-for-byte parity and is documented where it happens.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -28,10 +32,23 @@ from streamlet.assignment.api import (
     legacy_task_assignment,
 )
 from streamlet.assignment.client_state import LATEST_OFFSET, LONG_MAX, ClientState
-from streamlet.assignment.client_tag_aware_standby import assign_tag_aware_standbys, is_allowed_task_movement
+from streamlet.assignment.client_tag_aware_standby import (
+    assign_tag_aware_standbys,
+    is_allowed_standby_move,
+    is_allowed_task_movement,
+)
 from streamlet.assignment.constrained_priority_set import ConstrainedPrioritySet
 from streamlet.assignment.java_collections import JavaPriorityQueue
 from streamlet.assignment.process_id import java_uuid_key
+from streamlet.assignment.rack_aware import (
+    DEFAULT_NON_OVERLAP_COST,
+    DEFAULT_TRAFFIC_COST,
+    STATELESS_NON_OVERLAP_COST,
+    STATELESS_TRAFFIC_COST,
+    MoveStandbyPredicate,
+    RackAwareTaskAssignor,
+    rack_aware_task_assignor,
+)
 from streamlet.errors import TaskAssignmentError
 from streamlet.task_id import TaskId
 
@@ -139,17 +156,42 @@ def balance_tasks_over_threads(
                     changed = True
 
 
-def assign_active_stateful_tasks(clients: Clients, stateful_tasks: Iterable[TaskId]) -> None:
+def _costs(configs: AssignmentConfigs) -> tuple[int, int]:
+    traffic = configs.rack_aware_assignment_traffic_cost
+    non_overlap = configs.rack_aware_assignment_non_overlap_cost
+    return (
+        DEFAULT_TRAFFIC_COST if traffic is None else traffic,
+        DEFAULT_NON_OVERLAP_COST if non_overlap is None else non_overlap,
+    )
+
+
+def assign_active_stateful_tasks(
+    clients: Clients,
+    stateful_tasks: Iterable[TaskId],
+    configs: AssignmentConfigs | None = None,
+    rack_aware: RackAwareTaskAssignor | None = None,
+) -> None:
     order = sorted(clients, key=java_uuid_key)
-    for i, task in enumerate(sorted(stateful_tasks)):
+    tasks = sorted(stateful_tasks)
+    for i, task in enumerate(tasks):
         clients[order[i % len(order)]].assign_active(task)
     balance_tasks_over_threads(clients, TaskType.ACTIVE)
+    if rack_aware is not None and configs is not None and rack_aware.can_enable():
+        rack_aware.optimize_active_tasks(tasks, clients, order, *_costs(configs))
+
+
+def _always(_source: uuid.UUID, _destination: uuid.UUID, _task: TaskId, _clients: Clients) -> bool:
+    return True
 
 
 def assign_standby_replica_tasks(
-    clients: Clients, stateful_tasks: Iterable[TaskId], configs: AssignmentConfigs
+    clients: Clients,
+    stateful_tasks: Iterable[TaskId],
+    configs: AssignmentConfigs,
+    rack_aware: RackAwareTaskAssignor | None = None,
 ) -> None:
-    """`StandbyTaskAssignorFactory`: KIP-708's tag-aware assignor when tags are configured, else the default."""
+    """`StandbyTaskAssignorFactory`: KIP-708's tag-aware assignor when tags are configured, else the default;
+    then, with KIP-925 enabled, the rack-aware standby optimiser (moves allowed by the same assignor)."""
     if configs.num_standby_replicas <= 0:
         return
     if configs.rack_aware_assignment_tags:
@@ -157,9 +199,14 @@ def assign_standby_replica_tasks(
             clients, sorted(stateful_tasks), configs.num_standby_replicas, configs.rack_aware_assignment_tags
         )
         balance_tasks_over_threads(clients, TaskType.STANDBY, is_allowed_task_movement)
-        return
-    assign_default_standbys(clients, stateful_tasks, configs.num_standby_replicas)
-    balance_tasks_over_threads(clients, TaskType.STANDBY)
+        may_move: MoveStandbyPredicate = is_allowed_standby_move
+    else:
+        assign_default_standbys(clients, stateful_tasks, configs.num_standby_replicas)
+        balance_tasks_over_threads(clients, TaskType.STANDBY)
+        may_move = _always
+    if rack_aware is not None and rack_aware.can_enable():
+        order = sorted(clients, key=java_uuid_key)
+        rack_aware.optimize_standby_tasks(clients, order, *_costs(configs), may_move)
 
 
 def assign_default_standbys(clients: Clients, stateful_tasks: Iterable[TaskId], num_standby_replicas: int) -> None:
@@ -322,23 +369,35 @@ def assign_standby_task_movements(
 # ---- step 6: stateless ------------------------------------------------------------------------------------
 
 
-def assign_stateless_active_tasks(clients: Clients, stateless_tasks: Iterable[TaskId]) -> None:
-    """Each stateless task to the client with the lowest ACTIVE load (standbys do not count)."""
+def assign_stateless_active_tasks(
+    clients: Clients, stateless_tasks: Iterable[TaskId], rack_aware: RackAwareTaskAssignor | None = None
+) -> None:
+    """Each stateless task to the client with the lowest ACTIVE load (standbys do not count); with KIP-925,
+    then re-placed for traffic only (stateless tasks move freely)."""
+    order = sorted(clients, key=java_uuid_key)
     by_load = ConstrainedPrioritySet(lambda _p, _t: True, lambda p: clients[p].active_task_load)
-    by_load.offer_all(sorted(clients, key=java_uuid_key))
-    for task in sorted(stateless_tasks):
+    by_load.offer_all(order)
+    tasks = sorted(stateless_tasks)
+    for task in tasks:
         pid = by_load.poll(task)
         assert pid is not None
         clients[pid].assign_active(task)
         by_load.offer(pid)
+    if rack_aware is not None and rack_aware.can_enable():
+        rack_aware.optimize_active_tasks(tasks, clients, order, STATELESS_TRAFFIC_COST, STATELESS_NON_OVERLAP_COST)
 
 
 def assign_clients(
-    clients: Clients, all_tasks: Iterable[TaskId], stateful_tasks: Iterable[TaskId], configs: AssignmentConfigs
+    clients: Clients,
+    all_tasks: Iterable[TaskId],
+    stateful_tasks: Iterable[TaskId],
+    configs: AssignmentConfigs,
+    rack_aware: RackAwareTaskAssignor | None = None,
 ) -> bool:
     """Run HATA on `clients` (mutating their active/standby sets); returns whether probing is needed.
 
     Each client must have `capacity > 0` and a lag for every stateful task. Previous ownership is not read.
+    `rack_aware` (KIP-925) re-places actives and standbys when its `can_enable()` holds.
     """
     all_set = set(all_tasks)
     stateful = sorted(set(stateful_tasks))
@@ -357,8 +416,8 @@ def assign_clients(
         if missing:
             raise TaskAssignmentError(f"client {pid} has no lag for stateful tasks {missing}")
 
-    assign_active_stateful_tasks(clients, stateful)
-    assign_standby_replica_tasks(clients, stateful, configs)
+    assign_active_stateful_tasks(clients, stateful, configs, rack_aware)
+    assign_standby_replica_tasks(clients, stateful, configs, rack_aware)
 
     budget = WarmupBudget(configs.max_warmup_replicas)
     caught_up = tasks_to_caught_up_clients(clients, stateful, configs.acceptable_recovery_lag)
@@ -367,7 +426,7 @@ def assign_clients(
     active_moves = assign_active_task_movements(caught_up, by_lag, clients, warmups, budget)
     standby_moves = assign_standby_task_movements(caught_up, by_lag, clients, budget, warmups)
 
-    assign_stateless_active_tasks(clients, all_set.difference(stateful))
+    assign_stateless_active_tasks(clients, all_set.difference(stateful), rack_aware)
     return active_moves + standby_moves > 0
 
 
@@ -375,10 +434,18 @@ class HighAvailabilityTaskAssignor:
     """Kafka Streams' default assignor behind the pluggable `TaskAssignor` API.
 
     When probing is needed, the leader's client gets a follow-up rebalance (`legacy_task_assignment`).
+    `rack_aware_assignment_strategy`, if given, overrides the configured one: the registry's
+    `high_availability_min_traffic` / `high_availability_balance_subtopology` name rack-aware HATA outright,
+    so sweeps and scenarios can compare it with plain HATA on the same groups.
     """
+
+    def __init__(self, rack_aware_assignment_strategy: str | None = None) -> None:
+        self._strategy = rack_aware_assignment_strategy
 
     def assign(self, application_state: ApplicationState) -> TaskAssignment:
         configs = application_state.assignment_configs
+        if self._strategy is not None:
+            configs = dataclasses.replace(configs, rack_aware_assignment_strategy=self._strategy)
         infos = application_state.all_tasks
         stateful = [task for task, info in infos.items() if info.is_stateful]
         states = application_state.kafka_streams_states(True)
@@ -387,8 +454,10 @@ class HighAvailabilityTaskAssignor:
                 state.num_processing_threads,
                 task_lags={t: state.lag_for(t) for t in stateful},
                 client_tags=state.client_tags,
+                rack_id=state.rack_id,
             )
             for pid, state in states.items()
         }
-        probing = assign_clients(clients, infos, stateful, configs)
+        rack_aware = rack_aware_task_assignor(application_state, configs)
+        probing = assign_clients(clients, infos, stateful, configs, rack_aware)
         return legacy_task_assignment(application_state, clients, probing)

@@ -20,6 +20,9 @@ from streamlet.errors import ConfigError
 
 _FACTORIES: dict[str, Callable[[], TaskAssignor]] = {
     "high_availability": HighAvailabilityTaskAssignor,
+    # KIP-925 rack-aware HATA, whatever `rack_aware_assignment_strategy` says (sweeps compare it with HATA)
+    "high_availability_min_traffic": lambda: HighAvailabilityTaskAssignor("min_traffic"),
+    "high_availability_balance_subtopology": lambda: HighAvailabilityTaskAssignor("balance_subtopology"),
     "balanced": BalancedTaskAssignor,
     "sticky": StickyTaskAssignor,
     "legacy_sticky": LegacyStickyTaskAssignor,

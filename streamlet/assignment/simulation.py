@@ -3,7 +3,10 @@
 Used by `streamlet assign`, by tests and by the differential check against Kafka Streams' own assignor.
 Input (see ARCHITECTURE.md): `config`, `tasks.{stateless,stateful}`, `changelog_end_offset_sums`, and
 `clients{uuid: {capacity, prev_active, prev_standby, task_offset_sums, client_tags}}`; KIP-708 tags are
-`config.rack_aware_assignment_tags` (a list) and per-client `client_tags` (key -> value). Lags are computed from the
+`config.rack_aware_assignment_tags` (a list) and per-client `client_tags` (key -> value). KIP-925 rack awareness:
+`config.rack_aware_assignment_{strategy,traffic_cost,non_overlap_cost}`, per-client `rack`, per task
+`task_partitions{task: {source: [[topic, p], ...], changelog: [...]}}`, and the cluster metadata
+`partition_replica_racks{topic: [[rack or null per replica] per partition]}`. Lags are computed from the
 reported offset sums exactly as Kafka Streams does. Output: `{"clients": {uuid: {"active", "standby"}},
 "followup_rebalance_ms": int | null}` with task lists sorted and clients in Java UUID order.
 Other top-level keys (name, note, properties, ...) are ignored.
@@ -24,6 +27,7 @@ from streamlet.assignment.api import (
     AssignmentError,
     TaskAssignor,
     TaskInfo,
+    TaskTopicPartition,
     validate_task_assignment,
 )
 from streamlet.assignment.client_state import LATEST_OFFSET, LONG_MAX, UNKNOWN_OFFSET_SUM, ClientState
@@ -39,7 +43,9 @@ _CONFIG_KEYS = (
     "probing_rebalance_interval_ms",
 )
 _TAGS_KEY = "rack_aware_assignment_tags"
-_CLIENT_KEYS = {"capacity", "prev_active", "prev_standby", "task_offset_sums", "client_tags"}
+_STRATEGY_KEY = "rack_aware_assignment_strategy"
+_COST_KEYS = ("rack_aware_assignment_traffic_cost", "rack_aware_assignment_non_overlap_cost")
+_CLIENT_KEYS = {"capacity", "prev_active", "prev_standby", "task_offset_sums", "client_tags", "rack"}
 
 
 class SimulationInputError(ValueError):
@@ -83,15 +89,22 @@ def _known(task: TaskId, known: set[TaskId], where: str) -> TaskId:
 
 def _parse_config(raw: Any) -> AssignmentConfigs:
     raw = _require_mapping(raw if raw is not None else {}, "config")
-    unknown = sorted(set(raw) - {*_CONFIG_KEYS, _TAGS_KEY})
+    accepted = [*_CONFIG_KEYS, _TAGS_KEY, _STRATEGY_KEY, *_COST_KEYS]
+    unknown = sorted(set(raw) - set(accepted))
     if unknown:
-        raise SimulationInputError(f"config: unknown keys {unknown}; accepted: {[*_CONFIG_KEYS, _TAGS_KEY]}")
-    values = {k: _require_int(raw[k], f"config.{k}") for k in _CONFIG_KEYS if k in raw}
+        raise SimulationInputError(f"config: unknown keys {unknown}; accepted: {accepted}")
+    values: dict[str, Any] = {k: _require_int(raw[k], f"config.{k}") for k in _CONFIG_KEYS if k in raw}
+    values.update({k: _require_int(raw[k], f"config.{k}") for k in _COST_KEYS if raw.get(k) is not None})
     tags = raw.get(_TAGS_KEY) or []
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         raise SimulationInputError(f"config.{_TAGS_KEY} must be a list of tag keys, got {tags!r}")
+    strategy = raw.get(_STRATEGY_KEY, "none")
+    if not isinstance(strategy, str):
+        raise SimulationInputError(f"config.{_STRATEGY_KEY} must be a string, got {strategy!r}")
     try:
-        return AssignmentConfigs(**values, rack_aware_assignment_tags=tuple(tags))
+        return AssignmentConfigs(
+            **values, rack_aware_assignment_tags=tuple(tags), rack_aware_assignment_strategy=strategy
+        )
     except ConfigError as exc:
         raise SimulationInputError(f"config: {exc}") from None
 
@@ -119,7 +132,10 @@ def _parse_client(pid: uuid.UUID, raw: Any, known: set[TaskId], end_sums: Mappin
     tags = _require_mapping(raw.get("client_tags") or {}, f"{where}.client_tags")
     if not all(isinstance(v, str) for v in tags.values()):
         raise SimulationInputError(f"{where}.client_tags: values must be strings, got {dict(tags)!r}")
-    client = ClientState(capacity, task_offset_sums=offset_sums, client_tags=tags)
+    rack = raw.get("rack")
+    if rack is not None and not isinstance(rack, str):
+        raise SimulationInputError(f"{where}.rack must be a string, got {rack!r}")
+    client = ClientState(capacity, task_offset_sums=offset_sums, client_tags=tags, rack_id=rack)
     client.previous_active_tasks = prev_active | {t for t, s in offset_sums.items() if s == LATEST_OFFSET}
     client.previous_standby_tasks = (prev_standby | set(offset_sums)) - client.previous_active_tasks
     client.compute_task_lags(end_sums)
@@ -160,8 +176,68 @@ def build_application_state(case: Mapping[str, Any], now_ms: int = 0) -> Applica
             raise SimulationInputError(f"clients: process id {pid} is listed twice")
         clients[pid] = _parse_client(pid, raw, known, end_sums)
 
-    infos = [TaskInfo(t, False) for t in stateless] + [TaskInfo(t, True) for t in stateful]
+    partitions = _parse_task_partitions(case, known)
+    infos = [TaskInfo(t, False, topic_partitions=partitions.get(t, frozenset())) for t in stateless]
+    infos += [TaskInfo(t, True, topic_partitions=partitions.get(t, frozenset())) for t in stateful]
     return ApplicationState(infos, configs, clients, now_ms=now_ms)
+
+
+def _parse_partition(value: Any, where: str) -> tuple[str, int]:
+    if (
+        not isinstance(value, list)
+        or len(value) != 2
+        or not isinstance(value[0], str)
+        or not isinstance(value[1], int)
+        or isinstance(value[1], bool)
+        or value[1] < 0
+    ):
+        raise SimulationInputError(f"{where}: a partition must be [topic, partition >= 0], got {value!r}")
+    return value[0], value[1]
+
+
+def _replica_racks(case: Mapping[str, Any]) -> dict[tuple[str, int], frozenset[str] | None]:
+    """`partition_replica_racks`: a partition's racks, or None if a replica has no rack (or it has no replicas)."""
+    raw = _require_mapping(case.get("partition_replica_racks") or {}, "partition_replica_racks")
+    racks: dict[tuple[str, int], frozenset[str] | None] = {}
+    for topic, partitions in raw.items():
+        if not isinstance(partitions, list):
+            raise SimulationInputError(f"partition_replica_racks.{topic} must be a list (one entry per partition)")
+        for p, replicas in enumerate(partitions):
+            where = f"partition_replica_racks.{topic}[{p}]"
+            if not isinstance(replicas, list) or not all(r is None or isinstance(r, str) for r in replicas):
+                raise SimulationInputError(f"{where} must be a list of racks (or null), got {replicas!r}")
+            known_racks = [r for r in replicas if r is not None]
+            racks[(topic, p)] = frozenset(known_racks) if replicas and len(known_racks) == len(replicas) else None
+    return racks
+
+
+def _parse_task_partitions(case: Mapping[str, Any], known: set[TaskId]) -> dict[TaskId, frozenset[TaskTopicPartition]]:
+    """`task_partitions` with each partition's replica racks (`TaskTopicPartition.rack_ids`)."""
+    racks = _replica_racks(case)
+    raw = _require_mapping(case.get("task_partitions") or {}, "task_partitions")
+    result: dict[TaskId, frozenset[TaskTopicPartition]] = {}
+    for text, entry in raw.items():
+        task = _known(_parse_task(text, "task_partitions"), known, "task_partitions")
+        entry = _require_mapping(entry, f"task_partitions.{text}")
+        unknown = sorted(set(entry) - {"source", "changelog"})
+        if unknown:
+            raise SimulationInputError(f"task_partitions.{text}: unknown keys {unknown}; accepted: changelog, source")
+        items: dict[tuple[str, int], TaskTopicPartition] = {}
+        for kind in ("source", "changelog"):
+            partitions = entry.get(kind) or []
+            if not isinstance(partitions, list):
+                raise SimulationInputError(f"task_partitions.{text}.{kind} must be a list of [topic, partition]")
+            for value in partitions:
+                tp = _parse_partition(value, f"task_partitions.{text}.{kind}")
+                previous = items.get(tp)
+                items[tp] = TaskTopicPartition(
+                    tp,
+                    is_source=kind == "source" or (previous is not None and previous.is_source),
+                    is_changelog=kind == "changelog" or (previous is not None and previous.is_changelog),
+                    rack_ids=racks.get(tp),
+                )
+        result[task] = frozenset(items.values())
+    return result
 
 
 def simulate(case: Mapping[str, Any], assignor: str | TaskAssignor = "high_availability") -> dict[str, Any]:

@@ -16,12 +16,14 @@ from streamlet.experiments.report import markdown_table
 from streamlet.experiments.sweep_space import SweepSpec
 
 #: The per-scenario metrics the report ranks (larger is worse for each), with how to print them.
-METRICS = ("moves", "restore_bytes", "skew", "rounds")
+METRICS = ("moves", "restore_bytes", "skew", "rounds", "cross_rack", "same_rack_standbys")
 METRIC_TITLES = {
     "moves": "stateful active moves",
     "restore_bytes": "bytes restored from changelogs",
     "skew": "max skew: active tasks a client runs above its even share (rounded up)",
     "rounds": "rebalances to converge",
+    "cross_rack": "partitions read across racks (actives' sources, standbys' changelogs; 0 without racks)",
+    "same_rack_standbys": "standbys in the rack of their active (0 without racks)",
 }
 PERCENTILES = (0.5, 0.9, 0.99)
 
@@ -67,7 +69,7 @@ def headline_rows(assignors: Sequence[str], agg: SweepAggregates) -> list[list[s
     rows = []
     for a in assignors:
         row = [a]
-        for metric in ("moves", "skew", "rounds", "restore_bytes"):
+        for metric in ("moves", "skew", "rounds", "restore_bytes", "cross_rack"):
             d = agg.distributions[(a, metric)]
             row += [fmt(metric, d.p50), fmt(metric, d.p99)]
         row.append(str(agg.not_converged.get(a, 0)))
@@ -85,6 +87,8 @@ HEADLINE_HEADER = [
     "rounds p99",
     "restore p50",
     "restore p99",
+    "cross-rack p50",
+    "cross-rack p99",
     "not converged",
 ]
 
@@ -114,9 +118,9 @@ def _intro(spec: SweepSpec, agg: SweepAggregates, run_note: str) -> str:
     return (
         f"{agg.scenarios} scenarios: {agg.situations} situations drawn from the space (seed {spec.seed}), each "
         f"run under {len(spec.assignors)} assignors. {run_note} Metrics are summed over each scenario's events "
-        "after the group's first deployment converged; skew is the worst event's converged layout "
-        "(see streamlet/experiments/sweep_simulation.py). Racks are not modelled (no rack-aware assignor yet), "
-        "so there is no cross-rack traffic column."
+        "after the group's first deployment converged; skew, cross-rack reads and same-rack standbys are the "
+        "worst event's converged layout (see streamlet/experiments/sweep_simulation.py; both rack metrics are 0 "
+        "where the space has no racks)."
     )
 
 

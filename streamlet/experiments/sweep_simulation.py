@@ -22,8 +22,14 @@ rebalances that change nothing). Metrics, summed over the events:
   event's; 0 is as even as whole tasks allow. A count, not a ratio: with fewer tasks than threads a ratio
   over the fractional share reads "10x" for a client running the one task it must.
 
-Racks are not modelled: streamlet's assignors and this simulation have no rack awareness yet (KIP-925), so
-there is no cross-rack traffic metric.
+With `racks` > 0 (KIP-925), each client sits in a rack and each partition's `replication_factor` replicas on
+distinct racks, all drawn from the scenario's seed (a joining client too); the rack-aware assignors
+(`high_availability_min_traffic`, `high_availability_balance_subtopology`) see them, the others ignore them.
+Two more metrics, of the worst event's converged layout (both 0 without racks):
+
+- `cross_rack`: partitions read across racks: each active's source partition and each standby's changelog
+  partition with no replica in the client's rack (Kafka's traffic cost counts the same partitions);
+- `same_rack_standbys`: standbys in the same rack as their task's active (lost with it if the rack fails).
 """
 
 from __future__ import annotations
@@ -63,6 +69,72 @@ class ScenarioMetrics:
     moves: int
     restore_bytes: int
     skew: int
+    cross_rack: int = 0
+    same_rack_standbys: int = 0
+
+
+SOURCE_TOPICS = {0: "in-0", 1: "in-1"}  # sub-topology 0 is stateless, 1 stateful
+CHANGELOG_TOPIC = "app-1-changelog"
+
+
+def rack_of(scenario: Scenario, client: int) -> str | None:
+    """The client's rack, drawn from the scenario's seed and the client's number (None without racks)."""
+    if not scenario.racks:
+        return None
+    return f"rack-{random.Random(f'{scenario.seed}/client/{client}').randrange(scenario.racks)}"
+
+
+def replica_racks(scenario: Scenario) -> dict[str, list[list[str]]]:
+    """Per topic, per partition: the racks of its replicas (`replication_factor` distinct racks at most)."""
+    if not scenario.racks:
+        return {}
+    replicas = min(scenario.replication_factor, scenario.racks)
+    topics = {
+        SOURCE_TOPICS[0]: scenario.stateless_tasks,
+        SOURCE_TOPICS[1]: scenario.stateful_tasks,
+        CHANGELOG_TOPIC: scenario.stateful_tasks,
+    }
+    return {
+        topic: [
+            [f"rack-{r}" for r in random.Random(f"{scenario.seed}/{topic}/{p}").sample(range(scenario.racks), replicas)]
+            for p in range(count)
+        ]
+        for topic, count in topics.items()
+    }
+
+
+def _task_partitions(scenario: Scenario) -> dict[str, dict[str, list[list[str | int]]]]:
+    out: dict[str, dict[str, list[list[str | int]]]] = {}
+    for p in range(scenario.stateless_tasks):
+        out[f"0_{p}"] = {"source": [[SOURCE_TOPICS[0], p]]}
+    for p in range(scenario.stateful_tasks):
+        out[f"1_{p}"] = {"source": [[SOURCE_TOPICS[1], p]], "changelog": [[CHANGELOG_TOPIC, p]]}
+    return out
+
+
+def cross_rack(scenario: Scenario, layout: Layout, racks: Mapping[str, list[list[str]]]) -> int:
+    """Partitions read across racks in `layout` (see the module doc)."""
+    if not racks:
+        return 0
+    total = 0
+    for client, holding in layout.items():
+        rack = rack_of(scenario, client)
+        for task in holding.active:
+            sub, p = (int(x) for x in task.split("_"))
+            total += rack not in racks[SOURCE_TOPICS[sub]][p]
+        for task in holding.standby:
+            total += rack not in racks[CHANGELOG_TOPIC][int(task.split("_")[1])]
+    return total
+
+
+def same_rack_standbys(scenario: Scenario, layout: Layout) -> int:
+    """Standbys whose client is in the rack of the task's active."""
+    if not scenario.racks:
+        return 0
+    active_rack = {t: rack_of(scenario, c) for c, h in layout.items() for t in h.active}
+    return sum(
+        1 for c, h in layout.items() for t in h.standby if t in active_rack and active_rack[t] == rack_of(scenario, c)
+    )
 
 
 def state_records(scenario: Scenario) -> dict[str, int]:
@@ -89,7 +161,9 @@ def _pid(client: int) -> str:
     return str(uuid.UUID(int=client))
 
 
-def _case(scenario: Scenario, ends: Mapping[str, int], layout: Layout) -> dict[str, Any]:
+def _case(
+    scenario: Scenario, ends: Mapping[str, int], layout: Layout, racks: Mapping[str, list[list[str]]]
+) -> dict[str, Any]:
     """The rebalance's input under the round model (see the module doc)."""
     clients = {}
     for client, holding in layout.items():
@@ -101,7 +175,11 @@ def _case(scenario: Scenario, ends: Mapping[str, int], layout: Layout) -> dict[s
             "prev_standby": sorted(holding.standby),
             "task_offset_sums": sums,
         }
+        if racks:
+            clients[_pid(client)]["rack"] = rack_of(scenario, client)
+    rack_inputs = {"task_partitions": _task_partitions(scenario), "partition_replica_racks": racks} if racks else {}
     return {
+        **rack_inputs,
         "config": {
             "num_standby_replicas": scenario.standbys,
             "max_warmup_replicas": scenario.max_warmup_replicas,
@@ -140,9 +218,11 @@ def skew(layout: Layout) -> int:
     return max(0, max(len(h.active) - -(-tasks * h.capacity // threads) for h in layout.values()))
 
 
-def _rebalance(scenario: Scenario, ends: Mapping[str, int], layout: Layout) -> tuple[Layout, bool]:
+def _rebalance(
+    scenario: Scenario, ends: Mapping[str, int], layout: Layout, racks: Mapping[str, list[list[str]]]
+) -> tuple[Layout, bool]:
     """One rebalance: the new layout, and whether the assignor asked for a follow-up (probing) rebalance."""
-    result = simulate(_case(scenario, ends, layout), scenario.assignor)
+    result = simulate(_case(scenario, ends, layout, racks), scenario.assignor)
     after = {
         client: Holding(
             holding.capacity,
@@ -168,18 +248,19 @@ def _apply(event_kind: str, client: int, threads: int, new_client: int, layout: 
 def run_scenario(scenario: Scenario, max_rounds: int = 30) -> ScenarioMetrics:
     """Deploy, converge, then play the events; the metrics of the events (see the module doc)."""
     ends = state_records(scenario)
+    racks = replica_racks(scenario)
     task_bytes = {t: n * scenario.record_bytes for t, n in ends.items()}
     layout: Layout = {i + 1: Holding(t) for i, t in enumerate(scenario.threads)}
     converged = True
     rounds = moves = restore = 0
-    worst = 0
+    worst = worst_cross_rack = worst_same_rack = 0
     for index in range(-1, len(scenario.events)):
         before = layout  # the departed client's tasks and state are in here, not in the group's input
         if index >= 0:
             e = scenario.events[index]
             layout = _apply(e.kind, e.client, e.threads, e.new_client, layout)
         for _ in range(max_rounds):
-            after, followup = _rebalance(scenario, ends, layout)
+            after, followup = _rebalance(scenario, ends, layout, racks)
             if index >= 0:
                 moves += stateful_moves(before, after, ends)
                 restore += restored_bytes(before, after, task_bytes)
@@ -192,4 +273,6 @@ def run_scenario(scenario: Scenario, max_rounds: int = 30) -> ScenarioMetrics:
             converged = False
         if index >= 0:
             worst = max(worst, skew(layout))
-    return ScenarioMetrics(rounds, converged, moves, restore, worst)
+            worst_cross_rack = max(worst_cross_rack, cross_rack(scenario, layout, racks))
+            worst_same_rack = max(worst_same_rack, same_rack_standbys(scenario, layout))
+    return ScenarioMetrics(rounds, converged, moves, restore, worst, worst_cross_rack, worst_same_rack)

@@ -40,6 +40,8 @@ _SPACE_KEYS = {
     "record_bytes",
     "events",
     "event_kinds",
+    "racks",
+    "replication_factor",
 }
 _DEFAULTS: dict[str, Any] = {
     "clients": {"min": 2, "max": 6},
@@ -54,6 +56,9 @@ _DEFAULTS: dict[str, Any] = {
     "record_bytes": 100,
     "events": {"min": 1, "max": 3},
     "event_kinds": list(EVENT_KINDS),
+    # KIP-925: 0 racks = racks not modelled; else clients and partition replicas are spread over racks
+    "racks": 0,
+    "replication_factor": 1,
 }
 
 
@@ -93,16 +98,20 @@ class Scenario:
     state_records: int
     record_bytes: int
     events: tuple[Event, ...] = field(default=())
+    #: racks the clients and partition replicas are spread over (0: no racks), replicas per partition
+    racks: int = 0
+    replication_factor: int = 1
 
     def describe(self) -> str:
         """A short human label, e.g. `6 clients (1-2 thr), 24+0 tasks, s=1, w=2, lognormal 5e4: join, leave`."""
         lo, hi = min(self.threads), max(self.threads)
         thr = f"{lo}" if lo == hi else f"{lo}-{hi}"
         events = ", ".join(e.kind for e in self.events)
+        racks = f", {self.racks} racks rf={self.replication_factor}" if self.racks else ""
         return (
             f"{len(self.threads)} clients ({thr} thr), {self.stateful_tasks}+{self.stateless_tasks} tasks, "
             f"s={self.standbys}, w={self.max_warmup_replicas}, {self.state_distribution} {self.state_records:.0e}"
-            f": {events}"
+            f"{racks}: {events}"
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -160,6 +169,11 @@ def parse_sweep(raw: Mapping[str, Any], default_name: str = "sweep") -> SweepSpe
     known = registered_task_assignors()
     if not isinstance(assignors, list) or not assignors or any(a not in known for a in assignors):
         raise SweepError(f"sweep.assignors: a non-empty list of {known}, got {assignors!r}")
+    for key, lowest in (("racks", 0), ("replication_factor", 1)):
+        value = merged[key]
+        bounds = [value["min"], value["max"]] if isinstance(value, Mapping) else _choices(value)
+        if any(not isinstance(v, int) or isinstance(v, bool) or v < lowest for v in bounds):
+            raise SweepError(f"space.{key}: integers >= {lowest}, got {value!r}")
     for choice in _choices(merged["state_distribution"]):
         if choice not in STATE_DISTRIBUTIONS:
             raise SweepError(f"space.state_distribution: {choice!r} is not one of {STATE_DISTRIBUTIONS}")
@@ -248,6 +262,8 @@ def expand(spec: SweepSpec) -> list[Scenario]:
                 "state_distribution",
                 "state_records",
                 "record_bytes",
+                "racks",  # last, and constant by default: sweeps without racks draw exactly as before
+                "replication_factor",
             )
         }
         events = _events(rng, space, clients)

@@ -41,6 +41,8 @@ def simulate_rows(specs: Iterable[str], max_rounds: int) -> Iterator[tuple[Any, 
             m.moves,
             m.restore_bytes,
             m.skew,
+            m.cross_rack,
+            m.same_rack_standbys,
         )
 
 
@@ -69,6 +71,8 @@ def scenario_frame(spark: SparkSession, spec: SweepSpec) -> DataFrame:
             StructField("moves", IntegerType(), False),
             StructField("restore_bytes", LongType(), False),
             StructField("skew", IntegerType(), False),
+            StructField("cross_rack", IntegerType(), False),
+            StructField("same_rack_standbys", IntegerType(), False),
         ]
     )
     return spark.createDataFrame(rdd, schema)

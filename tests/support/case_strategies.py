@@ -204,3 +204,66 @@ def with_client_tags(case: dict[str, Any], rng: random.Random) -> dict[str, Any]
     }
     config = {**case["config"], "num_standby_replicas": rng.randint(1, 3), "rack_aware_assignment_tags": configured}
     return {**case, "config": config, "clients": clients}
+
+
+def with_racks(case: dict[str, Any], rng: random.Random, strategy: str) -> dict[str, Any]:
+    """A copy of `case` with KIP-925 rack awareness (`strategy`): client racks, topics with replica racks.
+
+    Each sub-topology reads one or two co-partitioned source topics; stateful ones restore one or two
+    changelogs. Partitions have 1-3 replicas on 1-4 racks (some racks without clients). Half the cases get
+    at least one standby, so the standby optimiser runs; costs are Kafka Streams' defaults or drawn. Now and
+    then the picture is incomplete (a client without a rack, a replica without a rack, a changelog topic
+    missing from the metadata), which must leave rack awareness off as Kafka Streams does.
+    """
+    racks = [f"rack-{r}" for r in range(rng.randint(1, 4))]
+    incomplete = rng.randrange(12) == 0
+
+    def replicas() -> list[str | None]:
+        return [
+            rng.choice([*racks, "rack-x"]) if rng.randrange(8) else rng.choice(racks) for _ in range(rng.randint(1, 3))
+        ]
+
+    tasks = case["tasks"]["stateless"] + case["tasks"]["stateful"]
+    stateful = set(case["tasks"]["stateful"])
+    partitions_of: dict[int, int] = {}
+    for task in tasks:
+        sub, part = (int(x) for x in task.split("_"))
+        partitions_of[sub] = max(partitions_of.get(sub, 0), part + 1)
+    topics: dict[str, list[list[str | None]]] = {}
+    sources: dict[int, list[str]] = {}
+    changelogs: dict[int, list[str]] = {}
+    for sub, count in sorted(partitions_of.items()):
+        sources[sub] = [f"s{sub}-in{i}" for i in range(rng.choice([1, 1, 2]))]
+        changelogs[sub] = [f"app-s{sub}-store{i}-changelog" for i in range(rng.choice([1, 1, 2]))]
+        for topic in sources[sub] + (changelogs[sub] if f"{sub}_0" in stateful else []):
+            topics[topic] = [replicas() for _ in range(count)]
+    task_partitions = {}
+    for task in tasks:
+        sub, part = (int(x) for x in task.split("_"))
+        entry: dict[str, list[list[str | int]]] = {"source": [[t, part] for t in sources[sub]]}
+        if task in stateful:
+            entry["changelog"] = [[t, part] for t in changelogs[sub]]
+        task_partitions[task] = entry
+    clients = {pid: {**client, "rack": rng.choice(racks)} for pid, client in case["clients"].items()}
+    if incomplete:
+        what = rng.randrange(3)
+        if what == 0:
+            del clients[rng.choice(sorted(clients))]["rack"]
+        elif what == 1:
+            topic = rng.choice(sorted(topics))
+            topics[topic][rng.randrange(len(topics[topic]))][0] = None
+        elif any(t.endswith("changelog") for t in topics):
+            del topics[rng.choice(sorted(t for t in topics if t.endswith("changelog")))]
+    config = {**case["config"], "rack_aware_assignment_strategy": strategy}
+    if rng.randrange(2):
+        config["num_standby_replicas"] = max(1, config["num_standby_replicas"])
+    if rng.randrange(2):
+        config["rack_aware_assignment_traffic_cost"] = rng.randint(0, 20)
+        config["rack_aware_assignment_non_overlap_cost"] = rng.randint(0, 5)
+    return {
+        **case,
+        "config": config,
+        "clients": clients,
+        "task_partitions": task_partitions,
+        "partition_replica_racks": topics,
+    }

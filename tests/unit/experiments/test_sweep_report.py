@@ -42,9 +42,9 @@ def test_markdown_has_the_headline_and_a_section_per_metric() -> None:
     text = render_markdown(SPEC, aggregates(), "Ran here.")
     assert text.startswith("# Sweep report: t\n\n4 scenarios: 2 situations drawn from the space (seed 0)")
     assert "Ran here." in text
-    assert "| sticky | 1 | 3 | 1 | 3 | 1 | 3 | 1.5 kB | 3.5 GB | 0 |" in text
-    assert "| balanced | 2 | 4 | 2 | 4 | 2 | 4 | 2 B | 4 B | 1 |" in text
-    assert text.count("Worst scenarios per assignor:") == 4
+    assert "| sticky | 1 | 3 | 1 | 3 | 1 | 3 | 1.5 kB | 3.5 GB | 1 | 3 | 0 |" in text
+    assert "| balanced | 2 | 4 | 2 | 4 | 2 | 4 | 2 B | 4 B | 2 | 4 | 1 |" in text
+    assert text.count("Worst scenarios per assignor:") == len(METRICS) == 6
     assert "| balanced | 2 | 3 | 4 | 5 | 2 |" in text  # moves: p50 p90 p99 max, strictly worst twice
     assert "| balanced | 5 | #1 | 2 clients: join |" in text
 

@@ -98,6 +98,8 @@ def test_scenarios_round_trip_through_json() -> None:
         ({"space": {"state_distribution": "pareto"}}, "space.state_distribution"),
         ({"space": {"event_kinds": ["crash"]}}, "space.event_kinds"),
         ({"sweep": {"situations": 0}}, "sweep.situations"),
+        ({"space": {"racks": -1}}, "space.racks"),
+        ({"space": {"replication_factor": {"min": 0, "max": 2}}}, "space.replication_factor"),
     ],
 )
 def test_errors_name_the_key(raw: dict, names: str) -> None:
@@ -105,7 +107,16 @@ def test_errors_name_the_key(raw: dict, names: str) -> None:
         parse_sweep(raw)
 
 
-@pytest.mark.parametrize(("name", "at_least"), [("small.toml", 500), ("full.toml", 5000)])
+@pytest.mark.parametrize(("name", "at_least"), [("small.toml", 500), ("full.toml", 5000), ("racks.toml", 300)])
 def test_the_shipped_sweeps_load(name: str, at_least: int) -> None:
     spec = load_sweep(EXAMPLES / name)
     assert spec.scenario_count >= at_least
+
+
+def test_racks_are_drawn_only_when_the_space_has_them() -> None:
+    """Constant defaults draw nothing, so sweeps written before racks existed expand exactly as before."""
+    plain = expand(parse_sweep({"sweep": {"situations": 5}}))
+    assert {(s.racks, s.replication_factor) for s in plain} == {(0, 1)}
+    racked = expand(parse_sweep({"sweep": {"situations": 5}, "space": {"racks": 3, "replication_factor": 2}}))
+    assert [s.seed for s in racked] == [s.seed for s in plain]
+    assert {(s.racks, s.replication_factor) for s in racked} == {(3, 2)}

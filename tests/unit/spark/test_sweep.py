@@ -23,14 +23,25 @@ from streamlet.spark.session import get_spark  # noqa: E402
 from streamlet.spark.sweep import aggregate, run_sweep  # noqa: E402
 
 SMALL = Path(__file__).resolve().parents[3] / "examples" / "experiments" / "sweeps" / "small.toml"
-COLUMNS = ["situation", "assignor", "scenario", "rounds", "converged", "moves", "restore_bytes", "skew"]
+COLUMNS = [
+    "situation",
+    "assignor",
+    "scenario",
+    "rounds",
+    "converged",
+    "moves",
+    "restore_bytes",
+    "skew",
+    "cross_rack",
+    "same_rack_standbys",
+]
 ROWS = [
-    (0, "a", "s0", 1, True, 4, 100, 0),
-    (0, "b", "s0", 2, True, 2, 100, 5),
-    (1, "a", "s1", 3, False, 0, 50, 2),
-    (1, "b", "s1", 1, True, 5, 70, 2),
-    (2, "a", "s2", 2, True, 6, 10, 3),
-    (2, "b", "s2", 2, True, 1, 90, 0),
+    (0, "a", "s0", 1, True, 4, 100, 0, 1, 0),
+    (0, "b", "s0", 2, True, 2, 100, 5, 3, 0),
+    (1, "a", "s1", 3, False, 0, 50, 2, 0, 0),
+    (1, "b", "s1", 1, True, 5, 70, 2, 0, 0),
+    (2, "a", "s2", 2, True, 6, 10, 3, 2, 0),
+    (2, "b", "s2", 2, True, 1, 90, 0, 2, 0),
 ]
 
 
@@ -51,6 +62,9 @@ def test_aggregation_on_hand_made_rows() -> None:
     assert {k: v for k, v in agg.worst_counts.items() if k[1] == "restore_bytes"} == {("b", "restore_bytes"): 2}
     assert agg.worst_counts[("a", "skew")] == agg.worst_counts[("b", "skew")] == 1
     assert agg.worst_counts[("a", "rounds")] == agg.worst_counts[("b", "rounds")] == 1
+    # cross-rack reads: b strictly worst in s0 only (s1 and s2 tie); same-rack standbys: all tie at 0
+    assert {k: v for k, v in agg.worst_counts.items() if k[1] == "cross_rack"} == {("b", "cross_rack"): 1}
+    assert not any(k[1] == "same_rack_standbys" for k in agg.worst_counts)
     assert agg.not_converged == {"a": 1, "b": 0}
     worst = [WorstScenario(2, "s2", 6), WorstScenario(0, "s0", 4), WorstScenario(1, "s1", 0)]
     assert agg.worst[("a", "moves")] == worst

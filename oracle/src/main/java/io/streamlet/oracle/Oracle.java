@@ -5,9 +5,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
-import org.apache.kafka.common.Cluster;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.processor.TaskId;
 import org.apache.kafka.streams.processor.assignment.AssignmentConfigs;
@@ -32,6 +30,7 @@ import java.util.HashSet;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalInt;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
@@ -54,7 +53,7 @@ import java.util.UUID;
  * {@code addPreviousTasksAndOffsetSums(...)}, {@code initializePrevTasks(...)},
  * {@code computeTaskLags(processId, endOffsetSums)}, then
  * {@code HighAvailabilityTaskAssignor.assign(clients, allTasks, statefulTasks, rackAwareTaskAssignor, configs)}
- * with {@code rack.aware.assignment.strategy=none} and no rack-aware tags.
+ * with the case's KIP-708 tags and KIP-925 strategy (see {@link RackAware} for the rack inputs).
  */
 public final class Oracle {
     private static final ObjectMapper MAPPER = new ObjectMapper();
@@ -110,17 +109,22 @@ public final class Oracle {
             rackAwareAssignmentTags.add(tag.asText());
         }
 
-        // Same validation as StreamsConfig; strategy "none": the RackAwareTaskAssignor is off.
+        // KIP-925: rack.aware.assignment.strategy and its two costs (unset: the assignor's defaults).
+        final String strategy = config.path("rack_aware_assignment_strategy").asText(StreamsConfig.RACK_AWARE_ASSIGNMENT_STRATEGY_NONE);
+        final OptionalInt trafficCost = optionalInt(config, "rack_aware_assignment_traffic_cost");
+        final OptionalInt nonOverlapCost = optionalInt(config, "rack_aware_assignment_non_overlap_cost");
+
+        // Same validation as StreamsConfig.
         final AssignmentConfigs configs = new AssignmentConfigs(
             acceptableRecoveryLag,
             maxWarmupReplicas,
             numStandbyReplicas,
             probingRebalanceIntervalMs,
-            rackAwareAssignmentTags
+            rackAwareAssignmentTags,
+            trafficCost,
+            nonOverlapCost,
+            strategy
         );
-        if (!StreamsConfig.RACK_AWARE_ASSIGNMENT_STRATEGY_NONE.equals(configs.rackAwareAssignmentStrategy())) {
-            throw new IllegalStateException("rack awareness must be off");
-        }
 
         // Tasks.
         final JsonNode tasks = root.path("tasks");
@@ -170,6 +174,7 @@ public final class Oracle {
         }
         final Map<ProcessId, ClientState> clientStates = new HashMap<>();
         final Map<ProcessId, String> keyForProcess = new HashMap<>();
+        final Map<ProcessId, Integer> capacityForProcess = new HashMap<>();
         final Iterator<Map.Entry<String, JsonNode>> clientIt = clientsNode.fields();
         while (clientIt.hasNext()) {
             final Map.Entry<String, JsonNode> entry = clientIt.next();
@@ -209,6 +214,7 @@ public final class Oracle {
                 final Map.Entry<String, JsonNode> e = tagIt.next();
                 clientTags.put(e.getKey(), e.getValue().asText());
             }
+            capacityForProcess.put(processId, (int) capacity);
             final ClientState state = new ClientState(processId, clientTags);
             final List<TopicPartition> owned = new ArrayList<>();
             for (final TaskId t : prevActive) {
@@ -229,20 +235,9 @@ public final class Oracle {
             clientStates.put(processId, state);
         }
 
-        // Rack awareness off: strategy "none" makes canEnableRackAwareAssignor() return false at once.
-        final RackAwareTaskAssignor rackAwareTaskAssignor = new RackAwareTaskAssignor(
-            Cluster.empty(),
-            Collections.emptyMap(),
-            Collections.emptyMap(),
-            Collections.emptyMap(),
-            Collections.emptyMap(),
-            null,
-            configs,
-            Time.SYSTEM
-        );
-        if (rackAwareTaskAssignor.canEnableRackAwareAssignor()) {
-            throw new IllegalStateException("rack-aware assignor unexpectedly enabled");
-        }
+        // Strategy "none": canEnableRackAwareAssignor() is false at once, whatever the metadata.
+        final RackAwareTaskAssignor rackAwareTaskAssignor = RackAware.create(
+            root, allTasks, keyForProcess, capacityForProcess, configs);
 
         final String assignor = root.path("assignor").asText("high_availability");
         final ObjectNode result = MAPPER.createObjectNode();
@@ -345,6 +340,14 @@ public final class Oracle {
             throw new IllegalArgumentException("unsupported task id '" + s + "' (expected <subtopology>_<partition>)");
         }
         return t;
+    }
+
+    private static OptionalInt optionalInt(final JsonNode parent, final String field) {
+        final JsonNode n = parent.path(field);
+        if (n.isMissingNode() || n.isNull()) {
+            return OptionalInt.empty();
+        }
+        return OptionalInt.of(Math.toIntExact(asLong(n, field)));
     }
 
     private static long longOr(final JsonNode parent, final String field, final long dflt) {
