@@ -201,8 +201,10 @@ async def start_run(cluster: LocalCluster, kafka: KafkaTestCluster, tmp_path: Pa
         steady.start()
         await run.more_output()
     except BaseException:
-        await steady.stop()
-        workers.stop_all()
+        try:
+            await steady.stop()  # re-raises the input's own failure, if it failed
+        finally:
+            workers.stop_all()  # never left running (two workers once outlived a failed start by an hour)
         raise
     return run
 
@@ -309,8 +311,10 @@ async def test_leader_and_coordinator_kills_lose_nothing(
         faults = await kill_leaders_and_coordinator(cluster, run)
         await check(run, faults)
     finally:
-        await run.steady.stop()
-        run.workers.stop_all()
+        try:
+            await run.steady.stop()
+        finally:
+            run.workers.stop_all()
 
 
 @pytest.mark.parametrize("guarantee", ["exactly_once_v2", "at_least_once"])
@@ -321,5 +325,7 @@ async def test_a_rolling_restart_loses_nothing(
     try:
         await check(run, await rolling_restart(cluster, run))
     finally:
-        await run.steady.stop()
-        run.workers.stop_all()
+        try:
+            await run.steady.stop()
+        finally:
+            run.workers.stop_all()
