@@ -177,10 +177,9 @@ class EventTimeExchange:
 
 
 async def _stop(stopping: Any, what: str, timeout: float) -> None:
-    started = time.monotonic()
     try:
         await asyncio.wait_for(stopping, timeout)
     except TimeoutError:
-        log.warning("the event-time %s did not stop within %.0fs", what, time.monotonic() - started)
+        log.warning("the event-time %s did not stop within %.0fs", what, timeout)
     except Exception:
         log.exception("stopping the event-time %s failed", what)
