@@ -36,6 +36,7 @@ EOS = {"processing_guarantee": "exactly_once_v2", "statestore_cache_max_bytes": 
 # are those of sub-topology 1
 LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) (.*)$", re.MULTILINE)
 RESTORE_START = re.compile(r"restoring store \S+ from \S+-counts-store-changelog-(\d+) offsets (\d+)\.\.(\d+) ")
+RESTORE_DONE = re.compile(r"restored store \S+ from \S+-counts-store-changelog-(\d+):")
 ASSIGNED = re.compile(r"stream-thread \[(\S+)\] assigned active \[([^\]]*)\]")
 SETTLING = re.compile(r"assigned active|now RUNNING|streamlet client \S+ started")
 # how long before a kill the changelog ends are read: every record up to them is in a transaction the worker has
@@ -76,13 +77,23 @@ def assigned_tasks(lines: list[tuple[float, str]]) -> set[str]:
 def own_restores(restart: Restart, log: str) -> list[tuple[int, int, int]] | None:
     """The restorations the restarted worker ran for its own count tasks: (partition, start, end), or None when
     this restart cannot tell (the worker was still starting or rebalancing when it died, or got other tasks)."""
+    settled_by = restart.killed_at - COMMITTED_BEFORE_KILL_S - 0.5  # before the changelog ends were read
     before = timed_lines(log[: restart.log_from], SETTLING)
-    settling = [t for t, _ in before]
-    if not settling or settling[-1] > restart.killed_at - COMMITTED_BEFORE_KILL_S - 0.5:
-        return None  # its tasks had not been running since before the changelog ends were read
+    if not before or before[-1][0] > settled_by:
+        return None  # its tasks had not been running since then
     owned = assigned_tasks(before)
     if not any(task.startswith("1_") for task in owned):
         return None  # no count store to restore
+    restored_at: dict[str, float | None] = {}  # partition -> when its last restore ended (None: still restoring)
+    for t, text in timed_lines(log[: restart.log_from]):
+        if started := RESTORE_START.search(text):
+            restored_at[started.group(1)] = None
+        elif done := RESTORE_DONE.search(text):
+            restored_at[done.group(1)] = t
+    for task in (task for task in owned if task.startswith("1_")):
+        done_at = restored_at.get(task[2:], 0.0)  # none logged: nothing to restore
+        if done_at is None or done_at > settled_by:
+            return None  # it died restoring (a restore waits for the transactions of killed workers to end)
     after = timed_lines(log[restart.log_from : restart.log_to])
     assigned_at = [t for t, text in after if ASSIGNED.search(text)]
     if not assigned_at:
