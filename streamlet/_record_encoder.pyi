@@ -20,3 +20,5 @@ def build_batch(
     base_sequence: int,
     /,
 ) -> bytes: ...
+
+SOURCE_SHA256: str

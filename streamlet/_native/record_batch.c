@@ -12,6 +12,9 @@
 #include <Python.h>
 #include <stdint.h>
 
+#ifndef SOURCE_SHA256 /* setup.py defines it: the hash of this file, checked at import (native_modules.py) */
+#define SOURCE_SHA256 "unknown"
+#endif
 #define BATCH_HEADER 61      /* baseOffset .. recordsCount */
 #define LOG_APPEND_TIME 0x08 /* attributes bit: every record's timestamp is the batch's max timestamp */
 
@@ -339,5 +342,9 @@ PyMODINIT_FUNC PyInit__record_batch(void) {
         return NULL;
     }
     Py_INCREF(record_type); /* the module holds one reference, decode_records the other */
+    if (PyModule_AddStringConstant(m, "SOURCE_SHA256", SOURCE_SHA256) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
     return m;
 }

@@ -14,6 +14,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#ifndef SOURCE_SHA256 /* setup.py defines it: the hash of this file, checked at import (native_modules.py) */
+#define SOURCE_SHA256 "unknown"
+#endif
 #define BATCH_HEADER 61 /* baseOffset .. recordsCount */
 #define ATTRIBUTES_OFFSET 21
 #define CRC_OFFSET 17
@@ -261,5 +264,10 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "streamlet._record_en
 
 PyMODINIT_FUNC PyInit__record_encoder(void) {
     init_crc_table();
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (m && PyModule_AddStringConstant(m, "SOURCE_SHA256", SOURCE_SHA256) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

@@ -15,17 +15,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiokafka import AIOKafkaProducer
 from aiokafka.producer.message_accumulator import MessageAccumulator
 
 from streamlet.kafka.aiokafka_internals import require, version_supported
+from streamlet.kafka.native_modules import load_native
 
-try:
+if TYPE_CHECKING:
     import streamlet._record_encoder as _native
-except ImportError:  # built without a C compiler: the collector uses aiokafka's BatchBuilder
-    _native = None  # type: ignore[assignment]
+else:  # None without a C compiler or with a stale build: the collector uses aiokafka's BatchBuilder
+    _native = load_native("streamlet._record_encoder", "record_encoder.c")
 
 #: a queued record of one partition: (key, value, timestamp or None, headers)
 Queued = tuple[bytes | None, bytes | None, int | None, Sequence[tuple[str, bytes]]]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, NamedTuple, overload
+from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
 from aiokafka import AIOKafkaConsumer
 from aiokafka import errors as kafka_errors
@@ -24,11 +24,12 @@ from aiokafka.consumer import fetcher as _fetcher
 from aiokafka.structs import TopicPartition
 
 from streamlet.kafka.aiokafka_internals import version_supported
+from streamlet.kafka.native_modules import load_native
 
-try:
+if TYPE_CHECKING:
     import streamlet._record_batch as _native
-except ImportError:  # built without a C compiler: aiokafka's decoder fills the blocks
-    _native = None  # type: ignore[assignment]
+else:  # None without a C compiler or with a stale build: aiokafka's decoder fills the blocks
+    _native = load_native("streamlet._record_batch", "record_batch.c")
 
 NATIVE = _native is not None
 _LENGTH = struct.Struct(">i")

@@ -26,14 +26,13 @@ from aiokafka.structs import ConsumerRecord, TopicPartition
 
 from streamlet.kafka import record_blocks
 from streamlet.kafka.aiokafka_internals import version_supported
+from streamlet.kafka.native_modules import load_native
 
 if TYPE_CHECKING:
-    from streamlet._record_batch import BatchRecord as NativeBatchRecord
-
-try:
     import streamlet._record_batch as _native
-except ImportError:  # built without a C compiler: aiokafka's decoder reads the batches
-    _native = None  # type: ignore[assignment]
+    from streamlet._record_batch import BatchRecord as NativeBatchRecord
+else:  # None without a C compiler or with a stale build: aiokafka's decoder reads the batches
+    _native = load_native("streamlet._record_batch", "record_batch.c")
 
 
 class FetchedRecord(Protocol):
