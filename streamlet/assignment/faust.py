@@ -27,7 +27,8 @@ proportionally to the number of threads") fills that gap here. For each class of
    other than its active one. Previous holders keep theirs while they hold fewer than their even share
    (`ceil(G * replicas * threads_c / total threads)`); the other copies go to the clients with the fewest
    standby groups per thread, ties broken at random; then copies move from clients over their share to
-   clients under it (a client cannot back up the groups it runs, so keeping alone can leave it short).
+   clients under it, through a third client where no group fits directly (a client cannot back up the
+   groups it runs, so keeping alone can leave it short).
    The random draws come from `seed`, by default the leader's clock (`ApplicationState.now_ms`): each
    rebalance draws anew, and a simulation (clock 0) is reproducible.
 
@@ -202,25 +203,49 @@ class _FaustRun:
         """Move standby groups from clients over their even share to clients under it.
 
         Keeping copies in partition order can leave a client that must not hold some groups (it runs
-        them) short of standbys while others hold more than their share; each move takes the highest
-        partition that the receiver may hold. The shares add up to at least the number of copies, so an
-        overloaded client means an underloaded one; a move is skipped only when no group fits.
+        them) short of standbys while others hold more than their share. Each step moves one copy along a
+        chain of clients, from one over its share to one under it, each handing on a group the next may hold
+        (one it neither holds nor runs), the highest partition first: when the one under its share may hold
+        none of the over one's groups, a third client takes one of them and hands one of its own on. Every
+        client in between keeps its count. The shares add up to at least the number of copies, so an
+        overloaded client means an underloaded one; the moves stop when no chain joins the two.
         """
+
+        def movable(giver: uuid.UUID, taker: uuid.UUID) -> PartitionGroup | None:
+            fits = [
+                g for g, chosen in copies.items() if giver in chosen and taker not in chosen and self.owner[g] != taker
+            ]
+            return fits[-1] if fits else None
+
+        def chain(giver: uuid.UUID) -> list[tuple[uuid.UUID, uuid.UUID, PartitionGroup]] | None:
+            """The shortest chain of moves from `giver` to a client under its share (breadth first)."""
+            came_from: dict[uuid.UUID, tuple[uuid.UUID, PartitionGroup] | None] = {giver: None}
+            frontier = [giver]
+            while frontier:
+                reached = []
+                for source in frontier:
+                    for target in self.order:
+                        if target in came_from or (group := movable(source, target)) is None:
+                            continue
+                        came_from[target] = (source, group)
+                        if count[target] < even[target]:
+                            moves = []
+                            while (step := came_from[target]) is not None:
+                                moves.append((step[0], target, step[1]))
+                                target = step[0]
+                            return moves[::-1]
+                        reached.append(target)
+                frontier = reached
+            return None
+
         moved = True
         while moved:
             moved = False
             for giver in self.order:
-                for taker in self.order:
-                    if count[giver] <= even[giver] or count[taker] >= even[taker]:
-                        continue
-                    movable = [
-                        g
-                        for g, chosen in copies.items()
-                        if giver in chosen and taker not in chosen and self.owner[g] != taker
-                    ]
-                    if movable:
-                        group = movable[-1]
-                        copies[group][copies[group].index(giver)] = taker
-                        count[giver] -= 1
-                        count[taker] += 1
-                        moved = True
+                if count[giver] <= even[giver] or (moves := chain(giver)) is None:
+                    continue
+                for source, target, group in moves:
+                    copies[group][copies[group].index(source)] = target
+                count[giver] -= 1
+                count[moves[-1][1]] += 1
+                moved = True

@@ -18,6 +18,7 @@ Properties (each recomputed from the case, not from the assignor's internals), o
 from __future__ import annotations
 
 import math
+import uuid
 from collections import Counter
 from typing import Any
 
@@ -117,7 +118,9 @@ def test_sticky_and_deterministic(case: dict[str, Any]) -> None:
 def test_standbys_within_the_even_share_when_clients_are_alike(case: dict[str, Any]) -> None:
     """All clients with one thread: per class of S stateful groups, a client holds at most
     ceil(S * replicas / clients) of them as standbys. (With unequal threads the share can be impossible:
-    a one-thread client may have to back up every group of a four-thread one.)"""
+    a one-thread client may have to back up every group of a four-thread one. So it is when every other client
+    must hold a copy, replicas = clients - 1: a client then backs up every group it does not run, and a newcomer
+    that runs none while the others are within their limit backs up all S.)"""
     case = {**case, "clients": {p: {**c, "capacity": 1} for p, c in case["clients"].items()}}
     result = simulate(case, "faust")
     replicas = min(case["config"]["num_standby_replicas"], len(case["clients"]) - 1)
@@ -130,7 +133,10 @@ def test_standbys_within_the_even_share_when_clients_are_alike(case: dict[str, A
             if w == n and stateful & set(tasks)
         ]
         for c in result["clients"].values():
-            assert sum(t in c["standby"] for t in backed) <= math.ceil(len(backed) * replicas / len(case["clients"]))
+            share = math.ceil(len(backed) * replicas / len(case["clients"]))
+            if replicas == len(case["clients"]) - 1:
+                share = max(share, sum(t not in c["active"] for t in backed))
+            assert sum(t in c["standby"] for t in backed) <= share
 
 
 def _case(clients: dict[str, dict[str, Any]], stateless: list[str], stateful: list[str], standbys: int = 0) -> dict:
@@ -177,3 +183,41 @@ def test_standbys_spread_evenly_and_the_seed_decides_the_ties() -> None:
         assert sorted(len(c["standby"]) for c in result["clients"].values()) == [3, 3, 3, 3]
         layouts.add(tuple(tuple(c["standby"]) for c in result["clients"].values()))
     assert len(layouts) > 1
+
+
+def test_standbys_even_out_through_a_third_client_when_no_group_fits_directly() -> None:
+    """Found by the property above: a client over its share (4 copies of a class of 9 groups, share 3) holds only
+    groups that the client under it (2) runs or already backs up. A third client takes one of the over one's
+    groups and hands one of its own on, so every client ends at 3."""
+
+    def pid(hi: int, lo: int) -> str:
+        return str(uuid.UUID(int=((hi % 2**64) << 64) | (lo % 2**64)))
+
+    def client(active: str, offsets: str) -> dict[str, Any]:
+        """Previous active tasks, and the offset sums reported (-2: running)."""
+        sums = {t: int(o) for t, o in (pair.split("=") for pair in offsets.split())}
+        return {"capacity": 1, "prev_active": active.split(), "prev_standby": [], "task_offset_sums": sums}
+
+    clients = {
+        pid(15, -1): client(
+            "0_0 0_2 0_4 0_6 0_7 1_2 1_3 1_5 1_7 1_8",
+            "0_0=-2 0_2=-2 0_3=1 0_4=-2 0_5=1 0_6=-2 0_7=-2 0_8=0 1_0=0 1_1=0 1_2=-2 1_3=-2 1_4=1 1_5=-2 1_7=-2 "
+            "1_8=-2 2_0=0",
+        ),
+        pid(0, 6745964336): client("2_0", "0_0=0 0_1=1 0_4=2 0_7=1 0_8=0 1_0=0 1_3=1 1_6=1 2_0=-2"),
+        pid(0, 3): client("", "0_0=0 0_1=1 0_7=0"),
+        pid(5, -1): client("0_1 0_3 0_8 1_6", "0_1=0 0_3=-2 0_8=-2 1_2=0 1_5=0 1_6=-2"),
+        pid(0, 8): client("1_0 1_4", "0_5=0 0_8=1 1_0=-2 1_2=0 1_4=-2"),
+        pid(0, 1): client("", "0_4=1 0_7=0 1_0=1 1_3=1 2_0=0"),
+    }
+    stateful = [f"{sub}_{p}" for sub in (0, 1) for p in range(9)] + ["2_0"]
+    case = {
+        "config": {"num_standby_replicas": 2},
+        "tasks": {"stateless": [], "stateful": stateful},
+        "changelog_end_offset_sums": dict.fromkeys(stateful, 1),
+        "clients": clients,
+    }
+    result = simulate(case, "faust")
+    for sub in ("0", "1"):  # each a class of 9 groups: 18 copies over 6 clients, 3 each
+        held = {c: sum(t.startswith(f"{sub}_") for t in r["standby"]) for c, r in result["clients"].items()}
+        assert held == dict.fromkeys(clients, 3), (sub, held)
