@@ -129,7 +129,7 @@ def _by_client(event: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 @pytest.mark.parametrize("round_", [PROBING, FOLLOWUP], ids=["probing", "followup"])
-async def test_hata_assigns_what_kafka_streams_assigned_in_the_recorded_round(round_: Mapping[str, Any]) -> None:
+async def test_replayed_round_assigns_what_the_run_recorded(round_: Mapping[str, Any]) -> None:
     clients = _by_client(await _replay(round_))
     assert {
         name: {"active": c["active"], "standby": sorted(c["standby"] + c["warmup"])} for name, c in clients.items()
