@@ -2,11 +2,13 @@
 
 Every stream thread's consumer carries one instance. On each join the thread's subscription (process
 id, task offset sums, previous tasks) goes out as user data; the group leader's instance decodes all of
-them, groups consumers into clients by process id (capacity = number of threads), computes lags
-against changelog end offsets it fetches then, runs the configured `TaskAssignor`, spreads each client's
-tasks over its threads, withholds the tasks whose partitions another consumer still owns (cooperative
-rebalancing: they move in the follow-up round), and returns every member's partitions plus its
-active/standby tasks and any follow-up (probing) rebalance deadline.
+them, groups consumers into clients by process id (capacity = number of threads), derives each client's
+previous tasks from its owned partitions and offset sums as Kafka Streams does (the previous-task lists
+the threads send are not read), computes lags against changelog end offsets it fetches then, runs the
+configured `TaskAssignor`, spreads each client's tasks over its threads, withholds the tasks whose
+partitions another consumer still owns (cooperative rebalancing: they move in the follow-up round), and
+returns every member's partitions plus its active/standby tasks and any follow-up (probing) rebalance
+deadline.
 """
 
 from __future__ import annotations
@@ -164,12 +166,15 @@ class StreamsPartitionAssignor:
             owned = [(tp.topic, tp.partition) for tp in owned_partitions.get(member, ())]
             all_owned.update(owned)
             client.add_consumer(member, known, owned)
-            client.previous_active_tasks.update(t for t in sub.prev_active if t in task_partitions)
-            client.previous_standby_tasks.update(t for t in sub.prev_standby if t in task_partitions)
             consumers[sub.process_id].append(member)
             if sub.host_info:
                 host_infos[sub.process_id] = sub.host_info
+        task_for_partition = {(tp.topic, tp.partition): t for t, tps in task_partitions.items() for tp in tps}
         for client in clients.values():
+            # as Kafka Streams' ClientState.initializePrevTasks, not the threads' open tasks: after a cooperative
+            # revocation the previous owner's closed task (state on disk, partition no longer owned) is a
+            # previous standby, and an assigned task not opened yet (its partition owned) a previous active
+            client.initialize_prev_tasks(task_for_partition)
             client.compute_task_lags(end_sums)
 
         infos = [

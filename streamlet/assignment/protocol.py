@@ -10,7 +10,9 @@ Subscription versions: 1 = process id, unique field, error code, host, previous 
 (int32 count, then per tag an int32-length key and an int32-length value, UTF-8; tags sorted by key so
 the bytes are deterministic). This build reads 1 and 2, and writes version 2 only for a client with tags:
 without them it writes version 1 (second byte: latest supported, 2), which the builds before tags read, so
-a rolling upgrade of a group without tags mixes builds safely (a version 1 member has no tags).
+a rolling upgrade of a group without tags mixes builds safely (a version 1 member has no tags). The leader
+derives a client's previous tasks from its owned partitions and offset sums, as Kafka Streams'
+`initializePrevTasks` does; members still write the previous-task lists, for leaders of older builds.
 
 Assignment versions: 1 = tasks, error code, follow-up deadline; 2 adds `tasks_by_host` (Kafka Streams'
 `partitionsByHost`/`standbyPartitionByHost`, as tasks: a store partition is its task's partition). This
