@@ -29,10 +29,11 @@ from streamlet.assignment.api import (
     KafkaStreamsAssignment,
     TaskAssignor,
     TaskInfo,
+    TaskTopicPartition,
     notify_assignment_computed,
     validate_task_assignment,
 )
-from streamlet.assignment.client_state import LONG_MAX, ClientState
+from streamlet.assignment.client_state import LONG_MAX, ClientState, Partition
 from streamlet.assignment.history import ThreadTasks, build_assignment_event
 from streamlet.assignment.java_collections import java_hash_set_order
 from streamlet.assignment.process_id import java_uuid_key
@@ -67,6 +68,8 @@ class TaskTopology(Protocol):
 
     def store_names(self, task: TaskId) -> frozenset[str]: ...
 
+    def changelog_partitions(self, task: TaskId) -> Mapping[str, TopicPartition]: ...
+
 
 class AssignorHost(Protocol):
     """The stream thread behind one assignor instance (and, through it, its client)."""
@@ -80,6 +83,10 @@ class AssignorHost(Protocol):
 
     async def changelog_end_offset_sums(self, stateful_tasks: list[TaskId]) -> dict[TaskId, int]:
         """On the leader, during the assignment: fetched then."""
+        ...
+
+    async def replica_racks(self, topics: list[str]) -> dict[Partition, frozenset[str]]:
+        """On the leader, with rack-aware assignment on (KIP-925): each partition's replica racks, asked then."""
         ...
 
     def on_assignment_info(self, info: AssignmentInfo, partitions: list[TopicPartition]) -> None: ...
@@ -132,8 +139,9 @@ class StreamsPartitionAssignor:
     ) -> dict[str, Assignment]:
         decoded = {member: SubscriptionInfo.decode(sub.user_data or b"") for member, sub in subscriptions.items()}
         owned = {member: sub.owned_partitions for member, sub in subscriptions.items()}
+        racks = {member: sub.rack_id for member, sub in subscriptions.items()}
         try:
-            return await self._plan(partition_counts, decoded, owned)
+            return await self._plan(partition_counts, decoded, owned, racks)
         except (MissingTopicError, TopologyError) as exc:
             log.error("assignment failed, every member gets an error: %s", exc)
             error = AssignmentInfo(error_code=AssignorErrorCode.INCOMPLETE_SOURCE_TOPIC_METADATA).encode()
@@ -144,6 +152,7 @@ class StreamsPartitionAssignor:
         partition_counts: Mapping[str, int],
         subscriptions: Mapping[str, SubscriptionInfo],
         owned_partitions: Mapping[str, tuple[TopicPartition, ...]],
+        racks: Mapping[str, str | None],
     ) -> dict[str, Assignment]:
         counts: dict[str, int] = {}
         for topic in self._topology.source_topics():
@@ -160,8 +169,18 @@ class StreamsPartitionAssignor:
         host_infos: dict[uuid.UUID, str] = {}
         for member in sorted_member_ids(subscriptions):
             sub = subscriptions[member]
-            # as Kafka Streams' ClientMetadata: the client's tags come from its first member's subscription
-            client = clients.setdefault(sub.process_id, ClientState(client_tags=sub.client_tags))
+            # as Kafka Streams' ClientMetadata: the client's tags and rack come from its first member's subscription
+            client = clients.setdefault(
+                sub.process_id, ClientState(client_tags=sub.client_tags, rack_id=racks.get(member))
+            )
+            if client.rack_id != racks.get(member) and client.rack_id is not None:
+                log.error(
+                    "consumers of client %s report different racks (%s, %s): rack-aware assignment is off",
+                    sub.process_id,
+                    client.rack_id,
+                    racks.get(member),
+                )
+                client.rack_id = None  # as Kafka Streams' rack validation: a client with no single rack disables it
             known = {t: s for t, s in sub.task_offset_sums.items() if t in task_partitions}
             owned = [(tp.topic, tp.partition) for tp in owned_partitions.get(member, ())]
             all_owned.update(owned)
@@ -177,10 +196,7 @@ class StreamsPartitionAssignor:
             client.initialize_prev_tasks(task_for_partition)
             client.compute_task_lags(end_sums)
 
-        infos = [
-            TaskInfo(t, t in end_sums, self._topology.store_names(t) if t in end_sums else frozenset())
-            for t in task_partitions
-        ]
+        infos = await self._task_infos(task_partitions, end_sums)
         state = ApplicationState(
             infos,
             self._configs,
@@ -251,6 +267,36 @@ class StreamsPartitionAssignor:
         self._record(state.now_ms, clients, host_infos, sorted(task_partitions), stateful, by_pid, threads)
         notify_assignment_computed(self._task_assignor, result, subscriptions, AssignmentError.NONE)
         return result
+
+    async def _task_infos(
+        self, task_partitions: Mapping[TaskId, frozenset[TopicPartition]], end_sums: Mapping[TaskId, int]
+    ) -> list[TaskInfo]:
+        """Kafka Streams' `TaskInfo`s; with rack-aware assignment on, each with its source and changelog partitions
+        and their replicas' racks (`RackUtils.annotateTopicPartitionsWithRackInfo`)."""
+        stateful = {t: t in end_sums for t in task_partitions}
+        if self._configs.rack_aware_assignment_strategy == "none":
+            return [
+                TaskInfo(t, stateful[t], self._topology.store_names(t) if stateful[t] else frozenset())
+                for t in task_partitions
+            ]
+        changelogs: dict[TaskId, set[Partition]] = {t: set() for t in task_partitions}
+        for t in (t for t in task_partitions if stateful[t]):
+            changelogs[t] = {(tp.topic, tp.partition) for tp in self._topology.changelog_partitions(t).values()}
+        sources = {t: {(tp.topic, tp.partition) for tp in tps} for t, tps in task_partitions.items()}
+        topics = sorted({topic for ps in (*sources.values(), *changelogs.values()) for topic, _ in ps})
+        racks = await self._host.replica_racks(topics)
+        return [
+            TaskInfo(
+                t,
+                stateful[t],
+                self._topology.store_names(t) if stateful[t] else frozenset(),
+                frozenset(
+                    TaskTopicPartition(p, p in sources[t], p in changelogs[t], racks.get(p))
+                    for p in sources[t] | changelogs[t]
+                ),
+            )
+            for t in task_partitions
+        ]
 
     def _record(
         self,

@@ -91,17 +91,21 @@ class LocalCluster:
         security: str = PLAINTEXT_MODE,
         overrides: dict[str, str] | None = None,
         kafka_version: str | None = None,
+        racks: list[str] | None = None,
     ) -> None:
         """`ports`: the client ports of nodes 1..nodes (default: free ones); `heap` per JVM (2-core machines
         run three of them); `die_with_parent` and `kafka_version` as for `LocalBroker`; `security` one of
         SECURITY_MODES, fixed at the first start (the nodes share one CA and one set of users, in `<dir>/tls`);
-        `overrides`: more server.properties entries for every node."""
+        `overrides`: more server.properties entries for every node; `racks`: each node's `broker.rack`, in node
+        order (rack-aware replica placement and KIP-925 rack-aware assignment)."""
         if security not in SECURITY_MODES:
             raise BrokerError(f"security={security!r}: expected one of {', '.join(SECURITY_MODES)}")
         if nodes < 1:
             raise BrokerError(f"a cluster needs at least one node, got {nodes}")
         if ports is not None and len(ports) != nodes:
             raise BrokerError(f"{len(ports)} ports given for {nodes} nodes")
+        if racks is not None and (len(racks) != nodes or not all(racks)):
+            raise BrokerError(f"racks={racks!r}: expected one non-empty rack per node ({nodes})")
         self.directory = Path(directory) if directory is not None else default_broker_dir()
         self.nodes = nodes
         self.requested_ports = ports
@@ -110,6 +114,7 @@ class LocalCluster:
         self.security = security
         self.overrides = dict(overrides or {})
         self.kafka_version = kafka_version
+        self.racks = list(racks) if racks is not None else None
         self._brokers: dict[int, LocalBroker] = {}
 
     # ---- layout ------------------------------------------------------------------------------------------
@@ -163,6 +168,7 @@ class LocalCluster:
             "node.id": str(node_id),
             "controller.quorum.voters": voters,
             **replication_settings(len(layout.ports)),
+            **({"broker.rack": self.racks[node_id - 1]} if self.racks else {}),
             **self.overrides,
         }
         broker = LocalBroker(

@@ -131,6 +131,7 @@ class AioKafkaClientSupplier:
                 protocol=RebalanceProtocol(config.rebalance_protocol),
                 require_stable_offsets=config.exactly_once,
                 client_id=client_id,
+                client_rack=config.client_rack,
             ),
             client_id=client_id,
             enable_auto_commit=False,

@@ -22,12 +22,15 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
+from aiokafka.errors import KafkaError
 from aiokafka.structs import TopicPartition
 
 from streamlet.assignment.api import AssignmentConfigs, TaskAssignor
 from streamlet.assignment.partition_assignor import StreamsPartitionAssignor
 from streamlet.assignment.protocol import NO_FOLLOWUP, AssignmentInfo, SubscriptionInfo
 from streamlet.config import StreamsConfig
+from streamlet.kafka import connect
+from streamlet.kafka.replica_racks import describe_replica_racks
 from streamlet.runtime.assignment_history import AssignmentHistoryWriter
 from streamlet.runtime.changelog_end_offsets import ChangelogEndOffsets
 from streamlet.runtime.changelog_reader import ChangelogReader
@@ -414,6 +417,18 @@ class StreamThread:
     async def changelog_end_offset_sums(self, stateful_tasks: list[TaskId]) -> dict[TaskId, int]:
         await self._end_offsets.refresh(self._committed_offsets)
         return self._end_offsets.sums(stateful_tasks)
+
+    async def replica_racks(self, topics: list[str]) -> dict[tuple[str, int], frozenset[str]]:
+        """A failure leaves the racks unknown: this rebalance assigns without them (as Kafka Streams' RackUtils)."""
+        admin = connect.admin(self.config.cluster, client_id=f"{self.name}-admin")
+        try:
+            await admin.start()
+            return await describe_replica_racks(admin, topics)
+        except KafkaError as exc:
+            log.error("stream-thread [%s] cannot describe the racks of %s: %s", self.name, topics, exc)
+            return {}
+        finally:
+            await admin.close()
 
     def on_assignment_info(self, info: AssignmentInfo, partitions: list[TopicPartition]) -> None:
         self._pending_info = info

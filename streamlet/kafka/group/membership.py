@@ -176,6 +176,7 @@ class MembershipConfig:
     protocol: RebalanceProtocol = RebalanceProtocol.COOPERATIVE
     require_stable_offsets: bool = False  # exactly-once: never read offsets a pending transaction will replace
     client_id: str = ""
+    client_rack: str | None = None  # `client.rack`, in every subscription (v3): KIP-925 rack-aware assignment
 
 
 class GroupMembership:
@@ -509,6 +510,7 @@ class GroupMembership:
             await assignor.subscription_user_data(self._topics),
             tuple(sorted(owned)),
             self.generation.generation_id,
+            rack_id=self.config.client_rack,
         )
         log.info("%s (Re-)joining group", self._prefix)
         response = await self._channel.send(
