@@ -43,7 +43,7 @@ def session_aggregation(
     put = store.put
     observed = [-1]  # this processor's stream time (Kafka's observedStreamTime), in a cell for the closure
 
-    # Always listen, even without downstream nodes (see processor_graph._aggregation).
+    # Always listen, even without downstream nodes (see stream_aggregation._aggregation).
     def on_flush(
         key: bytes, new_value: bytes | None, old_value: bytes | None = None, timestamp: int | None = None
     ) -> None:

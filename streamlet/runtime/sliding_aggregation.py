@@ -50,11 +50,11 @@ def sliding_aggregation(
     record = graph.record
     observed = [-1]  # this processor's stream time (Kafka's observedStreamTime), in a cell for the closure
     # Without a cache Kafka forwards each update with the aggregate it started from as the old value (see
-    # processor_graph._old_values): the window's, or the initial one for a new window; none for a right window.
+    # stream_aggregation._old_values): the window's, or the initial one for a new window; none for a right window.
     direct = bool(getattr(store, "passthrough", False))
     replaced: list[bytes | None] = [None]
 
-    # Always listen, even without downstream nodes (see processor_graph._aggregation).
+    # Always listen, even without downstream nodes (see stream_aggregation._aggregation).
     def on_flush(
         key: bytes, new_value: bytes | None, old_value: bytes | None = None, timestamp: int | None = None
     ) -> None:

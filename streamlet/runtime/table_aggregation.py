@@ -70,7 +70,7 @@ def table_aggregation(spec: ProcessorSpec, forward: Forward, names: TopicNames, 
     record = graph.record
     value_of, timestamp_of = timestamped.value_of, timestamped.timestamp_of
 
-    # Always listen, as Kafka's aggregations always install a flush listener (see processor_graph._aggregation).
+    # Always listen, as Kafka's aggregations always install a flush listener (see stream_aggregation._aggregation).
     def on_flush(
         key: bytes, new_value: bytes | None, old_value: bytes | None = None, timestamp: int | None = None
     ) -> None:
