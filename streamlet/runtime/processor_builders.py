@@ -8,7 +8,7 @@ processors; this module only says which is which.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 from streamlet.errors import TopologyError
 from streamlet.runtime import (
@@ -47,37 +47,47 @@ class NodeGraph(Protocol):
     def add_flusher(self, flush: Callable[[], None]) -> None: ...
 
 
-Builder = Callable[[ProcessorSpec, Forward, TopicNames, TaskContext, NodeGraph], Forward]
+S = TypeVar("S", bound=ProcessorSpec)
+
+#: (spec, its children's forward, the topic names, the task's context, its graph) -> the node's forward
+Builder = Callable[[S, Forward, TopicNames, TaskContext, NodeGraph], Forward]
 
 
 def _pre_aggregate(
-    spec: ProcessorSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: NodeGraph
+    spec: n.PreAggregateSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: NodeGraph
 ) -> Forward:
     return pre_aggregate_node(spec, forward, graph)
 
 
-def _registry() -> dict[str, Builder]:
-    families: list[tuple[frozenset[str], Builder]] = [
-        (stream_processors.OPS, stream_processors.build),
-        (frozenset({n.PROCESS}), stream_processors.process),
-        (frozenset({n.PREAGGREGATE}), _pre_aggregate),
-        (frozenset({n.SUPPRESS}), suppress_processor.build),
-        (n.AGGREGATING_OPS, stream_aggregation.build),
-        (n.TABLE_OPS, ktable_processors.build),
-        (n.GLOBAL_TABLE_JOIN_OPS, global_table_join.build),
-        (n.STREAM_JOIN_OPS, stream_join.build),
+def _entry(kind: type[S], build: Builder[S]) -> tuple[type[ProcessorSpec], Builder[Any]]:
+    """One registry entry: typed so that a builder can only be registered for the specs it takes."""
+    return kind, build
+
+
+#: spec type -> builder (a branch node is wired by `processor_graph` itself: it forwards to one child by name)
+_BUILDERS: dict[type[ProcessorSpec], Builder[Any]] = dict(
+    [
+        _entry(n.StreamOperationSpec, stream_processors.build),
+        _entry(n.ProcessSpec, stream_processors.process),
+        _entry(n.PreAggregateSpec, _pre_aggregate),
+        _entry(n.SuppressSpec, suppress_processor.build),
+        _entry(n.AggregateSpec, stream_aggregation.build),
+        _entry(n.TableOperationSpec, ktable_processors.table_operation),
+        _entry(n.TableAggregateSpec, ktable_processors.grouped_table_aggregation),
+        _entry(n.StreamTableJoinSpec, ktable_processors.stream_table_join),  # takes stream records
+        _entry(n.TableJoinSpec, ktable_processors.table_join),
+        _entry(n.ForeignKeyJoinNodeSpec, ktable_processors.foreign_key_join_node),
+        _entry(n.GlobalTableJoinSpec, global_table_join.build),
+        _entry(n.StreamStreamJoinSpec, stream_join.build),
     ]
-    return {op: build for ops, build in families for op in ops}
-
-
-_BUILDERS = _registry()
+)
 
 
 def build_processor(
     spec: ProcessorSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: NodeGraph
 ) -> Forward:
     """The processor of `spec` in one task, forwarding to `forward` (its children)."""
-    build = _BUILDERS.get(spec.op)
+    build = _BUILDERS.get(type(spec))
     if build is None:
-        raise TopologyError(f"unknown processor operation {spec.op!r} in node {spec.name}")
+        raise TopologyError(f"no processor builder for {type(spec).__name__} (node {spec.name}, {spec.op!r})")
     return build(spec, forward, names, context, graph)

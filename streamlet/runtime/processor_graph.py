@@ -6,12 +6,12 @@ Streams forwards), so the per-record path is function calls only: no per-record 
 and no allocations beyond the user functions' own results.
 
 The runtime supplies the `TopicNames` of the application, the `TaskContext` (task id, state stores, record
-sending), and the
-graph writes the current record's metadata into the task's one `RecordContext`, which nodes read.
+sending), and the graph writes the current record's metadata into the task's one `RecordContext`, which nodes
+read.
 
-This module only wires: sources and sinks, and each processor as `processor_builders` builds it for its
-operation (the stateless stream ones in `stream_processors`, aggregations in `stream_aggregation`, table
-operations in `ktable_processors`, joins in their modules).
+This module only wires: sources and sinks, and each processor as the builder of its spec's type makes it
+(`processor_builders`: the stateless stream ones in `stream_processors`, aggregations in `stream_aggregation`,
+table nodes in `ktable_processors`, joins in their modules).
 """
 
 from __future__ import annotations
@@ -37,8 +37,7 @@ from streamlet.runtime.task_context import (
 )
 from streamlet.runtime.topic_names import TopicNames
 from streamlet.task_id import TaskId
-from streamlet.topology import nodes as n
-from streamlet.topology.nodes import ProcessorSpec, SinkSpec, SourceSpec
+from streamlet.topology.nodes import BranchSpec, ProcessorSpec, SinkSpec, SourceSpec
 from streamlet.topology.timestamps import UNKNOWN, ConsumedRecord, TimestampExtractor
 
 __all__ = ["TaskProcessorGraph", "build_task_graph"]
@@ -232,7 +231,7 @@ def build_task_graph(
                 sources[topic] = _source(spec, topic, forward, graph, extractor)
         elif isinstance(spec, SinkSpec):
             compiled[spec.name] = _sink(spec, names.topic(spec.topic), context, graph)
-        elif isinstance(spec, ProcessorSpec) and spec.op == n.BRANCH:  # forwards to one child, by name
+        elif isinstance(spec, BranchSpec):  # forwards to one child, by name
             compiled[spec.name] = branch_processors.split(spec, {c: compiled[c] for c in children[spec.name]})
         else:
             assert isinstance(spec, ProcessorSpec)

@@ -18,13 +18,13 @@ from streamlet.runtime.aggregate_functions import Forward, Graph, aggregate_func
 from streamlet.runtime.topic_names import TopicNames
 from streamlet.state import session_key_schema as schema
 from streamlet.state.session_store import find_sessions
-from streamlet.topology.nodes import ProcessorSpec
+from streamlet.topology.nodes import AggregateSpec
 from streamlet.topology.session_windows import SessionWindow, SessionWindows
 from streamlet.topology.windows import Windowed
 
 
 def session_aggregation(
-    spec: ProcessorSpec, forward: Forward | None, names: TopicNames, store: Any, graph: Graph
+    spec: AggregateSpec, forward: Forward | None, names: TopicNames, store: Any, graph: Graph
 ) -> Forward:
     """The node of a session-windowed aggregation on `store` (its task's outermost store); `forward` is
     None when the node has no downstream nodes."""

@@ -19,7 +19,7 @@ from streamlet.runtime.aggregate_functions import Forward, Graph, aggregate_func
 from streamlet.runtime.topic_names import TopicNames
 from streamlet.state import timestamped
 from streamlet.state import window_key_schema as schema
-from streamlet.topology.nodes import ProcessorSpec
+from streamlet.topology.nodes import AggregateSpec
 from streamlet.topology.sliding_windows import SlidingWindows
 from streamlet.topology.windows import TimeWindow, Windowed
 
@@ -33,7 +33,7 @@ def _make(value: Any, timestamp: int) -> ValueAndTimestamp | None:
 
 
 def sliding_aggregation(
-    spec: ProcessorSpec, forward: Forward | None, names: TopicNames, store: Any, graph: Graph
+    spec: AggregateSpec, forward: Forward | None, names: TopicNames, store: Any, graph: Graph
 ) -> Forward:
     """The node of a sliding-window aggregation on `store` (its task's outermost store); `forward` is None
     when the node has no downstream nodes."""

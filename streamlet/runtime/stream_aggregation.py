@@ -24,7 +24,7 @@ from streamlet.runtime.task_context import TaskContext
 from streamlet.runtime.topic_names import TopicNames
 from streamlet.state import timestamped, window_key_schema
 from streamlet.topology import nodes as n
-from streamlet.topology.nodes import ProcessorSpec
+from streamlet.topology.nodes import AggregateSpec
 from streamlet.topology.session_windows import SessionWindows
 from streamlet.topology.sliding_windows import SlidingWindows
 from streamlet.topology.windows import TimeWindow, TimeWindows, Windowed
@@ -39,7 +39,7 @@ class Graph(Protocol):
     dropped: DroppedRecords
 
 
-def build(spec: ProcessorSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: Graph) -> Forward:
+def build(spec: AggregateSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: Graph) -> Forward:
     """The processor of a count, reduce or aggregate (an op of `nodes.AGGREGATING_OPS`), windowed or not."""
     if isinstance(spec.windows, SessionWindows | SlidingWindows):
         return _other_window_aggregation(spec, forward, names, context, graph)
@@ -89,7 +89,7 @@ def _old_values(store: Any) -> tuple[bool, list[bytes | None]]:
 
 
 def _other_window_aggregation(
-    spec: ProcessorSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: Graph
+    spec: AggregateSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: Graph
 ) -> Forward:
     """Session and sliding-window aggregations (in their own modules), as a node of this graph."""
     build = session_aggregation if isinstance(spec.windows, SessionWindows) else sliding_aggregation
@@ -103,7 +103,7 @@ def _other_window_aggregation(
 
 
 def _aggregation(
-    spec: ProcessorSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: Graph
+    spec: AggregateSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: Graph
 ) -> Forward:
     """count/reduce/aggregate on a timestamped store (`KStreamAggregate`, `KStreamReduce` in Kafka 4.x).
 
@@ -211,7 +211,7 @@ def _aggregation(
 
 
 def _window_aggregation(
-    spec: ProcessorSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: Graph
+    spec: AggregateSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: Graph
 ) -> Forward:
     """count/reduce/aggregate per key and time window (`KStreamWindowAggregate`, emitting on every update).
 

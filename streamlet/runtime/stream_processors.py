@@ -20,7 +20,7 @@ from streamlet.runtime.record_context import RecordContext
 from streamlet.runtime.task_context import TaskContext
 from streamlet.runtime.topic_names import TopicNames
 from streamlet.topology import nodes as n
-from streamlet.topology.nodes import ProcessorSpec
+from streamlet.topology.nodes import ProcessSpec, StreamOperationSpec
 
 __all__ = ["build", "process"]
 
@@ -135,16 +135,15 @@ _BUILDERS: dict[str, Callable[[str, Any, Forward], Forward]] = {
     n.PASS_THROUGH: _pass_through,
 }
 
-#: the operations `build` makes
-OPS = frozenset(_BUILDERS)
 
-
-def build(spec: ProcessorSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: Graph) -> Forward:
-    """The processor of a stateless stream operation (one of `OPS`)."""
+def build(
+    spec: StreamOperationSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: Graph
+) -> Forward:
+    """The processor of a stateless stream operation (one of `StreamOperationSpec.OPS`)."""
     return _BUILDERS[spec.op](spec.name, spec.fn, forward)
 
 
-def process(spec: ProcessorSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: Graph) -> Forward:
+def process(spec: ProcessSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: Graph) -> Forward:
     """A user processor (`KStream.process`): its factory makes one processor per task, given the node's context."""
     fn: Any = spec.fn
     processor_context = ProcessorContext(spec.name, context, graph.record, graph.punctuations, forward, graph)

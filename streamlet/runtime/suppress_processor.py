@@ -18,7 +18,7 @@ from streamlet.runtime.task_context import TaskContext
 from streamlet.runtime.topic_names import TopicNames
 from streamlet.runtime.value_getters import buffer_topic
 from streamlet.state.time_ordered_buffer import BufferedContext, BufferValue, TimeOrderedKeyValueBuffer
-from streamlet.topology.nodes import ProcessorSpec, StoreSpec
+from streamlet.topology.nodes import StoreSpec, SuppressSpec
 from streamlet.topology.suppressed import Suppressed
 
 __all__ = ["build", "build_suppress"]
@@ -29,7 +29,7 @@ class Graph(Protocol):
 
 
 def build(
-    spec: ProcessorSpec, forward: Callable[[Any, Any], None], names: TopicNames, context: TaskContext, graph: Graph
+    spec: SuppressSpec, forward: Callable[[Any, Any], None], names: TopicNames, context: TaskContext, graph: Graph
 ) -> Callable[..., None]:
     """The processor of a suppress node: its one store is its suppression buffer."""
     assert spec.suppress is not None
