@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
 from streamlet.errors import SerializationError
-from streamlet.runtime.dropped_records import DroppedRecords
+from streamlet.runtime.aggregate_functions import Graph
 from streamlet.runtime.forwarding import Forward, noop
-from streamlet.runtime.record_context import RecordContext
 from streamlet.runtime.session_aggregation import session_aggregation
 from streamlet.runtime.sliding_aggregation import sliding_aggregation
 from streamlet.runtime.task_context import TaskContext
@@ -30,13 +29,6 @@ from streamlet.topology.sliding_windows import SlidingWindows
 from streamlet.topology.windows import TimeWindow, TimeWindows, Windowed
 
 __all__ = ["build"]
-
-
-class Graph(Protocol):
-    """What an aggregation needs of its task's graph: the record context and the dropped-records sensor."""
-
-    record: RecordContext
-    dropped: DroppedRecords
 
 
 def build(spec: AggregateSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: Graph) -> Forward:

@@ -13,22 +13,12 @@ from streamlet.task_id import TaskId
 from streamlet.topology import StreamsBuilder
 from streamlet.topology import nodes as n
 from tests.unit.runtime._support import FakeContext
-
-
-def _concrete_families() -> set[type[n.ProcessorSpec]]:
-    found: set[type[n.ProcessorSpec]] = set()
-    pending: list[type[n.ProcessorSpec]] = [n.ProcessorSpec]
-    while pending:
-        kind = pending.pop()
-        pending.extend(kind.__subclasses__())
-        if kind.OPS and kind.__module__ == n.__name__:  # not a subclass some test made
-            found.add(kind)
-    return found
+from tests.unit.topology._support import spec_families
 
 
 def test_every_family_but_the_splitter_has_a_builder() -> None:
     # the splitter forwards to one child by name, so processor_graph wires it itself
-    assert set(processor_builders._BUILDERS) == _concrete_families() - {n.BranchSpec}
+    assert set(processor_builders._BUILDERS) == spec_families() - {n.BranchSpec}
 
 
 def test_every_stateless_stream_operation_has_a_builder() -> None:

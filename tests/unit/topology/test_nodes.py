@@ -8,22 +8,12 @@ import pytest
 from streamlet.errors import TopologyError
 from streamlet.topology import nodes as n
 from streamlet.topology.suppressed import BufferConfig, Suppressed
-
-
-def _families() -> list[type[n.ProcessorSpec]]:
-    found: list[type[n.ProcessorSpec]] = []
-    pending: list[type[n.ProcessorSpec]] = [n.ProcessorSpec]
-    while pending:
-        kind = pending.pop()
-        pending.extend(kind.__subclasses__())
-        if kind.OPS and kind.__module__ == n.__name__:  # not a subclass some test made
-            found.append(kind)
-    return found
+from tests.unit.topology._support import spec_families
 
 
 def test_every_operation_belongs_to_one_family() -> None:
     owners: dict[str, list[str]] = {}
-    for kind in _families():
+    for kind in spec_families():
         for op in kind.OPS:
             owners.setdefault(op, []).append(kind.__name__)
     assert {op: kinds for op, kinds in owners.items() if len(kinds) > 1} == {}
