@@ -25,6 +25,8 @@ __all__ = ["build", "build_suppress"]
 
 
 class Graph(Protocol):
+    """What a suppress node reads of its task's graph: the record context."""
+
     record: RecordContext
 
 
@@ -32,7 +34,6 @@ def build(
     spec: SuppressSpec, forward: Callable[[Any, Any], None], names: TopicNames, context: TaskContext, graph: Graph
 ) -> Callable[..., None]:
     """The processor of a suppress node: its one store is its suppression buffer."""
-    assert spec.suppress is not None
     (store_name,) = spec.stores
     buffer = context.get_state_store(store_name)
     if not isinstance(buffer, TimeOrderedKeyValueBuffer):
