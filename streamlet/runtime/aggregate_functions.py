@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from streamlet.runtime.dropped_records import DroppedRecords
 from streamlet.runtime.record_context import RecordContext
 from streamlet.topology import nodes as n
-from streamlet.topology.nodes import ProcessorSpec, StoreSpec
+from streamlet.topology.nodes import AggregateSpec, StoreSpec
 
 _INT64 = struct.Struct(">q")
 Forward = Callable[[Any, Any], None]
@@ -43,7 +43,7 @@ def _unpack_long(raw: bytes) -> Any:
     return _INT64.unpack(raw)[0]
 
 
-def aggregate_functions(spec: ProcessorSpec, store_spec: StoreSpec, topic: str) -> AggregateFunctions:
+def aggregate_functions(spec: AggregateSpec, store_spec: StoreSpec, topic: str) -> AggregateFunctions:
     """The functions of a count/reduce/aggregate node, with its store's value serde (called with `topic`)."""
     if spec.op == n.COUNT:
         return AggregateFunctions(

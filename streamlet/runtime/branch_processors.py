@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from streamlet.topology.nodes import ProcessorSpec
+from streamlet.topology.nodes import BranchSpec
 
 Forward = Callable[[Any, Any], None]
 
 
-def split(spec: ProcessorSpec, children: Mapping[str, Forward]) -> Forward:
+def split(spec: BranchSpec, children: Mapping[str, Forward]) -> Forward:
     """The splitter node of `spec` (op BRANCH), forwarding to `children` (child name -> compiled node)."""
     choose: Any = spec.fn
     targets = dict(children)

@@ -27,7 +27,7 @@ from streamlet.state import timestamped
 from streamlet.task_id import TaskId
 from streamlet.topology import nodes as n
 from streamlet.topology.change import Change
-from streamlet.topology.nodes import ForeignKeyJoinSpec, ProcessorSpec
+from streamlet.topology.nodes import ForeignKeyJoinNodeSpec, ForeignKeyJoinSpec
 from streamlet.topology.subscription_wrappers import (
     RESPONSE_VERSION,
     SUBSCRIPTION_VERSION,
@@ -65,7 +65,7 @@ class UnsupportedVersionError(StreamletError):
 
 
 def build(
-    spec: ProcessorSpec,
+    spec: ForeignKeyJoinNodeSpec,
     forward: Forward,
     names: TopicNames,
     context: TaskContext,
@@ -89,7 +89,7 @@ def build(
 
 
 def _subscription_send(
-    spec: ProcessorSpec, fk: ForeignKeyJoinSpec, topic: str, forward: Forward, graph: TaskProcessorGraph
+    spec: ForeignKeyJoinNodeSpec, fk: ForeignKeyJoinSpec, topic: str, forward: Forward, graph: TaskProcessorGraph
 ) -> Forward:
     extract = cast(Callable[[Any, Any], Any], spec.fn)
     fk_ser, value_ser = fk.foreign_key_serde.serialize, fk.value_serde.serialize
@@ -136,7 +136,7 @@ def _subscription_send(
 
 
 def _subscription_receive(
-    spec: ProcessorSpec,
+    spec: ForeignKeyJoinNodeSpec,
     fk: ForeignKeyJoinSpec,
     topic: str,
     forward: Forward,
@@ -167,7 +167,9 @@ def _subscription_receive(
     return subscription_receive
 
 
-def _subscription_join(spec: ProcessorSpec, forward: Forward, get: Getter, graph: TaskProcessorGraph) -> Forward:
+def _subscription_join(
+    spec: ForeignKeyJoinNodeSpec, forward: Forward, get: Getter, graph: TaskProcessorGraph
+) -> Forward:
     record = graph.record
 
     def subscription_join(key: tuple[Any, Any], value: tuple[SubscriptionWrapper, int], _node: str = spec.name) -> None:
@@ -192,7 +194,7 @@ def _subscription_join(spec: ProcessorSpec, forward: Forward, get: Getter, graph
 
 
 def _foreign_table_join(
-    spec: ProcessorSpec,
+    spec: ForeignKeyJoinNodeSpec,
     fk: ForeignKeyJoinSpec,
     topic: str,
     forward: Forward,
@@ -220,7 +222,7 @@ def _foreign_table_join(
 
 
 def _response_join(
-    spec: ProcessorSpec,
+    spec: ForeignKeyJoinNodeSpec,
     fk: ForeignKeyJoinSpec,
     topic: str,
     forward: Forward,

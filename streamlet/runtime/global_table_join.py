@@ -16,14 +16,14 @@ from streamlet.runtime.ktable_processors import Forward, TaskProcessorGraph
 from streamlet.runtime.topic_names import TopicNames
 from streamlet.runtime.value_getters import TaskContext, value_getter
 from streamlet.topology import nodes as n
-from streamlet.topology.nodes import ProcessorSpec
+from streamlet.topology.nodes import GlobalTableJoinSpec
 
 
 def build(
-    spec: ProcessorSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
+    spec: GlobalTableJoinSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
 ) -> Forward:
     """The processor of a stream-global table join (an op of `nodes.GLOBAL_TABLE_JOIN_OPS`)."""
-    assert spec.value_getter is not None and spec.key_mapper is not None and spec.fn is not None
+    assert spec.fn is not None
     get = value_getter(spec.value_getter, names, context)
     key_mapper = spec.key_mapper
     joiner: Any = spec.fn

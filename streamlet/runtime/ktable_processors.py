@@ -1,6 +1,8 @@
 """Processors of source KTables, KTable operations and KStream-KTable joins (Kafka Streams' `KTableSource`,
-`KTableFilter`, `KTableMapValues`, `KTable#toStream` and `KStreamKTableJoin`); `build` also dispatches to
-grouped-table aggregations (`table_aggregation`) and table-table joins (`table_table_join`).
+`KTableFilter`, `KTableMapValues`, `KTable#toStream` and `KStreamKTableJoin`), and the builders of the other
+table nodes: grouped-table aggregations (`table_aggregation`), table-table joins (`table_table_join`) and
+foreign-key joins (`foreign_key_join`), which share the table nodes' materialization and their input below an
+aggregation or a suppression.
 
 Table nodes forward `Change(new, old)` values, as Kafka's do: `new` None is a delete, and `old` is the
 previous value only where the downstream asked for old values (`send_old_values`), else None.
@@ -14,9 +16,8 @@ cannot tell whether the key was there; with old values it drops a change whose o
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol, cast
+from typing import Any, Protocol, TypeVar, cast
 
-from streamlet.errors import TopologyError
 from streamlet.runtime import foreign_key_join
 from streamlet.runtime.dropped_records import DroppedRecords
 from streamlet.runtime.record_context import RecordContext
@@ -28,7 +29,16 @@ from streamlet.state import timestamped
 from streamlet.task_id import TaskId
 from streamlet.topology import nodes as n
 from streamlet.topology.change import Change
-from streamlet.topology.nodes import ProcessorSpec
+from streamlet.topology.nodes import (
+    AggregateSpec,
+    ForeignKeyJoinNodeSpec,
+    StreamTableJoinSpec,
+    SuppressSpec,
+    TableAggregateSpec,
+    TableJoinSpec,
+    TableNodeSpec,
+    TableOperationSpec,
+)
 
 Forward = Callable[[Any, Any], None]
 
@@ -44,28 +54,32 @@ class TaskProcessorGraph(Protocol):
     dropped: DroppedRecords
 
 
-def build(
-    spec: ProcessorSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
-) -> Forward:
-    """The processor of a table operation or stream-table join (an op of `nodes.TABLE_OPS`)."""
-    processor = _build(spec, forward, names, context, graph)
-    parent = names.topology.node(spec.predecessors[0]) if spec.predecessors else None
-    if isinstance(parent, ProcessorSpec) and spec.op in n.TABLE_OPS - _STREAM_INPUT:
-        if parent.op in AGGREGATIONS:
+S = TypeVar("S", bound=TableNodeSpec)
+Builder = Callable[[S, Forward, TopicNames, TaskContext, TaskProcessorGraph], Forward]
+
+
+def _taking_changes(build: Builder[S]) -> Builder[S]:
+    """The builder of a node that takes table updates: below an aggregation or a suppression (which forward
+    plain values, with the one they replaced in the record context) its input is made a `Change(new, old)`."""
+
+    def built(spec: S, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph) -> Forward:
+        processor = build(spec, forward, names, context, graph)
+        parent = names.topology.node(spec.predecessors[0]) if spec.predecessors else None
+        if isinstance(parent, AggregateSpec | TableAggregateSpec):
             return _changes_of_aggregation(spec, parent, processor, names, graph)
-        if parent.op == n.SUPPRESS:
+        if isinstance(parent, SuppressSpec):
             return _changes_of_suppression(spec, parent, processor, names, graph)
-    return processor
+        return processor
 
-
-#: what aggregates, forwarding plain values with the value it replaced in `record.old_value`
-AGGREGATIONS = n.AGGREGATING_OPS | {n.TABLE_AGGREGATE, n.TABLE_REDUCE}
-#: table ops that take stream records (a join's stream side), not table updates
-_STREAM_INPUT = frozenset({n.STREAM_TABLE_JOIN, n.STREAM_TABLE_LEFT_JOIN})
+    return built
 
 
 def _changes_of_aggregation(
-    spec: ProcessorSpec, parent: ProcessorSpec, processor: Forward, names: TopicNames, graph: TaskProcessorGraph
+    spec: TableNodeSpec,
+    parent: AggregateSpec | TableAggregateSpec,
+    processor: Forward,
+    names: TopicNames,
+    graph: TaskProcessorGraph,
 ) -> Forward:
     """A table op below an aggregation gets its updates as `Change(new, old)`: the old value is the aggregate
     it replaced (plain bytes of the aggregation's store) if the aggregation sends old values, as Kafka's
@@ -89,7 +103,7 @@ def _changes_of_aggregation(
 
 
 def _changes_of_suppression(
-    spec: ProcessorSpec, parent: ProcessorSpec, processor: Forward, names: TopicNames, graph: TaskProcessorGraph
+    spec: TableNodeSpec, parent: SuppressSpec, processor: Forward, names: TopicNames, graph: TaskProcessorGraph
 ) -> Forward:
     """A table op below a suppression gets its updates as `Change(new, old)`: the old value is the one buffered
     with the update (plain bytes in the buffer's value serde), which the buffer always has (Kafka's suppression
@@ -106,45 +120,61 @@ def _changes_of_suppression(
     return change_of_suppressed
 
 
-def _build(
-    spec: ProcessorSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
+@_taking_changes
+def table_operation(
+    spec: TableOperationSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
 ) -> Forward:
+    """A table source, filter, mapValues, toStream, or the re-grouping map of `KTable.group_by`."""
     op = spec.op
     if op == n.TABLE_SOURCE:
         return _table_source(spec, forward, names, context, graph)
-    if op in (n.TABLE_FILTER, n.TABLE_FILTER_NOT, n.TABLE_MAP_VALUES):
-        write = _materialized(spec, forward, names, context, graph) if spec.stores else None
-        if op == n.TABLE_MAP_VALUES:
-            return _table_map_values(spec, forward, write)
-        return _table_filter(spec, forward, write)
     if op == n.TABLE_TO_STREAM:
 
         def table_to_stream(key: Any, change: Change, _node: str = spec.name) -> None:
             forward(key, change.new)
 
         return table_to_stream
-    if op in (n.STREAM_TABLE_JOIN, n.STREAM_TABLE_LEFT_JOIN):
-        return _stream_table_join(spec, forward, names, context, graph)
-    if op in n.TABLE_JOIN_SIDES:
-        assert spec.value_getter is not None
-        return table_table_join(spec, forward, timestamped_value_getter(spec.value_getter, names, context), graph)
-    if op == n.TABLE_JOIN_MERGE:
-        if not spec.stores:
-            return join_merger(spec, forward, None, None)
-        direct_old: list[Any] = [None]
-        return join_merger(spec, forward, _materialized(spec, forward, names, context, graph, direct_old), direct_old)
-    if op in n.FK_JOIN_OPS:
-        get = None if spec.value_getter is None else timestamped_value_getter(spec.value_getter, names, context)
-        return foreign_key_join.build(spec, forward, names, context, graph, get)
     if op == n.TABLE_SELECT:
         return table_select(spec, forward)
-    if op in (n.TABLE_AGGREGATE, n.TABLE_REDUCE):
-        return table_aggregation(spec, forward, names, context.get_state_store(spec.stores[0]), graph)
-    raise TopologyError(f"unknown table operation {op!r} in node {spec.name}")
+    write = _materialized(spec, forward, names, context, graph) if spec.stores else None
+    if op == n.TABLE_MAP_VALUES:
+        return _table_map_values(spec, forward, write)
+    return _table_filter(spec, forward, write)
+
+
+@_taking_changes
+def table_join(
+    spec: TableJoinSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
+) -> Forward:
+    """A side of a table-table join (`table_table_join`), or its merger."""
+    if spec.op != n.TABLE_JOIN_MERGE:
+        assert spec.value_getter is not None
+        return table_table_join(spec, forward, timestamped_value_getter(spec.value_getter, names, context), graph)
+    if not spec.stores:
+        return join_merger(spec, forward, None, None)
+    direct_old: list[Any] = [None]
+    return join_merger(spec, forward, _materialized(spec, forward, names, context, graph, direct_old), direct_old)
+
+
+@_taking_changes
+def foreign_key_join_node(
+    spec: ForeignKeyJoinNodeSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
+) -> Forward:
+    """A processor of a foreign-key join (`foreign_key_join`), with the table its value getter reads."""
+    get = None if spec.value_getter is None else timestamped_value_getter(spec.value_getter, names, context)
+    return foreign_key_join.build(spec, forward, names, context, graph, get)
+
+
+@_taking_changes
+def grouped_table_aggregation(
+    spec: TableAggregateSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
+) -> Forward:
+    """aggregate/reduce of a grouped table (`table_aggregation`)."""
+    return table_aggregation(spec, forward, names, context.get_state_store(spec.stores[0]), graph)
 
 
 def _table_source(
-    spec: ProcessorSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
+    spec: TableOperationSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
 ) -> Forward:
     if not spec.stores:
 
@@ -174,7 +204,7 @@ class Write(Protocol):
 
 
 def _materialized(
-    spec: ProcessorSpec,
+    spec: TableNodeSpec,
     forward: Forward,
     names: TopicNames,
     context: TaskContext,
@@ -249,7 +279,7 @@ def _materialized(
     return write
 
 
-def _table_filter(spec: ProcessorSpec, forward: Forward, write: Write | None) -> Forward:
+def _table_filter(spec: TableOperationSpec, forward: Forward, write: Write | None) -> Forward:
     """`write`: the node's own store (a materialized filter), which forwards what it stores."""
     predicate: Any = spec.fn
     filter_not = spec.op == n.TABLE_FILTER_NOT
@@ -276,7 +306,7 @@ def _table_filter(spec: ProcessorSpec, forward: Forward, write: Write | None) ->
     return table_filter
 
 
-def _table_map_values(spec: ProcessorSpec, forward: Forward, write: Write | None) -> Forward:
+def _table_map_values(spec: TableOperationSpec, forward: Forward, write: Write | None) -> Forward:
     mapper: Any = spec.fn
     send_old = spec.send_old_values
 
@@ -291,8 +321,8 @@ def _table_map_values(spec: ProcessorSpec, forward: Forward, write: Write | None
     return table_map_values
 
 
-def _stream_table_join(
-    spec: ProcessorSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
+def stream_table_join(
+    spec: StreamTableJoinSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
 ) -> Forward:
     """Each stream record looks the table up (through the cache, so it sees the latest write) and is joined
     with the table's value; it keeps its key and timestamp. The table side never triggers output."""

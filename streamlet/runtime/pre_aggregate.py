@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from streamlet.errors import TopologyError
 from streamlet.runtime.dropped_records import DroppedRecords
 from streamlet.runtime.record_context import RecordContext
-from streamlet.topology.nodes import ProcessorSpec
+from streamlet.topology.nodes import PreAggregateSpec
 from streamlet.topology.pre_aggregation import MAX_PARTIAL_KEYS, NO_PARTIAL
 
 Forward = Callable[[Any, Any], None]
@@ -28,7 +28,7 @@ class _Graph(Protocol):
 
 
 def pre_aggregate_node(
-    spec: ProcessorSpec, forward: Forward, graph: _Graph, max_keys: int = MAX_PARTIAL_KEYS
+    spec: PreAggregateSpec, forward: Forward, graph: _Graph, max_keys: int = MAX_PARTIAL_KEYS
 ) -> Forward:
     """Compile the node; its flush is registered with `graph.add_flusher`."""
     fold: Any = spec.fn

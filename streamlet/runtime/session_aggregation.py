@@ -18,13 +18,13 @@ from streamlet.runtime.aggregate_functions import Forward, Graph, aggregate_func
 from streamlet.runtime.topic_names import TopicNames
 from streamlet.state import session_key_schema as schema
 from streamlet.state.session_store import find_sessions
-from streamlet.topology.nodes import ProcessorSpec
+from streamlet.topology.nodes import AggregateSpec
 from streamlet.topology.session_windows import SessionWindow, SessionWindows
 from streamlet.topology.windows import Windowed
 
 
 def session_aggregation(
-    spec: ProcessorSpec, forward: Forward | None, names: TopicNames, store: Any, graph: Graph
+    spec: AggregateSpec, forward: Forward | None, names: TopicNames, store: Any, graph: Graph
 ) -> Forward:
     """The node of a session-windowed aggregation on `store` (its task's outermost store); `forward` is
     None when the node has no downstream nodes."""
@@ -43,7 +43,7 @@ def session_aggregation(
     put = store.put
     observed = [-1]  # this processor's stream time (Kafka's observedStreamTime), in a cell for the closure
 
-    # Always listen, even without downstream nodes (see processor_graph._aggregation).
+    # Always listen, even without downstream nodes (see stream_aggregation._aggregation).
     def on_flush(
         key: bytes, new_value: bytes | None, old_value: bytes | None = None, timestamp: int | None = None
     ) -> None:

@@ -19,7 +19,7 @@ from streamlet.runtime.aggregate_functions import Forward, Graph, aggregate_func
 from streamlet.runtime.topic_names import TopicNames
 from streamlet.state import timestamped
 from streamlet.state import window_key_schema as schema
-from streamlet.topology.nodes import ProcessorSpec
+from streamlet.topology.nodes import AggregateSpec
 from streamlet.topology.sliding_windows import SlidingWindows
 from streamlet.topology.windows import TimeWindow, Windowed
 
@@ -33,7 +33,7 @@ def _make(value: Any, timestamp: int) -> ValueAndTimestamp | None:
 
 
 def sliding_aggregation(
-    spec: ProcessorSpec, forward: Forward | None, names: TopicNames, store: Any, graph: Graph
+    spec: AggregateSpec, forward: Forward | None, names: TopicNames, store: Any, graph: Graph
 ) -> Forward:
     """The node of a sliding-window aggregation on `store` (its task's outermost store); `forward` is None
     when the node has no downstream nodes."""
@@ -50,11 +50,11 @@ def sliding_aggregation(
     record = graph.record
     observed = [-1]  # this processor's stream time (Kafka's observedStreamTime), in a cell for the closure
     # Without a cache Kafka forwards each update with the aggregate it started from as the old value (see
-    # processor_graph._old_values): the window's, or the initial one for a new window; none for a right window.
+    # stream_aggregation._old_values): the window's, or the initial one for a new window; none for a right window.
     direct = bool(getattr(store, "passthrough", False))
     replaced: list[bytes | None] = [None]
 
-    # Always listen, even without downstream nodes (see processor_graph._aggregation).
+    # Always listen, even without downstream nodes (see stream_aggregation._aggregation).
     def on_flush(
         key: bytes, new_value: bytes | None, old_value: bytes | None = None, timestamp: int | None = None
     ) -> None:

@@ -26,7 +26,7 @@ from streamlet.runtime.topic_names import TopicNames
 from streamlet.state import window_key_schema
 from streamlet.state.window_store import RocksDBWindowStore
 from streamlet.topology import nodes as n
-from streamlet.topology.nodes import ProcessorSpec
+from streamlet.topology.nodes import StreamStreamJoinSpec
 
 Forward = Callable[[Any, Any], None]
 
@@ -75,7 +75,7 @@ def _java_long(value: int) -> int:
 
 
 def build(
-    spec: ProcessorSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
+    spec: StreamStreamJoinSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
 ) -> Forward:
     """The processor of a stream-stream join node (`STREAM_JOIN_WINDOW`, `STREAM_JOIN`, `STREAM_JOIN_MERGE`)."""
     if spec.op == n.STREAM_JOIN_WINDOW:
@@ -88,7 +88,7 @@ def build(
 
 
 def _windowed(
-    spec: ProcessorSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
+    spec: StreamStreamJoinSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
 ) -> Forward:
     """`KStreamJoinWindow`: forward first (the join must not find the record itself), then store it. The
     sequence number starts at 0 with every task (as Kafka's change-logging layer's does)."""
@@ -144,7 +144,7 @@ def _expired(graph: TaskProcessorGraph, node: str, record: RecordContext, segmen
 
 
 def _join(
-    spec: ProcessorSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
+    spec: StreamStreamJoinSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
 ) -> Forward:
     """One side of `KStreamKStreamJoin` (see the module docstring)."""
     join = spec.stream_join
@@ -247,7 +247,7 @@ def _join(
 
 
 def _self_join(
-    spec: ProcessorSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
+    spec: StreamStreamJoinSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
 ) -> Forward:
     """`KStreamKStreamSelfJoin` (`single.store.self.join`): the stream's one window store serves as both sides.
     A record meets the stored ones within its own side's window, then, within the other side's, the stored

@@ -10,15 +10,37 @@ record context it was buffered with (so its timestamp), and for emit-final a del
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 from streamlet.errors import StreamsFailure, TopologyError
 from streamlet.runtime.record_context import RecordContext
+from streamlet.runtime.task_context import TaskContext
+from streamlet.runtime.topic_names import TopicNames
+from streamlet.runtime.value_getters import buffer_topic
 from streamlet.state.time_ordered_buffer import BufferedContext, BufferValue, TimeOrderedKeyValueBuffer
-from streamlet.topology.nodes import StoreSpec
+from streamlet.topology.nodes import StoreSpec, SuppressSpec
 from streamlet.topology.suppressed import Suppressed
 
-__all__ = ["build_suppress"]
+__all__ = ["build", "build_suppress"]
+
+
+class Graph(Protocol):
+    """What a suppress node reads of its task's graph: the record context."""
+
+    record: RecordContext
+
+
+def build(
+    spec: SuppressSpec, forward: Callable[[Any, Any], None], names: TopicNames, context: TaskContext, graph: Graph
+) -> Callable[..., None]:
+    """The processor of a suppress node: its one store is its suppression buffer."""
+    (store_name,) = spec.stores
+    buffer = context.get_state_store(store_name)
+    if not isinstance(buffer, TimeOrderedKeyValueBuffer):
+        raise TopologyError(f"suppress node {spec.name}: store {store_name} is not a suppression buffer")
+    store_spec = names.topology.stores[store_name]
+    topic = buffer_topic(names, store_name)
+    return build_suppress(spec.name, spec.suppress, buffer, store_spec, topic, graph.record, forward)
 
 
 def build_suppress(

@@ -26,10 +26,10 @@ from streamlet.runtime.topic_names import TopicNames
 from streamlet.state import timestamped
 from streamlet.topology import nodes as n
 from streamlet.topology.change import Change
-from streamlet.topology.nodes import ProcessorSpec
+from streamlet.topology.nodes import TableAggregateSpec, TableOperationSpec
 
 
-def table_select(spec: ProcessorSpec, forward: Forward) -> Forward:
+def table_select(spec: TableOperationSpec, forward: Forward) -> Forward:
     """`KTableRepartitionMap`: `selector(key, value)` gives the `(group key, value)` of each side."""
     selector: Any = spec.fn
 
@@ -57,7 +57,9 @@ def table_select(spec: ProcessorSpec, forward: Forward) -> Forward:
     return table_select
 
 
-def table_aggregation(spec: ProcessorSpec, forward: Forward, names: TopicNames, store: Any, graph: Graph) -> Forward:
+def table_aggregation(
+    spec: TableAggregateSpec, forward: Forward, names: TopicNames, store: Any, graph: Graph
+) -> Forward:
     """`KTableAggregate` / `KTableReduce` on `store`, a timestamped key-value store."""
     (store_name,) = spec.stores
     store_spec = names.topology.stores[store_name]
@@ -70,7 +72,7 @@ def table_aggregation(spec: ProcessorSpec, forward: Forward, names: TopicNames, 
     record = graph.record
     value_of, timestamp_of = timestamped.value_of, timestamped.timestamp_of
 
-    # Always listen, as Kafka's aggregations always install a flush listener (see processor_graph._aggregation).
+    # Always listen, as Kafka's aggregations always install a flush listener (see stream_aggregation._aggregation).
     def on_flush(
         key: bytes, new_value: bytes | None, old_value: bytes | None = None, timestamp: int | None = None
     ) -> None:

@@ -18,7 +18,7 @@ from streamlet.runtime.aggregate_functions import Forward, Graph
 from streamlet.runtime.record_context import RecordContext
 from streamlet.topology import nodes as n
 from streamlet.topology.change import Change
-from streamlet.topology.nodes import ProcessorSpec
+from streamlet.topology.nodes import TableJoinSpec
 
 Getter = Callable[[Any], tuple[Any, int] | None]  # a table's value getter: (value, timestamp) of a key
 
@@ -33,7 +33,7 @@ def forward_at(record: RecordContext, forward: Forward, key: Any, value: Any, ti
         record.timestamp = current
 
 
-def table_table_join(spec: ProcessorSpec, forward: Forward, get: Getter, graph: Graph) -> Forward:
+def table_table_join(spec: TableJoinSpec, forward: Forward, get: Getter, graph: Graph) -> Forward:
     """One side of a table-table join (`spec.op`), reading the other side with `get`."""
     joiner: Any = spec.fn
     send_old = spec.send_old_values
@@ -66,7 +66,7 @@ def table_table_join(spec: ProcessorSpec, forward: Forward, get: Getter, graph: 
 
 
 def join_merger(
-    spec: ProcessorSpec, forward: Forward, write: Callable[[Any, Any], None] | None, direct_old: list[Any] | None
+    spec: TableJoinSpec, forward: Forward, write: Callable[[Any, Any], None] | None, direct_old: list[Any] | None
 ) -> Forward:
     """`KTableKTableJoinMerger`: either side's result, its old value only if asked for; with `write` (its
     store's writer, which forwards what it stores) materialized. The forwarded old value is then the stored one

@@ -22,7 +22,7 @@ from streamlet.topology.dsl_graph import (
     serde_arg,
 )
 from streamlet.topology.global_ktable import GlobalKTable
-from streamlet.topology.nodes import ProcessorSpec, SourceSpec, StoreSpec, validate_name
+from streamlet.topology.nodes import SourceSpec, StoreSpec, TableOperationSpec, validate_name
 from streamlet.topology.topology import Topology
 from streamlet.topology.windows import TimeWindows
 
@@ -163,7 +163,7 @@ def _table(
         topology.add(SourceSpec(source_name, (), (topic,), key_serde_, value_serde_))
         stores = (store,) if source.materialized else ()
         topology.add(
-            ProcessorSpec(
+            TableOperationSpec(
                 table_source_name, (source_name,), n.TABLE_SOURCE, stores=stores, send_old_values=source.send_old_values
             )
         )
@@ -201,7 +201,7 @@ def _global_table(
 
     def write(parents: tuple[str, ...], topology: InternalTopologyBuilder) -> None:
         topology.add(SourceSpec(source_name, (), (topic,), ks, vs, is_global=True))
-        topology.add(ProcessorSpec(processor_name, (source_name,), n.TABLE_SOURCE, stores=(store,)))
+        topology.add(TableOperationSpec(processor_name, (source_name,), n.TABLE_SOURCE, stores=(store,)))
         topology.add_store(StoreSpec(store, ks, vs, logged=False, timestamped=True), processor_name)
 
     internal.add_graph_node(internal.root, GraphNode(processor_name, write))

@@ -34,7 +34,7 @@ from streamlet.topology.kgrouped_stream import KGroupedStreamBase
 from streamlet.topology.kgrouped_table import KGroupedTableBase
 from streamlet.topology.kstream import KStreamBase
 from streamlet.topology.ktable import KTableBase
-from streamlet.topology.nodes import validate_name
+from streamlet.topology.nodes import TableOperationSpec, validate_name
 from streamlet.topology.pre_aggregation import for_aggregate, for_count, for_reduce
 from streamlet.topology.session_windows import SessionWindows
 from streamlet.topology.sliding_windows import SlidingWindows
@@ -549,7 +549,7 @@ def _group_table(
     vs = first_serde(serde_arg(value_serde, "value_serde"), table._value_serde)
     internal = table._builder
     select_name = internal.name_or_generate(name, ktable.TABLE_SELECT_NAME)
-    node = processor_node(internal, table._node, select_name, n.TABLE_SELECT, selector)
+    node = processor_node(internal, table._node, select_name, n.TABLE_SELECT, selector, TableOperationSpec)
     state.enable_sending_old_values(True)
     return KGroupedTable(internal, node, ks, vs, name)
 
@@ -560,6 +560,8 @@ def _to_stream(table: KTable, name: str | None) -> KStream:
     node_name = internal.name_or_generate(name, TOSTREAM_NAME)
     # an aggregation or a suppression forwards plain values (with the replaced one in its record context)
     state = table._state
-    op = n.TO_STREAM if state.aggregation or state.op == n.SUPPRESS else n.TABLE_TO_STREAM
-    node = processor_node(internal, table._node, node_name, op)
+    if state.aggregation or state.op == n.SUPPRESS:
+        node = processor_node(internal, table._node, node_name, n.TO_STREAM)
+    else:
+        node = processor_node(internal, table._node, node_name, n.TABLE_TO_STREAM, kind=TableOperationSpec)
     return KStream(internal, node, table._key_serde, table._value_serde, repartition_required=False)

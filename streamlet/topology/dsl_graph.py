@@ -39,7 +39,16 @@ from streamlet.errors import TopologyError
 from streamlet.serdes import BytesSerde, Serde, SerdeLike, resolve_serde
 from streamlet.topology import nodes as n
 from streamlet.topology import optimizer
-from streamlet.topology.nodes import NodeSpec, ProcessorSpec, SinkSpec, SourceSpec, StoreSpec, validate_name
+from streamlet.topology.nodes import (
+    NodeSpec,
+    PreAggregateSpec,
+    SinkSpec,
+    SourceSpec,
+    StoreSpec,
+    StreamOperationSpec,
+    TableOperationSpec,
+    validate_name,
+)
 from streamlet.typed_serdes import element_type, result_type, serde_for_type
 
 SOURCE_NAME = "KSTREAM-SOURCE-"
@@ -241,11 +250,13 @@ def processor_node(
     name: str,
     op: str,
     fn: Callable[..., Any] | None = None,
+    kind: type[StreamOperationSpec | TableOperationSpec | PreAggregateSpec] = StreamOperationSpec,
 ) -> GraphNode:
+    """A node of one user function (or none): a stateless stream operation by default, else of `kind`."""
     internal.claim(name)
 
     def write(parents: tuple[str, ...], topology: InternalTopologyBuilder) -> None:
-        topology.add(ProcessorSpec(name, parents, op, fn=fn))
+        topology.add(kind(name, parents, op, fn=fn))
 
     node = GraphNode(name, write)
     node.key_changing = op in (n.SELECT_KEY, n.MAP, n.FLAT_MAP)
@@ -270,7 +281,7 @@ def repartition_node(
         # null keys pass where a left join downstream joins them (Kafka 3.7+, KIP-962)
         relaxed = null_key_relaxed_join_below(internal.null_key_relaxed, node)
         topology.add(
-            ProcessorSpec(
+            StreamOperationSpec(
                 filter_,
                 parents,
                 n.FILTER if relaxed else n.REPARTITION_FILTER,

@@ -19,7 +19,15 @@ from streamlet.topology import nodes as n
 from streamlet.topology.dsl_graph import GraphNode, InternalTopologyBuilder, or_default, require_callable, serde_arg
 from streamlet.topology.joins import check_joinable, table_join_sides
 from streamlet.topology.ktable import KTableBase
-from streamlet.topology.nodes import ProcessorSpec, SinkSpec, SourceSpec, StoreSpec, StreamPartitioner, validate_name
+from streamlet.topology.nodes import (
+    ForeignKeyJoinNodeSpec,
+    SinkSpec,
+    SourceSpec,
+    StoreSpec,
+    StreamPartitioner,
+    TableOperationSpec,
+    validate_name,
+)
 from streamlet.topology.subscription_wrappers import (
     SubscriptionResponseWrapper,
     SubscriptionResponseWrapperSerde,
@@ -189,7 +197,9 @@ def foreign_key_join(
 
     def write_send(parents: tuple[str, ...], topology: InternalTopologyBuilder) -> None:
         topology.add(
-            ProcessorSpec(names.subscription_send, parents, n.FK_SUBSCRIPTION_SEND, fn=extract, foreign_key_join=spec)
+            ForeignKeyJoinNodeSpec(
+                names.subscription_send, parents, n.FK_SUBSCRIPTION_SEND, fn=extract, foreign_key_join=spec
+            )
         )
 
     def write_subscription_sink(parents: tuple[str, ...], topology: InternalTopologyBuilder) -> None:
@@ -204,7 +214,9 @@ def foreign_key_join(
     def write_receive(parents: tuple[str, ...], topology: InternalTopologyBuilder) -> None:
         stores = (names.subscription_store,)
         topology.add(
-            ProcessorSpec(names.subscription_receive, parents, n.FK_SUBSCRIPTION_RECEIVE, stores, foreign_key_join=spec)
+            ForeignKeyJoinNodeSpec(
+                names.subscription_receive, parents, n.FK_SUBSCRIPTION_RECEIVE, stores, foreign_key_join=spec
+            )
         )
         store = StoreSpec(names.subscription_store, BytesSerde(), subscription_serde, timestamped=True, cached=False)
         topology.add_store(store, names.subscription_receive)
@@ -212,7 +224,7 @@ def foreign_key_join(
     def write_subscription_join(parents: tuple[str, ...], topology: InternalTopologyBuilder) -> None:
         getter = check_joinable(names.result, other_getter, topology, names.subscription_join)
         topology.add(
-            ProcessorSpec(
+            ForeignKeyJoinNodeSpec(
                 names.subscription_join,
                 parents,
                 n.FK_SUBSCRIPTION_JOIN,
@@ -225,7 +237,9 @@ def foreign_key_join(
     def write_foreign_table_join(parents: tuple[str, ...], topology: InternalTopologyBuilder) -> None:
         stores = (names.subscription_store,)
         topology.add(
-            ProcessorSpec(names.foreign_table_join, parents, n.FK_FOREIGN_TABLE_JOIN, stores, foreign_key_join=spec)
+            ForeignKeyJoinNodeSpec(
+                names.foreign_table_join, parents, n.FK_FOREIGN_TABLE_JOIN, stores, foreign_key_join=spec
+            )
         )
         topology.store_users[names.subscription_store].append(names.foreign_table_join)
 
@@ -240,7 +254,7 @@ def foreign_key_join(
     def write_response_join(parents: tuple[str, ...], topology: InternalTopologyBuilder) -> None:
         getter = check_joinable(names.result, this_getter, topology, names.response_join)
         topology.add(
-            ProcessorSpec(
+            ForeignKeyJoinNodeSpec(
                 names.response_join,
                 parents,
                 n.FK_RESPONSE_JOIN,
@@ -256,7 +270,7 @@ def foreign_key_join(
     def write_result(parents: tuple[str, ...], topology: InternalTopologyBuilder) -> None:
         stores = (result_store,) if source.materialized else ()
         send_old = source.send_old_values
-        topology.add(ProcessorSpec(names.result, parents, n.TABLE_SOURCE, stores=stores, send_old_values=send_old))
+        topology.add(TableOperationSpec(names.result, parents, n.TABLE_SOURCE, stores=stores, send_old_values=send_old))
         if source.materialized:
             topology.add_store(StoreSpec(result_store, key_serde, value_serde_, timestamped=True), names.result)
 

@@ -32,7 +32,14 @@ from streamlet.topology.dsl_graph import (
 from streamlet.topology.global_ktable import GLOBAL_JOIN_NAME, GlobalKTable
 from streamlet.topology.kgrouped_stream import repartition_for_join
 from streamlet.topology.ktable import KTableBase
-from streamlet.topology.nodes import ProcessorSpec, StoreSpec, ValueGetterSpec, validate_name
+from streamlet.topology.nodes import (
+    GlobalTableJoinSpec,
+    StoreSpec,
+    StreamTableJoinSpec,
+    TableJoinSpec,
+    ValueGetterSpec,
+    validate_name,
+)
 from streamlet.topology.table_joined import TableJoined
 from streamlet.topology.windows import TimeWindowedSerde
 
@@ -79,7 +86,7 @@ def stream_table_join(
             if topology.stores[store].windows is not None:
                 raise TopologyError(f"join {join_name}: a windowed table ({store}) cannot be joined with a stream")
             topology.store_users[store].append(join_name)
-        topology.add(ProcessorSpec(join_name, parents, op, stores=getter.stores, fn=joiner, value_getter=getter))
+        topology.add(StreamTableJoinSpec(join_name, parents, op, getter.stores, joiner, value_getter=getter))
 
     node = GraphNode(join_name, write)
     internal.add_graph_node(parent, node)
@@ -118,7 +125,8 @@ def stream_global_table_join(
     getter = ValueGetterSpec(table.store_name)
 
     def write(parents: tuple[str, ...], topology: InternalTopologyBuilder) -> None:
-        topology.add(ProcessorSpec(join_name, parents, op, fn=joiner, value_getter=getter, key_mapper=key_selector))
+        spec = GlobalTableJoinSpec(join_name, parents, op, fn=joiner, value_getter=getter, key_mapper=key_selector)
+        topology.add(spec)
 
     node = GraphNode(join_name, write)
     internal.add_graph_node(stream._node, node)
@@ -170,12 +178,12 @@ def table_table_join(
             (other_name, other.node_name, other_op, reversed_joiner, this_getter),
         ):
             check_joinable(merge_name, getter, topology, side)
-            spec = ProcessorSpec(
+            spec = TableJoinSpec(
                 side, (parent,), side_op, stores=getter.stores, fn=fn, value_getter=getter, send_old_values=send_old
             )
             topology.add(spec)
         stores = () if store is None else (store,)
-        merge = ProcessorSpec(merge_name, (this_name, other_name), n.TABLE_JOIN_MERGE, stores, send_old_values=send_old)
+        merge = TableJoinSpec(merge_name, (this_name, other_name), n.TABLE_JOIN_MERGE, stores, send_old_values=send_old)
         topology.add(merge)
         if store_spec is not None:
             topology.add_store(store_spec, merge_name)

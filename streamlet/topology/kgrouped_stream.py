@@ -32,7 +32,7 @@ from streamlet.topology.dsl_graph import (
     repartition_node,
 )
 from streamlet.topology.ktable import KTableBase
-from streamlet.topology.nodes import ProcessorSpec, StoreSpec, validate_name
+from streamlet.topology.nodes import AggregateSpec, PreAggregateSpec, StoreSpec, validate_name
 from streamlet.topology.pre_aggregation import PreAggregation, preaggregate_name
 from streamlet.topology.session_windows import SessionWindowedSerde, SessionWindows
 from streamlet.topology.windows import TimeWindowedSerde
@@ -95,7 +95,9 @@ class KGroupedStreamBase:
         if pre is not None:
             self._check_pre_aggregation(processor)
             op, fn, initializer = pre.merge_op, pre.merge_fn, pre.initializer
-            upstream = processor_node(builder, self._node, preaggregate_name(processor), n.PREAGGREGATE, fn=pre.fold)
+            upstream = processor_node(
+                builder, self._node, preaggregate_name(processor), n.PREAGGREGATE, pre.fold, PreAggregateSpec
+            )
             parent = self._repartition(self._repartition_name or store, upstream, store_value_serde)
             self._repartition_pre_aggregated = True
         elif self._repartition_required:
@@ -114,7 +116,7 @@ class KGroupedStreamBase:
 
         def write(parents: tuple[str, ...], topology: InternalTopologyBuilder) -> None:
             topology.add(
-                ProcessorSpec(
+                AggregateSpec(
                     processor,
                     parents,
                     op,

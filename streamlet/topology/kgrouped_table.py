@@ -19,7 +19,7 @@ from streamlet.topology.dsl_graph import (
     or_default,
 )
 from streamlet.topology.ktable import KTableBase
-from streamlet.topology.nodes import ProcessorSpec, SinkSpec, SourceSpec, StoreSpec, validate_name
+from streamlet.topology.nodes import SinkSpec, SourceSpec, StoreSpec, TableAggregateSpec, validate_name
 
 
 class KGroupedTableBase:
@@ -85,7 +85,7 @@ class KGroupedTableBase:
         state = ktable.aggregation_state(store)
 
         def write(parents: tuple[str, ...], topology: InternalTopologyBuilder) -> None:
-            spec = ProcessorSpec(
+            spec = TableAggregateSpec(
                 processor,
                 parents,
                 op,

@@ -42,7 +42,7 @@ from streamlet.topology.global_ktable import GlobalKTable
 from streamlet.topology.join_windows import JoinWindows, StreamJoined
 from streamlet.topology.kgrouped_stream import KGroupedStreamBase
 from streamlet.topology.ktable import KTableBase
-from streamlet.topology.nodes import ProcessorSpec, SinkSpec, validate_name
+from streamlet.topology.nodes import BranchSpec, ProcessSpec, SinkSpec, StreamOperationSpec, validate_name
 
 
 class KStreamBase(StreamHandle):
@@ -229,7 +229,7 @@ class KStreamBase(StreamHandle):
         builder.claim(processor)
 
         def write(parents: tuple[str, ...], topology: InternalTopologyBuilder) -> None:
-            topology.add(ProcessorSpec(processor, parents, n.PROCESS, stores=store_names, fn=factory))
+            topology.add(ProcessSpec(processor, parents, stores=store_names, fn=factory))
             for store in store_names:
                 if store in topology.stores:
                     topology.store_users[store].append(processor)
@@ -254,7 +254,7 @@ class KStreamBase(StreamHandle):
         builder.claim(merge_name)
 
         def write(parents: tuple[str, ...], topology: InternalTopologyBuilder) -> None:
-            topology.add(ProcessorSpec(merge_name, parents, n.PASS_THROUGH))
+            topology.add(StreamOperationSpec(merge_name, parents, n.PASS_THROUGH))
 
         node = GraphNode(merge_name, write)
         node.merge_node = True
@@ -431,7 +431,7 @@ class BranchedKStream(Generic[S]):
 
         def write(parents: tuple[str, ...], topology: InternalTopologyBuilder) -> None:
             splitter = Splitter(tuple(predicates), tuple(children))
-            topology.add(ProcessorSpec(splitter_name, parents, n.BRANCH, fn=splitter))
+            topology.add(BranchSpec(splitter_name, parents, fn=splitter))
 
         self._node = GraphNode(splitter_name, write)
         builder.add_graph_node(source._node, self._node)

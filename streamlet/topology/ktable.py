@@ -38,10 +38,11 @@ from streamlet.topology.dsl_graph import (
 )
 from streamlet.topology.nodes import (
     SUPPRESS,
-    ProcessorSpec,
     StoreSpec,
     SuppressGetterSpec,
+    SuppressSpec,
     TableJoinGetterSpec,
+    TableOperationSpec,
     ValueGetterSpec,
     validate_name,
 )
@@ -310,7 +311,7 @@ class KTableBase:
         )
 
         def write(parents: tuple[str, ...], topology: InternalTopologyBuilder) -> None:
-            topology.add(ProcessorSpec(name, parents, n.SUPPRESS, stores=(store,), suppress=suppressed))
+            topology.add(SuppressSpec(name, parents, stores=(store,), suppress=suppressed))
             topology.add_store(store_spec, name)
 
         node = GraphNode(name, write)
@@ -381,7 +382,9 @@ def _table_node(
 
     def write(parents: tuple[str, ...], topology: InternalTopologyBuilder) -> None:
         stores = () if store is None else (store,)
-        spec = ProcessorSpec(name, parents, state.op, stores=stores, fn=state.fn, send_old_values=state.send_old_values)
+        spec = TableOperationSpec(
+            name, parents, state.op, stores=stores, fn=state.fn, send_old_values=state.send_old_values
+        )
         topology.add(spec)
         if store is not None:
             store_spec = StoreSpec(store, or_default(key_serde), or_default(value_serde), timestamped=True)

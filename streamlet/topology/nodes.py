@@ -1,15 +1,15 @@
 """The static node graph a `Topology` is made of (Kafka Streams' `InternalTopologyBuilder` node factories).
 
-Specs are immutable descriptions: names, wiring, serdes and user functions. `processors.py` turns the specs
-of one sub-topology into live processor nodes for each task.
+Specs are immutable descriptions: names, wiring, serdes and user functions. `streamlet.runtime.processor_graph`
+turns the specs of one sub-topology into live processor nodes for each task.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 from streamlet.errors import TopologyError
 from streamlet.serdes import Serde
@@ -68,7 +68,7 @@ class SinkSpec(NodeSpec):
     partitioner: StreamPartitioner | None = None
 
 
-# Processor operations (the `op` of a ProcessorSpec).
+# Processor operations: the `op` of a ProcessorSpec, within its family (the spec classes below).
 FILTER = "filter"
 FILTER_NOT = "filter_not"
 MAP_VALUES = "map_values"
@@ -129,23 +129,6 @@ AGGREGATING_OPS = frozenset({COUNT, REDUCE, AGGREGATE})
 # KStreamKStreamSelfJoin (`single.store.self.join`): a stream joined with itself, from one window store
 STREAM_SELF_JOIN = "stream_self_join"
 STREAM_JOIN_OPS = frozenset({STREAM_JOIN_WINDOW, STREAM_JOIN, STREAM_JOIN_MERGE, STREAM_SELF_JOIN})
-TABLE_OPS = frozenset(
-    {
-        TABLE_SOURCE,
-        TABLE_FILTER,
-        TABLE_FILTER_NOT,
-        TABLE_MAP_VALUES,
-        TABLE_TO_STREAM,
-        STREAM_TABLE_JOIN,
-        STREAM_TABLE_LEFT_JOIN,
-        TABLE_SELECT,
-        TABLE_AGGREGATE,
-        TABLE_REDUCE,
-        *TABLE_JOIN_SIDES,
-        TABLE_JOIN_MERGE,
-        *FK_JOIN_OPS,
-    }
-)
 
 
 @dataclass(frozen=True)
@@ -227,19 +210,162 @@ class ForeignKeyJoinSpec:
 
 @dataclass(frozen=True, eq=False)
 class ProcessorSpec(NodeSpec):
+    """A processor node: its operation, the stores it is connected to and the user function it calls.
+
+    Operations are typed: each family of them (the subclasses below) carries what its processors need, and
+    the runtime looks its builder up by the spec's type (`streamlet.runtime.processor_builders`). `op` names
+    the operation within the family (one of the family's `OPS`); a family of one operation has it as default.
+    """
+
+    OPS: ClassVar[frozenset[str]] = frozenset()
+
     op: str
     stores: tuple[str, ...] = ()
     fn: Callable[..., Any] | None = None
-    initializer: Callable[[], Any] | None = None  # aggregate only
-    windows: Windows | None = None  # a windowed count/reduce/aggregate
-    merger: Callable[[Any, Any, Any], Any] | None = None  # a session aggregate only
-    subtractor: Callable[..., Any] | None = None  # a grouped table's aggregate or reduce
-    suppress: Suppressed | None = None  # a suppress node, its wait resolved
-    send_old_values: bool = False  # a KTable operation forwards Change(new, old), not Change(new, None)
-    value_getter: ValueGetterSpec | None = None  # a stream-table join: how the table is read
-    key_mapper: Callable[[Any, Any], Any] | None = None  # a stream-global table join: the table key of a record
-    stream_join: StreamJoinSpec | None = None  # a side of a stream-stream join
-    foreign_key_join: ForeignKeyJoinSpec | None = None  # a processor of a foreign-key join
+
+    def __post_init__(self) -> None:
+        if self.op not in self.OPS:
+            raise TopologyError(f"{type(self).__name__} {self.name}: {self.op!r} is not one of its operations")
+
+
+@dataclass(frozen=True, eq=False)
+class StreamOperationSpec(ProcessorSpec):
+    """A stateless KStream operation: `fn` per record (none for a repartition filter or a pass-through)."""
+
+    OPS: ClassVar[frozenset[str]] = frozenset(
+        {
+            FILTER,
+            FILTER_NOT,
+            MAP_VALUES,
+            FLAT_MAP_VALUES,
+            MAP,
+            FLAT_MAP,
+            SELECT_KEY,
+            PEEK,
+            FOREACH,
+            REPARTITION_FILTER,
+            TO_STREAM,
+            PASS_THROUGH,
+        }
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class ProcessSpec(ProcessorSpec):
+    """A user processor (`KStream.process`): `fn(context)` makes one per task."""
+
+    OPS: ClassVar[frozenset[str]] = frozenset({PROCESS})
+    op: str = PROCESS
+
+
+@dataclass(frozen=True, eq=False)
+class BranchSpec(ProcessorSpec):
+    """A split's splitter: `fn(key, value)` names the child to forward to (`streamlet.topology.branch`)."""
+
+    OPS: ClassVar[frozenset[str]] = frozenset({BRANCH})
+    op: str = BRANCH
+
+
+@dataclass(frozen=True, eq=False)
+class PreAggregateSpec(ProcessorSpec):
+    """A pre-aggregation before a repartition: `fn` is a `PreAggregation.fold`."""
+
+    OPS: ClassVar[frozenset[str]] = frozenset({PREAGGREGATE})
+    op: str = PREAGGREGATE
+
+
+@dataclass(frozen=True, eq=False)
+class TableNodeSpec(ProcessorSpec):
+    """A node of a KTable's graph: it forwards `Change(new, old)` (or an aggregate, with the old one in the
+    record context), the old value only where a downstream table asked for it (`send_old_values`)."""
+
+    send_old_values: bool = field(default=False, kw_only=True)
+
+
+@dataclass(frozen=True, eq=False)
+class SuppressSpec(ProcessorSpec):
+    """`KTable.suppress()`: holds updates in its one store, a suppression buffer; `suppress` has its wait
+    resolved."""
+
+    OPS: ClassVar[frozenset[str]] = frozenset({SUPPRESS})
+    op: str = SUPPRESS
+    suppress: Suppressed = field(kw_only=True)
+
+
+@dataclass(frozen=True, eq=False)
+class AggregateSpec(TableNodeSpec):
+    """count/reduce/aggregate of a grouped stream, windowed by `windows` or not: `fn` the reducer or
+    aggregator, `initializer` an aggregate's, `merger` a session aggregate's."""
+
+    OPS: ClassVar[frozenset[str]] = AGGREGATING_OPS
+    initializer: Callable[[], Any] | None = field(default=None, kw_only=True)
+    windows: Windows | None = field(default=None, kw_only=True)
+    merger: Callable[[Any, Any, Any], Any] | None = field(default=None, kw_only=True)
+
+
+@dataclass(frozen=True, eq=False)
+class TableOperationSpec(TableNodeSpec):
+    """A table source, a table filter / mapValues (with its own store if materialized), toStream, and the
+    re-grouping map of `KTable.group_by` (`TABLE_SELECT`)."""
+
+    OPS: ClassVar[frozenset[str]] = frozenset(
+        {TABLE_SOURCE, TABLE_FILTER, TABLE_FILTER_NOT, TABLE_MAP_VALUES, TABLE_TO_STREAM, TABLE_SELECT}
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class TableAggregateSpec(TableNodeSpec):
+    """aggregate/reduce of a grouped table: `fn` adds a value, `subtractor` removes the one it replaced."""
+
+    OPS: ClassVar[frozenset[str]] = frozenset({TABLE_AGGREGATE, TABLE_REDUCE})
+    initializer: Callable[[], Any] | None = field(default=None, kw_only=True)
+    subtractor: Callable[..., Any] | None = field(default=None, kw_only=True)
+
+
+@dataclass(frozen=True, eq=False)
+class StreamTableJoinSpec(TableNodeSpec):
+    """A KStream-KTable join: each stream record reads the table through `value_getter`."""
+
+    OPS: ClassVar[frozenset[str]] = frozenset({STREAM_TABLE_JOIN, STREAM_TABLE_LEFT_JOIN})
+    value_getter: ValueGetterSpec = field(kw_only=True)
+
+
+@dataclass(frozen=True, eq=False)
+class TableJoinSpec(TableNodeSpec):
+    """A side of a KTable-KTable join, reading the other table through `value_getter`, or the join's merger
+    (`TABLE_JOIN_MERGE`, none)."""
+
+    OPS: ClassVar[frozenset[str]] = frozenset({*TABLE_JOIN_SIDES, TABLE_JOIN_MERGE})
+    value_getter: ValueGetterSpec | None = field(default=None, kw_only=True)
+
+
+@dataclass(frozen=True, eq=False)
+class ForeignKeyJoinNodeSpec(TableNodeSpec):
+    """A processor of a foreign-key join; the subscription join and the response join read a table through
+    `value_getter`."""
+
+    OPS: ClassVar[frozenset[str]] = FK_JOIN_OPS
+    foreign_key_join: ForeignKeyJoinSpec = field(kw_only=True)
+    value_getter: ValueGetterSpec | None = field(default=None, kw_only=True)
+
+
+@dataclass(frozen=True, eq=False)
+class GlobalTableJoinSpec(ProcessorSpec):
+    """A KStream-GlobalKTable join: `key_mapper(key, value)` is the table key, read through `value_getter` from
+    the global store (no task's own, so no `stores`)."""
+
+    OPS: ClassVar[frozenset[str]] = GLOBAL_TABLE_JOIN_OPS
+    value_getter: ValueGetterSpec = field(kw_only=True)
+    key_mapper: Callable[[Any, Any], Any] = field(kw_only=True)
+
+
+@dataclass(frozen=True, eq=False)
+class StreamStreamJoinSpec(ProcessorSpec):
+    """A node of a KStream-KStream join: a side's window (`STREAM_JOIN_WINDOW`), a side's join or a self-join
+    (with their `stream_join`), or the join's merge."""
+
+    OPS: ClassVar[frozenset[str]] = STREAM_JOIN_OPS
+    stream_join: StreamJoinSpec | None = field(default=None, kw_only=True)
 
 
 @dataclass(frozen=True, eq=False)

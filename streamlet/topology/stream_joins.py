@@ -33,7 +33,7 @@ from streamlet.topology.dsl_graph import (
 )
 from streamlet.topology.join_windows import JoinWindows, StreamJoined
 from streamlet.topology.kgrouped_stream import repartition_for_join
-from streamlet.topology.nodes import ProcessorSpec, StoreSpec, validate_name
+from streamlet.topology.nodes import StoreSpec, StreamStreamJoinSpec, validate_name
 
 WINDOWED_NAME = "KSTREAM-WINDOWED-"
 JOINTHIS_NAME = "KSTREAM-JOINTHIS-"
@@ -172,12 +172,12 @@ def stream_stream_join(
 
     def windowed(processor: str, store: n.StoreSpec) -> Callable[[tuple[str, ...], InternalTopologyBuilder], None]:
         def write(parents: tuple[str, ...], topology: InternalTopologyBuilder) -> None:
-            topology.add(ProcessorSpec(processor, parents, n.STREAM_JOIN_WINDOW, stores=(store.name,)))
+            topology.add(StreamStreamJoinSpec(processor, parents, n.STREAM_JOIN_WINDOW, stores=(store.name,)))
             topology.add_store(store, processor)
 
         return write
 
-    def side(left: bool) -> ProcessorSpec:
+    def side(left: bool) -> StreamStreamJoinSpec:
         mine, theirs = (this_store, other_store) if left else (other_store, this_store)
         spec = n.StreamJoinSpec(
             windows, left, left_outer if left else right_outer, mine.name, theirs.name, outer, names.merge
@@ -186,7 +186,7 @@ def stream_stream_join(
         parent = names.this_windowed if left else names.other_windowed
         stores = (theirs.name,) if outer is None else (theirs.name, outer)
         fn = joiner if left else reversed(joiner)
-        return ProcessorSpec(processor, (parent,), n.STREAM_JOIN, stores=stores, fn=fn, stream_join=spec)
+        return StreamStreamJoinSpec(processor, (parent,), n.STREAM_JOIN, stores=stores, fn=fn, stream_join=spec)
 
     def write_join(parents: tuple[str, ...], topology: InternalTopologyBuilder) -> None:
         for left in (True, False):
@@ -197,14 +197,16 @@ def stream_stream_join(
                 topology.store_users[outer].append(spec.name)
             elif outer is not None:
                 topology.add_store(outer_store(outer), spec.name)
-        topology.add(ProcessorSpec(names.merge, (names.join_this, names.join_other), n.STREAM_JOIN_MERGE))
+        topology.add(StreamStreamJoinSpec(names.merge, (names.join_this, names.join_other), n.STREAM_JOIN_MERGE))
 
     def write_self_join(parents: tuple[str, ...], topology: InternalTopologyBuilder) -> None:
         """Kafka's self-join processor, named as the merge, under this side's windowed node and its store."""
         spec = n.StreamJoinSpec(windows, True, left_outer, this_store.name, this_store.name, None, names.merge)
         stores = (this_store.name,)
         topology.add(
-            ProcessorSpec(names.merge, (names.this_windowed,), n.STREAM_SELF_JOIN, stores, fn=joiner, stream_join=spec)
+            StreamStreamJoinSpec(
+                names.merge, (names.this_windowed,), n.STREAM_SELF_JOIN, stores, fn=joiner, stream_join=spec
+            )
         )
         topology.store_users[this_store.name].append(names.merge)
 

@@ -18,14 +18,21 @@ from types import MappingProxyType
 from streamlet.errors import MissingTopicError, TopologyError
 from streamlet.topology.description import GlobalStoreDescription, TopologyDescription, describe_subtopology
 from streamlet.topology.nodes import (
-    GLOBAL_TABLE_JOIN_OPS,
     STREAM_JOIN_MERGE,
+    ForeignKeyJoinNodeSpec,
     NodeSpec,
     ProcessorSpec,
     SinkSpec,
     SourceSpec,
     StoreSpec,
+    StreamStreamJoinSpec,
+    StreamTableJoinSpec,
+    TableJoinSpec,
 )
+
+#: the joins that read a table through a value getter, the tables' topics copartitioned with theirs (a global
+#: table is read whole, so its joins are not among them)
+_TABLE_JOINS = (StreamTableJoinSpec, TableJoinSpec, ForeignKeyJoinNodeSpec)
 
 CHANGELOG_SUFFIX = "-changelog"
 REPARTITION = "repartition"
@@ -308,16 +315,13 @@ class Topology:
         sized like the others). A global table is read whole by every client, so its joins need none."""
         groups: list[tuple[str, ...]] = []
         for spec in self._nodes:
-            if (
-                isinstance(spec, ProcessorSpec)
-                and spec.value_getter is not None
-                and spec.op not in GLOBAL_TABLE_JOIN_OPS
-            ):
+            getter = spec.value_getter if isinstance(spec, _TABLE_JOINS) else None
+            if getter is not None:
                 topics = self._upstream_topics(spec.name)
-                for store in spec.value_getter.stores:  # each store's writer: the table (or a joined table)
+                for store in getter.stores:  # each store's writer: the table (or a joined table)
                     topics += self._upstream_topics(self._store_users[store][0])
                 groups.append(tuple(dict.fromkeys(topics)))
-            elif isinstance(spec, ProcessorSpec) and spec.op == STREAM_JOIN_MERGE:  # both joined streams' sources
+            elif isinstance(spec, StreamStreamJoinSpec) and spec.op == STREAM_JOIN_MERGE:  # both streams' sources
                 groups.append(tuple(dict.fromkeys(self._upstream_topics(spec.name))))
         return groups
 

@@ -17,8 +17,7 @@ from streamlet.runtime.record_context import RecordContext
 from streamlet.task_id import TaskId
 from streamlet.testing import TopologyTestDriver
 from streamlet.topology import StreamsBuilder, Topology
-from streamlet.topology import nodes as n
-from streamlet.topology.nodes import ProcessorSpec
+from streamlet.topology.nodes import PreAggregateSpec
 from streamlet.topology.pre_aggregation import for_count
 
 Records = list[tuple[str | None, str | None, int]]
@@ -175,7 +174,7 @@ class _Graph:
 def test_partials_go_out_on_flush_with_their_largest_timestamp_and_early_when_too_many_keys() -> None:
     graph = _Graph()
     sent: list[tuple[Any, Any, int]] = []
-    spec = ProcessorSpec("pre", (), n.PREAGGREGATE, fn=for_count().fold)
+    spec = PreAggregateSpec("pre", (), fn=for_count().fold)
     node = pre_aggregate_node(spec, lambda k, v: sent.append((k, v, graph.record.timestamp)), graph, max_keys=3)
     for key, timestamp in [("a", 5), ("b", 2), ("a", 9), ("a", 1), (None, 4)]:
         graph.record.timestamp = timestamp
@@ -198,7 +197,7 @@ def test_partials_go_out_on_flush_with_their_largest_timestamp_and_early_when_to
 
 def test_an_unhashable_key_is_a_clear_error() -> None:
     graph = _Graph()
-    spec = ProcessorSpec("pre", (), n.PREAGGREGATE, fn=for_count().fold)
+    spec = PreAggregateSpec("pre", (), fn=for_count().fold)
     node = pre_aggregate_node(spec, lambda k, v: None, graph)
     with pytest.raises(TopologyError, match="not hashable"):
         node({"user": 1}, "v")
