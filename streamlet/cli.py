@@ -29,8 +29,11 @@ def _broker(args: argparse.Namespace) -> int:
     from streamlet.kafka.broker import LocalBroker
     from streamlet.kafka.cluster import LocalCluster
 
+    racks = [r.strip() for r in args.racks.split(",")] if args.racks else None
+    if racks is not None and len(racks) != args.brokers:
+        raise SystemExit(f"streamlet broker: --racks names {len(racks)} racks for {args.brokers} nodes (--brokers)")
     cluster = LocalCluster(
-        args.dir, nodes=max(args.brokers, 1), security=args.security, kafka_version=args.kafka_version
+        args.dir, nodes=max(args.brokers, 1), security=args.security, kafka_version=args.kafka_version, racks=racks
     )
     if args.brokers > 1 or cluster.layout() is not None:  # a cluster's directory: start it again, status, stop
         return _cluster_command(args, cluster)
@@ -279,6 +282,12 @@ def build_parser() -> argparse.ArgumentParser:
         default="plaintext",
         help="sasl_ssl: TLS and a SCRAM user; ssl: mutual TLS (client certificates). Certificates, CA and users are "
         "made at the first start, in the broker directory",
+    )
+    broker.add_argument(
+        "--racks",
+        default=None,
+        help="with --brokers N: each node's broker.rack, comma-separated (az-1,az-2,az-3), for rack-aware replica "
+        "placement and rack_aware_assignment_strategy; fixed at the first start",
     )
     broker.add_argument(
         "--kafka-version",

@@ -71,6 +71,7 @@ class ClusterLayout:
     controller_ports: dict[str, int]
     heap: str
     security: str = PLAINTEXT_MODE
+    racks: list[str] | None = None  # each node's broker.rack, in node order
 
     @property
     def node_ids(self) -> list[int]:
@@ -97,7 +98,7 @@ class LocalCluster:
         run three of them); `die_with_parent` and `kafka_version` as for `LocalBroker`; `security` one of
         SECURITY_MODES, fixed at the first start (the nodes share one CA and one set of users, in `<dir>/tls`);
         `overrides`: more server.properties entries for every node; `racks`: each node's `broker.rack`, in node
-        order (rack-aware replica placement and KIP-925 rack-aware assignment)."""
+        order (rack-aware replica placement and KIP-925 rack-aware assignment), fixed at the first start."""
         if security not in SECURITY_MODES:
             raise BrokerError(f"security={security!r}: expected one of {', '.join(SECURITY_MODES)}")
         if nodes < 1:
@@ -149,6 +150,7 @@ class LocalCluster:
             controller_ports={str(i): fresh() for i in ids},
             heap=self.heap,
             security=self.security,
+            racks=self.racks,
         )
         self.directory.mkdir(parents=True, exist_ok=True)
         self._layout_file.write_text(json.dumps(asdict(layout), indent=2) + "\n")
@@ -168,7 +170,7 @@ class LocalCluster:
             "node.id": str(node_id),
             "controller.quorum.voters": voters,
             **replication_settings(len(layout.ports)),
-            **({"broker.rack": self.racks[node_id - 1]} if self.racks else {}),
+            **({"broker.rack": racks[node_id - 1]} if (racks := self.racks or layout.racks) else {}),
             **self.overrides,
         }
         broker = LocalBroker(

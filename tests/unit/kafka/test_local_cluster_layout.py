@@ -73,3 +73,22 @@ def test_a_secured_clusters_nodes_share_one_ca_and_user_set_and_keep_their_secur
         broker = cluster.broker(node_id)
         assert broker.security == "sasl_ssl"
         assert broker.tls_dir == tmp_path / "tls"
+
+
+def test_racks_are_each_nodes_broker_rack_and_outlive_the_process_that_set_them(tmp_path: Path) -> None:
+    cluster = LocalCluster(tmp_path, racks=["az-1", "az-2", "az-3"])
+    cluster._make_layout()
+    assert [cluster.broker(i).overrides["broker.rack"] for i in (1, 2, 3)] == ["az-1", "az-2", "az-3"]
+    assert LocalCluster(tmp_path).broker(3).overrides["broker.rack"] == "az-3"  # a restart from the layout
+    plain = LocalCluster(tmp_path / "plain")
+    plain._make_layout()
+    assert "broker.rack" not in plain.broker(1).overrides
+    with pytest.raises(BrokerError, match="one non-empty rack per node"):
+        LocalCluster(tmp_path, racks=["az-1"])
+
+
+def test_the_command_wants_one_rack_per_node(tmp_path: Path) -> None:
+    from streamlet.cli import main
+
+    with pytest.raises(SystemExit, match="--racks names 2 racks for 3 nodes"):
+        main(["broker", "start", "--brokers", "3", "--racks", "az-1,az-2", "--dir", str(tmp_path)])
