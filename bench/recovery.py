@@ -356,9 +356,42 @@ def goals(results: list[dict[str, Any]], transactional_peer: str) -> list[str]:
     return lines
 
 
+PEERS = [
+    "before",
+    "after",
+    f"Kafka Streams {WIPE_KAFKA_STREAMS} (wipe)",
+    f"Kafka Streams {KAFKA_VERSION} (transactional)",
+]
+
+
+def save(
+    args: argparse.Namespace, sha: str | None, peers: list[str], results: list[dict[str, Any]], complete: bool
+) -> Path:
+    """bench/results/<output>.json with every round so far; `complete` false while rounds are still to come."""
+    return common.write_result(
+        args.output,
+        {
+            "complete": complete,
+            "keys": args.keys,
+            "partitions": args.partitions,
+            "kill_at": args.kill_at,
+            "rounds": args.rounds,
+            "baseline": sha,
+            "kafka_streams_versions": {"wipe": WIPE_KAFKA_STREAMS, "transactional": KAFKA_VERSION},
+            "ratios_vs_after": {
+                peer: {f: ratios(results, peer, f) for f in ("first_processed_s", "caught_up_s")}
+                for peer in peers
+                if peer != "after"
+            },
+            "results": results,
+            "table": render(results, peers),
+            "goals": goals(results, PEERS[-1]),
+            "command": " ".join(["bench/recovery.py", *sys.argv[1:]]),
+        },
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
-    peers_all = ["before", "after", f"Kafka Streams {WIPE_KAFKA_STREAMS} (wipe)"]
-    peers_all.append(f"Kafka Streams {KAFKA_VERSION} (transactional)")
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--keys", type=int, default=5_000_000)
     parser.add_argument("--partitions", type=int, default=1)
@@ -366,12 +399,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=900.0)
     parser.add_argument("--baseline", default="84f14b5", help="git revision of the 'before' worker (wipes on a crash)")
-    parser.add_argument("--peers", default=",".join(peers_all), help="comma-separated, in this order per round")
+    parser.add_argument("--peers", default=",".join(PEERS), help="comma-separated, in this order per round")
     parser.add_argument("--output", default="recovery", help="bench/results/<OUTPUT>.json")
     args = parser.parse_args(argv)
     chosen = [p.strip() for p in args.peers.split(",") if p.strip()]
-    if unknown := set(chosen) - set(peers_all):
-        parser.error(f"unknown peers {sorted(unknown)}; known: {peers_all}")
+    if unknown := set(chosen) - set(PEERS):
+        parser.error(f"unknown peers {sorted(unknown)}; known: {PEERS}")
     common.quiet_logs()
     sha = None
     peers: dict[str, Peer] = {}
@@ -403,32 +436,13 @@ def main(argv: list[str] | None = None) -> int:
                     )
                     log(f"round {round_no + 1} {peer.name}: {row}")
                     results.append({**row, "round": round_no + 1})
+                    save(args, sha, list(peers), results, complete=False)  # a run cut short keeps its rounds
         finally:
             asyncio.run(common.delete_topics_with_prefix(bootstrap, source))
-    text = render(results, list(peers))
-    verdicts = goals(results, peers_all[-1])
-    print(f"\nRecovery of a {args.keys:,}-key count store after a kill -9 under exactly_once_v2:\n{text}")
-    print("\n".join(verdicts))
-    path = common.write_result(
-        args.output,
-        {
-            "keys": args.keys,
-            "partitions": args.partitions,
-            "kill_at": args.kill_at,
-            "rounds": args.rounds,
-            "baseline": sha,
-            "kafka_streams_versions": {"wipe": WIPE_KAFKA_STREAMS, "transactional": KAFKA_VERSION},
-            "ratios_vs_after": {
-                peer: {f: ratios(results, peer, f) for f in ("first_processed_s", "caught_up_s")}
-                for peer in peers
-                if peer != "after"
-            },
-            "results": results,
-            "table": text,
-            "goals": verdicts,
-            "command": " ".join(["bench/recovery.py", *sys.argv[1:]]),
-        },
-    )
+    path = save(args, sha, list(peers), results, complete=True)
+    print(f"\nRecovery of a {args.keys:,}-key count store after a kill -9 under exactly_once_v2:")
+    print(render(results, list(peers)))
+    print("\n".join(goals(results, PEERS[-1])))
     log(f"wrote {path}")
     return 0
 
