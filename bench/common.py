@@ -43,9 +43,20 @@ KAFKA_STREAMS_VERSION = os.environ.get("STREAMLET_BENCH_KAFKA_STREAMS_VERSION", 
 #: The peers' names start with this, e.g. "Kafka Streams 4.4.0 (2 threads)".
 KAFKA_STREAMS = f"Kafka Streams {KAFKA_STREAMS_VERSION}"
 JAVA_DIR = BENCH / "kafka-streams"
-JAVA_BUILD = JAVA_DIR / "target" / f"kafka-{KAFKA_STREAMS_VERSION}"
+
+
+def java_build(version: str) -> Path:
+    """Where `mvn package -Dkafka.version=<version>` puts the Java peers (classes/ and lib/)."""
+    return JAVA_DIR / "target" / f"kafka-{version}"
+
+
+def java_classpath(version: str) -> str:
+    return f"{java_build(version) / 'classes'}:{java_build(version) / 'lib'}/*"
+
+
+JAVA_BUILD = java_build(KAFKA_STREAMS_VERSION)
 JAVA_CLASSES = JAVA_BUILD / "classes"
-JAVA_CP = f"{JAVA_CLASSES}:{JAVA_BUILD / 'lib'}/*"
+JAVA_CP = java_classpath(KAFKA_STREAMS_VERSION)
 
 
 def quiet_logs() -> None:

@@ -537,9 +537,13 @@ def baseline_peers(peers: list[Peer], rev: str) -> tuple[list[Peer], Path]:
     sha, tree = common.baseline_worktree(rev)
     twins = []
     for peer in peers:
-        match = re.fullmatch(r"streamlet (\d) procs? x (\d) threads?", peer.name)
+        match = re.fullmatch(r"streamlet (\d) procs? x (\d) threads?(, exactly_once_v2|, pre-aggregated)?", peer.name)
         if match:
-            launch = _streamlet(int(match[1]), int(match[2]), root=tree)
+            variant = match[3] or ""
+            extra = ["processing_guarantee=exactly_once_v2"] if "exactly_once_v2" in variant else []
+            launch = _streamlet(
+                int(match[1]), int(match[2]), *extra, root=tree, pre_aggregate="pre-aggregated" in variant
+            )
             twins.append(Peer(f"{peer.name} @{sha}", peer.kind, f"baseline {sha}: {peer.description}", launch))
     return twins, tree
 
