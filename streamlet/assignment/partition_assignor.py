@@ -196,7 +196,7 @@ class StreamsPartitionAssignor:
             client.initialize_prev_tasks(task_for_partition)
             client.compute_task_lags(end_sums)
 
-        infos = await self._task_infos(task_partitions, end_sums)
+        infos = await self._task_infos(task_partitions, end_sums, any(c.rack_id for c in clients.values()))
         state = ApplicationState(
             infos,
             self._configs,
@@ -269,12 +269,16 @@ class StreamsPartitionAssignor:
         return result
 
     async def _task_infos(
-        self, task_partitions: Mapping[TaskId, frozenset[TopicPartition]], end_sums: Mapping[TaskId, int]
+        self,
+        task_partitions: Mapping[TaskId, frozenset[TopicPartition]],
+        end_sums: Mapping[TaskId, int],
+        with_racks: bool,
     ) -> list[TaskInfo]:
-        """Kafka Streams' `TaskInfo`s; with rack-aware assignment on, each with its source and changelog partitions
-        and their replicas' racks (`RackUtils.annotateTopicPartitionsWithRackInfo`)."""
+        """Kafka Streams' `TaskInfo`s; `with_racks` (some client has a rack: KIP-925 can only be on then, whichever
+        way its strategy was chosen, config or assignor name), each with its source and changelog partitions and
+        their replicas' racks, asked of the cluster now (`RackUtils.annotateTopicPartitionsWithRackInfo`)."""
         stateful = {t: t in end_sums for t in task_partitions}
-        if self._configs.rack_aware_assignment_strategy == "none":
+        if not with_racks:
             return [
                 TaskInfo(t, stateful[t], self._topology.store_names(t) if stateful[t] else frozenset())
                 for t in task_partitions

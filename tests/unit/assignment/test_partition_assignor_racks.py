@@ -63,8 +63,8 @@ class _Host:
 
 
 class _Recording(HighAvailabilityTaskAssignor):
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, rack_aware_assignment_strategy: str | None = None) -> None:
+        super().__init__(rack_aware_assignment_strategy)
         self.states: list[ApplicationState] = []
 
     def assign(self, application_state: ApplicationState) -> TaskAssignment:
@@ -102,10 +102,21 @@ async def test_clients_racks_and_task_partitions_reach_the_task_assignor() -> No
     assert {m: i.active_tasks for m, i in infos.items()} == {"a-1": (TaskId(0, 1),), "b-1": (TaskId(0, 0),)}
 
 
-async def test_without_a_strategy_the_cluster_is_not_asked() -> None:
-    host, state, _ = await _assign("none", {"a-1": (A, "az-1"), "b-1": (B, "az-2")})
+async def test_without_client_racks_the_cluster_is_not_asked() -> None:
+    host, state, _ = await _assign("min_traffic", {"a-1": (A, None), "b-1": (B, None)})
     assert host.described == []
     assert all(not info.topic_partitions for info in state.all_tasks.values())
+
+
+async def test_an_assignor_named_with_a_strategy_gets_the_racks_too() -> None:
+    """`task_assignor=high_availability_min_traffic` chooses KIP-925 by name, with the config's strategy "none"."""
+    host, task_assignor = _Host(), _Recording("min_traffic")
+    members = _members({"a-1": (A, "az-1"), "b-1": (B, "az-2")})
+    assignor = StreamsPartitionAssignor(host, _Topology(), task_assignor, AssignmentConfigs())
+    result = await assignor.assign(COUNTS, members)
+    assert host.described == [[CHANGELOG, "in"]]
+    infos = {m: AssignmentInfo.decode(a.user_data or b"") for m, a in result.items()}
+    assert {m: i.active_tasks for m, i in infos.items()} == {"a-1": (TaskId(0, 1),), "b-1": (TaskId(0, 0),)}
 
 
 async def test_consumers_of_one_client_in_different_racks_leave_it_without_one(
