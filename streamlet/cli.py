@@ -30,8 +30,11 @@ def _broker(args: argparse.Namespace) -> int:
     from streamlet.kafka.cluster import LocalCluster
 
     racks = [r.strip() for r in args.racks.split(",")] if args.racks else None
-    if racks is not None and len(racks) != args.brokers:
-        raise SystemExit(f"streamlet broker: --racks names {len(racks)} racks for {args.brokers} nodes (--brokers)")
+    if racks is not None and (args.brokers < 2 or len(racks) != args.brokers):
+        raise SystemExit(
+            f"streamlet broker: --racks names {len(racks)} racks for {args.brokers} nodes: give one per node of a "
+            "cluster (--brokers 2 or more)"
+        )
     cluster = LocalCluster(
         args.dir, nodes=max(args.brokers, 1), security=args.security, kafka_version=args.kafka_version, racks=racks
     )

@@ -92,3 +92,5 @@ def test_the_command_wants_one_rack_per_node(tmp_path: Path) -> None:
 
     with pytest.raises(SystemExit, match="--racks names 2 racks for 3 nodes"):
         main(["broker", "start", "--brokers", "3", "--racks", "az-1,az-2", "--dir", str(tmp_path)])
+    with pytest.raises(SystemExit, match="one per node of a cluster"):  # a single broker takes no racks
+        main(["broker", "start", "--racks", "az-1", "--dir", str(tmp_path / "single")])
