@@ -10,6 +10,7 @@ slower but the same. An install without the sources (a wheel) has nothing to com
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import logging
@@ -27,9 +28,11 @@ def source_sha256(source: Path) -> str:
     return hashlib.sha256(source.read_bytes()).hexdigest()
 
 
+@functools.cache
 def load_native(name: str, source: str, *, sources: Path = NATIVE_SOURCES) -> ModuleType | None:
     """The C extension `name` (e.g. "streamlet._record_batch") if it is built from `sources / source`; None when
-    it is not built (no C compiler at install) or was built from another version of that source."""
+    it is not built (no C compiler at install) or was built from another version of that source. Cached: the two
+    modules that use the decoder hash its source and warn once between them."""
     try:
         module = importlib.import_module(name)
     except ImportError:
