@@ -42,6 +42,15 @@ async def kafka(bootstrap_servers: str) -> AsyncIterator[KafkaTestCluster]:
         await cluster.close()
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Groups for pytest-xdist's `--dist loadgroup` (scripts/test): a module's tests run on one worker, so its
+    module fixtures (a Kafka Streams JVM, a 3-node cluster) start once; every Spark test runs on one worker, so
+    the run starts one Spark JVM for them, not one per worker."""
+    for item in items:
+        path = item.path.relative_to(config.rootpath).as_posix()
+        item.add_marker(pytest.mark.xdist_group("spark" if "/spark/" in path else path))
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """The figures scenario tests measured (tests/support/reports.py), one section each."""
     for section in dict.fromkeys(section for section, _ in REPORTS):

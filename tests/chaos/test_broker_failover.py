@@ -35,10 +35,9 @@ from streamlet.kafka.cluster import (
     transaction_coordinator,
 )
 from tests.chaos._report import lost_updates, report
-from tests.support.broker import TEST_BROKER_SETTINGS
+from tests.support.cluster import cluster_client, running_cluster
 from tests.support.kafka import KafkaTestCluster, unique_name
 from tests.support.rebalances import append_times, largest_gap
-from tests.support.secured import config_of, security_of
 from tests.support.wordcount import (
     SEED_LINE,
     broken_count_sequences,
@@ -59,24 +58,14 @@ RECOVERY_S = 120  # a restarted node's JVM start and catch-up on a loaded 2-core
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    nodes = LocalCluster(
-        tmp_path_factory.mktemp("cluster"), die_with_parent=True, security=SASL_SSL_MODE, overrides=TEST_BROKER_SETTINGS
-    )
-    nodes.start()
-    try:
+    with running_cluster(tmp_path_factory.mktemp("cluster"), security=SASL_SSL_MODE) as nodes:
         yield nodes
-    finally:
-        nodes.stop()
 
 
 @pytest.fixture
 async def kafka3(cluster: LocalCluster) -> AsyncIterator[KafkaTestCluster]:
-    client = KafkaTestCluster(cluster.bootstrap_servers, security_of(config_of(cluster.client_settings())))
-    await client.start()
-    try:
+    async with cluster_client(cluster) as client:
         yield client
-    finally:
-        await client.close()
 
 
 @dataclass

@@ -15,7 +15,7 @@ from streamlet.config import StreamsConfig
 from streamlet.kafka.cluster import LocalCluster
 from streamlet.runtime.kafka_streams import KafkaStreams, State
 from streamlet.task_id import TaskId
-from tests.support.broker import TEST_BROKER_SETTINGS
+from tests.support.cluster import cluster_client, running_cluster
 from tests.support.kafka import KafkaTestCluster, unique_name
 from tests.support.waiting import wait_until
 from tests.support.wordcount import expected_counts, wait_for_counts
@@ -29,24 +29,14 @@ LINES = ["all streams lead to kafka", "hello kafka streams", "join kafka summit"
 
 @pytest.fixture(scope="module")
 def racked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    nodes = LocalCluster(
-        tmp_path_factory.mktemp("racked"), die_with_parent=True, overrides=TEST_BROKER_SETTINGS, racks=RACKS
-    )
-    nodes.start()
-    try:
+    with running_cluster(tmp_path_factory.mktemp("racked"), racks=RACKS) as nodes:
         yield nodes
-    finally:
-        nodes.stop()
 
 
 @pytest.fixture
 async def kafka3(racked: LocalCluster) -> AsyncIterator[KafkaTestCluster]:
-    client = KafkaTestCluster(racked.bootstrap_servers)
-    await client.start()
-    try:
+    async with cluster_client(racked) as client:
         yield client
-    finally:
-        await client.close()
 
 
 def node_of(partition: int) -> int:
@@ -92,12 +82,15 @@ async def test_min_traffic_runs_each_task_in_the_rack_of_its_input(kafka3: Kafka
     def settled() -> bool:
         held = actives()
         every = [t for tasks in held.values() for t in tasks]
-        return all(c.state is State.RUNNING for c in clients) and len(every) == len(set(every)) == 2 * PARTITIONS
+        # every client holds tasks: a client that joins after the others settled (a loaded machine) would otherwise
+        # find the input already written, and its tasks would wait as warmups for a probing rebalance
+        running = all(c.state is State.RUNNING for c in clients) and all(held.values())
+        return running and len(every) == len(set(every)) == 2 * PARTITIONS
 
     try:
         for client in clients:
             await client.start()
-        await wait_until(settled, "every task runs on exactly one of the three clients", timeout=120)
+        await wait_until(settled, "every task runs on exactly one client, and every client runs some", timeout=120)
         await kafka3.produce(source, [(None, line.encode()) for line in LINES])
         expected = expected_counts(LINES)
         assert await wait_for_counts(kafka3, sink, expected, partitions=PARTITIONS) == expected

@@ -20,11 +20,15 @@ pytestmark = pytest.mark.integration
 
 
 class RecordingRestoreListener:
-    """Remembers, per changelog partition, where each restoration started and ended and how much it read."""
+    """Remembers, per changelog partition, where each restoration started and ended and how much it read.
+
+    A restoration a rebalance suspends is resumed by a new one (Kafka Streams' `onRestoreSuspended`, then
+    `onRestoreStart` again), whose end reports only what it read itself: `restored` adds both."""
 
     def __init__(self) -> None:
         self.starts: dict[TopicPartition, tuple[int, int]] = {}
         self.restored: dict[TopicPartition, int] = {}
+        self._suspended: dict[TopicPartition, int] = {}
 
     def on_restore_start(self, tp: TopicPartition, store: str, start: int, end: int) -> None:
         self.starts[tp] = (start, end)
@@ -32,8 +36,11 @@ class RecordingRestoreListener:
     def on_batch_restored(self, tp: TopicPartition, store: str, batch_end: int, count: int) -> None:
         pass
 
+    def on_restore_suspended(self, tp: TopicPartition, store: str, total: int) -> None:
+        self._suspended[tp] = self._suspended.get(tp, 0) + total
+
     def on_restore_end(self, tp: TopicPartition, store: str, total: int) -> None:
-        self.restored[tp] = total
+        self.restored[tp] = self._suspended.pop(tp, 0) + total
 
 
 async def _setup(kafka: KafkaTestCluster) -> tuple[str, str, str]:
