@@ -58,7 +58,11 @@ class LegacyCheckpoint:
         try:
             loaded = self._file.read()
         except CheckpointError as exc:
-            log.warning("%s: ignoring corrupt checkpoint, its stores will be restored from scratch: %s", where, exc)
+            log.warning(
+                "%s: ignoring corrupt checkpoint; stores without an offset of their own are restored from scratch: %s",
+                where,
+                exc,
+            )
             self._file.delete()
             return
         for tp, offset in loaded.items():
@@ -68,10 +72,6 @@ class LegacyCheckpoint:
                 log.info("%s: checkpoint entry for %s matches no store; ignored", where, tp)
         if not self._entries:
             self._file.delete()
-
-    @property
-    def path(self) -> Path:
-        return self._file.path
 
     def take(self, owned: Callable[[TopicPartition], bool]) -> dict[TopicPartition, int]:
         """Remove and return the entries of one store's partitions (OFFSET_UNKNOWN ones are dropped)."""
