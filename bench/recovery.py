@@ -20,13 +20,14 @@ task's committed offsets, so it lands right after a transaction commit, possibly
 records (the step of the committed offsets before the kill) and the open one's (changelog end minus its last stable
 offset right after the kill, before the restart).
 
-Peers, interleaved per round (A B C D A B C D ...), all reading one input topic produced once:
+Peers, interleaved per round (A B C D E A B C D E ...), all reading one input topic produced once:
 * `before`: the worker of git revision `--baseline` (default 84f14b5, the last commit before transactional stores:
   a dirty close under exactly-once wipes the task's stores, restored in full);
 * `after`: this tree's worker (transactional stores);
 * `Kafka Streams 4.1.1 (wipe)`: bench/kafka-streams' WordCount on 4.1.1, which wipes after a dirty close under EOS;
-* `Kafka Streams 4.4.0 (transactional)`: the same on 4.4.0 with `enable.transactional.statestores=true` (KIP-892;
-  its default is false, so 4.4.0 out of the box still wipes).
+* `Kafka Streams 4.4.0 (default)`: the same on 4.4.0 as it comes, `enable.transactional.statestores` left at its
+  default (false; the peer's logged StreamsConfig must show it);
+* `Kafka Streams 4.4.0 (transactional)`: the same on 4.4.0 with `enable.transactional.statestores=true` (KIP-892).
 Build the Java peers first: `STREAMLET_BENCH_KAFKA_STREAMS_VERSION=4.1.1 bench/setup_peers.sh` and the same with
 4.4.0 (or `mvn -q -B package -Dkafka.version=V` in bench/kafka-streams).
 
@@ -169,17 +170,24 @@ def streamlet_peer(name: str, tree: Path) -> Peer:
     return Peer(name, launch, restoration)
 
 
-def kafka_streams_peer(version: str, transactional: bool) -> Peer:
-    """bench/kafka-streams' WordCount of Kafka `version`; `transactional` sets enable.transactional.statestores
-    (KIP-892, 4.4+, default false), which the peer's logged StreamsConfig must then show."""
-    name = f"Kafka Streams {version} ({'transactional' if transactional else 'wipe'})"
+#: How a Kafka Streams peer runs: its logged `enable.transactional.statestores` must be the value given (None: a
+#: release before KIP-892, which has no such setting)
+KS_MODES: dict[str, str | None] = {"wipe": None, "default": "false", "transactional": "true"}
+
+
+def kafka_streams_peer(version: str, mode: str) -> Peer:
+    """bench/kafka-streams' WordCount of Kafka `version`. `mode`: `wipe` (a release before KIP-892), `default`
+    (4.4+ with enable.transactional.statestores left at its default, false) or `transactional` (set to true);
+    the peer's logged StreamsConfig must show the setting `KS_MODES` names."""
+    name = f"Kafka Streams {version} ({mode})"
+    expected = KS_MODES[mode]
 
     def launch(proc: str, bootstrap: str, app_id: str, source: str, sink: str, run_dir: Path) -> Proc:
         if not (java_build(version) / "classes" / "bench" / "WordCount.class").exists():
             raise RuntimeError(f"bench/kafka-streams not built for {version} (see this script's docstring)")
         cmd = ["java", "-Xmx1g", f"-Dstreams.group.instance.id={INSTANCE}"]
         cmd += [f"-Dstreams.session.timeout.ms={SESSION_TIMEOUT_MS}"]
-        if transactional:
+        if mode == "transactional":
             cmd += ["-Dstreams.enable.transactional.statestores=true"]
         cmd += ["-cp", java_classpath(version), "bench.WordCount", bootstrap, app_id, source, sink]
         cmd += [str(run_dir / "state"), "1", COMMIT_INTERVAL_MS, CACHE_BYTES, "exactly_once_v2"]
@@ -187,7 +195,7 @@ def kafka_streams_peer(version: str, transactional: bool) -> Peer:
 
     def restoration(text: str, restarted_at: float) -> dict[str, Any]:
         setting = KS_TRANSACTIONAL.findall(text)
-        if transactional and setting != ["true"]:
+        if setting != ([] if expected is None else [expected]):
             raise RuntimeError(f"{name}: its StreamsConfig shows enable.transactional.statestores = {setting}")
         running = KS_RUNNING.findall(text)
         return {
@@ -360,7 +368,8 @@ PEERS = [
     "before",
     "after",
     f"Kafka Streams {WIPE_KAFKA_STREAMS} (wipe)",
-    f"Kafka Streams {KAFKA_VERSION} (transactional)",
+    f"Kafka Streams {KAFKA_VERSION} (default)",
+    f"Kafka Streams {KAFKA_VERSION} (transactional)",  # last: the goals' peer
 ]
 
 
@@ -377,7 +386,11 @@ def save(
             "kill_at": args.kill_at,
             "rounds": args.rounds,
             "baseline": sha,
-            "kafka_streams_versions": {"wipe": WIPE_KAFKA_STREAMS, "transactional": KAFKA_VERSION},
+            "kafka_streams_versions": {
+                "wipe": WIPE_KAFKA_STREAMS,
+                "default": KAFKA_VERSION,
+                "transactional": KAFKA_VERSION,
+            },
             "ratios_vs_after": {
                 peer: {f: ratios(results, peer, f) for f in ("first_processed_s", "caught_up_s")}
                 for peer in peers
@@ -415,8 +428,8 @@ def main(argv: list[str] | None = None) -> int:
         elif name == "after":
             peers[name] = streamlet_peer(name, ROOT)
         else:
-            version = name.split()[2]
-            peers[name] = kafka_streams_peer(version, transactional=version != WIPE_KAFKA_STREAMS)
+            _, _, version, mode = name.split()
+            peers[name] = kafka_streams_peer(version, mode.strip("()"))
     results: list[dict[str, Any]] = []
     prefix = f"bench-recovery-{time.strftime('%m%d%H%M%S')}"
     with common.broker() as bootstrap:
@@ -427,7 +440,7 @@ def main(argv: list[str] | None = None) -> int:
         log(f"produced {args.keys:,} words in {produced:.1f} s")
         try:
             for round_no in range(args.rounds):
-                for slot, peer in enumerate(peers.values()):  # interleaved: A B C D A B C D ...
+                for slot, peer in enumerate(peers.values()):  # interleaved: A B C D E A B C D E ...
                     app_id = f"{prefix}-r{round_no}-p{slot}"
                     row = asyncio.run(
                         run_peer(

@@ -339,8 +339,7 @@ class StreamsConfig:
             raise ConfigError(f"web_port must be <= 65535, got {self.web_port}")
         if self.web_port and not self.application_server:
             object.__setattr__(self, "application_server", f"{self.web_host}:{self.web_port}")
-        if self.application_server and ":" not in self.application_server:
-            raise ConfigError(f"application_server={self.application_server!r}: expected 'host:port'")
+        object.__setattr__(self, "application_server", _checked_application_server(self.application_server))
 
     @property
     def extractor(self) -> TimestampExtractor | None:
@@ -479,6 +478,39 @@ def parse_setting(key: str, raw: str) -> Any:
 
 # field name -> annotation; annotations are strings here (`from __future__ import annotations`)
 _FIELD_TYPES: dict[str, str] = {f.name: str(f.type) for f in dataclasses.fields(StreamsConfig)}
+
+
+# Kafka's `Utils.HOST_PORT_PATTERN` (kafka-clients 4.4.0), which `HostInfo.buildFromEndpoint` matches whole
+_HOST_PORT = re.compile(r"(?:[0-9a-zA-Z\-%._]*://)?\[?([0-9a-zA-Z\-%._:]*)]?:([0-9]+)")
+_JAVA_INT_MAX = 2**31 - 1
+_JAVA_TRIMMED = "".join(map(chr, range(0x21)))  # String.trim drops every char <= U+0020 at both ends
+
+
+def _checked_application_server(value: Any) -> str:
+    """Kafka Streams 4.4.0's KIP-1245 check of `application.server`: `ConfigDef` trims a string value (Java's
+    `String.trim`), then `ApplicationServerConfigValidator` takes a blank one as unset and otherwise needs
+    `HostInfo.buildFromEndpoint` to parse it: the whole value matches `HOST_PORT_PATTERN`, with a non-empty host
+    and a port `Integer.parseInt` takes (no range check beyond that). The error carries Kafka's message. One
+    deliberate difference: the `protocol://host:port` form Kafka accepts (and drops the protocol of) is refused,
+    since other workers forward queries to `<scheme>://<application_server>` with the scheme of streamlet's own
+    web settings."""
+    if not isinstance(value, str):
+        raise ConfigError(f"application_server must be a string, got {value!r}")
+    value = value.strip(_JAVA_TRIMMED)
+    if not value:
+        return ""
+    match = _HOST_PORT.fullmatch(value)
+    if match is None or not match.group(1) or int(match.group(2)) > _JAVA_INT_MAX:
+        raise ConfigError(
+            f"Invalid value {value} for configuration application_server: Error parsing host address {value}. "
+            "Expected format host:port."
+        )
+    if "://" in value:
+        raise ConfigError(
+            f"application_server={value!r}: give host:port without a protocol; streamlet forwards interactive "
+            "queries with the scheme of its web server settings (web_ssl_*)"
+        )
+    return value
 
 
 def _require_int(name: str, value: Any, *, minimum: int) -> None:

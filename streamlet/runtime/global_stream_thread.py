@@ -2,11 +2,11 @@
 
 One per client with global tables, as an owned asyncio task: its consumer is outside the group and assigned
 every partition of every global topic. `start()` first restores the global stores up to the topics' end
-offsets, from the global checkpoint (or from the beginning), and only returns when they are complete, so no
-stream task processes a record against a partial global table. Then the task follows the topics, applying
-records as they arrive, and flushes and checkpoints every `commit_interval_ms`; `close()` cancels and awaits
-it and checkpoints a last time. A failure of the task fails the client (`done` holds it), as Kafka's global
-thread's death does.
+offsets, from the offsets the stores keep (KIP-1035; or from the beginning), and only returns when they are
+complete, so no stream task processes a record against a partial global table. Then the task follows the
+topics, applying records as they arrive (each batch with its offsets), and flushes and checkpoints every
+`commit_interval_ms`; `close()` cancels and awaits it and checkpoints a last time. A failure of the task
+fails the client (`done` holds it), as Kafka's global thread's death does.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ class GlobalStreamThread:
         )
         self._commit_interval_s = commit_interval_ms / 1000
         self._chunk_records = chunk_records
-        self.restored_records = 0  # read by the last start's restoration (from the checkpoint on)
+        self.restored_records = 0  # read by the last start's restoration (from the stores' offsets on)
         self.done: asyncio.Task[None] | None = None
         self._checkpointing: asyncio.Future[None] | None = None  # a checkpoint running in a worker thread
 

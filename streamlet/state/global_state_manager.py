@@ -1,40 +1,39 @@
-"""GlobalStateManager: the global stores of one client and their `.checkpoint` (Kafka's `GlobalStateManagerImpl`).
+"""GlobalStateManager: the global stores of one client and their offsets (Kafka's `GlobalStateManagerImpl`).
 
-A global store is a full copy of its source topic, which is also its changelog: nothing is logged, and the
-checkpoint records, per source partition, the offset of the next record to read (the consumer position, as
-Kafka's global checkpoint does). Layout, as Kafka Streams'::
+A global store is a full copy of its source topic, which is also its changelog: nothing is logged. Each store
+keeps, per source partition, the offset of the next record to read (the consumer position, as Kafka's global
+offsets are) in its `offsets` column family (KIP-1035), written in the same RocksDB batch as the records it
+covers: the data and its offset cannot disagree, after a crash included (atomic flush). Layout, as Kafka
+Streams 4.4.0's::
 
     <state_dir>/<application_id>/global/
-        .checkpoint                         <topic> <partition> <next offset>, OffsetCheckpoint's format
-        rocksdb/<store>/                    one timestamped RocksDB store per global table
+        rocksdb/<store>/                    one timestamped RocksDB store per global table, offsets inside
+        .checkpoint                         only from an older version: migrated into the stores, then removed
 
-Why the store is wiped when the checkpoint is missing or unreadable: re-reading the topic from its beginning
-restores every live key, but a key whose tombstone was compacted away would survive in the old store. Records
-are applied as the global table's source does (null key skipped, null value deletes, the record timestamp in
-front of the value), in bounded write batches.
+Opening follows the task stores' rule (`streamlet.state.legacy_checkpoint`): a store with data but no offset,
+or an unreadable one, is wiped, once, and re-read from the topic's beginning: re-reading restores every live
+key, but a key whose tombstone was compacted away would survive in the old store. Records are applied as the
+global table's source does (null key skipped, null value deletes, the record timestamp in front of the
+value), in bounded write batches.
 """
 
 from __future__ import annotations
 
-import logging
-import shutil
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from aiokafka.structs import TopicPartition
 
-from streamlet.errors import CheckpointError
-from streamlet.state.checkpoint import CHECKPOINT_FILE_NAME, OffsetCheckpoint
+from streamlet.state.checkpoint import CHECKPOINT_FILE_NAME
+from streamlet.state.legacy_checkpoint import LegacyCheckpoint, open_store_offsets
 from streamlet.state.rocksdb_store import DB_FILE_DIR, RocksDBStore
 from streamlet.state.state_manager import DEFAULT_RESTORE_CHUNK_RECORDS, ChangelogRecord
-
-log = logging.getLogger(__name__)
 
 GLOBAL_DIR_NAME = "global"
 
 
 class GlobalStateManager:
-    """Opens the global stores (`{store: source topic}`), applies their topics' records and checkpoints them."""
+    """Opens the global stores (`{store: source topic}`), applies their topics' records and commits their offsets."""
 
     def __init__(
         self,
@@ -46,24 +45,21 @@ class GlobalStateManager:
         self.global_dir = Path(app_dir) / GLOBAL_DIR_NAME
         self.global_dir.mkdir(parents=True, exist_ok=True)
         self._chunk_records = chunk_records
-        self._checkpoint = OffsetCheckpoint(self.global_dir / CHECKPOINT_FILE_NAME)
+        self._topics = dict(stores)
         self._store_of_topic = {topic: store for store, topic in stores.items()}
-        self._offsets = self._load_checkpoint()
-        checkpointed = {tp.topic for tp in self._offsets}
-        for store, topic in stores.items():
-            if topic not in checkpointed:  # no trustworthy checkpoint: start empty (see the module docstring)
-                shutil.rmtree(self.global_dir / DB_FILE_DIR / store, ignore_errors=True)
-        self._stores = {name: RocksDBStore(name, self.global_dir / DB_FILE_DIR / name) for name in stores}
-        self._closed = False
-
-    def _load_checkpoint(self) -> dict[TopicPartition, int]:
+        self._offsets: dict[TopicPartition, int] = {}
+        self._stores: dict[str, RocksDBStore] = {}
+        legacy = LegacyCheckpoint(
+            self.global_dir / CHECKPOINT_FILE_NAME, "global stores", lambda tp: tp.topic in self._store_of_topic
+        )
         try:
-            loaded = self._checkpoint.read()
-        except CheckpointError as exc:
-            log.warning("Ignoring the corrupt global checkpoint; the global stores are re-read from the start: %s", exc)
-            self._checkpoint.delete()
-            return {}
-        return {tp: offset for tp, offset in loaded.items() if tp.topic in self._store_of_topic and offset >= 0}
+            for name, topic in stores.items():
+                store = self._stores[name] = RocksDBStore(name, self.global_dir / DB_FILE_DIR / name)
+                self._offsets.update(open_store_offsets(store, _of_topic(topic), legacy, f"global store {name!r}"))
+        except BaseException:
+            _close_all(self._stores.values())
+            raise
+        self._closed = False
 
     @property
     def stores(self) -> dict[str, RocksDBStore]:
@@ -71,36 +67,41 @@ class GlobalStateManager:
         return dict(self._stores)
 
     def checkpointed_offset(self, tp: TopicPartition) -> int | None:
-        """Where to resume reading `tp`: the next offset the stores lack, or None (from the beginning)."""
+        """Where to resume reading `tp`: the next offset the store lacks, or None (from the beginning)."""
         return self._offsets.get(tp)
 
     def apply(self, tp: TopicPartition, records: Sequence[ChangelogRecord]) -> None:
-        """Apply a partition's records in order, one write batch per chunk, and advance its offset."""
+        """Apply a partition's records in order, one write batch per chunk with the partition's next offset."""
         store = self._stores[self._store_of_topic[tp.topic]]
         step = self._chunk_records
         for start in range(0, len(records), step):
             chunk = records[start : start + step]
-            store.apply_changelog_records(chunk, timestamped=True)
-            self._offsets[tp] = chunk[-1].offset + 1
+            position = chunk[-1].offset + 1
+            store.apply_changelog_records(chunk, timestamped=True, offsets={tp: position})
+            self._offsets[tp] = position
 
     def advance(self, tp: TopicPartition, position: int) -> None:
-        """The consumer moved past records that changed nothing (transaction markers): remember it."""
+        """The consumer moved past records that changed nothing (transaction markers): remember it (the store
+        gets it at the next `checkpoint`)."""
         if position > self._offsets.get(tp, 0):
             self._offsets[tp] = position
 
     def offsets(self) -> dict[TopicPartition, int]:
-        """Per source partition, the next offset to read (what a checkpoint written now would claim)."""
+        """Per source partition, the next offset to read (what the stores will hold after a checkpoint now)."""
         return dict(self._offsets)
 
     def checkpoint(self, offsets: Mapping[TopicPartition, int] | None = None) -> None:
-        """Flush the stores, then write `offsets` (default: the current ones). Blocking disk I/O: run it off
-        the event loop with offsets taken on it first; records applied during the flush are re-read after a
-        crash, harmlessly (the last write of a key wins again)."""
+        """Flush each store, write `offsets` (default: the current ones) into it and flush again (Kafka's
+        `commit`). Blocking disk I/O: run it off the event loop with offsets taken on it first. Records applied
+        meanwhile wrote their own offsets with them; one of those a stale `offsets` overwrites only makes a
+        restart re-read a few records, harmlessly (the last write of a key wins again)."""
         offsets = self.offsets() if offsets is None else offsets
-        for store in self._stores.values():
+        for name, store in self._stores.items():
             store.flush()
-        if offsets:
-            self._checkpoint.write(offsets)
+            mine = {tp: offset for tp, offset in offsets.items() if tp.topic == self._topics[name]}
+            if mine:
+                store.commit(mine)
+                store.flush()
 
     def close(self, *, clean: bool) -> None:
         """Close the stores; clean: checkpoint first."""
@@ -112,6 +113,10 @@ class GlobalStateManager:
                 self.checkpoint()
         finally:
             _close_all(self._stores.values())
+
+
+def _of_topic(topic: str) -> Callable[[TopicPartition], bool]:
+    return lambda tp: tp.topic == topic
 
 
 def _close_all(stores: Iterable[RocksDBStore]) -> None:

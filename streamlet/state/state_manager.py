@@ -37,14 +37,15 @@ from typing import Any, Protocol, cast
 
 from aiokafka.structs import TopicPartition
 
-from streamlet.errors import CheckpointError, StateStoreCorruptedError, StateStoreError
+from streamlet.errors import StateStoreError
 from streamlet.state import timestamped
 from streamlet.state.caching_store import CachingKeyValueStore
-from streamlet.state.checkpoint import CHECKPOINT_FILE_NAME, OFFSET_UNKNOWN, OffsetCheckpoint
+from streamlet.state.checkpoint import CHECKPOINT_FILE_NAME
+from streamlet.state.legacy_checkpoint import LegacyCheckpoint, OffsetStore, open_store_offsets
 from streamlet.state.logging_store import ChangeLoggingKeyValueStore, ChangelogSink
 from streamlet.state.read_committed import CommittedReads, ReadCommittedStore
 from streamlet.state.record_cache import RecordCache
-from streamlet.state.rocksdb_store import DB_FILE_DIR, Offsets, RocksDBStore
+from streamlet.state.rocksdb_store import DB_FILE_DIR, RocksDBStore
 from streamlet.state.session_store import RocksDBSessionStore
 from streamlet.state.store import InMemoryKeyValueStore, KeyValueStore
 from streamlet.state.time_ordered_buffer import TimeOrderedKeyValueBuffer
@@ -84,25 +85,6 @@ class _Store:
     timestamped: bool = False  # values are timestamp + value; changelog records hold the plain value
 
 
-class OffsetStore(Protocol):
-    """A persistent store that keeps its changelog offsets (RocksDBStore, RocksDBWindowStore)."""
-
-    @property
-    def transactional(self) -> bool: ...
-
-    def committed_offsets(self) -> dict[TopicPartition, int]: ...
-
-    def commit(self, offsets: Offsets) -> None: ...
-
-    def approximate_num_uncommitted_bytes(self) -> int: ...
-
-    def is_empty(self) -> bool: ...
-
-    def wipe(self) -> None: ...
-
-    def flush(self) -> None: ...
-
-
 class ProcessorStateManager:
     """The state of one task: its registered stores and their changelog offsets."""
 
@@ -138,80 +120,22 @@ class ProcessorStateManager:
         self.transactional = transactional
         # the offsets persisted in the stores, as last read or written
         self._checkpointed: dict[TopicPartition, int] = {}
-        self._legacy_checkpoint = OffsetCheckpoint(self.task_dir / CHECKPOINT_FILE_NAME)
-        self._legacy: dict[TopicPartition, int] = self._load_legacy_checkpoint()
+        self._legacy = LegacyCheckpoint(
+            self.task_dir / CHECKPOINT_FILE_NAME, f"Task {task_id}", lambda tp: tp in self._offsets
+        )
         self._closed = False
 
-    def _load_legacy_checkpoint(self) -> dict[TopicPartition, int]:
-        """The offsets of a `.checkpoint` file written before KIP-1035, to migrate into the stores."""
-        try:
-            loaded = self._legacy_checkpoint.read()
-        except CheckpointError as exc:
-            # Without a trustworthy offset nobody knows which changelog prefix the stores reflect: start over
-            # (stores with data and no offset of their own are wiped when registered) rather than risk stale data.
-            log.warning(
-                "Task %s: ignoring corrupt checkpoint, its stores will be restored from scratch: %s",
-                self.task_id,
-                exc,
-            )
-            self._legacy_checkpoint.delete()
-            return {}
-        legacy: dict[TopicPartition, int] = {}
-        for tp, offset in loaded.items():
-            if tp not in self._offsets:
-                log.info("Task %s: checkpoint entry for %s matches no store of the task; ignored", self.task_id, tp)
-                continue
-            legacy[tp] = offset
-        if not legacy:
-            self._legacy_checkpoint.delete()
-        return legacy
-
     def _open_offsets(self, name: str, store: OffsetStore, changelog: TopicPartition) -> None:
-        """Read a persistent store's changelog offset; migrate it from `.checkpoint`, or wipe the store.
-
-        A store with data but no offset is wiped: after an unclean shutdown it may hold writes the changelog
-        never got (or lack writes that were never flushed, the WAL being off), and a restore from offset 0 on
-        top of it would not remove keys whose tombstones were compacted away. An unreadable offset is the same
-        case (Kafka's corrupt checkpoint).
-        """
-        where = f"Task {self.task_id}: store {name!r}"
-        try:
-            offset = store.committed_offsets().get(changelog)
-        except StateStoreCorruptedError as exc:
-            log.warning(
-                "%s: its changelog offset is unreadable, wiping it to restore from the changelog: %s", where, exc
-            )
-            store.wipe()
-            offset = None
-        legacy = self._legacy.pop(changelog, None)
-        if offset is None and legacy is not None and legacy != OFFSET_UNKNOWN:
-            store.commit({changelog: legacy})
-            store.flush()
-            offset = legacy
-            log.info("%s: migrated changelog offset %d of %s from .checkpoint into the store", where, legacy, changelog)
-        if offset is None and not store.is_empty():
-            log.warning(
-                "%s has local data but no changelog offset; wiping it so it is restored from the changelog "
-                "%s-%d from scratch",
-                where,
-                changelog.topic,
-                changelog.partition,
-            )
-            store.wipe()
+        """Read a persistent store's changelog offset; migrate it from `.checkpoint`, or wipe the store
+        (`open_store_offsets`: after an unclean shutdown a store with data but no offset may hold writes the
+        changelog never got, or lack writes that were never flushed, the WAL being off)."""
+        offsets = open_store_offsets(
+            store, lambda tp: tp == changelog, self._legacy, f"Task {self.task_id}: store {name!r}"
+        )
+        offset = offsets.get(changelog)
         if offset is not None:
             self._offsets[changelog] = offset
             self._checkpointed[changelog] = offset
-        self._drop_migrated_checkpoint()
-
-    def _drop_migrated_checkpoint(self) -> None:
-        """Remove the `.checkpoint` once every entry of it has found its store (Kafka's migration)."""
-        if not self._legacy and self._legacy_checkpoint.path.exists():
-            self._legacy_checkpoint.delete()
-            log.info(
-                "Task %s: changelog offsets now live in the stores; removed %s",
-                self.task_id,
-                self._legacy_checkpoint.path,
-            )
 
     # ------------------------------------------------------------------ stores
 
@@ -284,8 +208,8 @@ class ProcessorStateManager:
                 inner.close()
                 raise
         elif changelog is not None:
-            self._legacy.pop(changelog, None)
-            self._drop_migrated_checkpoint()
+            self._legacy.take(lambda tp: tp == changelog)
+            self._legacy.remove_if_migrated()
         outer: KeyValueStore = inner
         if changelog_sink is not None:
             outer = ChangeLoggingKeyValueStore(outer, changelog_sink)
@@ -309,8 +233,8 @@ class ProcessorStateManager:
         changelog = self._changelogs.get(name)
         if changelog is not None:
             self._offsets[changelog] = None
-            self._legacy.pop(changelog, None)
-            self._drop_migrated_checkpoint()
+            self._legacy.take(lambda tp: tp == changelog)
+            self._legacy.remove_if_migrated()
         as_store = cast(KeyValueStore, buffer)  # restored through apply_changelog_records, wiped, closed
         self._stores[name] = _Store(name, as_store, as_store, None, changelog)
         return buffer
@@ -482,7 +406,7 @@ class ProcessorStateManager:
             store.commit({s.changelog: offset})
             store.flush()
             self._record_persisted(s.changelog, offset)
-        self._drop_migrated_checkpoint()
+        self._legacy.remove_if_migrated()
 
     def commit_stores(self) -> None:
         """Exactly-once, once the Kafka transaction committed: each transactional store writes its uncommitted
@@ -531,8 +455,7 @@ class ProcessorStateManager:
             if wipe is None:
                 raise StateStoreError(f"task {self.task_id}: store {s.name!r} cannot be wiped")
             wipe()
-        self._legacy_checkpoint.delete()
-        self._legacy = {}
+        self._legacy.delete()
         self._checkpointed = {}
         self._offsets = dict.fromkeys(self._offsets)
 

@@ -26,7 +26,7 @@ STATE RUNNING 1795774818000
 
 
 def test_kafka_streams_restoration_sums_the_listener_totals_and_spans() -> None:
-    peer = recovery.kafka_streams_peer("4.4.0", transactional=True)
+    peer = recovery.kafka_streams_peer("4.4.0", "transactional")
     got = peer.restoration(KS_LOG, 1795774815.0)
     assert got["records_restored"] == 12372 + 498
     assert got["restore_offset_span"] == (13588 - 1200) + 500
@@ -34,13 +34,22 @@ def test_kafka_streams_restoration_sums_the_listener_totals_and_spans() -> None:
 
 
 def test_kafka_streams_restoration_refuses_a_peer_whose_config_is_not_transactional() -> None:
-    peer = recovery.kafka_streams_peer("4.4.0", transactional=True)
+    peer = recovery.kafka_streams_peer("4.4.0", "transactional")
     with pytest.raises(RuntimeError, match="enable.transactional.statestores"):
         peer.restoration(KS_LOG.replace("statestores = true", "statestores = false"), 0.0)
 
 
+def test_the_default_peer_must_run_with_the_setting_at_its_default() -> None:
+    peer = recovery.kafka_streams_peer("4.4.0", "default")
+    assert peer.name == "Kafka Streams 4.4.0 (default)"
+    default_log = KS_LOG.replace("statestores = true", "statestores = false")
+    assert peer.restoration(default_log, 1795774815.0)["records_restored"] == 12372 + 498
+    with pytest.raises(RuntimeError, match="enable.transactional.statestores"):
+        peer.restoration(KS_LOG, 0.0)
+
+
 def test_a_wipe_peer_with_nothing_restored_reads_zero() -> None:
-    peer = recovery.kafka_streams_peer("4.1.1", transactional=False)
+    peer = recovery.kafka_streams_peer("4.1.1", "wipe")
     got = peer.restoration("STATE RUNNING 1000\n", 0.0)
     assert (got["records_restored"], got["restore_offset_span"], got["count_task_running_s"]) == (0, 0, 1.0)
 

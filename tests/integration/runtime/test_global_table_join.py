@@ -1,5 +1,5 @@
 """A GlobalKTable on the real broker: two clients of one app each hold the whole table, a stream over 3
-partitions is joined on both, updates reach both, and a restart restores from the global checkpoint.
+partitions is joined on both, updates reach both, and a restart restores from the offsets the global store keeps.
 
 The customers topic has 2 partitions and the orders topic 3: a global join needs no co-partitioning. Expected
 output is computed here from the records produced: each order joined with its customer's value at the time,
@@ -11,11 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from rocksdict import Options, Rdict
 
 from streamlet.config import StreamsConfig
 from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.state import timestamped
 from streamlet.state.checkpoint import OffsetCheckpoint
+from streamlet.state.rocksdb_store import read_store_offsets
 from streamlet.topology import StreamsBuilder, Topology
 from tests.support.kafka import KafkaTestCluster, unique_name
 from tests.support.waiting import wait_until
@@ -106,25 +108,35 @@ async def test_two_clients_hold_the_whole_global_table_and_join_on_every_partiti
             await client.close()
 
 
-async def test_a_restart_reads_only_the_tail_and_a_corrupt_checkpoint_reads_everything(
+async def test_a_restart_reads_only_after_the_stores_offsets_a_legacy_checkpoint_migrates_a_bad_offset_rereads(
     kafka: KafkaTestCluster, tmp_path: Path
 ) -> None:
+    """KIP-1035 on global stores: each restart restores exactly the records after the offsets the store keeps
+    (counted by the global thread), records followed while running included; an older version's `.checkpoint`
+    is migrated into the store and removed; an unreadable offset in the store re-reads the whole topic, once."""
     orders = await kafka.create_topic("orders", partitions=ORDER_PARTITIONS)
     customers = await kafka.create_topic("customers", partitions=CUSTOMER_PARTITIONS)
     out = await kafka.create_topic("enriched", partitions=ORDER_PARTITIONS)
     topology = _topology(orders, customers, out)
     config = _config(kafka, unique_name("global-restart"), tmp_path)
+    global_dir = tmp_path / config.application_id / "global"
+    store_dir = global_dir / "rocksdb" / "customers"
+    legacy = OffsetCheckpoint(global_dir / ".checkpoint")
     table = {f"c{i}": f"customer-{i}" for i in range(10)}
     await _produce(kafka, customers, list(table.items()))
 
-    client = KafkaStreams(topology, config)
-    await client.start()
-    try:
-        assert client.global_thread is not None and client.global_thread.restored_records == len(table)
-    finally:
-        await client.close()
-    checkpoint = OffsetCheckpoint(tmp_path / config.application_id / "global" / ".checkpoint")
-    assert sum(checkpoint.read().values()) == len(table)  # next offsets of both partitions
+    async def restart(expected_restored: int) -> None:
+        client = KafkaStreams(topology, config)
+        await client.start()
+        try:
+            assert client.global_thread is not None and client.global_thread.restored_records == expected_restored
+            assert _table_of(client) == table
+        finally:
+            await client.close()
+
+    await restart(len(table))
+    assert sum(read_store_offsets(store_dir).values()) == len(table)  # next offsets of both partitions
+    assert not legacy.path.exists()
 
     tail: list[tuple[str, str | None]] = [("c3", "three"), ("c4", None), ("c11", "eleven")]
     await _produce(kafka, customers, tail)
@@ -139,16 +151,32 @@ async def test_a_restart_reads_only_the_tail_and_a_corrupt_checkpoint_reads_ever
         await _produce(kafka, orders, orders_in)
         expected = _enriched(orders_in, table)
         assert await _read(kafka, out, len(expected)) == sorted(expected)
+        followed: list[tuple[str, str | None]] = [("c5", "five"), ("c6", None)]
+        await _produce(kafka, customers, followed)  # applied by the running global thread, not by a restore
+        table["c5"] = "five"
+        del table["c6"]
+        await wait_until(lambda: _table_of(client) == table, "the global thread to apply the updates")
     finally:
         await client.close()
+    total = 10 + len(tail) + len(followed)
+    assert sum(read_store_offsets(store_dir).values()) == total
+    await restart(0)
 
-    checkpoint.path.write_text("0\n2\nnot a checkpoint\n")
-    client = KafkaStreams(topology, config)
-    await client.start()
-    try:
-        assert client.global_thread is not None
-        assert client.global_thread.restored_records == 10 + len(tail)  # the whole topic, again
-        assert _table_of(client) == table
-    finally:
-        await client.close()
-    assert sum(checkpoint.read().values()) == 10 + len(tail)
+    # a global directory of an older version: the offsets in `.checkpoint`, none in the store
+    offsets = read_store_offsets(store_dir)
+    db = Rdict(str(store_dir), Options(raw_mode=True))
+    for key in list(db.get_column_family("offsets").keys()):
+        db.get_column_family("offsets").delete(key)
+    db.close()
+    assert read_store_offsets(store_dir) == {}
+    legacy.write(offsets)
+    await restart(0)  # resumed from the migrated offsets: nothing re-read
+    assert not legacy.path.exists()
+    assert read_store_offsets(store_dir) == offsets
+
+    db = Rdict(str(store_dir), Options(raw_mode=True))
+    db.get_column_family("offsets").put(f"{customers}-0".encode(), b"\x01")  # not an 8-byte long
+    db.close()
+    await restart(total)  # the store was wiped: the whole topic, again
+    assert read_store_offsets(store_dir) == offsets
+    await restart(0)

@@ -266,7 +266,7 @@ def test_a_checkpoint_file_is_migrated_into_the_stores_then_removed(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """KIP-1035: a state directory of an older version keeps its stores and their restore positions."""
-    caplog.set_level(logging.INFO, "streamlet.state.state_manager")
+    caplog.set_level(logging.INFO, "streamlet.state.legacy_checkpoint")
     _store_with_data(tmp_path)  # written before KIP-1035: data, no offsets column family entry
     OffsetCheckpoint(tmp_path / ".checkpoint").write({TP: 41, TP2: 9})
     psm = new_psm(tmp_path)
