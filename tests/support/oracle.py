@@ -80,6 +80,7 @@ def build_oracle(force: bool = False) -> Path:
         try:
             if not force and _is_fresh():  # another process built it while we waited
                 return JAR
+            shutil.rmtree(LIB_DIR, ignore_errors=True)  # Maven only adds jars: an old Kafka's would stay on the path
             outputs = []
             for offline in (True, False):
                 cmd = [mvn, "-q", "-B", *(["-o"] if offline else []), "-f", str(POM), "package"]
