@@ -27,7 +27,7 @@ from streamlet.experiments.report import RunSummary, render_report, summarize
 from streamlet.experiments.runner import ExperimentRunner, RunRecord
 from streamlet.experiments.scenario import Scenario, ScenarioError, load_scenario
 from streamlet.experiments.sweep_report import render_html, render_markdown, summary_json
-from streamlet.experiments.sweep_space import SweepError, load_sweep
+from streamlet.experiments.sweep_space import SweepError, expand, load_sweep
 
 log = logging.getLogger("streamlet.experiments")
 
@@ -169,6 +169,9 @@ def sweep_command(args: argparse.Namespace) -> int:
         spec = load_sweep(Path(args.sweep_file))
     except SweepError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.max_size is not None and not any(len(s.threads) * s.stateful_tasks <= args.max_size for s in expand(spec)):
+        print(f"error: --max-size {args.max_size} leaves no situation of the sweep", file=sys.stderr)
         return 2
     master = args.master or DEFAULT_SWEEP_MASTER
     out = Path(args.out) if args.out else Path("runs") / f"sweep-{spec.name}"

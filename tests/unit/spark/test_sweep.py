@@ -162,3 +162,13 @@ def test_max_size_runs_a_labelled_subset(tmp_path: Path) -> None:
     markdown = (out / "report.md").read_text()
     assert f"{kept} scenarios: {kept} situations" in markdown
     assert f"A SUBSET of the sweep: only its situations with clients x stateful tasks <= 40 ({kept} of 6)" in markdown
+
+
+def test_a_max_size_that_leaves_nothing_is_refused_before_spark(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sweep = tmp_path / "tiny.toml"
+    sweep.write_text('[sweep]\nname = "tiny"\nsituations = 2\nassignors = ["faust"]\n')
+    assert main(["experiment", "sweep", str(sweep), "--max-size", "1", "--out", str(tmp_path / "out")]) == 2
+    assert "--max-size 1 leaves no situation of the sweep" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
