@@ -26,7 +26,7 @@ from streamlet.assignment.client_state import LONG_MAX, ClientState, Partition
 from streamlet.assignment.constrained_priority_set import ConstrainedPrioritySet
 from streamlet.assignment.process_id import java_uuid_key
 from streamlet.errors import ConfigError, TaskAssignmentError
-from streamlet.task_id import TaskId
+from streamlet.task_id import TaskId, sorted_tasks, task_order
 
 if TYPE_CHECKING:
     from streamlet.config import StreamsConfig
@@ -134,9 +134,10 @@ class KafkaStreamsState:
         self._process_id = process_id
         self._num_threads = client.capacity
         self._consumers = tuple(sorted(client.consumer_to_previous_stateful_tasks, key=java_string_key))
-        self._prev_active = tuple(sorted(client.previous_active_tasks))
-        self._prev_standby = tuple(sorted(client.previous_standby_tasks))
-        self._lags: dict[TaskId, int] | None = dict(sorted(client.task_lags.items())) if lags_computed else None
+        self._prev_active = tuple(sorted_tasks(client.previous_active_tasks))
+        self._prev_standby = tuple(sorted_tasks(client.previous_standby_tasks))
+        lags = client.task_lags
+        self._lags: dict[TaskId, int] | None = {t: lags[t] for t in sorted_tasks(lags)} if lags_computed else None
         self._prev_by_consumer = {
             member: client.prev_tasks_by_lag(member) for member in client.consumer_to_previous_stateful_tasks
         }
@@ -217,7 +218,7 @@ class ApplicationState:
         host_infos: Mapping[uuid.UUID, str] | None = None,
     ) -> None:
         infos = list(all_tasks.values()) if isinstance(all_tasks, Mapping) else list(all_tasks)
-        self._all_tasks = {info.id: info for info in sorted(infos, key=lambda info: info.id)}
+        self._all_tasks = {info.id: info for info in sorted(infos, key=lambda info: task_order(info.id))}
         self._configs = assignment_configs
         self._clients = {pid: clients[pid] for pid in sorted(clients, key=java_uuid_key)}
         self._host_infos = dict(host_infos or {})
@@ -292,10 +293,10 @@ class KafkaStreamsAssignment:
         return KafkaStreamsAssignment(self.process_id, self._tasks.values(), deadline_ms)
 
     def active_tasks(self) -> list[TaskId]:
-        return sorted(t.task_id for t in self._tasks.values() if t.type is TaskType.ACTIVE)
+        return sorted_tasks(t.task_id for t in self._tasks.values() if t.type is TaskType.ACTIVE)
 
     def standby_tasks(self) -> list[TaskId]:
-        return sorted(t.task_id for t in self._tasks.values() if t.type is TaskType.STANDBY)
+        return sorted_tasks(t.task_id for t in self._tasks.values() if t.type is TaskType.STANDBY)
 
     def __repr__(self) -> str:
         return (
@@ -343,8 +344,8 @@ def legacy_task_assignment(
     leader = application_state.leader_process_id
     result = []
     for pid, client in clients.items():
-        tasks = [AssignedTask(t, TaskType.ACTIVE) for t in sorted(client.active_tasks)]
-        tasks += [AssignedTask(t, TaskType.STANDBY) for t in sorted(client.standby_tasks)]
+        tasks = [AssignedTask(t, TaskType.ACTIVE) for t in sorted_tasks(client.active_tasks)]
+        tasks += [AssignedTask(t, TaskType.STANDBY) for t in sorted_tasks(client.standby_tasks)]
         gets_deadline = leader is None or leader not in clients or leader == pid
         result.append(KafkaStreamsAssignment(pid, tasks, deadline if gets_deadline else None))
     return TaskAssignment(result)

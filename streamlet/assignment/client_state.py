@@ -167,7 +167,7 @@ class ClientState:
     @property
     def assigned_task_load(self) -> float:
         """(active + standby) per thread: drives balancing, standby placement and movement sources."""
-        return self.assigned_task_count / self.capacity
+        return (len(self.active_tasks) + len(self.standby_tasks)) / self.capacity  # hot: heap comparisons
 
     @property
     def active_task_load(self) -> float:

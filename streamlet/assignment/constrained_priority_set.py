@@ -23,7 +23,17 @@ class ConstrainedPrioritySet:
 
     def __init__(self, constraint: Callable[[uuid.UUID, TaskId], bool], weight: Callable[[uuid.UUID], float]) -> None:
         self._constraint = constraint
-        self._queue: JavaPriorityQueue[uuid.UUID] = JavaPriorityQueue(lambda pid: (weight(pid), java_uuid_key(pid)))
+        # the heap reads the key at every comparison (a weight may change while its client sits in the heap);
+        # the Java UUID part never changes: kept per object identity, which skips hashing the UUID in Python
+        order: dict[int, tuple[uuid.UUID, tuple[int, int]]] = {}
+
+        def key(pid: uuid.UUID) -> tuple[float, tuple[int, int]]:
+            known = order.get(id(pid))
+            if known is None or known[0] is not pid:
+                known = order[id(pid)] = (pid, java_uuid_key(pid))
+            return weight(pid), known[1]
+
+        self._queue: JavaPriorityQueue[uuid.UUID] = JavaPriorityQueue(key)
         self._members: set[uuid.UUID] = set()
 
     def poll(self, task: TaskId, extra: Callable[[uuid.UUID], bool] | None = None) -> uuid.UUID | None:
@@ -34,10 +44,12 @@ class ConstrainedPrioritySet:
             assert candidate is not None
             self._members.discard(candidate)
             if self._constraint(candidate, task) and (extra is None or extra(candidate)):
-                self.offer_all(java_hash_set_order(rejected, java_uuid_hash_code))
+                if rejected:
+                    self.offer_all(java_hash_set_order(rejected, java_uuid_hash_code))
                 return candidate
             rejected.append(candidate)
-        self.offer_all(java_hash_set_order(rejected, java_uuid_hash_code))
+        if rejected:
+            self.offer_all(java_hash_set_order(rejected, java_uuid_hash_code))
         return None
 
     def offer(self, pid: uuid.UUID) -> None:

@@ -23,6 +23,7 @@ import dataclasses
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from operator import itemgetter
 
 from streamlet.assignment.api import (
     ApplicationState,
@@ -50,7 +51,7 @@ from streamlet.assignment.rack_aware import (
     rack_aware_task_assignor,
 )
 from streamlet.errors import TaskAssignmentError
-from streamlet.task_id import TaskId
+from streamlet.task_id import TaskId, sorted_tasks
 
 Clients = Mapping[uuid.UUID, ClientState]
 
@@ -98,8 +99,11 @@ def tasks_to_caught_up_clients(
 def tasks_to_clients_by_lag(clients: Clients, stateful_tasks: Iterable[TaskId]) -> dict[TaskId, list[uuid.UUID]]:
     """Per task, all clients by (lag, Java UUID order); -3 (unknown) sorts before -2 (running)."""
 
+    # a stable sort by lag of the clients in Java UUID order is the sort by (lag, Java UUID order)
+    order = [(pid, clients[pid]) for pid in sorted(clients, key=java_uuid_key)]
+
     def by_lag(task: TaskId) -> list[uuid.UUID]:
-        return sorted(clients, key=lambda pid: (clients[pid].lag_for(task), java_uuid_key(pid)))
+        return [pid for _, pid in sorted(((c.lag_for(task), pid) for pid, c in order), key=itemgetter(0))]
 
     return {task: by_lag(task) for task in stateful_tasks}
 
@@ -137,11 +141,16 @@ def balance_tasks_over_threads(
         changed = False
         for src_id in order:
             src = clients[src_id]
+            tasks = src.active_tasks if kind is TaskType.ACTIVE else src.standby_tasks
+            # the source only loses tasks while it is the source: its sorted snapshot is sorted once, then pruned
+            remaining = sorted_tasks(tasks)
             for dst_id in order:
                 if dst_id == src_id:
                     continue
                 dst = clients[dst_id]
-                snapshot = sorted(src.active_tasks if kind is TaskType.ACTIVE else src.standby_tasks)
+                if len(remaining) != len(tasks):
+                    remaining = [t for t in remaining if t in tasks]
+                snapshot = remaining
                 for task in snapshot:
                     if not _should_move_a_task(src, dst):
                         break
@@ -172,7 +181,7 @@ def assign_active_stateful_tasks(
     rack_aware: RackAwareTaskAssignor | None = None,
 ) -> None:
     order = sorted(clients, key=java_uuid_key)
-    tasks = sorted(stateful_tasks)
+    tasks = sorted_tasks(stateful_tasks)
     for i, task in enumerate(tasks):
         clients[order[i % len(order)]].assign_active(task)
     balance_tasks_over_threads(clients, TaskType.ACTIVE)
@@ -196,7 +205,7 @@ def assign_standby_replica_tasks(
         return
     if configs.rack_aware_assignment_tags:
         assign_tag_aware_standbys(
-            clients, sorted(stateful_tasks), configs.num_standby_replicas, configs.rack_aware_assignment_tags
+            clients, sorted_tasks(stateful_tasks), configs.num_standby_replicas, configs.rack_aware_assignment_tags
         )
         balance_tasks_over_threads(clients, TaskType.STANDBY, is_allowed_task_movement)
         may_move: MoveStandbyPredicate = is_allowed_standby_move
@@ -215,7 +224,7 @@ def assign_default_standbys(clients: Clients, stateful_tasks: Iterable[TaskId], 
         lambda p, t: not clients[p].has_assigned_task(t), lambda p: clients[p].assigned_task_load
     )
     by_load.offer_all(sorted(clients, key=java_uuid_key))
-    for task in sorted(stateful_tasks):
+    for task in sorted_tasks(stateful_tasks):
         for _ in range(num_standby_replicas):
             pid = by_load.poll(task)
             if pid is None:
@@ -289,7 +298,7 @@ def assign_active_task_movements(
     by_load = _caught_up_clients_by_load(clients, caught_up)
     movements: JavaPriorityQueue[_TaskMovement] = JavaPriorityQueue(_TaskMovement.priority)
     for pid in sorted(clients, key=java_uuid_key):
-        for task in sorted(clients[pid].active_tasks):
+        for task in sorted_tasks(clients[pid].active_tasks):
             if _needs_move(task, pid, clients, caught_up, by_lag):
                 movements.offer(_TaskMovement(task, pid, len(caught_up[task])))
         by_load.offer(pid)
@@ -338,7 +347,7 @@ def assign_standby_task_movements(
     by_load = _caught_up_clients_by_load(clients, caught_up)
     movements: JavaPriorityQueue[_TaskMovement] = JavaPriorityQueue(_TaskMovement.priority)
     for pid in sorted(clients, key=java_uuid_key):
-        for task in sorted(clients[pid].standby_tasks):
+        for task in sorted_tasks(clients[pid].standby_tasks):
             if task in warmups.get(pid, ()):
                 continue  # a warmup created for an active movement is never moved
             if _needs_move(task, pid, clients, caught_up, by_lag):
@@ -377,7 +386,7 @@ def assign_stateless_active_tasks(
     order = sorted(clients, key=java_uuid_key)
     by_load = ConstrainedPrioritySet(lambda _p, _t: True, lambda p: clients[p].active_task_load)
     by_load.offer_all(order)
-    tasks = sorted(stateless_tasks)
+    tasks = sorted_tasks(stateless_tasks)
     for task in tasks:
         pid = by_load.poll(task)
         assert pid is not None
@@ -400,7 +409,7 @@ def assign_clients(
     `rack_aware` (KIP-925) re-places actives and standbys when its `can_enable()` holds.
     """
     all_set = set(all_tasks)
-    stateful = sorted(set(stateful_tasks))
+    stateful = sorted_tasks(set(stateful_tasks))
     if not all_set.issuperset(stateful):
         raise TaskAssignmentError(f"stateful tasks {sorted(set(stateful) - all_set)} are not in all_tasks")
     if not clients:

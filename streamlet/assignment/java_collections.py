@@ -183,6 +183,10 @@ def java_hash_set_order(
     (>= 9 colliding entries with >= 64 buckets) are not modelled; task ids practically never collide
     that much.
     """
+    if not isinstance(items, list | tuple):
+        items = list(items)
+    if len(items) < 2:
+        return list(items)  # one bucket or none: no resize, nothing to order
     entries: list[tuple[int, H]] = []
     bucket_sizes: dict[int, int] = {}
     seen: set[H] = set()

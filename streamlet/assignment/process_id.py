@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
+from functools import lru_cache
 
 from streamlet.assignment.java_collections import java_hash_set_order
 
@@ -22,11 +23,13 @@ def _signed64(value: int) -> int:
     return value - _U64 if value >= _I64_SIGN else value
 
 
+@lru_cache(maxsize=1 << 16)  # called per comparison in every client heap and sort; process ids repeat
 def java_uuid_key(u: uuid.UUID) -> tuple[int, int]:
     """Sort key equal to `java.util.UUID.compareTo`: (signed msb, signed lsb)."""
     return _signed64(u.int >> 64), _signed64(u.int & (_U64 - 1))
 
 
+@lru_cache(maxsize=1 << 16)
 def java_uuid_hash_code(u: uuid.UUID) -> int:
     """`UUID.hashCode()` (= `ProcessId.hashCode()`): the two 32-bit halves of msb ^ lsb, xor-ed, as a signed int."""
     hilo = (u.int >> 64) ^ (u.int & (_U64 - 1))

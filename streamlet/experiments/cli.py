@@ -27,7 +27,7 @@ from streamlet.experiments.report import RunSummary, render_report, summarize
 from streamlet.experiments.runner import ExperimentRunner, RunRecord
 from streamlet.experiments.scenario import Scenario, ScenarioError, load_scenario
 from streamlet.experiments.sweep_report import render_html, render_markdown, summary_json
-from streamlet.experiments.sweep_space import SweepError, load_sweep
+from streamlet.experiments.sweep_space import SweepError, expand, load_sweep
 
 log = logging.getLogger("streamlet.experiments")
 
@@ -92,6 +92,13 @@ def add_experiment_parser(sub: Any) -> None:
     sweep.add_argument("sweep_file", metavar="SWEEP.toml", help="e.g. examples/experiments/sweeps/small.toml")
     sweep.add_argument("--master", default=None, help="Spark master, e.g. spark://host:7077 (default local[*])")
     sweep.add_argument("--out", default=None, help="where report.md, report.html, summary.json go (default runs/)")
+    sweep.add_argument(
+        "--max-size",
+        type=int,
+        default=None,
+        metavar="N",
+        help="a subset: only the situations with clients x stateful tasks <= N (the report says so)",
+    )
     sweep.set_defaults(handler=sweep_command)
 
 
@@ -163,18 +170,26 @@ def sweep_command(args: argparse.Namespace) -> int:
     except SweepError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.max_size is not None and not any(len(s.threads) * s.stateful_tasks <= args.max_size for s in expand(spec)):
+        print(f"error: --max-size {args.max_size} leaves no situation of the sweep", file=sys.stderr)
+        return 2
     master = args.master or DEFAULT_SWEEP_MASTER
     out = Path(args.out) if args.out else Path("runs") / f"sweep-{spec.name}"
     started = time.monotonic()
     try:
         spark = get_spark(master, kafka=False, app_name=f"streamlet-sweep-{spec.name}")
-        aggregates = run_sweep(spark, spec)
+        aggregates = run_sweep(spark, spec, max_size=args.max_size)
     except (SparkNotInstalledError, SparkSetupError) as exc:
         print(f"error: the sweep needs Spark: {exc}", file=sys.stderr)
         return 2
     finally:
         stop_spark()
     note = f"Ran on Spark master {master} in {time.monotonic() - started:.0f} s."
+    if args.max_size is not None:
+        note = (
+            f"A SUBSET of the sweep: only its situations with clients x stateful tasks <= {args.max_size} "
+            f"({aggregates.situations} of {spec.situations}). {note}"
+        )
     out.mkdir(parents=True, exist_ok=True)
     markdown = render_markdown(spec, aggregates, note)
     (out / "report.md").write_text(markdown)

@@ -27,6 +27,39 @@ METRIC_TITLES = {
 }
 PERCENTILES = (0.5, 0.9, 0.99)
 
+#: The assignor seed 000 (and docs/hata-cooperative-churn.md) is about.
+HATA = "high_availability"
+#: Seed 000's pitfalls of HATA, each a condition on HATA's row of a situation and the best row of any assignor
+#: on the same situation (Spark evaluates them: `streamlet.spark.sweep`). The thresholds are the report's.
+SKEW_AT_LEAST = 2  # tasks above a client's even share, and more than the least-skewed assignor's
+CHURN_FACTOR, CHURN_AT_LEAST = 2, 10  # moves >= 2x the fewest any assignor made, and >= 10 more
+ROUNDS_PER_EVENT_ABOVE = 2  # more than the event's rebalance and one probing rebalance, per event
+PITFALLS = ("skew", "churn", "rounds")
+PITFALL_TITLES = {
+    "skew": "skew after joins and replacements",
+    "churn": "moves and warmup churn",
+    "rounds": "rounds to converge",
+}
+PITFALL_RULES = {
+    "skew": (
+        f"HATA's converged skew is at least {SKEW_AT_LEAST} tasks above a client's even share, and above the "
+        "least-skewed assignor's on the same situation. Seed 000: 'the skew can get worse on the way' (4 of 6 "
+        "stateful tasks on one client after a join)."
+    ),
+    "churn": (
+        f"HATA moves at least {CHURN_FACTOR}x as many stateful actives as the assignor that moved fewest on the "
+        f"same situation, and at least {CHURN_AT_LEAST} more. Seed 000: replacing one client by another process "
+        "id can reshuffle the stateful tasks again and again."
+    ),
+    "rounds": (
+        f"HATA needs more than {ROUNDS_PER_EVENT_ABOVE} rebalances per event to converge, or does not converge "
+        "within max_rounds. Seed 000: a new client gets stateful tasks only max.warmup.replicas at a time, one "
+        "probing rebalance (10 minutes by default) after another."
+    ),
+}
+#: Where the report locates each pitfall: situations grouped by these dimensions (Spark columns).
+PITFALL_DIMENSIONS = ("events", "max_warmup_replicas", "tasks_per_thread")
+
 
 @dataclass(frozen=True)
 class Distribution:
@@ -43,6 +76,17 @@ class WorstScenario:
     value: float
 
 
+@dataclass(frozen=True)
+class PitfallFinding:
+    """Where HATA shows one pitfall: how many situations, their share per group of the space, the worst ones."""
+
+    hits: int
+    situations: int
+    #: (dimension, group) -> (situations with the pitfall, situations in the group)
+    by_group: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
+    examples: list[WorstScenario] = field(default_factory=list)
+
+
 @dataclass
 class SweepAggregates:
     """What the Spark job hands back: percentiles, worst scenarios and counts per assignor and metric."""
@@ -54,6 +98,8 @@ class SweepAggregates:
     worst_counts: dict[tuple[str, str], int] = field(default_factory=dict)
     worst: dict[tuple[str, str], list[WorstScenario]] = field(default_factory=dict)
     not_converged: dict[str, int] = field(default_factory=dict)
+    #: seed 000's pitfalls (`PITFALLS`), when HATA is one of the sweep's assignors
+    pitfalls: dict[str, PitfallFinding] = field(default_factory=dict)
 
 
 def fmt(metric: str, value: float) -> str:
@@ -124,6 +170,83 @@ def _intro(spec: SweepSpec, agg: SweepAggregates, run_note: str) -> str:
     )
 
 
+PITFALL_GROUP_HEADER = ["dimension", "group", "situations with the pitfall", "share"]
+PITFALL_EXAMPLE_HEADER = ["severity", "situation", "scenario"]
+PITFALL_INTRO = (
+    "Seed 000 describes three pitfalls of HighAvailabilityTaskAssignor after membership changes. Each is a "
+    "condition on HATA's metrics in a situation against the best assignor's on the same situation; the tables "
+    "give, per group of the space, the share of situations where HATA shows it, and the worst situations "
+    "(severity: skew in tasks, moves, rebalances). Groups: `events` = situations with at least one event of "
+    "that kind; `max_warmup_replicas`; `tasks_per_thread` = stateful tasks over all threads at deployment."
+)
+
+
+def _share(hits: int, total: int) -> str:
+    return f"{100 * hits / total:.0f}%" if total else "-"
+
+
+def _pitfall_group_rows(finding: PitfallFinding) -> list[list[str]]:
+    return [
+        [dim, group, f"{hits} of {total}", _share(hits, total)]
+        for (dim, group), (hits, total) in sorted(
+            finding.by_group.items(),
+            key=lambda kv: (
+                PITFALL_DIMENSIONS.index(kv[0][0]) if kv[0][0] in PITFALL_DIMENSIONS else len(PITFALL_DIMENSIONS),
+                _group_order(kv[0][1]),
+            ),
+        )
+    ]
+
+
+def _group_order(group: str) -> tuple[float, str]:
+    """Numeric groups (`2`, `<1`, `10-99`, `>=100`) by their first number, others by name."""
+    digits = "".join(c if c.isdigit() else " " for c in group).split()
+    return (float(digits[0]) - (0.5 if group.startswith("<") else 0), group) if digits else (float("inf"), group)
+
+
+def _pitfall_example_rows(finding: PitfallFinding) -> list[list[str]]:
+    return [[f"{w.value:g}", f"#{w.situation}", w.description] for w in finding.examples]
+
+
+def _pitfall_summary(name: str, finding: PitfallFinding) -> str:
+    return (
+        f"HATA shows it in {finding.hits} of {finding.situations} situations "
+        f"({_share(finding.hits, finding.situations)}). Rule: {PITFALL_RULES[name]}"
+    )
+
+
+def pitfall_markdown(agg: SweepAggregates) -> list[str]:
+    """The "seed 000's pitfalls" section (empty when the sweep did not run HATA)."""
+    if not agg.pitfalls:
+        return []
+    out = ["", "## Seed 000's pitfalls in the space", "", PITFALL_INTRO]
+    for name in PITFALLS:
+        finding = agg.pitfalls.get(name)
+        if finding is None:
+            continue
+        out += ["", f"### {PITFALL_TITLES[name]}", "", _pitfall_summary(name, finding), ""]
+        out += markdown_table(PITFALL_GROUP_HEADER, _pitfall_group_rows(finding))
+        if finding.examples:
+            out += ["", "Worst situations:", ""]
+            out += markdown_table(PITFALL_EXAMPLE_HEADER, _pitfall_example_rows(finding))
+    return out
+
+
+def _pitfall_html(agg: SweepAggregates) -> list[str]:
+    if not agg.pitfalls:
+        return []
+    out = ["<h2>Seed 000's pitfalls in the space</h2>", f"<p>{escape(PITFALL_INTRO)}</p>"]
+    for name in PITFALLS:
+        finding = agg.pitfalls.get(name)
+        if finding is None:
+            continue
+        out.append(f"<h3>{escape(PITFALL_TITLES[name])}</h3><p>{escape(_pitfall_summary(name, finding))}</p>")
+        out.append(html_table(PITFALL_GROUP_HEADER, _pitfall_group_rows(finding), "pitfall"))
+        if finding.examples:
+            out.append(html_table(PITFALL_EXAMPLE_HEADER, _pitfall_example_rows(finding), "worst", "worst situations"))
+    return out
+
+
 def render_markdown(spec: SweepSpec, agg: SweepAggregates, run_note: str = "") -> str:
     assignors = list(spec.assignors)
     out = [f"# Sweep report: {spec.name}", "", _intro(spec, agg, run_note), "", "## Headline", ""]
@@ -133,6 +256,7 @@ def render_markdown(spec: SweepSpec, agg: SweepAggregates, run_note: str = "") -
         out += markdown_table(DISTRIBUTION_HEADER, _distribution_rows(assignors, agg, metric))
         out += ["", "Worst scenarios per assignor:", ""]
         out += markdown_table(WORST_HEADER, _worst_rows(assignors, agg, metric))
+    out += pitfall_markdown(agg)
     out += ["", "## The space", "", "```toml"]
     out += [f"{k} = {v!r}" for k, v in sorted(spec.space.items())]
     out += ["```", ""]
@@ -153,6 +277,7 @@ def render_html(spec: SweepSpec, agg: SweepAggregates, run_note: str = "") -> st
         out.append(f"<h2>{escape(METRIC_TITLES[metric])}</h2>")
         out.append(html_table(DISTRIBUTION_HEADER, _distribution_rows(assignors, agg, metric), "distribution"))
         out.append(html_table(WORST_HEADER, _worst_rows(assignors, agg, metric), "worst", "worst scenarios"))
+    out += _pitfall_html(agg)
     out.append("</body></html>")
     return "\n".join(out) + "\n"
 
@@ -176,5 +301,17 @@ def summary_json(spec: SweepSpec, agg: SweepAggregates) -> Mapping[str, object]:
                 },
             }
             for a in spec.assignors
+        },
+        "pitfalls": {
+            name: {
+                "hits": f.hits,
+                "situations": f.situations,
+                "by_group": [
+                    {"dimension": dim, "group": group, "hits": hits, "situations": total}
+                    for (dim, group), (hits, total) in sorted(f.by_group.items())
+                ],
+                "examples": [vars(w) for w in f.examples],
+            }
+            for name, f in agg.pitfalls.items()
         },
     }

@@ -13,9 +13,23 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from streamlet.experiments.sweep_report import METRICS, PERCENTILES, Distribution, SweepAggregates, WorstScenario
+from streamlet.experiments.sweep_report import (
+    CHURN_AT_LEAST,
+    CHURN_FACTOR,
+    HATA,
+    METRICS,
+    PERCENTILES,
+    PITFALL_DIMENSIONS,
+    PITFALLS,
+    ROUNDS_PER_EVENT_ABOVE,
+    SKEW_AT_LEAST,
+    Distribution,
+    PitfallFinding,
+    SweepAggregates,
+    WorstScenario,
+)
 from streamlet.experiments.sweep_simulation import run_scenario
-from streamlet.experiments.sweep_space import Scenario, SweepSpec, expand
+from streamlet.experiments.sweep_space import EVENT_KINDS, Scenario, SweepSpec, expand
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -25,6 +39,14 @@ DEFAULT_SWEEP_MASTER = "local[*]"
 WORST_PER_ASSIGNOR = 3
 #: specs per Spark task: small enough that a few large scenarios do not leave cores idle at the end
 SCENARIOS_PER_SLICE = 8
+#: worst situations listed per pitfall
+PITFALL_EXAMPLES = 5
+
+
+def tasks_per_thread_group(scenario: Scenario) -> str:
+    """The situation's stateful tasks per thread at deployment, in decades (a pitfall-report dimension)."""
+    per_thread = scenario.stateful_tasks / sum(scenario.threads)
+    return "<1" if per_thread < 1 else "1-9" if per_thread < 10 else "10-99" if per_thread < 100 else ">=100"
 
 
 def simulate_rows(specs: Iterable[str], max_rounds: int) -> Iterator[tuple[Any, ...]]:
@@ -43,11 +65,16 @@ def simulate_rows(specs: Iterable[str], max_rounds: int) -> Iterator[tuple[Any, 
             m.skew,
             m.cross_rack,
             m.same_rack_standbys,
+            len(scenario.events),
+            ",".join(sorted({e.kind for e in scenario.events})),
+            scenario.max_warmup_replicas,
+            tasks_per_thread_group(scenario),
         )
 
 
-def scenario_frame(spark: SparkSession, spec: SweepSpec) -> DataFrame:
-    """The per-scenario rows as a DataFrame (computed lazily on the executors)."""
+def scenario_frame(spark: SparkSession, spec: SweepSpec, max_size: int | None = None) -> DataFrame:
+    """The per-scenario rows as a DataFrame (computed lazily on the executors); with `max_size`, only the
+    situations whose clients x stateful tasks is at most that (a subset, for a sweep too big for the machine)."""
     from pyspark.sql.types import (
         BooleanType,
         IntegerType,
@@ -57,7 +84,11 @@ def scenario_frame(spark: SparkSession, spec: SweepSpec) -> DataFrame:
         StructType,
     )
 
-    specs = [json.dumps(s.to_json()) for s in expand(spec)]
+    specs = [
+        json.dumps(s.to_json())
+        for s in expand(spec)
+        if max_size is None or len(s.threads) * s.stateful_tasks <= max_size
+    ]
     slices = max(1, min(len(specs), -(-len(specs) // SCENARIOS_PER_SLICE)))
     max_rounds = spec.max_rounds
     rdd = spark.sparkContext.parallelize(specs, slices).mapPartitions(lambda it: simulate_rows(it, max_rounds))
@@ -73,6 +104,10 @@ def scenario_frame(spark: SparkSession, spec: SweepSpec) -> DataFrame:
             StructField("skew", IntegerType(), False),
             StructField("cross_rack", IntegerType(), False),
             StructField("same_rack_standbys", IntegerType(), False),
+            StructField("events", IntegerType(), False),
+            StructField("kinds", StringType(), False),
+            StructField("max_warmup_replicas", IntegerType(), False),
+            StructField("tasks_per_thread", StringType(), False),
         ]
     )
     return spark.createDataFrame(rdd, schema)
@@ -111,10 +146,64 @@ def aggregate(frame: DataFrame) -> SweepAggregates:
             strictly = top.withColumn("ties", F.count(F.lit(1)).over(by_situation)).where(F.col("ties") == 1)
             for r in strictly.groupBy("assignor").count().collect():
                 agg.worst_counts[(r["assignor"], m)] = int(r["count"])
+        agg.pitfalls = pitfalls(frame)
         return agg
     finally:
         frame.unpersist()
 
 
-def run_sweep(spark: SparkSession, spec: SweepSpec) -> SweepAggregates:
-    return aggregate(scenario_frame(spark, spec))
+def run_sweep(spark: SparkSession, spec: SweepSpec, max_size: int | None = None) -> SweepAggregates:
+    return aggregate(scenario_frame(spark, spec, max_size))
+
+
+def pitfalls(frame: DataFrame) -> dict[str, PitfallFinding]:
+    """Seed 000's pitfalls (`streamlet.experiments.sweep_report.PITFALL_RULES`): HATA's row of each situation
+    against the best row on the same situation, counted per group of the space by Spark; {} without HATA."""
+    from pyspark.sql import functions as F
+
+    best = frame.groupBy("situation").agg(F.min("skew").alias("best_skew"), F.min("moves").alias("best_moves"))
+    hata = frame.where(F.col("assignor") == HATA).join(best, "situation")
+    conditions = {
+        "skew": (F.col("skew") >= SKEW_AT_LEAST) & (F.col("skew") > F.col("best_skew")),
+        "churn": (F.col("moves") >= CHURN_FACTOR * F.col("best_moves"))
+        & (F.col("moves") >= F.col("best_moves") + CHURN_AT_LEAST),
+        "rounds": (F.col("rounds") > ROUNDS_PER_EVENT_ABOVE * F.col("events")) | ~F.col("converged"),
+    }
+    severity = {"skew": "skew", "churn": "moves", "rounds": "rounds"}
+    flags = hata.select(
+        "situation",
+        "scenario",
+        "kinds",
+        *PITFALL_DIMENSIONS[1:],
+        *severity.values(),
+        *(F.when(c, 1).otherwise(0).alias(f"p_{name}") for name, c in conditions.items()),
+    ).cache()
+    try:
+        sums = [F.count(F.lit(1)).alias("n"), *(F.sum(f"p_{name}").alias(name) for name in PITFALLS)]
+        total = flags.agg(*sums).first()
+        if total is None or not total["n"]:
+            return {}
+        groups: list[tuple[str, str, Any]] = []
+        for kind in EVENT_KINDS:
+            row = flags.where(F.array_contains(F.split("kinds", ","), kind)).agg(*sums).first()
+            if row is not None and row["n"]:
+                groups.append(("events", kind, row))
+        for dimension in PITFALL_DIMENSIONS[1:]:
+            groups += [(dimension, str(r[dimension]), r) for r in flags.groupBy(dimension).agg(*sums).collect()]
+        found = {}
+        for name in PITFALLS:
+            worst = (
+                flags.where(F.col(f"p_{name}") == 1)
+                .orderBy(F.desc(severity[name]), "situation")
+                .limit(PITFALL_EXAMPLES)
+                .collect()
+            )
+            found[name] = PitfallFinding(
+                hits=int(total[name] or 0),
+                situations=int(total["n"]),
+                by_group={(dim, group): (int(r[name] or 0), int(r["n"])) for dim, group, r in groups},
+                examples=[WorstScenario(r["situation"], r["scenario"], float(r[severity[name]])) for r in worst],
+            )
+        return found
+    finally:
+        flags.unpersist()

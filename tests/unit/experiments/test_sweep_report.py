@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 from streamlet.experiments.sweep_report import (
+    CHURN_AT_LEAST,
+    CHURN_FACTOR,
     METRICS,
+    PITFALLS,
+    ROUNDS_PER_EVENT_ABOVE,
+    SKEW_AT_LEAST,
     Distribution,
+    PitfallFinding,
     SweepAggregates,
     WorstScenario,
     fmt,
@@ -60,3 +66,65 @@ def test_html_and_json_carry_the_same_numbers() -> None:
         "max": 5,
         "strictly_worst_situations": 2,
     }
+
+
+HATA_SPEC = parse_sweep({"sweep": {"name": "p", "situations": 3, "assignors": ["high_availability", "sticky"]}})
+
+
+def pitfall_aggregates() -> SweepAggregates:
+    """A small synthetic summary: three situations, HATA skewed in one, churning in two, slow in all three."""
+    agg = SweepAggregates(scenarios=6, situations=3)
+    for a in HATA_SPEC.assignors:
+        for m in METRICS:
+            agg.distributions[(a, m)] = Distribution(0, 0, 0, 0)
+    agg.pitfalls = {
+        "skew": PitfallFinding(
+            1,
+            3,
+            {("events", "join"): (1, 2), ("events", "replace"): (0, 1), ("max_warmup_replicas", "2"): (1, 3)},
+            [WorstScenario(7, "3 clients (1 thr), 40+0 tasks: join", 4)],
+        ),
+        "churn": PitfallFinding(
+            2,
+            3,
+            {
+                ("tasks_per_thread", ">=100"): (1, 1),
+                ("tasks_per_thread", "<1"): (0, 1),
+                ("tasks_per_thread", "10-99"): (1, 1),
+                ("events", "replace"): (1, 1),
+            },
+        ),
+        "rounds": PitfallFinding(3, 3, {("events", "join"): (2, 2)}),
+    }
+    return agg
+
+
+def test_the_pitfall_section_states_rules_shares_and_worst_situations() -> None:
+    text = render_markdown(HATA_SPEC, pitfall_aggregates())
+    section = text[text.index("## Seed 000's pitfalls in the space") : text.index("## The space")]
+    assert section.count("### ") == len(PITFALLS) == 3
+    skew = section[section.index("### skew after joins") : section.index("### moves and warmup churn")]
+    assert "HATA shows it in 1 of 3 situations (33%)" in skew
+    assert f"at least {SKEW_AT_LEAST} tasks above a client's even share" in skew
+    assert "| events | join | 1 of 2 | 50% |" in skew and "| events | replace | 0 of 1 | 0% |" in skew
+    assert "| max_warmup_replicas | 2 | 1 of 3 | 33% |" in skew
+    assert "| 4 | #7 | 3 clients (1 thr), 40+0 tasks: join |" in skew
+    churn = section[section.index("### moves and warmup churn") : section.index("### rounds to converge")]
+    assert f"{CHURN_FACTOR}x as many stateful actives" in churn and f"at least {CHURN_AT_LEAST} more" in churn
+    # events first, then the numeric groups in numeric order
+    rows = [line for line in churn.splitlines() if line.startswith("| events") or line.startswith("| tasks_per")]
+    assert [r.split(" | ")[1] for r in rows] == ["replace", "<1", "10-99", ">=100"]
+    assert "Worst situations" not in churn  # no examples given
+    rounds = section[section.index("### rounds to converge") :]
+    assert f"more than {ROUNDS_PER_EVENT_ABOVE} rebalances per event" in rounds and "3 of 3 situations (100%)" in rounds
+
+
+def test_the_pitfall_section_is_in_html_and_json_and_absent_without_findings() -> None:
+    html = render_html(HATA_SPEC, pitfall_aggregates())
+    assert "<h2>Seed 000's pitfalls in the space</h2>" in html and html.count('class="pitfall"') == 3
+    summary = summary_json(HATA_SPEC, pitfall_aggregates())
+    assert summary["pitfalls"]["skew"]["hits"] == 1  # type: ignore[index]
+    assert summary["pitfalls"]["skew"]["examples"] == [  # type: ignore[index]
+        {"situation": 7, "description": "3 clients (1 thr), 40+0 tasks: join", "value": 4}
+    ]
+    assert "pitfalls in the space" not in render_markdown(SPEC, aggregates())

@@ -20,7 +20,7 @@ from streamlet.experiments.sweep_report import METRICS, WorstScenario  # noqa: E
 from streamlet.experiments.sweep_simulation import run_scenario  # noqa: E402
 from streamlet.experiments.sweep_space import expand, load_sweep  # noqa: E402
 from streamlet.spark.session import get_spark  # noqa: E402
-from streamlet.spark.sweep import aggregate, run_sweep  # noqa: E402
+from streamlet.spark.sweep import aggregate, pitfalls, run_sweep  # noqa: E402
 
 SMALL = Path(__file__).resolve().parents[3] / "examples" / "experiments" / "sweeps" / "small.toml"
 COLUMNS = [
@@ -34,14 +34,19 @@ COLUMNS = [
     "skew",
     "cross_rack",
     "same_rack_standbys",
+    "events",
+    "kinds",
+    "max_warmup_replicas",
+    "tasks_per_thread",
 ]
+SITUATION = (1, "join", 2, "1-9")  # events, kinds, max_warmup_replicas, tasks_per_thread: only pitfalls read them
 ROWS = [
-    (0, "a", "s0", 1, True, 4, 100, 0, 1, 0),
-    (0, "b", "s0", 2, True, 2, 100, 5, 3, 0),
-    (1, "a", "s1", 3, False, 0, 50, 2, 0, 0),
-    (1, "b", "s1", 1, True, 5, 70, 2, 0, 0),
-    (2, "a", "s2", 2, True, 6, 10, 3, 2, 0),
-    (2, "b", "s2", 2, True, 1, 90, 0, 2, 0),
+    (0, "a", "s0", 1, True, 4, 100, 0, 1, 0, *SITUATION),
+    (0, "b", "s0", 2, True, 2, 100, 5, 3, 0, *SITUATION),
+    (1, "a", "s1", 3, False, 0, 50, 2, 0, 0, *SITUATION),
+    (1, "b", "s1", 1, True, 5, 70, 2, 0, 0, *SITUATION),
+    (2, "a", "s2", 2, True, 6, 10, 3, 2, 0, *SITUATION),
+    (2, "b", "s2", 2, True, 1, 90, 0, 2, 0, *SITUATION),
 ]
 
 
@@ -68,6 +73,44 @@ def test_aggregation_on_hand_made_rows() -> None:
     assert agg.not_converged == {"a": 1, "b": 0}
     worst = [WorstScenario(2, "s2", 6), WorstScenario(0, "s0", 4), WorstScenario(1, "s1", 0)]
     assert agg.worst[("a", "moves")] == worst
+    assert agg.pitfalls == {}  # no HATA in the sweep
+
+
+#: HATA against sticky on three situations. s0 (a join): HATA skews by 3 where sticky has 0, moves 30 against
+#: 10 and takes 4 rebalances for one event: all three pitfalls. s1 (join + replace, 2 events): skew 2 ties
+#: sticky's, 15 moves are under 2 x 8, 4 rebalances are 2 per event: none. s2 (a leave): skew 1 is under the
+#: threshold, 5 moves are not 10 more than 0, but it did not converge: the rounds pitfall only.
+PITFALL_ROWS = [
+    (0, "high_availability", "s0", 4, True, 30, 0, 3, 0, 0, 1, "join", 2, "1-9"),
+    (0, "sticky", "s0", 1, True, 10, 0, 0, 0, 0, 1, "join", 2, "1-9"),
+    (1, "high_availability", "s1", 4, True, 15, 0, 2, 0, 0, 2, "join,replace", 4, "1-9"),
+    (1, "sticky", "s1", 2, True, 8, 0, 2, 0, 0, 2, "join,replace", 4, "1-9"),
+    (2, "high_availability", "s2", 40, False, 5, 0, 1, 0, 0, 1, "leave", 2, "10-99"),
+    (2, "sticky", "s2", 1, True, 0, 0, 0, 0, 0, 1, "leave", 2, "10-99"),
+]
+
+
+def test_seed_000_pitfalls_on_hand_made_rows() -> None:
+    spark = get_spark("local[2]", kafka=False)
+    found = pitfalls(spark.createDataFrame(PITFALL_ROWS, COLUMNS))
+    assert [(f.hits, f.situations) for f in (found["skew"], found["churn"], found["rounds"])] == [
+        (1, 3),
+        (1, 3),
+        (2, 3),
+    ]
+    assert found["skew"].examples == [WorstScenario(0, "s0", 3)]
+    assert found["churn"].examples == [WorstScenario(0, "s0", 30)]
+    assert found["rounds"].examples == [WorstScenario(2, "s2", 40), WorstScenario(0, "s0", 4)]
+    assert found["rounds"].by_group == {
+        ("events", "join"): (1, 2),
+        ("events", "leave"): (1, 1),
+        ("events", "replace"): (0, 1),
+        ("max_warmup_replicas", "2"): (2, 2),
+        ("max_warmup_replicas", "4"): (0, 1),
+        ("tasks_per_thread", "1-9"): (1, 2),
+        ("tasks_per_thread", "10-99"): (1, 1),
+    }
+    assert found["skew"].by_group[("events", "join")] == (1, 2)
 
 
 def _percentile(values: list[float], p: float) -> float:
@@ -106,3 +149,26 @@ def test_the_command_writes_the_report(tmp_path: Path) -> None:
     assert "8 scenarios: 4 situations" in markdown and "| sticky |" in markdown and "| faust |" in markdown
     assert "<table" in (tmp_path / "out" / "report.html").read_text()
     assert (tmp_path / "out" / "summary.json").is_file()
+
+
+def test_max_size_runs_a_labelled_subset(tmp_path: Path) -> None:
+    sweep = tmp_path / "tiny.toml"
+    sweep.write_text('[sweep]\nname = "tiny"\nseed = 3\nsituations = 6\nassignors = ["faust"]\n')
+    spec = load_sweep(sweep)
+    kept = sum(len(s.threads) * s.stateful_tasks <= 40 for s in expand(spec))
+    assert 0 < kept < 6  # the cap keeps some situations, not all
+    out = tmp_path / "out"
+    assert main(["experiment", "sweep", str(sweep), "--master", "local[2]", "--max-size", "40", "--out", str(out)]) == 0
+    markdown = (out / "report.md").read_text()
+    assert f"{kept} scenarios: {kept} situations" in markdown
+    assert f"A SUBSET of the sweep: only its situations with clients x stateful tasks <= 40 ({kept} of 6)" in markdown
+
+
+def test_a_max_size_that_leaves_nothing_is_refused_before_spark(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sweep = tmp_path / "tiny.toml"
+    sweep.write_text('[sweep]\nname = "tiny"\nsituations = 2\nassignors = ["faust"]\n')
+    assert main(["experiment", "sweep", str(sweep), "--max-size", "1", "--out", str(tmp_path / "out")]) == 2
+    assert "--max-size 1 leaves no situation of the sweep" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
