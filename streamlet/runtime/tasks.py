@@ -81,13 +81,9 @@ class Tasks:
             self._grouped.remove(task)
         return task
 
-    def active_for_partition(self, partition: TopicPartition) -> StreamTask | None:
-        """The active task that reads `partition` (Kafka's `activeTasksForInputPartition`), None if none."""
-        return self._by_partition.get(partition)
-
     @property
     def by_partition(self) -> Mapping[TopicPartition, StreamTask]:
-        """Every active task's input partitions (for the per-batch loop: one lookup per partition)."""
+        """The active task of each input partition (Kafka's `activeTasksForInputPartition`)."""
         return self._by_partition
 
     @property

@@ -42,9 +42,9 @@ def test_an_active_task_is_found_by_id_and_by_each_input_partition() -> None:
     tasks.add_active(t0)
     tasks.add_active(t2)
     assert dict(tasks.active) == {T0: t0, T2: t2}
-    assert tasks.active_for_partition(A0) is t0
-    assert tasks.active_for_partition(B0) is t2 and tasks.active_for_partition(C0) is t2
-    assert tasks.active_for_partition(A1) is None
+    assert tasks.by_partition.get(A0) is t0
+    assert tasks.by_partition.get(B0) is t2 and tasks.by_partition.get(C0) is t2
+    assert tasks.by_partition.get(A1) is None
     assert dict(tasks.by_partition) == {A0: t0, B0: t2, C0: t2}
     assert list(tasks.grouped) == [t2]  # only the task with several input partitions queues its records
 
@@ -82,7 +82,7 @@ def test_an_active_task_is_registered_once_and_a_partition_has_one_task() -> Non
         tasks.add_active(active(T0, A0))
     with pytest.raises(ValueError, match="already task 0_0's"):
         tasks.add_active(active(T1, A0))
-    assert tasks.active_for_partition(A0) is tasks.active[T0]
+    assert tasks.by_partition.get(A0) is tasks.active[T0]
     assert list(tasks.active) == [T0]
 
 
