@@ -20,7 +20,6 @@ from streamlet.topology import nodes as n
 from streamlet.topology.nodes import AggregateSpec, StoreSpec
 
 _INT64 = struct.Struct(">q")
-Forward = Callable[[Any, Any], None]
 
 
 class Graph(Protocol):

@@ -7,12 +7,11 @@ names (the first branch whose predicate holds, else the default branch, else non
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
+from streamlet.runtime.forwarding import Forward
 from streamlet.topology.nodes import BranchSpec
-
-Forward = Callable[[Any, Any], None]
 
 
 def split(spec: BranchSpec, children: Mapping[str, Forward]) -> Forward:

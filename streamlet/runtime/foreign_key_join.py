@@ -20,6 +20,7 @@ from typing import Any, Protocol, cast
 from streamlet.errors import StreamletError
 from streamlet.murmur3 import hash128
 from streamlet.runtime.dropped_records import STALE, DroppedRecords
+from streamlet.runtime.forwarding import Forward
 from streamlet.runtime.record_context import RecordContext
 from streamlet.runtime.table_table_join import Getter, forward_at
 from streamlet.runtime.topic_names import TopicNames
@@ -56,7 +57,6 @@ class TaskProcessorGraph(Protocol):
     dropped: DroppedRecords
 
 
-Forward = Callable[[Any, Any], None]
 _DELETES = (Instruction.DELETE_KEY_AND_PROPAGATE, Instruction.DELETE_KEY_NO_PROPAGATE)
 
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from streamlet.runtime.ktable_processors import Forward, TaskProcessorGraph
+from streamlet.runtime.forwarding import Forward
+from streamlet.runtime.ktable_processors import TaskProcessorGraph
 from streamlet.runtime.topic_names import TopicNames
 from streamlet.runtime.value_getters import TaskContext, value_getter
 from streamlet.topology import nodes as n

@@ -16,11 +16,13 @@ cannot tell whether the key was there; with old values it drops a change whose o
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, Protocol, TypeVar
 
 from streamlet.runtime import foreign_key_join
 from streamlet.runtime.dropped_records import DroppedRecords
+from streamlet.runtime.forwarding import Forward
 from streamlet.runtime.record_context import RecordContext
+from streamlet.runtime.store_access import store_access
 from streamlet.runtime.table_aggregation import table_aggregation, table_select
 from streamlet.runtime.table_table_join import join_merger, table_table_join
 from streamlet.runtime.topic_names import TopicNames
@@ -39,8 +41,6 @@ from streamlet.topology.nodes import (
     TableNodeSpec,
     TableOperationSpec,
 )
-
-Forward = Callable[[Any, Any], None]
 
 #: deletes a table source remembers the timestamps of until its cache flushes them
 MAX_PENDING_DELETES = 10_000
@@ -215,13 +215,8 @@ def _materialized(
     `Change(new, old if spec.send_old_values)` under the update's timestamp (Kafka's TimestampedTupleForwarder
     with its TimestampedCacheFlushListener)."""
     (store_name,) = spec.stores
-    store_spec = names.topology.stores[store_name]
-    store = context.get_state_store(store_name)
-    topic = names.changelog_topic(store_name)
-    key_ser = cast(Callable[[str, Any], bytes], store_spec.key_serde.serialize)
-    key_de = store_spec.key_serde.deserialize
-    value_ser = store_spec.value_serde.serialize
-    value_de = store_spec.value_serde.deserialize
+    s = store_access(names, store_name, context)
+    store, topic, key_ser, key_de, value_ser, value_de = s.store, s.topic, s.key_ser, s.key_de, s.value_ser, s.value_de
     get, put = store.get, store.put
     record = graph.record
     send_old = spec.send_old_values

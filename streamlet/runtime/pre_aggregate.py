@@ -13,11 +13,10 @@ from typing import Any, Protocol
 
 from streamlet.errors import TopologyError
 from streamlet.runtime.dropped_records import DroppedRecords
+from streamlet.runtime.forwarding import Forward
 from streamlet.runtime.record_context import RecordContext
 from streamlet.topology.nodes import PreAggregateSpec
 from streamlet.topology.pre_aggregation import MAX_PARTIAL_KEYS, NO_PARTIAL
-
-Forward = Callable[[Any, Any], None]
 
 
 class _Graph(Protocol):

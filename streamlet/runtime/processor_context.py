@@ -7,10 +7,10 @@ plus what belongs to one node: `forward()` to the node's children and `schedule(
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, Protocol
 
 from streamlet.runtime.dropped_records import DroppedRecords
+from streamlet.runtime.forwarding import Forward
 from streamlet.runtime.punctuation import Cancellable, PunctuationType, Punctuator, TaskPunctuations
 from streamlet.runtime.record_context import RecordContext
 
@@ -35,7 +35,7 @@ class ProcessorContext:
         task: Any,
         record: RecordContext,
         punctuations: TaskPunctuations,
-        forward: Callable[[Any, Any], None],
+        forward: Forward,
         graph: _Graph | None = None,
     ) -> None:
         self.node = node

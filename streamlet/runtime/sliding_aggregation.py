@@ -12,10 +12,11 @@ Each window's aggregate sits in the window store with its timestamp: the largest
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
-from streamlet.runtime.aggregate_functions import Forward, Graph, aggregate_functions
+from streamlet.runtime.aggregate_functions import Graph, aggregate_functions
+from streamlet.runtime.forwarding import Forward
+from streamlet.runtime.store_access import store_access
 from streamlet.runtime.topic_names import TopicNames
 from streamlet.state import timestamped
 from streamlet.state import window_key_schema as schema
@@ -40,11 +41,9 @@ def sliding_aggregation(
     windows = spec.windows
     assert isinstance(windows, SlidingWindows)
     (store_name,) = spec.stores
-    store_spec = names.topology.stores[store_name]
-    topic = names.changelog_topic(store_name)
-    key_ser = cast(Callable[[str, Any], bytes], store_spec.key_serde.serialize)
-    key_de = store_spec.key_serde.deserialize
-    functions = aggregate_functions(spec, store_spec, topic)
+    s = store_access(names, store_name)
+    topic, key_ser, key_de = s.topic, s.key_ser, s.key_de
+    functions = aggregate_functions(spec, s.spec, topic)
     initial, update, encode, decode = functions.initial, functions.update, functions.encode, functions.decode
     difference, grace = windows.time_difference_ms, windows.grace_ms
     record = graph.record

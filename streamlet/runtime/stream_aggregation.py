@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 from streamlet.errors import SerializationError
 from streamlet.runtime.aggregate_functions import Graph
 from streamlet.runtime.forwarding import Forward, noop
 from streamlet.runtime.session_aggregation import session_aggregation
 from streamlet.runtime.sliding_aggregation import sliding_aggregation
+from streamlet.runtime.store_access import store_access
 from streamlet.runtime.task_context import TaskContext
 from streamlet.runtime.topic_names import TopicNames
 from streamlet.state import timestamped, window_key_schema
@@ -103,14 +104,8 @@ def _aggregation(
     aggregate's; downstream updates carry it (the store's flush listener reads it back from the value).
     """
     (store_name,) = spec.stores
-    store_spec = names.topology.stores[store_name]
-    store = context.get_state_store(store_name)
-    topic = names.changelog_topic(store_name)  # the topic store serdes are called with
-    # aggregations skip null keys, and a non-null key always serializes to bytes
-    key_ser = cast(Callable[[str, Any], bytes], store_spec.key_serde.serialize)
-    key_de = store_spec.key_serde.deserialize
-    value_ser = store_spec.value_serde.serialize
-    value_de = store_spec.value_serde.deserialize
+    s = store_access(names, store_name, context)
+    store, topic, key_ser, key_de, value_ser, value_de = s.store, s.topic, s.key_ser, s.key_de, s.value_ser, s.value_de
     get = store.get
     put = store.put
     record = graph.record
@@ -217,13 +212,8 @@ def _window_aggregation(
     windows = spec.windows
     assert isinstance(windows, TimeWindows)
     (store_name,) = spec.stores
-    store_spec = names.topology.stores[store_name]
-    store = context.get_state_store(store_name)
-    topic = names.changelog_topic(store_name)
-    key_ser = cast(Callable[[str, Any], bytes], store_spec.key_serde.serialize)
-    key_de = store_spec.key_serde.deserialize
-    value_ser = store_spec.value_serde.serialize
-    value_de = store_spec.value_serde.deserialize
+    s = store_access(names, store_name, context)
+    store, topic, key_ser, key_de, value_ser, value_de = s.store, s.topic, s.key_ser, s.key_de, s.value_ser, s.value_de
     get = store.get
     put = store.put
     record = graph.record

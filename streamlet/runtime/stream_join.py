@@ -21,14 +21,14 @@ from collections.abc import Callable, Iterator
 from typing import Any, Protocol, cast
 
 from streamlet.runtime.dropped_records import LATE, DroppedRecords
+from streamlet.runtime.forwarding import Forward
 from streamlet.runtime.record_context import RecordContext
+from streamlet.runtime.store_access import store_access
 from streamlet.runtime.topic_names import TopicNames
 from streamlet.state import window_key_schema
 from streamlet.state.window_store import RocksDBWindowStore
 from streamlet.topology import nodes as n
 from streamlet.topology.nodes import StreamStreamJoinSpec
-
-Forward = Callable[[Any, Any], None]
 
 #: Kafka's `__emit.interval.ms.kstreams.outer.join.spurious.results.fix__` default
 EMIT_INTERVAL_MS = 1000
@@ -93,11 +93,8 @@ def _windowed(
     """`KStreamJoinWindow`: forward first (the join must not find the record itself), then store it. The
     sequence number starts at 0 with every task (as Kafka's change-logging layer's does)."""
     (store_name,) = spec.stores
-    store = context.get_state_store(store_name)
-    store_spec = names.topology.stores[store_name]
-    topic = names.changelog_topic(store_name)
-    key_ser = cast(Callable[[str, Any], bytes], store_spec.key_serde.serialize)  # keys here are not null
-    value_ser = store_spec.value_serde.serialize
+    s = store_access(names, store_name, context)
+    store, topic, key_ser, value_ser = s.store, s.topic, s.key_ser, s.value_ser
     record = graph.record
     seqnum = [0]
     segments = _segmented(store)
@@ -256,11 +253,8 @@ def _self_join(
     join = spec.stream_join
     assert join is not None
     (store_name,) = spec.stores
-    store_spec = names.topology.stores[store_name]
-    topic = names.changelog_topic(store_name)
-    key_ser = cast(Callable[[str, Any], bytes], store_spec.key_serde.serialize)  # keys here are not null
-    value_de = store_spec.value_serde.deserialize
-    store = context.get_state_store(store_name)
+    s = store_access(names, store_name, context)
+    store, topic, key_ser, value_de = s.store, s.topic, s.key_ser, s.value_de
     windows = join.windows
     retention = windows.before_ms + windows.after_ms + windows.grace_ms  # JoinWindows' size() plus grace
     joiner: Any = spec.fn

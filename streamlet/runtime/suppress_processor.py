@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any, Protocol, cast
 
 from streamlet.errors import StreamsFailure, TopologyError
+from streamlet.runtime.forwarding import Forward
 from streamlet.runtime.record_context import RecordContext
 from streamlet.runtime.task_context import TaskContext
 from streamlet.runtime.topic_names import TopicNames
@@ -31,7 +32,7 @@ class Graph(Protocol):
 
 
 def build(
-    spec: SuppressSpec, forward: Callable[[Any, Any], None], names: TopicNames, context: TaskContext, graph: Graph
+    spec: SuppressSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: Graph
 ) -> Callable[..., None]:
     """The processor of a suppress node: its one store is its suppression buffer."""
     (store_name,) = spec.stores
@@ -50,7 +51,7 @@ def build_suppress(
     store: StoreSpec,
     topic: str,
     record: RecordContext,
-    forward: Callable[[Any, Any], None],
+    forward: Forward,
 ) -> Callable[..., None]:
     """The processor function of one suppress node in one task; `topic` is what the store serdes are called with."""
     if suppressed.time_to_wait_ms is None:

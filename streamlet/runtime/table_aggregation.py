@@ -17,11 +17,12 @@ it), with the replaced one in `record.old_value` for a suppression buffer.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, cast
 
 from streamlet.errors import StreamsFailure
-from streamlet.runtime.aggregate_functions import Forward, Graph
+from streamlet.runtime.aggregate_functions import Graph
+from streamlet.runtime.forwarding import Forward
+from streamlet.runtime.store_access import store_access
 from streamlet.runtime.topic_names import TopicNames
 from streamlet.state import timestamped
 from streamlet.topology import nodes as n
@@ -62,12 +63,8 @@ def table_aggregation(
 ) -> Forward:
     """`KTableAggregate` / `KTableReduce` on `store`, a timestamped key-value store."""
     (store_name,) = spec.stores
-    store_spec = names.topology.stores[store_name]
-    topic = names.changelog_topic(store_name)
-    key_ser = cast(Callable[[str, Any], bytes], store_spec.key_serde.serialize)
-    key_de = store_spec.key_serde.deserialize
-    value_ser = store_spec.value_serde.serialize
-    value_de = store_spec.value_serde.deserialize
+    s = store_access(names, store_name)
+    topic, key_ser, key_de, value_ser, value_de = s.topic, s.key_ser, s.key_de, s.value_ser, s.value_de
     get, put = store.get, store.put
     record = graph.record
     value_of, timestamp_of = timestamped.value_of, timestamped.timestamp_of

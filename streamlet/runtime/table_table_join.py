@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from streamlet.runtime.aggregate_functions import Forward, Graph
+from streamlet.runtime.aggregate_functions import Graph
+from streamlet.runtime.forwarding import Forward
 from streamlet.runtime.record_context import RecordContext
 from streamlet.topology import nodes as n
 from streamlet.topology.change import Change

@@ -75,21 +75,9 @@ class TaskCreator:
         if metadata.is_stateful(task_id) or unlogged:
             state_manager = self._state_manager(task_id)
             with _closed_on_error(state_manager):
-                for store, tp in metadata.changelog_partitions(task_id).items():
-                    spec = metadata.names.topology.stores[store]
-                    if spec.buffer:
-                        buffer_sink = time_ordered_buffer.changelog_sink(
-                            resources.collector.send, tp.topic, tp.partition
-                        )
-                        state_manager.register_buffer(TimeOrderedKeyValueBuffer(store, buffer_sink))
-                        continue
-                    sink = None
-                    if not metadata.is_source_changelog(tp):  # a reused source topic is never written
-                        sink = changelog_sink(resources.collector.send, tp, record_context, spec.timestamped)
-                    cache = resources.cache if spec.cached else None
-                    state_manager.register_store(store, cache=cache, changelog_sink=sink, **store_kind(spec))
-                for store in unlogged:  # in memory, written nowhere: starts empty
-                    state_manager.register_buffer(TimeOrderedKeyValueBuffer(store))
+                register_active_stores(
+                    state_manager, metadata, task_id, resources.collector.send, record_context, resources.cache
+                )
         return StreamTask(
             task_id,
             metadata.partitions_of(task_id),
@@ -133,6 +121,36 @@ class TaskCreator:
             source_changelogs=[tp for tp in changelogs.values() if self._metadata.is_source_changelog(tp)],
             transactional=self._config.exactly_once,
         )
+
+
+def register_active_stores(
+    state_manager: ProcessorStateManager,
+    metadata: TopologyMetadata,
+    task_id: TaskId,
+    send: Callable[..., None],
+    record_context: RecordContext,
+    cache: RecordCache,
+) -> None:
+    """Register an active task's stores: each logged store change-logged through `send` (a suppression buffer
+    writes its own changelog), cached if its spec asks, and the unlogged buffers in memory only.
+
+    Workers (`TaskCreator.create_active`) and the `TopologyTestDriver` both open their stores here, so the
+    semantics oracle, which runs on the driver, proves the registration workers run.
+    """
+    for store, tp in metadata.changelog_partitions(task_id).items():
+        spec = metadata.names.topology.stores[store]
+        if spec.buffer:
+            buffer_sink = time_ordered_buffer.changelog_sink(send, tp.topic, tp.partition)
+            state_manager.register_buffer(TimeOrderedKeyValueBuffer(store, buffer_sink))
+            continue
+        sink = None
+        if not metadata.is_source_changelog(tp):  # a reused source topic is never written
+            sink = changelog_sink(send, tp, record_context, spec.timestamped)
+        state_manager.register_store(
+            store, cache=cache if spec.cached else None, changelog_sink=sink, **store_kind(spec)
+        )
+    for store in metadata.unlogged_buffers(task_id):  # in memory, written nowhere: starts empty
+        state_manager.register_buffer(TimeOrderedKeyValueBuffer(store))
 
 
 def store_kind(spec: StoreSpec) -> dict[str, Any]:

@@ -21,7 +21,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
 
 from aiokafka.errors import CommitFailedError, IllegalStateError, KafkaError
 from aiokafka.structs import OffsetAndMetadata, TopicPartition
@@ -43,6 +42,7 @@ from streamlet.runtime.stream_task import StreamTask
 from streamlet.runtime.stream_time_watermark import StreamTimeWatermark
 from streamlet.runtime.task_creator import TaskCreator, ThreadResources
 from streamlet.runtime.task_state import TaskState
+from streamlet.runtime.tasks import Tasks
 from streamlet.runtime.thread_metrics import ThreadMetrics
 from streamlet.state.offset_sums import lock_non_empty_task_dirs, task_offset_sums
 from streamlet.state.state_directory import StateDirectory
@@ -57,23 +57,6 @@ CHECKPOINT_OFFSET_DELTA = 10_000
 
 # A store still corrupt after this many wipes is not a corrupt file but a broken disk or a bug: stop.
 MAX_WIPES = 3
-
-
-@dataclass
-class _Retry:
-    """Exponential backoff for a task whose store cannot be opened yet (0.1 s doubling to 10 s)."""
-
-    attempts: int = 0
-    next_attempt: float = 0.0
-
-    def failed(self, now: float) -> _Retry:
-        self.attempts += 1
-        self.next_attempt = now + min(10.0, 0.1 * 2 ** (self.attempts - 1))
-        return self
-
-    def should_log(self) -> bool:
-        """The first failure, then every power of two: a few lines a minute at most."""
-        return self.attempts & (self.attempts - 1) == 0
 
 
 class TaskMigratedError(StreamletError):
@@ -110,14 +93,9 @@ class TaskManager:
         self._collector: RecordCollector = resources.collector
         self._state_directory = state_directory
         self._changelog_reader = changelog_reader
-        self.active: dict[TaskId, StreamTask] = {}
-        self.standby: dict[TaskId, StandbyTask] = {}
-        self._pending: dict[TaskId, bool] = {}  # assigned but not open yet (directory locked): task -> is_active
-        self._retries: dict[TaskId, _Retry] = {}  # pending tasks whose store could not be opened
+        self.tasks = Tasks()  # active and standby tasks, the pending ones, and their indexes
         self._wipes: dict[TaskId, int] = {}
         self._was_running: set[TaskId] = set()  # suspended by the last revocation: reported as running
-        self._by_partition: dict[TopicPartition, StreamTask] = {}
-        self._grouped: list[StreamTask] = []  # tasks with several input partitions: records wait in queues
         self._max_buffered = buffered_records_per_partition
         self._buffer_paused: set[TopicPartition] = set()  # paused because their queue is full
         # the single-partition tasks of each of `merged_subtopologies` (those writing to a repartition topic, where
@@ -134,6 +112,16 @@ class TaskManager:
 
     # ---- queries ------------------------------------------------------------------------------------------
 
+    @property
+    def active(self) -> Mapping[TaskId, StreamTask]:
+        """The active tasks by id (read-only: `tasks` changes them)."""
+        return self.tasks.active
+
+    @property
+    def standby(self) -> Mapping[TaskId, StandbyTask]:
+        """The standby tasks by id (read-only: `tasks` changes them)."""
+        return self.tasks.standby
+
     def has_running(self) -> bool:
         return any(t.state is TaskState.RUNNING for t in self.active.values())
 
@@ -146,11 +134,11 @@ class TaskManager:
         return task if task is not None and _processing(task) else None
 
     def has_pending(self) -> bool:
-        return bool(self._pending)
+        return self.tasks.has_pending()
 
     def task_states(self) -> dict[TaskId, str]:
         """Every task this thread owns and its state: an active's, PENDING (not opened yet) or STANDBY."""
-        states = {t: PENDING if is_active else STANDBY for t, is_active in self._pending.items()}
+        states = {t: PENDING if is_active else STANDBY for t, is_active in self.tasks.pending.items()}
         states.update((t, STANDBY) for t in self.standby)
         states.update((t, task.state.value) for t, task in self.active.items())
         return states
@@ -183,7 +171,7 @@ class TaskManager:
         """For the metrics, once per loop iteration: which active tasks are not RUNNING (unopened ones too)."""
         metrics = self.metrics
         if metrics.due(now):
-            waiting = [t for t, is_active in self._pending.items() if is_active]
+            waiting = [t for t, is_active in self.tasks.pending.items() if is_active]
             metrics.observe(
                 [t for t, task in self.active.items() if task.state is not TaskState.RUNNING] + waiting, now
             )
@@ -204,21 +192,21 @@ class TaskManager:
         for task_id, standby in list(self.standby.items()):
             if task_id not in new_standby:
                 self._close_standby(standby, clean=True)
-        self._pending = {t: a for t, a in self._pending.items() if t in new_active | new_standby}
-        self._retries = {t: r for t, r in self._retries.items() if t in self._pending}
+        tasks = self.tasks
+        tasks.retain_pending(new_active | new_standby)
         for task_id in sorted(new_active):
-            kept = self.active.get(task_id)
+            kept = tasks.active.get(task_id)
             if kept is None:
-                self._pending[task_id] = True
+                tasks.add_pending(task_id, active=True)
             elif kept.state is TaskState.SUSPENDED:
                 kept.resume()
-        for task_id in sorted(new_standby - set(self.standby)):
-            self._pending[task_id] = False
+        for task_id in sorted(new_standby - set(tasks.standby)):
+            tasks.add_pending(task_id, active=False)
         self._was_running = set()
         self.metrics.rebalances += 1
         self.release_unowned_task_dirs(new_active | new_standby)
         self.open_pending()
-        self._reindex()
+        self._reindex_merges()
         self._pause_restoring()
 
     async def handle_revocation(self, revoked: Collection[TopicPartition]) -> None:
@@ -283,17 +271,18 @@ class TaskManager:
         """
         opened = False
         now = time.monotonic()
-        for task_id, is_active in list(self._pending.items()):
-            retry = self._retries.get(task_id)
+        tasks = self.tasks
+        for task_id, is_active in list(tasks.pending.items()):
+            retry = tasks.open_retry(task_id)
             if retry is not None and now < retry.next_attempt:
                 continue
             if not self._state_directory.lock_task(task_id, self.name):
                 continue
             try:
                 if is_active:
-                    self.active[task_id] = self._creator.create_active(task_id, self._resources)
+                    tasks.add_active(self._creator.create_active(task_id, self._resources))
                 else:
-                    self.standby[task_id] = self._creator.create_standby(task_id)
+                    tasks.add_standby(self._creator.create_standby(task_id))
             except StateStoreCorruptedError as exc:
                 wipes = self._wipes.get(task_id, 0) + 1
                 if wipes > MAX_WIPES:
@@ -308,7 +297,7 @@ class TaskManager:
                 continue
             except StateStoreError as exc:  # locked, or an I/O error that may pass
                 self._state_directory.unlock_task(task_id, self.name)
-                retry = self._retries[task_id] = (retry or _Retry()).failed(now)
+                retry = tasks.open_failed(task_id, now)
                 if retry.should_log():
                     log.warning(
                         "stream-thread [%s] cannot open task %s yet (attempt %d, next in %.1f s): %s",
@@ -319,12 +308,11 @@ class TaskManager:
                         exc,
                     )
                 continue
-            del self._pending[task_id]
-            self._retries.pop(task_id, None)
+            tasks.remove_pending(task_id)
             self._wipes.pop(task_id, None)
             opened = True
         if opened:
-            self._reindex()
+            self._reindex_merges()
             self._pause_restoring()
 
     def release_unowned_task_dirs(self, keep: set[TaskId]) -> None:
@@ -346,7 +334,7 @@ class TaskManager:
         every loop: one waiting for an idle deadline or a fetch needs no new records here to go on. Returns how
         many records were processed.
         """
-        by_partition = self._by_partition
+        by_partition = self.tasks.by_partition
         processed = self.metrics.processed
         assigned = self._consumer.assignment()
         total = 0
@@ -375,7 +363,7 @@ class TaskManager:
                 self._buffer_paused.add(tp)
         if self._merges:
             total += self._process_merged()
-        if self._grouped:
+        if self.tasks.grouped:
             total += self._process_buffered()
         return total
 
@@ -385,7 +373,7 @@ class TaskManager:
         thread then stands. Returns how many records were processed."""
         processed = self.metrics.processed
         watermark = self._watermark
-        by_partition = self._by_partition
+        by_partition = self.tasks.by_partition
         bound = self._max_buffered
         total = 0
         for subtopology, merge in self._merges.items():
@@ -438,7 +426,7 @@ class TaskManager:
         lag = self._consumer.lag
         processed = self.metrics.processed
         total = 0
-        for task in self._grouped:
+        for task in self.tasks.grouped:
             if not _processing(task):
                 continue
             count = task.process_buffered(now_ms, lag)
@@ -463,7 +451,7 @@ class TaskManager:
         now_ms = system_time_ms()
         waits = [
             task.partition_group.ms_until_idle_deadline(now_ms)
-            for task in self._grouped
+            for task in self.tasks.grouped
             if task.partition_group is not None and _processing(task)
         ]
         return min((wait for wait in waits if wait is not None), default=None)
@@ -631,9 +619,8 @@ class TaskManager:
 
     # ---- internals ----------------------------------------------------------------------------------------
 
-    def _reindex(self) -> None:
-        self._by_partition = {tp: task for task in self.active.values() for tp in task.partitions}
-        self._grouped = [task for task in self.active.values() if task.partition_group is not None]
+    def _reindex_merges(self) -> None:
+        """Give each merged sub-topology's single-partition tasks one `EventTimeMerge` (after tasks open or close)."""
         if self._slice_ms == MERGE_DISABLED:
             return
         merged: dict[int, list[StreamTask]] = {}
@@ -688,15 +675,15 @@ class TaskManager:
             # under exactly-once a dirty close drops the stores' uncommitted writes: they stay at their last commit
             task.close(clean=clean)
         finally:
-            self.active.pop(task.task_id, None)
+            self.tasks.remove_active(task.task_id)
             self._state_directory.unlock_task(task.task_id, self.name)
-            self._reindex()
+            self._reindex_merges()
 
     def _close_standby(self, standby: StandbyTask, *, clean: bool) -> None:
         try:
             standby.close(clean=clean)
         finally:
-            self.standby.pop(standby.task_id, None)
+            self.tasks.remove_standby(standby.task_id)
             self._state_directory.unlock_task(standby.task_id, self.name)
 
 

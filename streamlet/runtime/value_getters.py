@@ -9,8 +9,9 @@ its parent (`KTableSuppressProcessorSupplier#view`). The specs are built by `str
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
+from streamlet.runtime.store_access import store_access
 from streamlet.runtime.topic_names import TopicNames
 from streamlet.state import timestamped
 from streamlet.topology import nodes as n
@@ -79,11 +80,8 @@ def timestamped_value_getter(
 def _stored_value(
     getter: ValueGetterSpec, names: TopicNames, context: TaskContext
 ) -> Callable[[Any], tuple[Any, int] | None]:
-    store_spec = names.topology.stores[getter.store]
-    read = context.get_state_store(getter.store).get
-    topic = names.serde_topic(getter.store)
-    key_ser = cast(Callable[[str, Any], bytes], store_spec.key_serde.serialize)
-    value_de = store_spec.value_serde.deserialize
+    s = store_access(names, getter.store, context)
+    read, topic, key_ser, value_de = s.store.get, s.topic, s.key_ser, s.value_de
     value_of, timestamp_of = timestamped.value_of, timestamped.timestamp_of
 
     def get(key: Any) -> tuple[Any, int] | None:
@@ -100,11 +98,8 @@ def _suppressed_value(
     timestamp (-1), else the parent's (Kafka's `priorValueForBuffered`, then the parent getter)."""
     suppressed = getter.suppressed
     assert suppressed is not None
-    buffer = context.get_state_store(suppressed.buffer)
-    store_spec = names.topology.stores[suppressed.buffer]
-    topic = buffer_topic(names, suppressed.buffer)
-    key_ser = cast(Callable[[str, Any], bytes], store_spec.key_serde.serialize)
-    value_de = store_spec.value_serde.deserialize
+    s = store_access(names, suppressed.buffer, context, topic=buffer_topic(names, suppressed.buffer))
+    buffer, topic, key_ser, value_de = s.store, s.topic, s.key_ser, s.value_de
     parent = timestamped_value_getter(suppressed.parent, names, context)
 
     def get(key: Any) -> tuple[Any, int] | None:

@@ -26,7 +26,7 @@ import tempfile
 from collections import deque
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple
 
 from aiokafka.structs import TopicPartition
 
@@ -37,10 +37,9 @@ from streamlet.runtime.partitioner import DeferredPartition
 from streamlet.runtime.processor_graph import TaskProcessorGraph, build_task_graph
 from streamlet.runtime.punctuation import TaskPunctuations
 from streamlet.runtime.record_context import RecordContext
-from streamlet.runtime.task_creator import changelog_sink, store_kind
-from streamlet.runtime.topic_names import TopicNames
+from streamlet.runtime.task_creator import register_active_stores
+from streamlet.runtime.topology_metadata import TopologyMetadata
 from streamlet.serdes import SerdeLike
-from streamlet.state import time_ordered_buffer
 from streamlet.state.caching_store import CachingKeyValueStore
 from streamlet.state.global_state_manager import GLOBAL_DIR_NAME
 from streamlet.state.record_cache import RecordCache
@@ -146,7 +145,8 @@ class TopologyTestDriver:
             config = StreamsConfig.from_mapping({"application_id": DEFAULT_APPLICATION_ID, **(config or {})})
         self.config = config
         self.topology = topology
-        self.names = TopicNames(topology, config.application_id)
+        self._metadata = TopologyMetadata(topology, config.application_id)
+        self.names = self._metadata.names
         self.wall_clock_time_ms = initial_wall_clock_time_ms
         self._state_dir = Path(tempfile.mkdtemp(prefix="streamlet-ttd-"))
         self._cache = RecordCache(config.statestore_cache_max_bytes)
@@ -179,27 +179,12 @@ class TopologyTestDriver:
 
     def _open_subtopology(self, task_id: TaskId) -> None:
         names = self.names
-        sub = self.topology.subtopology(task_id.subtopology)
-        specs = self.topology.stores
-        logged = [store for store in sub.store_names if specs[store].logged]
-        changelogs = {store: TopicPartition(names.changelog_topic(store), _PARTITION) for store in logged}
+        # one task per sub-topology, its stores opened as a worker's active task opens them
+        changelogs = self._metadata.changelog_partitions(task_id)
         state = ProcessorStateManager(task_id, self._state_dir / self.config.application_id / str(task_id), changelogs)
         self._state_managers.append(state)
-        stores: dict[str, KeyValueStore] = {}
-        for store in sub.store_names + sub.unlogged_store_names:
-            if specs[store].buffer:
-                buffer_sink = None
-                if store in changelogs:
-                    buffer_sink = time_ordered_buffer.changelog_sink(self._send, changelogs[store].topic, _PARTITION)
-                stores[store] = cast(
-                    KeyValueStore, state.register_buffer(TimeOrderedKeyValueBuffer(store, buffer_sink))
-                )
-                continue
-            sink = None
-            if store in changelogs and store not in sub.source_changelogs:  # a reused source topic is not written
-                sink = changelog_sink(self._send, changelogs[store], self._record, specs[store].timestamped)
-            cache = self._cache if specs[store].cached else None
-            stores[store] = state.register_store(store, cache=cache, changelog_sink=sink, **store_kind(specs[store]))
+        register_active_stores(state, self._metadata, task_id, self._send, self._record, self._cache)
+        stores = state.stores()
         self._stores.update(stores)
         readable = {**{store.name: store for store in self._global_stores.values()}, **stores}
         context = _TaskContext(task_id, readable, self._produced, self._record)
