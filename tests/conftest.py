@@ -42,13 +42,22 @@ async def kafka(bootstrap_servers: str) -> AsyncIterator[KafkaTestCluster]:
         await cluster.close()
 
 
+#: the order in which pytest-xdist hands groups out: the longest first, so no long group starts at the end of a run
+#: while the other processes idle (Spark's ~1 min group; the oracle's generated cases, minutes each; then tests
+#: with a broker; the unit tests, each short, last to fill the gaps)
+_START_ORDER = ("spark", "tests/oracle/", "tests/integration/", "tests/")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Groups for pytest-xdist's `--dist loadgroup` (scripts/test): a module's tests run on one worker, so its
     module fixtures (a Kafka Streams JVM, a 3-node cluster) start once; every Spark test runs on one worker, so
-    the run starts one Spark JVM for them, not one per worker."""
+    the run starts one Spark JVM for them, not one per worker. Groups are collected longest first."""
+    groups = {}
     for item in items:
         path = item.path.relative_to(config.rootpath).as_posix()
-        item.add_marker(pytest.mark.xdist_group("spark" if "/spark/" in path else path))
+        groups[item] = "spark" if "/spark/" in path else path
+        item.add_marker(pytest.mark.xdist_group(groups[item]))
+    items.sort(key=lambda item: next(i for i, start in enumerate(_START_ORDER) if groups[item].startswith(start)))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -29,6 +29,7 @@ from streamlet.kafka.topics import InternalTopicManager, TopicSpec
 from streamlet.runtime.assignment_history import AssignmentHistoryWriter
 from streamlet.runtime.changelog_end_offsets import ChangelogEndOffsets
 from streamlet.runtime.clients import AioKafkaClientSupplier, KafkaClientSupplier, RestoreConsumer
+from streamlet.runtime.commit_barrier import CommitBarrier
 from streamlet.runtime.event_time_exchange import TOPIC_CONFIG as _EVENT_TIME_CONFIG
 from streamlet.runtime.event_time_exchange import EventTimeExchange, event_time_topic
 from streamlet.runtime.event_time_merge import MERGE_DISABLED
@@ -337,6 +338,10 @@ class KafkaStreams:
             self._cleaner.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._cleaner
+        running = [t for t in self.threads if t.done is not None and not t.done.done()]
+        barrier = CommitBarrier(len(running), self.config.session_timeout_ms / 1000)
+        for thread in running:
+            thread.commit_barrier = barrier
         await asyncio.gather(*(t.stop() for t in self.threads), return_exceptions=True)
         if self.global_thread is not None:  # after the threads, whose joins read its stores
             try:

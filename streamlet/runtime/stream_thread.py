@@ -35,6 +35,7 @@ from streamlet.runtime.assignment_history import AssignmentHistoryWriter
 from streamlet.runtime.changelog_end_offsets import ChangelogEndOffsets
 from streamlet.runtime.changelog_reader import ChangelogReader
 from streamlet.runtime.clients import KafkaClientSupplier
+from streamlet.runtime.commit_barrier import CommitBarrier
 from streamlet.runtime.handlers import ThreadHandlers
 from streamlet.runtime.punctuation import punctuation_record, system_time_ms
 from streamlet.runtime.queries import StreamsMetadataState
@@ -130,6 +131,7 @@ class StreamThread:
         self._failure: BaseException | None = None
         self._stopping = False
         self._closing = False
+        self.commit_barrier: CommitBarrier | None = None  # set by KafkaStreams.close for its threads
         self._task: asyncio.Task[None] | None = None
         self.stall_watch = StallWatch(config.session_timeout_ms / 1000)
         self._stall_watch_task: asyncio.Task[None] | None = None
@@ -238,6 +240,8 @@ class StreamThread:
         async with self._lock:
             self._closing = True  # rebalance callbacks from here on leave the tasks alone
             await self.tasks.shutdown(clean)
+            if self.commit_barrier is not None:  # the client's other threads commit before this one leaves
+                await self.commit_barrier.arrive()
             if self._watermark is not None:
                 self._watermark.forget(self.name)
             if self.config.leave_group_on_close and self.config.group_instance_id:
