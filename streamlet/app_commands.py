@@ -26,7 +26,7 @@ from streamlet.config import (
 from streamlet.errors import ConfigError, StreamletError
 from streamlet.kafka import connect
 from streamlet.kafka.acls import Acl, create_acls
-from streamlet.logging_utils import install_repeat_filter
+from streamlet.logging_utils import repeat_filtered
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -137,8 +137,6 @@ def _worker(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=getattr(logging, args.log_level.upper()), format="%(asctime)s %(levelname)s %(name)s %(message)s"
     )
-    # a broker outage makes aiokafka log the same error ~100 times a second: one line per 10 s is enough
-    install_repeat_filter(logging.getLogger().handlers)
     app = _target_app(args)
     flags = {
         "--state-dir": args.state_dir,
@@ -149,7 +147,9 @@ def _worker(args: argparse.Namespace) -> int:
         "--web-host": args.web_host,
     }
     settings = resolve_worker_config(flags, args.config, _app_config(app), os.environ)
-    asyncio.run(app.run_worker(**settings))
+    # a broker outage makes aiokafka log the same error ~100 times a second: one line per 10 s is enough
+    with repeat_filtered(logging.getLogger().handlers):
+        asyncio.run(app.run_worker(**settings))
     return 0
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 AIOKAFKA_LOGGERS = ("aiokafka",)
@@ -75,11 +76,22 @@ class RepeatFilter(logging.Filter):
         return True
 
 
-def install_repeat_filter(handlers: Iterable[logging.Handler], interval: float = DEFAULT_INTERVAL) -> None:
-    """Give each handler its own RepeatFilter for aiokafka's loggers (idempotent).
+@contextmanager
+def repeat_filtered(handlers: Iterable[logging.Handler], interval: float = DEFAULT_INTERVAL) -> Iterator[None]:
+    """Give each handler its own RepeatFilter for aiokafka's loggers while the block runs.
 
     One filter per handler: a shared one would count a record once per handler and hide it from the second.
+    The filters are removed on exit, so a worker run in-process (`App.main()` from a test, a notebook) does
+    not leave the host's handlers rate-limited; a handler that already has a RepeatFilter keeps its own.
     """
+    added: list[tuple[logging.Handler, RepeatFilter]] = []
     for handler in handlers:
         if not any(isinstance(f, RepeatFilter) for f in handler.filters):
-            handler.addFilter(RepeatFilter(interval))
+            repeat_filter = RepeatFilter(interval)
+            handler.addFilter(repeat_filter)
+            added.append((handler, repeat_filter))
+    try:
+        yield
+    finally:
+        for handler, repeat_filter in added:
+            handler.removeFilter(repeat_filter)

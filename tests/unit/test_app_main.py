@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from streamlet import App
+from streamlet.logging_utils import RepeatFilter
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -38,6 +39,8 @@ def test_worker_with_faust_style_log_level_runs_this_app(monkeypatch: pytest.Mon
     assert calls[0] == {"log": logging.DEBUG}
     assert calls[1]["num_stream_threads"] == 2  # the App's own config
     assert calls[1]["state_dir"] == "/tmp/x" and calls[1]["commit_interval_ms"] == 500
+    # the worker rate-limited aiokafka's records only while it ran: the host's handlers (here pytest's) are as before
+    assert not [f for h in logging.getLogger().handlers for f in h.filters if isinstance(f, RepeatFilter)]
 
 
 def test_loglevel_spellings_are_accepted(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -107,7 +109,13 @@ def fake_worker(monkeypatch: pytest.MonkeyPatch) -> tuple[_FakeApp, list[object]
     app = _FakeApp(num_stream_threads=2, state_dir="/app/state")
     installed: list[object] = []
     monkeypatch.setattr(cli, "_app_of", lambda spec, application_id: app)
-    monkeypatch.setattr(app_commands, "install_repeat_filter", installed.append)
+
+    @contextlib.contextmanager
+    def repeat_filtered(handlers: object) -> Iterator[None]:
+        installed.append(handlers)
+        yield
+
+    monkeypatch.setattr(app_commands, "repeat_filtered", repeat_filtered)
     monkeypatch.setenv("STREAMLET_BOOTSTRAP_SERVERS", "env:9092")
     return app, installed
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from streamlet.logging_utils import RepeatFilter, install_repeat_filter
+from streamlet.logging_utils import RepeatFilter, repeat_filtered
 
 
 class _Clock:
@@ -86,12 +86,23 @@ def test_other_loggers_pass_untouched() -> None:
     assert len(handler.lines) == 6
 
 
-def test_install_gives_each_handler_its_own_filter_once() -> None:
+def test_repeat_filtered_gives_each_handler_its_own_filter_once_and_removes_it() -> None:
     first, second = _ListHandler(), _ListHandler()
-    install_repeat_filter([first, second])
-    install_repeat_filter([first, second])
-    assert [len(h.filters) for h in (first, second)] == [1, 1]
-    assert first.filters[0] is not second.filters[0]
+    with repeat_filtered([first, second]):
+        with repeat_filtered([first, second]):
+            assert [len(h.filters) for h in (first, second)] == [1, 1]
+        assert [len(h.filters) for h in (first, second)] == [1, 1]  # the inner block added none, removed none
+        assert first.filters[0] is not second.filters[0]
+    assert [h.filters for h in (first, second)] == [[], []]
+
+
+def test_a_handler_with_its_own_filter_keeps_it() -> None:
+    handler = _ListHandler()
+    own = RepeatFilter(1.0)
+    handler.addFilter(own)
+    with repeat_filtered([handler]):
+        pass
+    assert handler.filters == [own]
 
 
 def test_a_record_seen_by_two_handlers_is_counted_by_each() -> None:
