@@ -48,7 +48,7 @@ from tests.support.reports import add_report
 from tests.support.wordcount import SEED_LINE, expected_counts, latest_counts, real_text_lines, wait_for_counts
 from tests.support.workers import SteadyInput, Workers
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.timing]
 
 PARTITIONS = 6
 THREADS = 2

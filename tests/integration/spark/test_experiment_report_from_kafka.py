@@ -19,7 +19,7 @@ from tests.unit.experiments.test_report import RECORD, SEED
 pytest.importorskip("pyspark")
 
 from streamlet.spark.experiment_report import write_html_report  # noqa: E402
-from tests.unit.spark.test_experiment_events import LINES  # noqa: E402
+from tests.integration.spark.test_experiment_events import LINES  # noqa: E402
 
 pytestmark = pytest.mark.integration
 

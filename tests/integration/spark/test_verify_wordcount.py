@@ -13,7 +13,7 @@ import pytest
 
 from tests.support.fixtures import TEXT_DIR
 from tests.support.kafka import KafkaTestCluster
-from tests.unit.spark.reference import java_wordcount
+from tests.support.wordcount_reference import java_wordcount
 
 pytest.importorskip("pyspark")
 

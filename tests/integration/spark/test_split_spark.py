@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.spark.reference import TRICKY_LINES, java_split, java_wordcount
+from tests.support.wordcount_reference import TRICKY_LINES, java_split, java_wordcount
 
 pytest.importorskip("pyspark")
+pytestmark = pytest.mark.integration  # a Spark JVM in local mode
 
 from streamlet.spark.session import cached_connector_jars, get_spark  # noqa: E402
 from streamlet.spark.wordcount import decode_utf8_column, ground_truth_dataframe, split_words_column  # noqa: E402

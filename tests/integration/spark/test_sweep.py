@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("pyspark")
+pytestmark = pytest.mark.integration  # a Spark JVM in local mode
 
 from streamlet.cli import main  # noqa: E402
 from streamlet.experiments.sweep_report import METRICS, WorstScenario  # noqa: E402

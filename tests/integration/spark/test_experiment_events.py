@@ -15,6 +15,7 @@ from streamlet.experiments.report import summarize
 from tests.unit.experiments.test_report import RECORD, SEED
 
 pytest.importorskip("pyspark")
+pytestmark = pytest.mark.integration  # a Spark JVM in local mode
 
 from streamlet.experiments.cli import read_run_dir  # noqa: E402
 from streamlet.spark.experiment_events import aggregate_metrics  # noqa: E402
