@@ -104,7 +104,10 @@ class Oracle:
         self._stderr = tempfile.TemporaryFile()
         java = _require_tool("java")
         self._proc = subprocess.Popen(
-            [java, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-jar", str(self._jar)],
+            # java.io.tmpdir: Java ignores TMPDIR, and the state stores a TopologyTestDriver creates per case go
+            # there: on tmpfs with the suite's other temporary files (scripts/test), not on the disk
+            [java, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto"]
+            + [f"-Djava.io.tmpdir={tempfile.gettempdir()}", "-jar", str(self._jar)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,

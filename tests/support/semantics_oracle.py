@@ -7,6 +7,7 @@ cases (tests/support/semantics_cases.py) one JSON line at a time, as the assigno
 from __future__ import annotations
 
 import fcntl
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -47,6 +48,19 @@ def build_semantics_oracle() -> Path:
                 return JAR
             outputs.append(f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}")
         raise OracleError("building the semantics oracle failed:\n" + "\n".join(outputs)[-8000:])
+
+
+def kafka_streams_classpath() -> str | None:
+    """`$STREAMLET_KAFKA_STREAMS_CLASSPATH`, else the jars of the built oracle: kafka-streams (KAFKA_VERSION) and its
+    dependencies, RocksDB's too (a topology's changelog topics are only known once Kafka built its stores)."""
+    configured = os.environ.get("STREAMLET_KAFKA_STREAMS_CLASSPATH")
+    if configured:
+        return configured
+    build_semantics_oracle()
+    jars = sorted(LIB_DIR.glob("*.jar"))
+    if not any(j.name.startswith("kafka-streams-") for j in jars):
+        return None
+    return os.pathsep.join(str(j) for j in jars)
 
 
 class SemanticsOracle(Oracle):

@@ -20,7 +20,7 @@ import pytest
 
 from streamlet.config import StreamsConfig
 from streamlet.errors import ConfigError
-from tests.oracle.topology.test_describe_oracle import _classpath
+from tests.support.semantics_oracle import kafka_streams_classpath
 
 pytestmark = pytest.mark.oracle
 
@@ -120,7 +120,7 @@ def _corpus() -> list[str]:
 @pytest.fixture(scope="module")
 def kafka_answers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     assert shutil.which("javac") and shutil.which("java"), "this test compiles Java: install a JDK 17+"
-    classpath = _classpath()
+    classpath = kafka_streams_classpath()
     assert classpath is not None, "oracle/target/lib has no kafka-streams jar after the oracle build"
     root = tmp_path_factory.mktemp("appserver")
     source = root / "ApplicationServerHelper.java"

@@ -28,7 +28,7 @@ from streamlet.topology.subscription_wrappers import (
     combined_key_prefix,
     split_combined_key,
 )
-from tests.oracle.topology.test_describe_oracle import _classpath
+from tests.support.semantics_oracle import kafka_streams_classpath
 
 pytestmark = pytest.mark.oracle
 
@@ -102,7 +102,7 @@ def _input(length: int) -> bytes:
 @pytest.fixture(scope="module")
 def java_lines(tmp_path_factory: pytest.TempPathFactory) -> list[list[str]]:
     assert shutil.which("javac") and shutil.which("java"), "this test compiles Java: install a JDK 17+"
-    classpath = _classpath()
+    classpath = kafka_streams_classpath()
     assert classpath is not None, "oracle/target/lib has no kafka-streams jar after the oracle build"
     root = tmp_path_factory.mktemp("fkformats")
     source = root / Path(*PACKAGE.split(".")) / "FormatsHelper.java"

@@ -27,25 +27,11 @@ from tests.oracle.topology.global_table_programs import GlobalTablePrograms
 from tests.oracle.topology.optimization_programs import PROGRAMS as OPTIMIZATION_PROGRAMS
 from tests.oracle.topology.stream_join_programs import stream_join_step
 from tests.oracle.topology.table_programs import TablePrograms
+from tests.support.semantics_oracle import kafka_streams_classpath
 
 pytestmark = pytest.mark.oracle
 
 REPO = Path(__file__).resolve().parents[3]
-
-
-def _classpath() -> str | None:
-    configured = os.environ.get("STREAMLET_KAFKA_STREAMS_CLASSPATH")
-    if configured:
-        return configured
-    from tests.support.semantics_oracle import LIB_DIR, build_semantics_oracle
-
-    # resolves kafka-streams (KAFKA_VERSION) and its dependencies (RocksDB's too: the changelog topics are only known
-    # once Kafka built the stores) into oracle/semantics/target/lib
-    build_semantics_oracle()
-    jars = sorted(LIB_DIR.glob("*.jar"))
-    if not any(j.name.startswith("kafka-streams-") for j in jars):
-        return None
-    return os.pathsep.join(str(j) for j in jars)
 
 
 def _program(rng: random.Random, stream_joins: bool = False) -> tuple[list[str], list[str]]:
@@ -344,7 +330,7 @@ def _check_against_kafka_streams(
 ) -> None:
     optimizations = optimizations or ["none"] * len(programs)
     assert shutil.which("javac") and shutil.which("java"), "this test compiles Java: install a JDK 17+"
-    classpath = _classpath()
+    classpath = kafka_streams_classpath()
     assert classpath is not None, "oracle/target/lib has no kafka-streams jar after the oracle build"
     java_lines = [
         "import java.util.*;",
