@@ -6,9 +6,14 @@ hundreds of generated cases (one JVM round trip per batch keeps them well under 
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
+import tempfile
+from pathlib import Path
 from typing import Any
 
+import hypothesis
 import pytest
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
@@ -72,9 +77,35 @@ def assert_no_mismatch(problems: list[str], total: int, what: str) -> None:
         pytest.fail(f"{summary}\n{shown}", pytrace=False)
 
 
-def generated_corpus() -> list[dict[str, Any]]:
-    """The shared generated corpus: GENERATED_SMALL + GENERATED_LARGE distinct contract cases (~1 min to draw)."""
+def _draw_corpus() -> list[dict[str, Any]]:
     cases: dict[str, dict[str, Any]] = {}
     draw_distinct(contract_cases(), GENERATED_SMALL, cases)
     draw_distinct(contract_cases(max_clients=16, max_partitions=40, max_subtopologies=4), GENERATED_LARGE, cases)
     return list(cases.values())
+
+
+def _corpus_key() -> str:
+    """What the drawn cases depend on: Hypothesis' version and the test support code (the strategies)."""
+    digest = hashlib.sha256(hypothesis.__version__.encode())
+    for source in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(source.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def generated_corpus() -> list[dict[str, Any]]:
+    """The shared generated corpus: GENERATED_SMALL + GENERATED_LARGE distinct contract cases.
+
+    Drawing takes about a minute, and under `scripts/test` each test process would draw it again. The draw is
+    derandomized, so the first process writes it to the temporary directory (keyed by what it depends on) and
+    the others read the same cases."""
+    path = Path(tempfile.gettempdir()) / f"streamlet-oracle-corpus-{_corpus_key()}.json"
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if path.is_file():
+            cases: list[dict[str, Any]] = json.loads(path.read_text())
+            return cases
+        cases = _draw_corpus()
+        partial = path.with_suffix(".partial")
+        partial.write_text(json.dumps(cases))
+        partial.replace(path)
+        return cases
