@@ -42,6 +42,7 @@ async def kafka(bootstrap_servers: str) -> AsyncIterator[KafkaTestCluster]:
         await cluster.close()
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Groups for pytest-xdist's `--dist loadgroup` (scripts/test): a module's tests run on one worker, so its
     module fixtures (a Kafka Streams JVM, a 3-node cluster) start once; every Spark test runs on one worker, so
