@@ -154,7 +154,8 @@ async def test_with_reused_source_topics_the_table_is_restored_from_its_topic(
         await kafka.produce(orders, [(k.encode(), v.encode()) for k, v in second])
         expected += _enriched(second, customer_values)
         assert await _read(kafka, out, len(first) + len(second)) == sorted(expected)
-        assert sum(listener.restored.values()) == len(customer_values)  # read back from the customers topic
+        # read back from the customers topic
+        assert sum(listener.restored.values()) == len(customer_values), (listener.restored, listener.starts)
         assert {tp.topic for tp in listener.restored} == {customers}
     finally:
         await client.close()

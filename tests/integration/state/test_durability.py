@@ -23,7 +23,9 @@ class RecordingRestoreListener:
     """Remembers, per changelog partition, where each restoration started and ended and how much it read.
 
     A restoration a rebalance suspends is resumed by a new one (Kafka Streams' `onRestoreSuspended`, then
-    `onRestoreStart` again), whose end reports only what it read itself: `restored` adds both."""
+    `onRestoreStart` again), whose end reports only what it read itself: `restored` adds both. It adds every
+    restoration of a partition, too: a task that moves between the client's threads after one thread restored it
+    is restored again from its store's offset, and that second restoration reads nothing new."""
 
     def __init__(self) -> None:
         self.starts: dict[TopicPartition, tuple[int, int]] = {}
@@ -40,7 +42,7 @@ class RecordingRestoreListener:
         self._suspended[tp] = self._suspended.get(tp, 0) + total
 
     def on_restore_end(self, tp: TopicPartition, store: str, total: int) -> None:
-        self.restored[tp] = self._suspended.pop(tp, 0) + total
+        self.restored[tp] = self.restored.get(tp, 0) + self._suspended.pop(tp, 0) + total
 
 
 async def _setup(kafka: KafkaTestCluster) -> tuple[str, str, str]:
