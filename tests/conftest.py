@@ -42,15 +42,23 @@ async def kafka(bootstrap_servers: str) -> AsyncIterator[KafkaTestCluster]:
         await cluster.close()
 
 
+def xdist_group(path: str) -> str | None:
+    """The pytest-xdist group of a test module (`--dist loadgroup`, scripts/test), by its path from the root.
+
+    A module's tests run on one process, so its module fixtures (a Kafka Streams JVM, a 3-node cluster) start
+    once; every Spark test runs on one process, so one Spark JVM serves them all. The unit tier has no costly
+    fixture, and is faster with its tests spread one by one: no group."""
+    if path.startswith("tests/unit/"):
+        return None
+    return "spark" if "/spark/" in path else path
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Groups for pytest-xdist's `--dist loadgroup` (scripts/test): a module's tests run on one worker, so its
-    module fixtures (a Kafka Streams JVM, a 3-node cluster) start once; every Spark test runs on one worker, so
-    the run starts one Spark JVM for them, not one per worker. (Handing the long groups out first was tried: with
-    the oracle's JVMs and the brokers' tests all at once, the tiers took 15.5 min instead of 11.)"""
     for item in items:
-        path = item.path.relative_to(config.rootpath).as_posix()
-        item.add_marker(pytest.mark.xdist_group("spark" if "/spark/" in path else path))
+        group = xdist_group(item.path.relative_to(config.rootpath).as_posix())
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -1,5 +1,5 @@
-"""scripts/test's premise: under `-n N --dist loadgroup`, a test module runs on one process (tests/conftest.py groups
-by module), so a module fixture (a Kafka Streams JVM, a 3-node cluster) starts once.
+"""scripts/test's premise: under `-n N --dist loadgroup`, a test module outside the unit tier runs on one process
+(tests/conftest.py), so a module fixture (a Kafka Streams JVM, a 3-node cluster) starts once.
 
 pytest 9.2 with pytest-xdist 3.8 broke it silently: xdist renamed the node ids pytest no longer reads, every test went
 to any process, and the failover tests started two 3-node clusters at once. A real pytest run proves the grouping.
@@ -7,21 +7,36 @@ to any process, and the failover tests started two 3-node clusters at once. A re
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
 
+from tests.conftest import xdist_group
+
 REPO = Path(__file__).resolve().parents[2]
-# cheap modules with several tests each; xdist hands single tests out round-robin, so ungrouped they would split
-MODULES = ("tests/unit/test_logging_utils.py", "tests/unit/test_wordcount_split.py")
+CONFTEST = "from tests.conftest import pytest_collection_modifyitems  # noqa: F401\n"
+TESTS = "".join(f"def test_{i}() -> None:\n    pass\n\n\n" for i in range(6))
 
 
-def test_a_module_runs_on_one_process_under_loadgroup() -> None:
+def test_groups_by_module_but_spark_together_and_the_unit_tier_apart() -> None:
+    assert xdist_group("tests/integration/runtime/test_a.py") == "tests/integration/runtime/test_a.py"
+    assert xdist_group("tests/integration/spark/test_a.py") == "spark"
+    assert xdist_group("tests/unit/runtime/test_a.py") is None
+
+
+def test_a_module_runs_on_one_process_under_loadgroup(tmp_path: Path) -> None:
+    modules = ("tests/e2e/test_first.py", "tests/chaos/test_second.py")
+    (tmp_path / "conftest.py").write_text(CONFTEST)
+    for module in modules:
+        (tmp_path / module).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / module).write_text(TESTS)
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadgroup", "-v", *MODULES],
-        cwd=REPO,
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadgroup", "-v", *modules],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
         capture_output=True,
         text=True,
         timeout=300,
@@ -30,5 +45,5 @@ def test_a_module_runs_on_one_process_under_loadgroup() -> None:
     workers: dict[str, set[str]] = defaultdict(set)
     for worker, module in re.findall(r"^\[(gw\d+)\] .*?PASSED (tests/\S+?\.py)::", run.stdout, re.MULTILINE):
         workers[module].add(worker)
-    assert set(workers) == set(MODULES), run.stdout[-3000:]
+    assert set(workers) == set(modules), run.stdout[-3000:]
     assert all(len(w) == 1 for w in workers.values()), dict(workers)
