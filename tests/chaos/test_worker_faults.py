@@ -57,9 +57,11 @@ async def test_kill_9_and_a_deleted_state_dir_lose_no_update(kafka: KafkaTestClu
     source, sink, workers = await wordcount_app()
     workers.start(0)
     workers.start(1)
+    await workers.wait_assigned(0, more_than=0)  # running, with its state dir: a loaded machine starts slowly
+    await workers.wait_assigned(1, more_than=0)
     lines = text(2)
     producing = asyncio.create_task(produce_steadily(kafka, source, lines, per_second=500))
-    await asyncio.sleep(8)
+    await asyncio.sleep(8)  # not a synchronisation: where in the run the fault comes
     workers.kill9(0)
     shutil.rmtree(workers.state_dir(0))  # the disk is gone too: everything restores from the changelogs
     await asyncio.sleep(2)
@@ -80,9 +82,11 @@ async def test_sigterm_under_load_and_a_restart_count_exactly(kafka: KafkaTestCl
     source, sink, workers = await wordcount_app()
     workers.start(0)
     workers.start(1)
+    await workers.wait_assigned(0, more_than=0)  # its SIGTERM handler installed: a loaded machine starts slowly
+    await workers.wait_assigned(1, more_than=0)
     lines = text(2)
     producing = asyncio.create_task(produce_steadily(kafka, source, lines, per_second=500))
-    await asyncio.sleep(8)
+    await asyncio.sleep(8)  # not a synchronisation: where in the run the fault comes
     assert workers.stop(0) == 0  # graceful: commit, flush, checkpoint, leave the group
     joined = workers.assignments(0)
     workers.start(0)
