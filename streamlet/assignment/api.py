@@ -120,6 +120,23 @@ class TaskInfo:
     topic_partitions: frozenset[TaskTopicPartition] = frozenset()
 
 
+#: The last lag key list `_sorted_lags` sorted: (keys, their sorted order, whether the keys were in order).
+_last_lag_keys: tuple[list[TaskId], list[TaskId], bool] = ([], [], True)
+
+
+def _sorted_lags(lags: Mapping[TaskId, int]) -> dict[TaskId, int]:
+    """`lags` with its keys in task order. The clients of one rebalance share one key list (every stateful
+    task), usually already in order: it is sorted once, not per client, and an ordered dict is copied in C."""
+    global _last_lag_keys
+    keys = list(lags)
+    last_keys, order, in_order = _last_lag_keys
+    if keys != last_keys:
+        order = sorted_tasks(keys)
+        in_order = order == keys
+        _last_lag_keys = (keys, order, in_order)
+    return dict(lags) if in_order else {t: lags[t] for t in order}
+
+
 class KafkaStreamsState:
     """Read-only view of one client (`KafkaStreamsState`), a snapshot of its `ClientState` inputs."""
 
@@ -136,8 +153,7 @@ class KafkaStreamsState:
         self._consumers = tuple(sorted(client.consumer_to_previous_stateful_tasks, key=java_string_key))
         self._prev_active = tuple(sorted_tasks(client.previous_active_tasks))
         self._prev_standby = tuple(sorted_tasks(client.previous_standby_tasks))
-        lags = client.task_lags
-        self._lags: dict[TaskId, int] | None = {t: lags[t] for t in sorted_tasks(lags)} if lags_computed else None
+        self._lags: dict[TaskId, int] | None = _sorted_lags(client.task_lags) if lags_computed else None
         self._prev_by_consumer = {
             member: client.prev_tasks_by_lag(member) for member in client.consumer_to_previous_stateful_tasks
         }

@@ -112,10 +112,18 @@ class ClientState:
                 self.previous_standby_tasks.add(task)
 
     def compute_task_lags(self, end_offset_sums: Mapping[TaskId, int]) -> None:
-        """Lag for every stateful task (the keys of `end_offset_sums`); see `compute_task_lag`."""
-        self.task_lags = {
-            task: compute_task_lag(self.task_offset_sums.get(task), end) for task, end in end_offset_sums.items()
-        }
+        """Lag for every stateful task (the keys of `end_offset_sums`); see `compute_task_lag`.
+
+        A task the client did not report lags by its whole end sum, so the lags start as a copy of the end
+        sums (made in C; a client reports a few of a group's thousands of tasks) and only reported tasks
+        are recomputed. Updating existing keys keeps `end_offset_sums`' key order.
+        """
+        lags = dict(end_offset_sums)
+        for task, offset_sum in self.task_offset_sums.items():
+            end = lags.get(task)
+            if end is not None:
+                lags[task] = compute_task_lag(offset_sum, end)
+        self.task_lags = lags
 
     def lag_for(self, task: TaskId) -> int:
         try:

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 
 from streamlet.assignment.api import (
     ApplicationState,
     AssignmentConfigs,
+    KafkaStreamsState,
     TaskAssignment,
     TaskType,
     legacy_task_assignment,
@@ -87,42 +88,98 @@ def is_caught_up(lag: int, acceptable_recovery_lag: int) -> bool:
     return lag == LATEST_OFFSET or acceptable_recovery_lag == LONG_MAX or 0 <= lag <= acceptable_recovery_lag
 
 
+class _CaughtUpClients(Collection[uuid.UUID]):
+    """The clients caught up on one task, kept as their positions in the group (ints hash in C; a large
+    group has hundreds of thousands of caught-up (client, task) pairs per rebalance)."""
+
+    __slots__ = ("_members", "_pids", "_positions")
+
+    def __init__(self, pids: Sequence[uuid.UUID], positions: Mapping[uuid.UUID, int]) -> None:
+        self._pids = pids
+        self._positions = positions
+        self._members: set[int] = set()
+
+    def __contains__(self, pid: object) -> bool:
+        position = self._positions.get(pid)  # type: ignore[call-overload]
+        return position is not None and position in self._members
+
+    def __len__(self) -> int:
+        return len(self._members)
+
+    def __iter__(self) -> Iterator[uuid.UUID]:
+        return (self._pids[i] for i in sorted(self._members))
+
+
 def tasks_to_caught_up_clients(
     clients: Clients, stateful_tasks: Iterable[TaskId], acceptable_recovery_lag: int
-) -> dict[TaskId, set[uuid.UUID]]:
-    return {
-        task: {pid for pid, c in clients.items() if is_caught_up(c.lag_for(task), acceptable_recovery_lag)}
-        for task in stateful_tasks
-    }
+) -> dict[TaskId, Collection[uuid.UUID]]:
+    """Per stateful task, the clients caught up on it (`is_caught_up`); the sets are only tested and counted.
+
+    Walks each client's lags once, side by side with the tasks when its lag map lists them in the same
+    order (no hashing), instead of asking every client about every task.
+    """
+    tasks = list(stateful_tasks)
+    pids = list(clients)
+    positions = {pid: i for i, pid in enumerate(pids)}
+    caught_up = [_CaughtUpClients(pids, positions) for _ in tasks]
+    everything = acceptable_recovery_lag == LONG_MAX
+    for i, client in enumerate(clients.values()):
+        lags = client.task_lags
+        # the lag of every task, in task order (lag_for raises the precise error for a missing one)
+        values = lags.values() if list(lags) == tasks else [client.lag_for(t) for t in tasks]
+        for holders, lag in zip(caught_up, values, strict=True):
+            if lag == LATEST_OFFSET or everything or 0 <= lag <= acceptable_recovery_lag:  # is_caught_up
+                holders._members.add(i)
+    return dict(zip(tasks, caught_up, strict=True))
 
 
-def tasks_to_clients_by_lag(clients: Clients, stateful_tasks: Iterable[TaskId]) -> dict[TaskId, list[uuid.UUID]]:
+class _ClientsByLag(dict[TaskId, list[uuid.UUID]]):
+    """Per stateful task, all clients by (lag, Java UUID order), each list sorted when first looked up: only
+    tasks that are not caught up where they were dealt are ever looked up, a few of a large group's."""
+
+    def __init__(self, clients: Clients, stateful_tasks: Iterable[TaskId]) -> None:
+        super().__init__()
+        self._tasks = set(stateful_tasks)
+        # a stable sort by lag of the clients in Java UUID order is the sort by (lag, Java UUID order)
+        self._order = [(pid, clients[pid]) for pid in sorted(clients, key=java_uuid_key)]
+
+    def __missing__(self, task: TaskId) -> list[uuid.UUID]:
+        if task not in self._tasks:
+            raise KeyError(task)
+        by_lag = [pid for _, pid in sorted(((c.lag_for(task), pid) for pid, c in self._order), key=itemgetter(0))]
+        self[task] = by_lag
+        return by_lag
+
+
+def tasks_to_clients_by_lag(clients: Clients, stateful_tasks: Iterable[TaskId]) -> Mapping[TaskId, list[uuid.UUID]]:
     """Per task, all clients by (lag, Java UUID order); -3 (unknown) sorts before -2 (running)."""
-
-    # a stable sort by lag of the clients in Java UUID order is the sort by (lag, Java UUID order)
-    order = [(pid, clients[pid]) for pid in sorted(clients, key=java_uuid_key)]
-
-    def by_lag(task: TaskId) -> list[uuid.UUID]:
-        return [pid for _, pid in sorted(((c.lag_for(task), pid) for pid, c in order), key=itemgetter(0))]
-
-    return {task: by_lag(task) for task in stateful_tasks}
+    return _ClientsByLag(clients, stateful_tasks)
 
 
 def _has_standby(clients: Clients, task: TaskId) -> Callable[[uuid.UUID], bool]:
     return lambda pid: clients[pid].has_standby_task(task)
 
 
+def _assigned_task_load(client: ClientState) -> float:
+    """`ClientState.assigned_task_load` without the property call: the client heaps' weight."""
+    return (len(client.active_tasks) + len(client.standby_tasks)) / client.capacity
+
+
+def _active_task_load(client: ClientState) -> float:
+    return len(client.active_tasks) / client.capacity
+
+
 # ---- step 1 and 2: deal and balance -------------------------------------------------------------------------
 
 
-def _should_move_a_task(src: ClientState, dst: ClientState) -> bool:
-    """Move only if it lowers the per-thread skew without reversing it (IEEE doubles, as in Java)."""
-    skew = src.assigned_task_load - dst.assigned_task_load
+def _should_move(src_count: int, src_capacity: int, dst_count: int, dst_capacity: int) -> bool:
+    """Move only if it lowers the per-thread skew without reversing it (IEEE doubles, as in Java).
+
+    Counts are (active + standby) tasks; `count / capacity` is `ClientState.assigned_task_load` exactly."""
+    skew = src_count / src_capacity - dst_count / dst_capacity
     if skew <= 0:
         return False
-    proposed_dst = (dst.assigned_task_count + 1.0) / dst.capacity
-    proposed_src = (src.assigned_task_count - 1.0) / src.capacity
-    proposed_skew = proposed_src - proposed_dst
+    proposed_skew = (src_count - 1.0) / src_capacity - (dst_count + 1.0) / dst_capacity
     if proposed_skew < 0:
         return False
     return proposed_skew < skew
@@ -134,34 +191,40 @@ def balance_tasks_over_threads(
     """Move `kind` tasks from more- to less-loaded clients (total load) until no move helps.
 
     `may_move(source, destination)` is the standby assignor's `isAllowedTaskMovement` (tags must match).
+    Every (source, destination) pair is visited in each pass, so the assigned counts are kept in a list
+    (only this loop changes them) and a pair that cannot move a task is skipped before touching its tasks.
     """
-    order = sorted(clients, key=java_uuid_key)
+    states = [clients[pid] for pid in sorted(clients, key=java_uuid_key)]
+    counts = [c.assigned_task_count for c in states]
+    capacities = [c.capacity for c in states]
+    active = kind is TaskType.ACTIVE
     changed = True
     while changed:
         changed = False
-        for src_id in order:
-            src = clients[src_id]
-            tasks = src.active_tasks if kind is TaskType.ACTIVE else src.standby_tasks
+        for i, src in enumerate(states):
+            tasks = src.active_tasks if active else src.standby_tasks
             # the source only loses tasks while it is the source: its sorted snapshot is sorted once, then pruned
             remaining = sorted_tasks(tasks)
-            for dst_id in order:
-                if dst_id == src_id:
-                    continue
-                dst = clients[dst_id]
+            src_capacity = capacities[i]
+            for j, dst in enumerate(states):
+                # j == i never moves: its skew is 0
+                if not remaining or not _should_move(counts[i], src_capacity, counts[j], capacities[j]):
+                    continue  # the first task's check would stop the loop below
                 if len(remaining) != len(tasks):
                     remaining = [t for t in remaining if t in tasks]
-                snapshot = remaining
-                for task in snapshot:
-                    if not _should_move_a_task(src, dst):
+                for task in remaining:
+                    if not _should_move(counts[i], src_capacity, counts[j], capacities[j]):
                         break
                     if dst.has_assigned_task(task) or not may_move(src, dst):
                         continue
-                    if kind is TaskType.ACTIVE:
+                    if active:
                         src.unassign_active(task)
                         dst.assign_active(task)
                     else:
                         src.unassign_standby(task)
                         dst.assign_standby(task)
+                    counts[i] -= 1
+                    counts[j] += 1
                     changed = True
 
 
@@ -220,8 +283,8 @@ def assign_standby_replica_tasks(
 
 def assign_default_standbys(clients: Clients, stateful_tasks: Iterable[TaskId], num_standby_replicas: int) -> None:
     """`DefaultStandbyTaskAssignor`: each replica on the least-loaded client that has no copy yet."""
-    by_load = ConstrainedPrioritySet(
-        lambda p, t: not clients[p].has_assigned_task(t), lambda p: clients[p].assigned_task_load
+    by_load = ConstrainedPrioritySet.of_clients(
+        lambda p, t: not clients[p].has_assigned_task(t), clients, _assigned_task_load
     )
     by_load.offer_all(sorted(clients, key=java_uuid_key))
     for task in sorted_tasks(stateful_tasks):
@@ -236,16 +299,18 @@ def assign_default_standbys(clients: Clients, stateful_tasks: Iterable[TaskId], 
 # ---- step 4 and 5: movements towards caught-up clients -------------------------------------------------------
 
 
-def _caught_up_clients_by_load(clients: Clients, caught_up: Mapping[TaskId, set[uuid.UUID]]) -> ConstrainedPrioritySet:
+def _caught_up_clients_by_load(
+    clients: Clients, caught_up: Mapping[TaskId, Collection[uuid.UUID]]
+) -> ConstrainedPrioritySet:
     """Movement sources: caught-up clients by total load (clients are offered while movements are collected)."""
-    return ConstrainedPrioritySet(lambda p, t: p in caught_up[t], lambda p: clients[p].assigned_task_load)
+    return ConstrainedPrioritySet.of_clients(lambda p, t: p in caught_up[t], clients, _assigned_task_load)
 
 
 def _needs_move(
     task: TaskId,
     pid: uuid.UUID,
     clients: Clients,
-    caught_up: Mapping[TaskId, set[uuid.UUID]],
+    caught_up: Mapping[TaskId, Collection[uuid.UUID]],
     by_lag: Mapping[TaskId, list[uuid.UUID]],
 ) -> bool:
     """Not caught up here, and some client is strictly more caught up."""
@@ -288,7 +353,7 @@ def _move_active_and_try_to_warm_up(
 
 
 def assign_active_task_movements(
-    caught_up: Mapping[TaskId, set[uuid.UUID]],
+    caught_up: Mapping[TaskId, Collection[uuid.UUID]],
     by_lag: Mapping[TaskId, list[uuid.UUID]],
     clients: Clients,
     warmups: dict[uuid.UUID, set[TaskId]],
@@ -333,7 +398,7 @@ def assign_active_task_movements(
 
 
 def assign_standby_task_movements(
-    caught_up: Mapping[TaskId, set[uuid.UUID]],
+    caught_up: Mapping[TaskId, Collection[uuid.UUID]],
     by_lag: Mapping[TaskId, list[uuid.UUID]],
     clients: Clients,
     budget: WarmupBudget,
@@ -384,7 +449,7 @@ def assign_stateless_active_tasks(
     """Each stateless task to the client with the lowest ACTIVE load (standbys do not count); with KIP-925,
     then re-placed for traffic only (stateless tasks move freely)."""
     order = sorted(clients, key=java_uuid_key)
-    by_load = ConstrainedPrioritySet(lambda _p, _t: True, lambda p: clients[p].active_task_load)
+    by_load = ConstrainedPrioritySet.of_clients(lambda _p, _t: True, clients, _active_task_load)
     by_load.offer_all(order)
     tasks = sorted_tasks(stateless_tasks)
     for task in tasks:
@@ -421,7 +486,7 @@ def assign_clients(
             raise TaskAssignmentError(f"client {pid} has capacity {client.capacity}; it needs at least one thread")
         if client.active_tasks or client.standby_tasks:
             raise TaskAssignmentError(f"client {pid} already has an assignment: {client}")
-        missing = [t for t in stateful if t not in client.task_lags]
+        missing = [] if list(client.task_lags) == stateful else [t for t in stateful if t not in client.task_lags]
         if missing:
             raise TaskAssignmentError(f"client {pid} has no lag for stateful tasks {missing}")
 
@@ -437,6 +502,13 @@ def assign_clients(
 
     assign_stateless_active_tasks(clients, all_set.difference(stateful), rack_aware)
     return active_moves + standby_moves > 0
+
+
+def _lags_of(state: KafkaStreamsState, stateful: list[TaskId]) -> dict[TaskId, int]:
+    """The client's lag for each stateful task: its whole lag map (a copy made in C) when that lists exactly
+    the stateful tasks in the same order, as it does for a group whose lags were all computed."""
+    lags = state.stateful_tasks_to_lag_sums()
+    return lags if list(lags) == stateful else {t: state.lag_for(t) for t in stateful}
 
 
 class HighAvailabilityTaskAssignor:
@@ -461,7 +533,7 @@ class HighAvailabilityTaskAssignor:
         clients = {
             pid: ClientState(
                 state.num_processing_threads,
-                task_lags={t: state.lag_for(t) for t in stateful},
+                task_lags=_lags_of(state, stateful),
                 client_tags=state.client_tags,
                 rack_id=state.rack_id,
             )

@@ -14,6 +14,7 @@ the JDK 17 sources).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import Any, Generic, TypeVar
 
@@ -87,7 +88,7 @@ class JavaPriorityQueue(Generic[T]):
     def remove(self, item: object) -> bool:
         """Remove the first element (array order) equal to `item`, like `PriorityQueue.remove(Object)`."""
         for i, element in enumerate(self._es):
-            if element == item:
+            if element is item or element == item:  # identity first: a process id's == runs in Python
                 self._remove_at(i)
                 return True
         return False
@@ -187,6 +188,14 @@ def java_hash_set_order(
         items = list(items)
     if len(items) < 2:
         return list(items)  # one bucket or none: no resize, nothing to order
+    fast = _order_without_treeify_resize(items, hash_code, capacity)
+    return _order_by_replaying_insertions(items, hash_code, capacity) if fast is None else fast
+
+
+def _order_by_replaying_insertions(
+    items: list[H] | tuple[H, ...], hash_code: Callable[[H], int], capacity: int
+) -> list[H]:
+    """`java_hash_set_order` by adding the items one by one to a model of the table's bucket sizes."""
     entries: list[tuple[int, H]] = []
     bucket_sizes: dict[int, int] = {}
     seen: set[H] = set()
@@ -214,3 +223,27 @@ def java_hash_set_order(
     mask = capacity - 1
     order = sorted(range(len(entries)), key=lambda i: (entries[i][0] & mask, i))
     return [entries[i][1] for i in order]
+
+
+def _order_without_treeify_resize(
+    items: list[H] | tuple[H, ...], hash_code: Callable[[H], int], capacity: int
+) -> list[H] | None:
+    """`java_hash_set_order` when no bucket can hold 9 entries while the table is smaller than 64, else None.
+
+    Then only the load factor resizes the table, so its final size follows from the number of distinct
+    items, and a stable sort by bucket keeps insertion order within a bucket: the sets the sticky assignors
+    build per task and replica (tens of clients) are ordered without replaying every insertion. A bucket of
+    a 16- or 32-entry table holds only items that share their hash's low 4 bits, so fewer than 9 items per
+    low-4-bit value (or a table of 64 or more from the start) rules the resize out.
+    """
+    if capacity < _DEFAULT_CAPACITY:
+        return None  # a table under 16 buckets is not covered by the low-4-bit argument
+    unique = list(dict.fromkeys(items))
+    spread = [_spread(hash_code(item)) for item in unique]
+    if capacity < _MIN_TREEIFY_CAPACITY and max(Counter([h & 15 for h in spread]).values()) > _TREEIFY_THRESHOLD:
+        return None
+    while len(unique) > capacity * _LOAD_FACTOR:
+        capacity *= 2
+    mask = capacity - 1
+    buckets = [h & mask for h in spread]
+    return [unique[i] for i in sorted(range(len(unique)), key=buckets.__getitem__)]

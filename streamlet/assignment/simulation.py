@@ -34,7 +34,7 @@ from streamlet.assignment.client_state import LATEST_OFFSET, LONG_MAX, UNKNOWN_O
 from streamlet.assignment.process_id import java_uuid_key
 from streamlet.assignment.registry import resolve_task_assignor
 from streamlet.errors import ConfigError, TaskAssignmentError
-from streamlet.task_id import TaskId
+from streamlet.task_id import TaskId, sorted_tasks
 
 _CONFIG_KEYS = (
     "num_standby_replicas",
@@ -154,7 +154,8 @@ def build_application_state(case: Mapping[str, Any], now_ms: int = 0) -> Applica
         raise SimulationInputError(f"tasks {both} are listed as both stateless and stateful")
     known = set(stateless) | set(stateful)
 
-    end_sums: dict[TaskId, int] = dict.fromkeys(stateful, 0)  # no pre-existing changelog -> end sum 0
+    # no pre-existing changelog -> end sum 0; in task order, the order the assignors' views keep the lags in
+    end_sums: dict[TaskId, int] = dict.fromkeys(sorted_tasks(stateful), 0)
     raw_ends = _require_mapping(case.get("changelog_end_offset_sums") or {}, "changelog_end_offset_sums")
     for text, value in raw_ends.items():
         task = _known(_parse_task(text, "changelog_end_offset_sums"), known, "changelog_end_offset_sums")

@@ -3,11 +3,16 @@ PriorityQueue, HashSet) with Kafka Streams' TaskId, recorded here as literals.""
 
 from __future__ import annotations
 
+import random
 import uuid
+
+import pytest
 
 from streamlet.assignment.constrained_priority_set import ConstrainedPrioritySet
 from streamlet.assignment.java_collections import (
     JavaPriorityQueue,
+    _order_by_replaying_insertions,
+    _order_without_treeify_resize,
     java_hash_set_copy_capacity,
     java_hash_set_copy_order,
     java_hash_set_order,
@@ -147,3 +152,18 @@ def test_constrained_priority_set_polls_least_loaded_valid_client() -> None:
     assert cps.poll(TaskId(0, 0)) is None
     cps.offer(uuid.UUID(int=3))
     assert cps.poll(TaskId(0, 0), lambda p: p != uuid.UUID(int=3)) is None
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_hash_set_order_shortcut_matches_replaying_every_insertion(seed: int) -> None:
+    """The load-factor-only shortcut gives the order of the full replay (and steps aside when a bucket could
+    reach 9 entries below 64 buckets): hash codes from a narrow range collide often, so both paths run."""
+    rng = random.Random(seed)
+    spread = rng.choice([16, 64, 1 << 20, 1 << 32])
+    items = [rng.randrange(-spread // 2, spread // 2) for _ in range(rng.randrange(2, 120))]
+    items += rng.sample(items, min(len(items), 5))  # re-added items keep their place
+    capacity = rng.choice([16, 32, 64, 128])
+    replayed = _order_by_replaying_insertions(items, int, capacity)
+    assert java_hash_set_order(items, int, capacity=capacity) == replayed
+    shortcut = _order_without_treeify_resize(items, int, capacity)
+    assert shortcut is None or shortcut == replayed
