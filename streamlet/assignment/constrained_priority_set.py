@@ -25,18 +25,7 @@ class ConstrainedPrioritySet:
     """Clients ordered by (weight, Java UUID order); `poll` returns the first one meeting the constraints."""
 
     def __init__(self, constraint: Callable[[uuid.UUID, TaskId], bool], weight: Callable[[uuid.UUID], float]) -> None:
-        self._constraint = constraint
-        # the heap reads the key at every comparison (a weight may change while its client sits in the heap);
-        # the Java UUID part never changes: kept per object identity, which skips hashing the UUID in Python
-        order: dict[int, tuple[uuid.UUID, tuple[int, int]]] = {}
-
-        def key(pid: uuid.UUID) -> tuple[float, tuple[int, int]]:
-            known = order.get(id(pid))
-            if known is None or known[0] is not pid:
-                known = order[id(pid)] = (pid, java_uuid_key(pid))
-            return weight(pid), known[1]
-
-        self._init(key)
+        self._init(constraint, _heap_key(lambda pid: pid, weight))
 
     @classmethod
     def of_clients(
@@ -48,19 +37,15 @@ class ConstrainedPrioritySet:
         """Weighted by `weight(clients[pid])`: the client is kept with the Java UUID key, so a comparison
         costs no lookup by process id (the heaps compare hundreds of thousands of times per rebalance)."""
         queue = cls.__new__(cls)
-        queue._constraint = constraint
-        known: dict[int, tuple[uuid.UUID, tuple[int, int], C]] = {}
-
-        def key(pid: uuid.UUID) -> tuple[float, tuple[int, int]]:
-            entry = known.get(id(pid))
-            if entry is None or entry[0] is not pid:
-                entry = known[id(pid)] = (pid, java_uuid_key(pid), clients[pid])
-            return weight(entry[2]), entry[1]
-
-        queue._init(key)
+        queue._init(constraint, _heap_key(clients.__getitem__, weight))
         return queue
 
-    def _init(self, key: Callable[[uuid.UUID], tuple[float, tuple[int, int]]]) -> None:
+    def _init(
+        self,
+        constraint: Callable[[uuid.UUID, TaskId], bool],
+        key: Callable[[uuid.UUID], tuple[float, tuple[int, int]]],
+    ) -> None:
+        self._constraint = constraint
         self._queue: JavaPriorityQueue[uuid.UUID] = JavaPriorityQueue(key)
         self._members: set[uuid.UUID] = set()
 
@@ -91,3 +76,20 @@ class ConstrainedPrioritySet:
     def offer_all(self, pids: Iterable[uuid.UUID]) -> None:
         for pid in pids:
             self.offer(pid)
+
+
+def _heap_key(
+    subject_of: Callable[[uuid.UUID], C], weight: Callable[[C], float]
+) -> Callable[[uuid.UUID], tuple[float, tuple[int, int]]]:
+    """The heap's key, (weight, Java UUID order). The heap reads it at every comparison (a weight may change
+    while its client sits in the heap); the Java UUID key and what is weighed never change, so they are kept
+    per object identity, which skips hashing the UUID in Python."""
+    known: dict[int, tuple[uuid.UUID, tuple[int, int], C]] = {}
+
+    def key(pid: uuid.UUID) -> tuple[float, tuple[int, int]]:
+        entry = known.get(id(pid))
+        if entry is None or entry[0] is not pid:
+            entry = known[id(pid)] = (pid, java_uuid_key(pid), subject_of(pid))
+        return weight(entry[2]), entry[1]
+
+    return key
