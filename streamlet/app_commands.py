@@ -27,6 +27,7 @@ from streamlet.errors import ConfigError, StreamletError
 from streamlet.kafka import connect
 from streamlet.kafka.acls import Acl, create_acls
 from streamlet.logging_utils import repeat_filtered
+from streamlet.runtime.gc_tuning import worker_gc
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -148,7 +149,7 @@ def _worker(args: argparse.Namespace) -> int:
     }
     settings = resolve_worker_config(flags, args.config, _app_config(app), os.environ)
     # a broker outage makes aiokafka log the same error ~100 times a second: one line per 10 s is enough
-    with repeat_filtered(logging.getLogger().handlers):
+    with repeat_filtered(logging.getLogger().handlers), worker_gc():
         asyncio.run(app.run_worker(**settings))
     return 0
 
