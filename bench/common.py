@@ -224,17 +224,49 @@ async def produce_keyed(bootstrap: str, topic: str, records: Sequence[tuple[byte
 
 
 def _build_native(tree: Path) -> None:
-    """Compile the tree's C extensions in place (the worktree has no install): a baseline without them would
-    run the pure-Python fallbacks and look slower than it is."""
+    """Compile the tree's C extensions in place (the worktree has no install) as its `setup.py` would: a baseline
+    without them runs the pure-Python fallbacks and looks slower than it is. That includes the source hash
+    (`SOURCE_SHA256`): a tree that checks it (streamlet.kafka.native_modules) refuses a module built without it."""
+    import hashlib
     import sysconfig
 
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    flags = [*str(sysconfig.get_config_var("CFLAGS")).split(), *str(sysconfig.get_config_var("CCSHARED")).split()]
     for source in sorted((tree / "streamlet" / "_native").glob("*.c")):
         target = tree / "streamlet" / f"_{source.stem}{suffix}"
-        if not target.exists():
-            command = [*str(sysconfig.get_config_var("CC")).split(), "-shared", "-fPIC", "-O2"]
-            command += [f"-I{sysconfig.get_paths()['include']}", str(source), "-o", str(target)]
-            subprocess.run(command, check=True)
+        digest = hashlib.sha256(source.read_bytes()).hexdigest()
+        command = [
+            *str(sysconfig.get_config_var("CC")).split(),
+            "-shared",
+            *flags,
+            "-O2",
+            f'-DSOURCE_SHA256="{digest}"',
+        ]
+        command += [f"-I{sysconfig.get_paths()['include']}", str(source), "-o", str(target)]
+        subprocess.run(command, check=True)
+    # the tree's own loader (where it has one) must take what was built, or the baseline would run pure Python
+    subprocess.run(
+        [str(LIB_PY), "-c", _NATIVE_CHECK], env={**os.environ, "PYTHONPATH": str(tree)}, cwd=tree, check=True
+    )
+
+
+_NATIVE_CHECK = """
+import sys
+from pathlib import Path
+try:
+    from streamlet.kafka.native_modules import load_native
+except ImportError:
+    sys.exit(0)  # a tree from before the source hash: it imports whatever is built
+refused = [
+    name
+    for name, source in (
+        ("streamlet._record_batch", "record_batch.c"),
+        ("streamlet._record_encoder", "record_encoder.c"),
+    )
+    if Path("streamlet/_native", source).is_file() and load_native(name, source) is None
+]
+sys.exit(f"the baseline's C extensions were refused: {refused}" if refused else 0)
+"""
 
 
 def baseline_worktree(rev: str) -> tuple[str, Path]:
