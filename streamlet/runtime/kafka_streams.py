@@ -396,7 +396,7 @@ class KafkaStreams:
             name,
             self.metadata_state,
             lambda: self.state is State.RUNNING,
-            lambda: [t.tasks for t in self.threads],
+            lambda: [t.task_manager for t in self.threads],
             max_standby_lag=max_standby_lag,
             standby_end_offset=self._standby_end_offsets.get,
         )
@@ -419,7 +419,7 @@ class KafkaStreams:
         """Fetch the end offsets of the local standbys' changelog partitions; returns each one's lag."""
         positions: dict[TopicPartition, int] = {}
         for thread in self.threads:
-            for standby in thread.tasks.standby.values():
+            for standby in thread.task_manager.standby.values():
                 positions.update(standby.state_manager.changelog_offsets())
         if not positions:
             return {}

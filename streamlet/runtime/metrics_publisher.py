@@ -36,14 +36,14 @@ class SampledThread(Protocol):
     """What sampling needs of a stream thread."""
 
     name: str
-    tasks: TaskManager
+    task_manager: TaskManager
     consumer: MainConsumer
     resources: ThreadResources
 
 
 def sample_thread(thread: SampledThread, since: float) -> ThreadSample:
-    tasks = thread.tasks
-    metrics = tasks.metrics
+    task_manager = thread.task_manager
+    metrics = task_manager.metrics
     lags: dict[TopicPartition, int] = {}
     with contextlib.suppress(Exception):  # a stopped consumer has no assignment to report
         for tp in thread.consumer.assignment():
@@ -52,7 +52,7 @@ def sample_thread(thread: SampledThread, since: float) -> ThreadSample:
                 lags[tp] = lag
     return ThreadSample(
         name=thread.name,
-        states=tasks.task_states(),
+        states=task_manager.task_states(),
         processed=dict(metrics.processed),
         not_running_s=dict(metrics.not_running_s),
         rebalances=metrics.rebalances,

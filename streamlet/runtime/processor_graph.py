@@ -21,7 +21,21 @@ from types import TracebackType
 from typing import Any
 
 from streamlet.errors import StreamsFailure, TopologyError
-from streamlet.runtime import branch_processors, stream_aggregation, stream_join, stream_processors
+from streamlet.runtime import (
+    branch_processors,
+    foreign_key_join,
+    global_table_join,
+    ktable_processors,
+    pre_aggregate,
+    session_aggregation,
+    sliding_aggregation,
+    stream_aggregation,
+    stream_join,
+    stream_processors,
+    suppress_processor,
+    table_aggregation,
+    table_table_join,
+)
 from streamlet.runtime.dropped_records import INVALID_TIMESTAMP, DroppedRecords
 from streamlet.runtime.forwarding import Forward, fanout
 from streamlet.runtime.processor_builders import build_processor
@@ -42,8 +56,26 @@ from streamlet.topology.timestamps import UNKNOWN, ConsumedRecord, TimestampExtr
 
 __all__ = ["TaskProcessorGraph", "build_task_graph"]
 
-#: the modules whose node closures name themselves (`_node`) to `failing_node`
-_NODE_MODULES = frozenset({__file__, stream_processors.__file__, stream_aggregation.__file__})
+#: the modules whose node closures name themselves (`_node`) to `failing_node`: every module that builds them
+#: (tests/unit/runtime/test_failing_node.py checks that none is missing)
+_NODE_MODULES = frozenset(
+    module.__file__
+    for module in (
+        branch_processors,
+        foreign_key_join,
+        global_table_join,
+        ktable_processors,
+        pre_aggregate,
+        session_aggregation,
+        sliding_aggregation,
+        stream_aggregation,
+        stream_join,
+        stream_processors,
+        suppress_processor,
+        table_aggregation,
+        table_table_join,
+    )
+) | {__file__}
 
 
 def failing_node(tb: TracebackType | None) -> str | None:

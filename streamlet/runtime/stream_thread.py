@@ -175,7 +175,7 @@ class StreamThread:
             committed_offsets=self._committed_offsets,
             limit_refresh_ms=config.commit_interval_ms,
         )
-        self.tasks = TaskManager(
+        self.task_manager = TaskManager(
             self.name,
             self.consumer,
             task_creator,
@@ -239,7 +239,7 @@ class StreamThread:
                 await self._stall_watch_task
         async with self._lock:
             self._closing = True  # rebalance callbacks from here on leave the tasks alone
-            await self.tasks.shutdown(clean)
+            await self.task_manager.shutdown(clean)
             if self.commit_barrier is not None:  # the client's other threads commit before this one leaves
                 await self.commit_barrier.arrive()
             if self._watermark is not None:
@@ -259,22 +259,22 @@ class StreamThread:
         """One iteration: restore step, poll, process, maybe commit, maybe trigger a probing rebalance."""
         if self._failure is not None:
             raise self._failure
-        tasks = self.tasks
+        task_manager = self.task_manager
         async with self._lock:
-            if tasks.has_pending():
-                tasks.open_pending()
-            restoring = bool(tasks.restoring())
+            if task_manager.has_pending():
+                task_manager.open_pending()
+            restoring = bool(task_manager.restoring())
             restored = 0
-            if restoring or tasks.standby:
-                restored = await tasks.restore(timeout_ms=0 if tasks.has_running() else 20)
-            await tasks.initialize_task_times()
+            if restoring or task_manager.standby:
+                restored = await task_manager.restore(timeout_ms=0 if task_manager.has_running() else 20)
+            await task_manager.initialize_task_times()
         # while restoring, poll briefly so restoration keeps going; never spin without waiting
         poll_ms = 100 if not restoring else (0 if restored else 20)
         # a wall-clock punctuator does not wait for records, nor does a task whose idle deadline passes
-        for due in (tasks.ms_until_punctuation(), tasks.ms_until_idle_deadline()):
+        for due in (task_manager.ms_until_punctuation(), task_manager.ms_until_idle_deadline()):
             if due is not None:
                 poll_ms = min(poll_ms, due)
-        fetch = tasks.fetch_partitions()  # None: all; a partition whose queue is full is not fetched from
+        fetch = task_manager.fetch_partitions()  # None: all; a partition whose queue is full is not fetched from
         if fetch == []:  # every queue is full: the thread waits for the others to catch up (watermark)
             if self._watermark is None:
                 await asyncio.sleep(poll_ms / 1000)
@@ -286,23 +286,25 @@ class StreamThread:
                 *(fetch or ()), timeout_ms=poll_ms, max_records=self.config.max_poll_records
             )
         async with self._lock:
-            if await tasks.drop_if_frozen():  # frozen while waiting for records
+            if await task_manager.drop_if_frozen():  # frozen while waiting for records
                 return
-            processed = tasks.process(batch)  # also takes records buffered earlier, once their task is ready
-            if tasks.punctuate() or processed:  # punctuators run in their tasks: their output commits with them
-                if await tasks.drop_if_frozen():  # frozen while processing: its output must not be sent
+            processed = task_manager.process(batch)  # also takes records buffered earlier, once their task is ready
+            if task_manager.punctuate() or processed:  # punctuators run in their tasks: their output commits with them
+                if await task_manager.drop_if_frozen():  # frozen while processing: its output must not be sent
                     return
-                if not await tasks.drain():
+                if not await task_manager.drain():
                     return
             # no periodic commit while the group rebalances (Kafka Streams' rebalanceInProgress): it would carry a
             # generation the join may replace any moment; revocations still commit what they hand over
-            due = (time.monotonic() - tasks.last_commit) * 1000 >= self.config.commit_interval_ms
+            due = (time.monotonic() - task_manager.last_commit) * 1000 >= self.config.commit_interval_ms
             # KIP-892: uncommitted state past this thread's share of statestore_uncommitted_max_bytes commits early
-            due = due or (self._uncommitted_max_bytes >= 0 and tasks.uncommitted_bytes() > self._uncommitted_max_bytes)
+            due = due or (
+                self._uncommitted_max_bytes >= 0 and task_manager.uncommitted_bytes() > self._uncommitted_max_bytes
+            )
             if due and not self._rebalancing:
-                await tasks.commit_or_migrate()
+                await task_manager.commit_or_migrate()
         await asyncio.sleep(0)  # every iteration yields, even when all awaits above completed at once
-        tasks.observe_states(time.monotonic())  # metrics: time each task spends not RUNNING
+        task_manager.observe_states(time.monotonic())  # metrics: time each task spends not RUNNING
         if self._probing_deadline_ms is not None and time.time() * 1000 >= self._probing_deadline_ms:
             log.info(
                 "stream-thread [%s] Triggering the followup rebalance scheduled for %d ms.",
@@ -321,14 +323,14 @@ class StreamThread:
         False if the task is not processing here; `body`'s error propagates, after what it did was drained.
         """
         async with self._lock:
-            task = self.tasks.processing(task_id)
-            if self._closing or task is None or await self.tasks.drop_if_frozen():
+            task = self.task_manager.processing(task_id)
+            if self._closing or task is None or await self.task_manager.drop_if_frozen():
                 return False
             try:
                 with punctuation_record(task.record_context, system_time_ms()):
                     await body(task)
             finally:
-                await self.tasks.drain()
+                await self.task_manager.drain()
         return True
 
     # ---- rebalance callbacks and the assignor's host interface ----------------------------------------------
@@ -343,8 +345,8 @@ class StreamThread:
             if self._closing:
                 return
             try:
-                if not await self.tasks.drop_if_frozen(rejoin=False):
-                    await self.tasks.handle_revocation(revoked)
+                if not await self.task_manager.drop_if_frozen(rejoin=False):
+                    await self.task_manager.handle_revocation(revoked)
             except Exception as exc:  # the membership would fail the group: surface it from the loop instead
                 log.exception("stream-thread [%s] failed while revoking %s", self.name, sorted(revoked))
                 self._failure = exc
@@ -357,7 +359,7 @@ class StreamThread:
             if self._closing:
                 return
             try:
-                await self.tasks.handle_lost_all("the group coordinator dropped this member")
+                await self.task_manager.handle_lost_all("the group coordinator dropped this member")
             except Exception as exc:
                 log.exception("stream-thread [%s] failed while closing lost tasks", self.name)
                 self._failure = exc
@@ -370,7 +372,7 @@ class StreamThread:
             if info is None or self._closing:
                 return
             try:
-                self.tasks.handle_assignment(info)
+                self.task_manager.handle_assignment(info)
             except Exception as exc:
                 log.exception("stream-thread [%s] failed to apply its assignment", self.name)
                 self._failure = exc
@@ -403,16 +405,16 @@ class StreamThread:
         async with self._lock:
             self._rebalancing = True
             if not self._closing:
-                self.tasks.lock_task_dirs()
+                self.task_manager.lock_task_dirs()
             return self._subscription_info()
 
     def _subscription_info(self) -> SubscriptionInfo:
         self._unique_field += 1
         return SubscriptionInfo(
             process_id=self.process_id,
-            task_offset_sums=self.tasks.task_offset_sums(),
-            prev_active=frozenset(self.tasks.active),
-            prev_standby=frozenset(self.tasks.standby),
+            task_offset_sums=self.task_manager.task_offset_sums(),
+            prev_active=frozenset(self.task_manager.active),
+            prev_standby=frozenset(self.task_manager.standby),
             host_info=self.config.application_server,
             unique_field=self._unique_field,
             client_tags=self.config.client_tags,

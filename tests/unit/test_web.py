@@ -260,12 +260,12 @@ async def test_metrics_and_status_serve_the_clients_sample(cluster: _Cluster, tm
     harness = Harness(kafka, tmp_path)
     try:
         harness.assign(T0)
-        await harness.tasks.restore(timeout_ms=0)
+        await harness.task_manager.restore(timeout_ms=0)
         for _ in range(3):
             kafka.append(IN0, b"w", b"line")
         await harness.poll_and_process()
         thread = SimpleNamespace(
-            name="app-t1", tasks=harness.tasks, consumer=harness.consumer, resources=harness.resources
+            name="app-t1", task_manager=harness.task_manager, consumer=harness.consumer, resources=harness.resources
         )
         cluster.a.metrics = ClientMetrics(
             "app",

@@ -77,7 +77,10 @@ async def test_min_traffic_runs_each_task_in_the_rack_of_its_input(kafka3: Kafka
     ]
 
     def actives() -> dict[str, set[TaskId]]:
-        return {rack: {t for th in c.threads for t in th.tasks.active} for rack, c in zip(RACKS, clients, strict=True)}
+        return {
+            rack: {t for th in c.threads for t in th.task_manager.active}
+            for rack, c in zip(RACKS, clients, strict=True)
+        }
 
     def settled() -> bool:
         held = actives()

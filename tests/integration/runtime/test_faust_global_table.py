@@ -65,7 +65,7 @@ async def test_two_workers_share_a_global_table_written_by_an_agent(kafka: Kafka
     try:
         for client in clients:
             await client.start()
-        await wait_until(lambda: all(c.threads[0].tasks.active for c in clients), "both workers to own tasks")
+        await wait_until(lambda: all(c.threads[0].task_manager.active for c in clients), "both workers to own tasks")
         rates = {f"cur{i}": 100 + i for i in range(9)}
         await kafka.produce(rate_updates, [(k.encode(), v.to_bytes(8, "big", signed=True)) for k, v in rates.items()])
         await wait_until(lambda: all(_rates_of(c) == rates for c in clients), "both workers to hold every rate")
@@ -109,7 +109,7 @@ async def test_every_worker_answers_queries_of_the_global_store_from_its_own_cop
         for client, server in zip(clients, servers, strict=True):
             await client.start()
             await server.start()
-        await wait_until(lambda: all(c.threads[0].tasks.active for c in clients), "both workers to own tasks")
+        await wait_until(lambda: all(c.threads[0].task_manager.active for c in clients), "both workers to own tasks")
         rates = {f"cur{i}": 100 + i for i in range(9)}
         await kafka.produce(rate_updates, [(k.encode(), v.to_bytes(8, "big", signed=True)) for k, v in rates.items()])
         await wait_until(lambda: all(_rates_of(c) == rates for c in clients), "both workers to hold every rate")

@@ -87,7 +87,7 @@ async def test_two_clients_hold_the_whole_global_table_and_join_on_every_partiti
             await client.start()  # returns once the global store is restored
             assert _table_of(client) == table
         await wait_until(
-            lambda: all(c.threads[0].tasks.active for c in clients), "both clients to own some of the 3 tasks"
+            lambda: all(c.threads[0].task_manager.active for c in clients), "both clients to own some of the 3 tasks"
         )
         first = _orders(0, 60)
         await _produce(kafka, orders, first)

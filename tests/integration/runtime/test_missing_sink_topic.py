@@ -81,7 +81,7 @@ async def test_a_topic_known_only_at_send_fails_once_clearly(
     try:
         with pytest.raises(MissingTopicError, match=rf"topic {missing} does not exist, and a task writes"):
             await asyncio.wait_for(client.wait(), timeout=60)
-        rebalances = sum(thread.tasks.metrics.rebalances for thread in client.threads)
+        rebalances = sum(thread.task_manager.metrics.rebalances for thread in client.threads)
         assert rebalances <= 1, f"the thread rejoined {rebalances} times instead of failing"
     finally:
         await client.close()

@@ -18,7 +18,7 @@ SESSION_MS = 30_000
 
 
 def owned(client: KafkaStreams) -> set[str]:
-    return {str(t) for thread in client.threads for t in thread.tasks.active}
+    return {str(t) for thread in client.threads for t in thread.task_manager.active}
 
 
 async def until(condition, timeout: float) -> float:  # type: ignore[no-untyped-def]

@@ -122,8 +122,8 @@ async def test_standby_promoted_to_active_serves_the_same_counts(kafka: KafkaTes
         deadline = loop.time() + 60
         standby_tasks: set = set()
         while loop.time() < deadline:
-            standby_tasks = {t for th in staying.threads for t in th.tasks.standby}
-            if standby_tasks and all(th.tasks.active for th in leaving.threads + staying.threads):
+            standby_tasks = {t for th in staying.threads for t in th.task_manager.standby}
+            if standby_tasks and all(th.task_manager.active for th in leaving.threads + staying.threads):
                 break
             await asyncio.sleep(0.2)
         assert standby_tasks, "with num_standby_replicas=1 and two clients, each client holds standbys"
@@ -135,7 +135,7 @@ async def test_standby_promoted_to_active_serves_the_same_counts(kafka: KafkaTes
             return [
                 tp
                 for th in staying.threads
-                for task in th.tasks.standby.values()
+                for task in th.task_manager.standby.values()
                 if task.state_manager is not None
                 for tp, offset in task.state_manager.changelog_offsets().items()
                 if offset < ends[tp.partition]
@@ -150,7 +150,7 @@ async def test_standby_promoted_to_active_serves_the_same_counts(kafka: KafkaTes
         expected = expected_counts(first + second)
         assert await wait_for_counts(kafka, sink, expected) == expected
 
-        promoted = {t for th in staying.threads for t in th.tasks.active if t in standby_tasks}
+        promoted = {t for th in staying.threads for t in th.task_manager.active if t in standby_tasks}
         assert promoted == standby_tasks
         changelog = f"{app_id}-counts-store-changelog"
         ends = await kafka.end_offsets(changelog, 6)

@@ -109,7 +109,7 @@ class Harness:
             committed_offsets=self._committed_offsets,
         )
         creator = TaskCreator(self.metadata, self.state_directory, self.config)
-        self.tasks = TaskManager(
+        self.task_manager = TaskManager(
             name,
             self.consumer,
             creator,
@@ -130,13 +130,13 @@ class Harness:
     def assign(self, *active: TaskId, standby: tuple[TaskId, ...] = ()) -> None:
         """What the rebalance callbacks do: the consumer's new partitions, then the task assignment."""
         self.consumer.assign([tp for t in active for tp in self.metadata.partitions_of(t)])
-        self.tasks.handle_assignment(AssignmentInfo(active_tasks=tuple(active), standby_tasks=standby))
+        self.task_manager.handle_assignment(AssignmentInfo(active_tasks=tuple(active), standby_tasks=standby))
 
     async def poll_and_process(self, max_records: int = 1000) -> int:
-        await self.tasks.initialize_task_times()  # as the stream thread's loop does before it polls
-        fetch = self.tasks.fetch_partitions()  # as the loop polls: not the partitions whose queue is full
+        await self.task_manager.initialize_task_times()  # as the stream thread's loop does before it polls
+        fetch = self.task_manager.fetch_partitions()  # as the loop polls: not the partitions whose queue is full
         batch = {} if fetch == [] else await self.consumer.getmany(*(fetch or ()), max_records=max_records)
-        self.tasks.process(batch)
+        self.task_manager.process(batch)
         await self.collector.drain()
         return sum(len(r) for r in batch.values())
 

@@ -257,12 +257,12 @@ async def test_a_full_queue_is_left_out_of_the_poll_until_it_drains(tmp_path: Pa
     kafka = _kafka()
     h = _harness(kafka, tmp_path, TaskId(0, 0), TaskId(0, 1), event_time_slice_ms=0, buffered_records_per_partition=4)
     try:
-        assert h.tasks.fetch_partitions() is None  # nothing queued: poll everything
+        assert h.task_manager.fetch_partitions() is None  # nothing queued: poll everything
         await h.poll_and_process(max_records=10)  # all of partition 0; partition 1 not fetched yet: wait for it
         assert _written(kafka) == []
-        assert h.tasks.fetch_partitions() == [IN1]  # partition 0's queue (10) is over its bound (4)
+        assert h.task_manager.fetch_partitions() == [IN1]  # partition 0's queue (10) is over its bound (4)
         await h.poll_and_process(max_records=10)  # partition 1 only, then both are merged
         assert _written(kafka) == sorted(i * 500 for i in range(20))
-        assert h.tasks.fetch_partitions() is None
+        assert h.task_manager.fetch_partitions() is None
     finally:
         h.close()

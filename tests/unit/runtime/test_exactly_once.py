@@ -37,9 +37,9 @@ def harness(kafka: FakeKafka, tmp_path: Path) -> Iterator[Harness]:
 
 async def running(h: Harness) -> None:
     h.assign(T0)
-    await h.tasks.restore(timeout_ms=0)
-    await h.tasks.initialize_task_times()
-    assert h.tasks.active[T0].state is TaskState.RUNNING
+    await h.task_manager.restore(timeout_ms=0)
+    await h.task_manager.initialize_task_times()
+    assert h.task_manager.active[T0].state is TaskState.RUNNING
 
 
 def words(kafka: FakeKafka, *keys: str) -> None:
@@ -67,7 +67,7 @@ async def test_a_commit_is_one_transaction_of_output_changelog_and_offsets(harne
     await harness.poll_and_process()
     assert kafka.events == []
 
-    await harness.tasks.commit()
+    await harness.task_manager.commit()
 
     kinds = [" ".join(e.split()[:2]) for e in kafka.events]
     assert kinds[0] == "begin" and kinds[-3:] == ["producer flush", "send offsets", "commit txn"], kafka.events
@@ -75,7 +75,7 @@ async def test_a_commit_is_one_transaction_of_output_changelog_and_offsets(harne
     assert latest(kafka, OUTPUT) == {"a": 2, "b": 1} == latest(kafka, CHANGELOG)
     assert not any(e.startswith("checkpoint") for e in kafka.events)
     assert not (harness.state_directory.task_dir(T0) / CHECKPOINT_FILE_NAME).exists()
-    assert harness.tasks.active[T0].state_manager.checkpointed_offsets() == {CHANGELOG0: 1}  # in the store
+    assert harness.task_manager.active[T0].state_manager.checkpointed_offsets() == {CHANGELOG0: 1}  # in the store
 
 
 async def test_input_offsets_commit_in_a_transaction_even_when_nothing_is_produced(
@@ -84,7 +84,7 @@ async def test_input_offsets_commit_in_a_transaction_even_when_nothing_is_produc
     await running(harness)
     kafka.append(IN0, None, b"line")  # a null key: count() drops it, nothing is written
     await harness.poll_and_process()
-    await harness.tasks.commit()
+    await harness.task_manager.commit()
     assert kafka.committed == {IN0: 1} and "commit txn" in kafka.events
 
 
@@ -94,14 +94,14 @@ async def test_lost_tasks_abort_their_transaction_and_keep_their_committed_state
     await running(harness)
     words(kafka, "a")
     await harness.poll_and_process()
-    await harness.tasks.commit()
+    await harness.task_manager.commit()
     words(kafka, "a", "a")
     await harness.poll_and_process()
     await harness.collector.drain()  # some of the transaction already went out
-    harness.tasks.active[T0].flush_caches()
+    harness.task_manager.active[T0].flush_caches()
     await harness.collector.drain()
 
-    await harness.tasks.handle_lost_all("test")
+    await harness.task_manager.handle_lost_all("test")
 
     assert kafka.events[-1] == "abort txn"
     assert latest(kafka, OUTPUT) == {"a": 1} and kafka.committed == {IN0: 1}  # the aborted 2 and 3 never show
@@ -115,9 +115,9 @@ async def test_a_failed_transaction_commit_takes_the_migrated_path(harness: Harn
     await harness.poll_and_process()
     harness.producer.commit_error = commit_failed()
 
-    assert await harness.tasks.commit_or_migrate() is False
+    assert await harness.task_manager.commit_or_migrate() is False
 
-    assert harness.tasks.active == {} and kafka.committed == {} and latest(kafka, OUTPUT) == {}
+    assert harness.task_manager.active == {} and kafka.committed == {} and latest(kafka, OUTPUT) == {}
 
 
 async def test_a_producer_fenced_while_sending_takes_the_migrated_path(kafka: FakeKafka, tmp_path: Path) -> None:
@@ -127,12 +127,12 @@ async def test_a_producer_fenced_while_sending_takes_the_migrated_path(kafka: Fa
     try:
         await running(h)
         words(kafka, "a")
-        h.tasks.process(await h.consumer.getmany(max_records=10))
+        h.task_manager.process(await h.consumer.getmany(max_records=10))
         h.producer.send_error = ProducerFenced()
 
-        assert await h.tasks.drain() is False
+        assert await h.task_manager.drain() is False
 
-        assert h.tasks.active == {} and h.consumer.rejoin_requested
+        assert h.task_manager.active == {} and h.consumer.rejoin_requested
         assert kafka.events == ["begin", "abort txn"] and kafka.committed == {} and latest(kafka, OUTPUT) == {}
     finally:
         h.close()
@@ -146,7 +146,7 @@ async def test_a_clean_close_keeps_the_offsets_in_the_store_and_the_next_open_re
         await running(h)
         words(kafka, "a", "a")
         await h.poll_and_process()
-        await h.tasks.shutdown(clean=True)
+        await h.task_manager.shutdown(clean=True)
         assert on_disk(tmp_path) == ({"a": 2}, {CHANGELOG0: 0})
         assert not (h.state_directory.task_dir(T0) / CHECKPOINT_FILE_NAME).exists()
     finally:
@@ -154,10 +154,10 @@ async def test_a_clean_close_keeps_the_offsets_in_the_store_and_the_next_open_re
     h = Harness(kafka, tmp_path, guarantee=EOS)
     try:
         await running(h)  # restored from the store's own offset: nothing to read
-        assert h.tasks.active[T0].state_manager.changelog_offsets() == {CHANGELOG0: 1}
+        assert h.task_manager.active[T0].state_manager.changelog_offsets() == {CHANGELOG0: 1}
         words(kafka, "a")
         await h.poll_and_process()
-        await h.tasks.commit()
+        await h.task_manager.commit()
         assert latest(kafka, OUTPUT) == {"a": 3}
     finally:
         h.close()

@@ -61,10 +61,10 @@ def harness(tmp_path: Path) -> Iterator[Harness]:
 async def test_tasks_of_a_thread_see_each_others_stores_until_one_is_revoked(harness: Harness) -> None:
     kafka: FakeKafka = harness.kafka
     harness.assign(T0, T1)
-    await harness.tasks.restore(timeout_ms=0)
+    await harness.task_manager.restore(timeout_ms=0)
     kafka.append(IN0, b"a", b"line")
     assert await harness.poll_and_process() == 1
-    t0, t1 = harness.tasks.active[T0], harness.tasks.active[T1]
+    t0, t1 = harness.task_manager.active[T0], harness.task_manager.active[T1]
     assert t0.local_stores("counts") == [t0.stores["counts"], t1.stores["counts"]]
     assert [k for store in t0.local_stores("counts") for k, _ in store.all()] == [b"a"]
 

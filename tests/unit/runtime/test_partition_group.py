@@ -85,12 +85,12 @@ async def test_the_head_with_the_smallest_timestamp_goes_first_across_partitions
     _append(h.kafka, B0, ("b1", 1), ("b7", 7))
     await h.poll_and_process()  # one fetch: a's records come first in it
     assert _out(h.kafka) == ["b1", "a5", "b7", "a10"]
-    assert h.tasks.active[T0].committable_offsets()[A0].offset == 2
+    assert h.task_manager.active[T0].committable_offsets()[A0].offset == 2
 
 
 async def test_an_order_fetched_before_an_earlier_customer_update_is_joined_with_it(make: _Make) -> None:
     h = make(_join())
-    await h.tasks.restore(timeout_ms=0)  # the customers store restores (empty changelog): RUNNING
+    await h.task_manager.restore(timeout_ms=0)  # the customers store restores (empty changelog): RUNNING
     _append(h.kafka, A0, ("order-1", 20))
     _append(h.kafka, B0, ("alice", 10))
     await h.poll_and_process()
@@ -103,7 +103,7 @@ async def test_a_partition_not_fetched_yet_makes_the_task_wait(make: _Make) -> N
     _append(h.kafka, B0, ("b1", 1))
     await h.poll_and_process(max_records=2)  # the fetch filled up with a's records: b's lag is unknown
     assert _out(h.kafka) == []
-    assert h.tasks.active[T0].committable_offsets() == {}  # nothing processed, nothing to commit
+    assert h.task_manager.active[T0].committable_offsets() == {}  # nothing processed, nothing to commit
     await h.poll_and_process()
     assert _out(h.kafka) == ["b1", "a5", "a10"]
 
@@ -123,15 +123,15 @@ async def test_a_caught_up_empty_partition_is_waited_for_until_the_idle_deadline
     _append(h.kafka, A0, ("a5", 5))
     await h.poll_and_process()  # b fetched empty: lag 0, deadline now + 100
     assert _out(h.kafka) == []
-    assert h.tasks.ms_until_idle_deadline() == 100  # the thread polls no longer than that
+    assert h.task_manager.ms_until_idle_deadline() == 100  # the thread polls no longer than that
     clock[0] += 99
-    assert h.tasks.process({}) == 0
-    assert h.tasks.ms_until_idle_deadline() == 1
+    assert h.task_manager.process({}) == 0
+    assert h.task_manager.ms_until_idle_deadline() == 1
     clock[0] += 1
-    assert h.tasks.process({}) == 1  # enforced, without a new fetch
+    assert h.task_manager.process({}) == 1  # enforced, without a new fetch
     await h.collector.drain()
     assert _out(h.kafka) == ["a5"]
-    assert h.tasks.ms_until_idle_deadline() is None
+    assert h.task_manager.ms_until_idle_deadline() is None
 
 
 async def test_a_record_that_arrives_before_the_idle_deadline_goes_first(make: _Make, clock: list[int]) -> None:
@@ -143,7 +143,7 @@ async def test_a_record_that_arrives_before_the_idle_deadline_goes_first(make: _
     await h.poll_and_process()
     assert _out(h.kafka) == ["b3"]  # then b is empty again: a5 waits another max_task_idle_ms for it
     clock[0] += 100
-    h.tasks.process({})
+    h.task_manager.process({})
     await h.collector.drain()
     assert _out(h.kafka) == ["b3", "a5"]
 
@@ -183,7 +183,7 @@ async def test_buffered_records_are_fetched_again_after_a_revocation(make: _Make
     _append(h.kafka, B0, ("b3", 3), ("b9", 9))
     await h.poll_and_process(max_records=3)  # a1 a5 b3 fetched, b's lag 1: a1 b3 processed, a5 buffered
     assert _out(h.kafka) == ["a1", "b3"]
-    await h.tasks.handle_revocation(h.consumer.assignment())
+    await h.task_manager.handle_revocation(h.consumer.assignment())
     assert h.kafka.committed == {A0: 1, B0: 1}  # processed records only
     assert (A0, 1) in h.consumer.seeks  # the consumer goes back to the buffered a5
     h.assign(T0)  # the task comes back (suspended -> running), positions from the commit
@@ -196,7 +196,7 @@ async def test_a_closed_task_rewinds_the_consumer_to_its_first_buffered_record(m
     _append(h.kafka, A0, ("a1", 1), ("a5", 5))
     await h.poll_and_process(max_records=2)  # b not fetched: both of a wait, a paused
     assert h.consumer.paused == {A0}
-    await h.tasks.handle_lost_all("test")
+    await h.task_manager.handle_lost_all("test")
     assert h.consumer.seeks == [(A0, 0)]
     assert h.consumer.paused == set()
     assert await h.consumer.position(A0) == 0

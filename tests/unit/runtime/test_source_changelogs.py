@@ -42,7 +42,7 @@ def new_kafka() -> FakeKafka:
 
 
 def stored(h: Harness, task: TaskId, key: str) -> tuple[bytes, int] | None:
-    tasks = h.tasks.active if task in h.tasks.active else h.tasks.standby
+    tasks = h.task_manager.active if task in h.task_manager.active else h.task_manager.standby
     state_manager = tasks[task].state_manager
     assert state_manager is not None
     raw = state_manager.store("customers-store").get(key.encode())
@@ -55,13 +55,13 @@ async def test_restoration_reads_the_source_topic_up_to_the_committed_offset(tmp
     h = harness(kafka, tmp_path)
     try:
         h.assign(T0)
-        while h.tasks.active[T0].state is TaskState.RESTORING:
-            await h.tasks.restore(timeout_ms=0)
+        while h.task_manager.active[T0].state is TaskState.RESTORING:
+            await h.task_manager.restore(timeout_ms=0)
         assert stored(h, T0, "a") == (b"x", 10) and stored(h, T0, "b") == (b"y", 11)
 
         kafka.append(ORDERS0, b"a", b"o1", timestamp=20)
         await h.poll_and_process()  # the table's own update (a -> z) comes first, by timestamp
-        await h.tasks.commit(force_checkpoint=True)
+        await h.task_manager.commit(force_checkpoint=True)
         assert [(k, v) for k, v, _ in kafka.logs[TopicPartition(OUT, 0)]] == [(b"a", b"o1@z")]
         assert not [tp for tp in kafka.logs if tp.topic.endswith("-changelog")]  # nothing is change-logged
         checkpoint = read_task_store_offsets(h.state_directory.task_dir(T0) / DB_FILE_DIR)
@@ -75,8 +75,8 @@ async def test_without_a_committed_offset_nothing_is_restored(tmp_path: Path) ->
     h = harness(new_kafka(), tmp_path)
     try:
         h.assign(T0)
-        await h.tasks.restore(timeout_ms=0)
-        assert h.tasks.active[T0].state is TaskState.RUNNING and stored(h, T0, "a") is None
+        await h.task_manager.restore(timeout_ms=0)
+        assert h.task_manager.active[T0].state is TaskState.RUNNING and stored(h, T0, "a") is None
     finally:
         h.close()
 
@@ -86,9 +86,9 @@ async def test_a_restart_resumes_from_the_checkpoint(tmp_path: Path) -> None:
     h = harness(kafka, tmp_path)
     try:
         h.assign(T0)
-        await h.tasks.restore(timeout_ms=0)
+        await h.task_manager.restore(timeout_ms=0)
         await h.poll_and_process()
-        await h.tasks.shutdown(clean=True)
+        await h.task_manager.shutdown(clean=True)
     finally:
         h.close()
     assert kafka.committed[TABLE0] == 3
@@ -96,8 +96,8 @@ async def test_a_restart_resumes_from_the_checkpoint(tmp_path: Path) -> None:
     h = harness(kafka, tmp_path)
     try:
         h.assign(T0)
-        await h.tasks.restore(timeout_ms=0)
-        assert h.tasks.active[T0].state is TaskState.RUNNING
+        await h.task_manager.restore(timeout_ms=0)
+        assert h.task_manager.active[T0].state is TaskState.RUNNING
         assert (TABLE0, 3) in h.restore_consumer.seeks  # from the checkpoint on, and nothing further
         assert stored(h, T0, "a") == (b"z", 12) and stored(h, T0, "b") == (b"y", 11)
     finally:
@@ -111,14 +111,14 @@ async def test_a_standby_follows_the_source_topic_up_to_the_committed_offset(tmp
     try:
         h.assign(standby=(T0,))
         for _ in range(3):
-            await h.tasks.restore(timeout_ms=0)
+            await h.task_manager.restore(timeout_ms=0)
         assert stored(h, T0, "a") == (b"x", 10) and stored(h, T0, "b") is None
 
         kafka.committed[TABLE0] = 3  # the active task committed further: the limit moves
         for _ in range(3):
-            await h.tasks.restore(timeout_ms=0)
+            await h.task_manager.restore(timeout_ms=0)
         assert stored(h, T0, "a") == (b"z", 12) and stored(h, T0, "b") == (b"y", 11)
-        await h.tasks.commit(force_checkpoint=True)
+        await h.task_manager.commit(force_checkpoint=True)
         checkpoint = read_task_store_offsets(h.state_directory.task_dir(T0) / DB_FILE_DIR)
         assert checkpoint == {TABLE0: 2}
     finally:

@@ -77,7 +77,7 @@ async def assigned_and_running(thread: StreamThread) -> None:
     await thread.on_partitions_assigned(consumer.assignment())
     for _ in range(3):
         await thread.run_once()
-    assert thread.tasks.active[T0].state is TaskState.RUNNING
+    assert thread.task_manager.active[T0].state is TaskState.RUNNING
 
 
 async def counted(thread: StreamThread, *words: str) -> None:
@@ -90,7 +90,7 @@ async def counted(thread: StreamThread, *words: str) -> None:
 async def test_the_loop_restores_processes_and_commits(thread: StreamThread) -> None:
     await assigned_and_running(thread)
     await counted(thread, "a", "b", "a")
-    thread.tasks.last_commit = 0.0  # the commit interval has passed
+    thread.task_manager.last_commit = 0.0  # the commit interval has passed
     await thread.run_once()
     _, kafka = fake(thread)
     assert latest(kafka, OUTPUT) == {"a": 2, "b": 1}
@@ -104,13 +104,13 @@ async def test_no_periodic_commit_between_the_start_of_a_join_and_its_assignment
     consumer, kafka = fake(thread)
     await thread.subscription_info()  # the group membership starts a join
     await counted(thread, "a")
-    thread.tasks.last_commit = 0.0
+    thread.task_manager.last_commit = 0.0
     await thread.run_once()
     assert kafka.committed == {}
 
     thread.on_assignment_info(AssignmentInfo(active_tasks=(T0,)), [IN0])
     await thread.on_partitions_assigned(set())  # the join is over: the same task, kept running
-    thread.tasks.last_commit = 0.0
+    thread.task_manager.last_commit = 0.0
     await thread.run_once()
     assert kafka.committed == {IN0: 1}
 
@@ -136,7 +136,7 @@ async def test_a_punctuation_run_from_outside_the_loop_runs_in_its_task_and_is_d
 
     [(task_id, topic, timestamp)] = seen
     assert task_id == T0 and topic is None and before <= timestamp <= system_time_ms()  # a punctuation's context
-    assert thread.tasks.active[T0].record_context.topic == "in"  # the last record's context is back
+    assert thread.task_manager.active[T0].record_context.topic == "in"  # the last record's context is back
     _, kafka = fake(thread)
     assert [(r.key, r.timestamp) for r in kafka.records(TopicPartition(OUTPUT, 0))] == [(b"tick", timestamp)]
 
@@ -148,11 +148,11 @@ async def test_under_exactly_once_a_punctuation_commits_with_its_task_or_not_at_
         _, kafka = fake(thread)
         assert await thread.run_as_punctuation(T0, _tick)
         assert kafka.records(TopicPartition(OUTPUT, 0)) == []  # in the task's open transaction
-        await thread.tasks.commit()
+        await thread.task_manager.commit()
         assert [r.key for r in kafka.records(TopicPartition(OUTPUT, 0))] == [b"tick"]
 
         assert await thread.run_as_punctuation(T0, _tick)
-        await thread.tasks.handle_lost_all("a crash before the next commit")
+        await thread.task_manager.handle_lost_all("a crash before the next commit")
         assert [r.key for r in kafka.records(TopicPartition(OUTPUT, 0))] == [b"tick"]  # the second tick: gone
     finally:
         directory.close()
@@ -166,7 +166,7 @@ async def test_partitions_lost_when_the_member_was_dropped_take_the_lost_path(th
 
     await thread.on_partitions_lost(consumer.assignment())
 
-    assert thread.tasks.active == {}
+    assert thread.task_manager.active == {}
     assert kafka.events == [] and CHANGELOG not in {tp.topic for tp in kafka.logs}
 
 
@@ -177,7 +177,7 @@ async def test_revocation_with_membership_intact_commits_and_suspends(thread: St
 
     await thread.on_partitions_revoked(consumer.assignment())
 
-    assert thread.tasks.active[T0].state is TaskState.SUSPENDED
+    assert thread.task_manager.active[T0].state is TaskState.SUSPENDED
     assert kafka.committed == {IN0: 2} and latest(kafka, CHANGELOG) == {"a": 2}
 
 
@@ -185,12 +185,12 @@ async def test_a_loop_stalled_past_the_session_timeout_flushes_nothing_and_rejoi
     await assigned_and_running(thread)
     await counted(thread, "a", "a")
     consumer, kafka = fake(thread)
-    thread.tasks.last_commit = 0.0  # a commit is due: a zombie would flush its stale counts here
+    thread.task_manager.last_commit = 0.0  # a commit is due: a zombie would flush its stale counts here
     thread.stall_watch.mark_stalled()  # SIGSTOP'd for longer than session_timeout_ms
 
     await thread.run_once()
 
-    assert thread.tasks.active == {} and consumer.rejoin_requested
+    assert thread.task_manager.active == {} and consumer.rejoin_requested
     assert kafka.events == [] and kafka.committed == {}
 
 
@@ -199,17 +199,17 @@ async def test_a_process_frozen_while_processing_sends_nothing_it_computed(
 ) -> None:
     await assigned_and_running(thread)
     consumer, kafka = fake(thread)
-    thread.tasks.last_commit = 0.0  # a commit is due right after this batch
-    process = thread.tasks.process
+    thread.task_manager.last_commit = 0.0  # a commit is due right after this batch
+    process = thread.task_manager.process
 
     def frozen_midway(batch):  # type: ignore[no-untyped-def]
         process(batch)
         thread.stall_watch.mark_stalled()  # SIGSTOP'd while processing, for longer than session_timeout_ms
 
-    monkeypatch.setattr(thread.tasks, "process", frozen_midway)
+    monkeypatch.setattr(thread.task_manager, "process", frozen_midway)
     await counted(thread, "a", "a")
 
-    assert thread.tasks.active == {} and consumer.rejoin_requested
+    assert thread.task_manager.active == {} and consumer.rejoin_requested
     assert kafka.events == [] and kafka.committed == {}
 
 
@@ -219,9 +219,9 @@ async def test_a_commit_after_a_freeze_takes_the_lost_path(thread: StreamThread)
     consumer, kafka = fake(thread)
     thread.stall_watch.mark_stalled()
 
-    assert await thread.tasks.commit_or_migrate() is False
+    assert await thread.task_manager.commit_or_migrate() is False
 
-    assert thread.tasks.active == {} and consumer.rejoin_requested
+    assert thread.task_manager.active == {} and consumer.rejoin_requested
     assert kafka.events == [] and kafka.committed == {}
 
 
@@ -254,7 +254,7 @@ async def test_task_dirs_on_disk_are_locked_before_the_join_and_reported_from_th
     (task_dir / "rocksdb" / "counts").mkdir(parents=True)
     (task_dir / "rocksdb" / "counts" / "CURRENT").write_text("x")
     OffsetCheckpoint(task_dir / CHECKPOINT_FILE_NAME).write({TopicPartition(CHANGELOG, 1): 41})
-    assert thread.tasks.task_offset_sums() == {}  # not locked yet: not this thread's to report
+    assert thread.task_manager.task_offset_sums() == {}  # not locked yet: not this thread's to report
 
     info = await thread.subscription_info()  # what the group membership asks before every join
 
@@ -277,12 +277,12 @@ async def test_a_task_waiting_for_an_idle_partition_processes_on_a_later_loop_wi
         kafka.append(a0, b"k", b"a5", 5)
         await thread.run_once()  # b is caught up and empty: a5 waits up to max_task_idle_ms for it
         assert kafka.logs.get(TopicPartition(OUTPUT, 0)) is None
-        wait = thread.tasks.ms_until_idle_deadline()
+        wait = thread.task_manager.ms_until_idle_deadline()
         assert wait is not None and 0 < wait <= 200  # what the next poll waits at most
         await asyncio.sleep(wait / 1000)
         await thread.run_once()  # no new record: the deadline passed, a5 goes on without b
         assert kafka.logs[TopicPartition(OUTPUT, 0)] == [(b"k", b"a5", 5)]
-        thread.tasks.last_commit = 0.0
+        thread.task_manager.last_commit = 0.0
         await thread.run_once()
         assert kafka.committed == {a0: 1}
     finally:
@@ -306,6 +306,6 @@ async def test_under_exactly_once_uncommitted_state_past_the_bound_commits_early
         _, kafka = fake(thread)
         await counted(thread, "a", "b", "c")
         assert (kafka.committed == {IN0: 3}) is commits
-        assert (thread.tasks.uncommitted_bytes() == 0) is commits
+        assert (thread.task_manager.uncommitted_bytes() == 0) is commits
     finally:
         directory.close()

@@ -55,21 +55,21 @@ async def test_the_buffer_is_logged_kept_by_a_standby_and_restored_after_a_crash
     try:
         first.assign(T0)
         standby.assign(standby=(T0,))
-        await first.tasks.restore(timeout_ms=0)
+        await first.task_manager.restore(timeout_ms=0)
         for key, timestamp in [(b"k", 1), (b"k", 2), (b"j", 5), (b"k", 12), (b"k", 15)]:
             kafka.append(IN0, key, b"click", timestamp)
         await first.poll_and_process()
-        await first.tasks.commit()
+        await first.task_manager.commit()
         # stream time 15 closed [0, 10): its final counts, each with its window's last timestamp
         assert _outputs(kafka) == [_final(b"j", 0, 1, 5), _final(b"k", 0, 2, 2)]
         changelog = [(tp, offset) for tp, offset in kafka.headers if tp.topic == BUFFER_CHANGELOG]
         assert changelog and all(kafka.headers[at] == [("v", b"\x03")] for at in changelog)
 
-        await standby.tasks.restore(timeout_ms=0)
-        kept = standby.tasks.standby[T0].state_manager._stores["final-store"].inner
+        await standby.task_manager.restore(timeout_ms=0)
+        kept = standby.task_manager.standby[T0].state_manager._stores["final-store"].inner
         assert isinstance(kept, TimeOrderedKeyValueBuffer) and kept.num_records == 1  # k's [10, 20)
 
-        await first.tasks.shutdown(clean=False)  # a crash: nothing more flushed or written
+        await first.task_manager.shutdown(clean=False)  # a crash: nothing more flushed or written
     finally:
         first.close()
         standby.close()
@@ -77,11 +77,11 @@ async def test_the_buffer_is_logged_kept_by_a_standby_and_restored_after_a_crash
     second = Harness(kafka, tmp_path / "second", topology=final_counts())  # no local state: restore
     try:
         second.assign(T0)
-        while second.tasks.active[T0].state is TaskState.RESTORING:
-            await second.tasks.restore(timeout_ms=0)
+        while second.task_manager.active[T0].state is TaskState.RESTORING:
+            await second.task_manager.restore(timeout_ms=0)
         kafka.append(IN0, b"x", b"click", 30)  # another key moves stream time past [10, 20)
         await second.poll_and_process()
-        await second.tasks.commit()
+        await second.task_manager.commit()
         assert _outputs(kafka)[2:] == [_final(b"k", 10, 2, 15)]
     finally:
         second.close()
@@ -93,26 +93,26 @@ async def test_a_buffer_with_logging_disabled_is_written_nowhere_and_lost_with_i
     first = Harness(kafka, tmp_path / "first", topology=unlogged)
     try:
         first.assign(T0)
-        await first.tasks.restore(timeout_ms=0)
+        await first.task_manager.restore(timeout_ms=0)
         for key, timestamp in [(b"k", 1), (b"k", 2), (b"k", 12)]:
             kafka.append(IN0, key, b"click", timestamp)
         await first.poll_and_process()
-        await first.tasks.commit()
+        await first.task_manager.commit()
         assert _outputs(kafka) == [_final(b"k", 0, 2, 2)]  # emitted as with a logged buffer
         assert not any(tp.topic == BUFFER_CHANGELOG for tp in kafka.logs)
         assert any(tp.topic == CHANGELOG for tp in kafka.logs)  # the window store keeps its changelog
-        await first.tasks.shutdown(clean=True)
+        await first.task_manager.shutdown(clean=True)
     finally:
         first.close()
 
     second = Harness(kafka, tmp_path / "second", topology=unlogged)
     try:
         second.assign(T0)
-        while second.tasks.active[T0].state is TaskState.RESTORING:
-            await second.tasks.restore(timeout_ms=0)
+        while second.task_manager.active[T0].state is TaskState.RESTORING:
+            await second.task_manager.restore(timeout_ms=0)
         kafka.append(IN0, b"x", b"click", 30)  # closes k's [10, 20), which only the lost buffer held
         await second.poll_and_process()
-        await second.tasks.commit()
+        await second.task_manager.commit()
         assert _outputs(kafka)[1:] == []
     finally:
         second.close()
@@ -140,19 +140,19 @@ async def test_the_task_manager_fires_due_wall_clock_punctuators_of_running_task
     harness = Harness(kafka, tmp_path, topology=ticking())
     try:
         harness.assign(T0)
-        assert harness.tasks.active[T0].state is TaskState.RUNNING  # stateless: running at once
-        assert harness.tasks.ms_until_punctuation() is None  # not before its committed stream time is read
-        await harness.tasks.initialize_task_times()
-        assert harness.tasks.ms_until_punctuation() is not None
+        assert harness.task_manager.active[T0].state is TaskState.RUNNING  # stateless: running at once
+        assert harness.task_manager.ms_until_punctuation() is None  # not before its committed stream time is read
+        await harness.task_manager.initialize_task_times()
+        assert harness.task_manager.ms_until_punctuation() is not None
         kafka.append(IN0, b"k", b"v", 5)
         await harness.poll_and_process()
         await asyncio.sleep(0.005)
-        assert harness.tasks.punctuate()
+        assert harness.task_manager.punctuate()
         await harness.collector.drain()
         [(key, value, timestamp)] = _outputs(kafka)
         assert (key, value) == (b"tick", b"1") and timestamp > 1_000_000_000_000  # wall-clock ms
-        harness.tasks.active[T0].state = TaskState.SUSPENDED
+        harness.task_manager.active[T0].state = TaskState.SUSPENDED
         await asyncio.sleep(0.005)
-        assert not harness.tasks.punctuate()  # only running tasks punctuate
+        assert not harness.task_manager.punctuate()  # only running tasks punctuate
     finally:
         harness.close()

@@ -44,9 +44,9 @@ def harness(kafka: FakeKafka, tmp_path: Path) -> Iterator[Harness]:
 async def running(h: Harness) -> None:
     """Assign task 0_0 and let its (empty) restoration finish."""
     h.assign(T0)
-    assert h.tasks.active[T0].state is TaskState.RESTORING
-    await h.tasks.restore(timeout_ms=0)
-    assert h.tasks.active[T0].state is TaskState.RUNNING
+    assert h.task_manager.active[T0].state is TaskState.RESTORING
+    await h.task_manager.restore(timeout_ms=0)
+    assert h.task_manager.active[T0].state is TaskState.RUNNING
 
 
 def words(kafka: FakeKafka, *keys: str) -> None:
@@ -62,7 +62,7 @@ async def test_commit_flushes_caches_then_producer_then_commits_offsets_then_che
     assert await harness.poll_and_process() == 3
     assert kafka.events == []  # counts sit in the record cache until the commit
 
-    await harness.tasks.commit(force_checkpoint=True)
+    await harness.task_manager.commit(force_checkpoint=True)
 
     kinds = [event.split()[0] for event in kafka.events]
     assert kinds == ["produce", "produce", "producer", "commit", "checkpoint"], kafka.events
@@ -78,19 +78,19 @@ async def test_lost_tasks_flush_nothing(harness: Harness, kafka: FakeKafka) -> N
     await harness.poll_and_process()
     harness.consumer.lost = True
 
-    assert await harness.tasks.commit_or_migrate() is False
+    assert await harness.task_manager.commit_or_migrate() is False
 
     assert kafka.events == []  # no changelog or output record, no offset commit, no checkpoint
-    assert harness.tasks.active == {}
+    assert harness.task_manager.active == {}
     assert harness.state_directory.task_owner(T0) is None
     assert not (harness.state_directory.task_dir(T0) / CHECKPOINT_FILE_NAME).exists()
 
 
 async def test_lost_path_also_drops_records_not_yet_sent(harness: Harness, kafka: FakeKafka) -> None:
     await running(harness)
-    harness.tasks.active[T0].send(OUTPUT, b"k", int64(1), 0, 0)  # queued in the collector, not drained
+    harness.task_manager.active[T0].send(OUTPUT, b"k", int64(1), 0, 0)  # queued in the collector, not drained
 
-    await harness.tasks.handle_lost_all("test")
+    await harness.task_manager.handle_lost_all("test")
     await harness.collector.flush()
 
     assert kafka.events == ["producer flush"] and kafka.logs == {}
@@ -102,10 +102,10 @@ async def test_migrated_tasks_close_dirty_without_commit_or_checkpoint(harness: 
     await harness.poll_and_process()
     harness.consumer.commit_error = commit_failed()
 
-    assert await harness.tasks.commit_or_migrate() is False
+    assert await harness.task_manager.commit_or_migrate() is False
 
     assert not any(e.startswith(("commit", "checkpoint")) for e in kafka.events), kafka.events
-    assert harness.tasks.active == {}
+    assert harness.task_manager.active == {}
     assert kafka.committed == {}
     assert harness.consumer.rejoin_requested  # the tasks come back through a rebalance
 
@@ -118,11 +118,11 @@ async def test_a_commit_refused_while_the_group_rebalances_keeps_the_tasks_and_i
     await harness.poll_and_process()
     harness.consumer.commit_error = RebalanceInProgressCommitError("the group is rebalancing")
 
-    assert await harness.tasks.commit_or_migrate() is True
+    assert await harness.task_manager.commit_or_migrate() is True
 
-    assert harness.tasks.active[T0].state is TaskState.RUNNING and kafka.committed == {}
+    assert harness.task_manager.active[T0].state is TaskState.RUNNING and kafka.committed == {}
     harness.consumer.commit_error = None
-    await harness.tasks.commit()
+    await harness.task_manager.commit()
     assert kafka.committed == {IN0: 1}  # the same offsets, not marked as committed by the refused commit
 
 
@@ -147,14 +147,14 @@ async def test_restoration_completes_in_chunks_then_the_task_runs(kafka: FakeKaf
     try:
         h.assign(T0)
         steps = 0
-        while h.tasks.active[T0].state is TaskState.RESTORING:
-            applied = await h.tasks.restore(timeout_ms=0)
+        while h.task_manager.active[T0].state is TaskState.RESTORING:
+            applied = await h.task_manager.restore(timeout_ms=0)
             assert applied <= 3
             steps += 1
         assert steps == 3 and IN0 not in h.consumer.paused
         words(kafka, "a")
         await h.poll_and_process()
-        await h.tasks.commit()
+        await h.task_manager.commit()
         assert latest(kafka, OUTPUT) == {"a": 8}  # restored 7, plus one
     finally:
         h.close()
@@ -172,18 +172,18 @@ async def test_restoration_waits_for_an_open_transaction_and_the_committed_recor
     try:
         h.assign(T0)
         for _ in range(3):
-            await h.tasks.restore(timeout_ms=0)
-        assert h.tasks.active[T0].state is TaskState.RESTORING and IN0 in h.consumer.paused
+            await h.task_manager.restore(timeout_ms=0)
+        assert h.task_manager.active[T0].state is TaskState.RESTORING and IN0 in h.consumer.paused
 
         kafka.open_transaction_records[CHANGELOG0] = 0  # it aborted; the later owner's commit is readable
         kafka.append(CHANGELOG0, b"a", int64(2))
         kafka.append(CHANGELOG0, b"a", int64(3))
-        await h.tasks.restore(timeout_ms=0)
-        assert h.tasks.active[T0].state is TaskState.RUNNING
+        await h.task_manager.restore(timeout_ms=0)
+        assert h.task_manager.active[T0].state is TaskState.RUNNING
 
         words(kafka, "a")
         await h.poll_and_process()
-        await h.tasks.commit()
+        await h.task_manager.commit()
         assert latest(kafka, OUTPUT) == {"a": 4}
     finally:
         h.close()
@@ -195,7 +195,7 @@ async def test_checkpoint_beyond_the_changelog_end_wipes_and_restores(kafka: Fak
         await running(h)
         words(kafka, "a", "a")
         await h.poll_and_process()
-        await h.tasks.shutdown(clean=True)
+        await h.task_manager.shutdown(clean=True)
     finally:
         h.close()
     kafka.logs[CHANGELOG0] = []  # the changelog was recreated: the checkpoint is now beyond its end
@@ -204,7 +204,7 @@ async def test_checkpoint_beyond_the_changelog_end_wipes_and_restores(kafka: Fak
         await running(h)
         words(kafka, "a")
         await h.poll_and_process()
-        await h.tasks.commit()
+        await h.task_manager.commit()
         assert latest(kafka, CHANGELOG) == {"a": 1}  # the stale local count was wiped, not reused
     finally:
         h.close()
@@ -214,15 +214,15 @@ async def test_revoked_tasks_are_suspended_reported_running_and_resumed(harness:
     await running(harness)
     words(kafka, "a")
     await harness.poll_and_process()
-    task = harness.tasks.active[T0]
+    task = harness.task_manager.active[T0]
 
-    await harness.tasks.handle_revocation(harness.consumer.assignment())
+    await harness.task_manager.handle_revocation(harness.consumer.assignment())
 
     assert task.state is TaskState.SUSPENDED
     assert any(e.startswith("commit") for e in kafka.events)
-    assert harness.tasks.task_offset_sums()[T0] == -2  # Kafka Streams' LATEST_OFFSET: ran until the rebalance
+    assert harness.task_manager.task_offset_sums()[T0] == -2  # Kafka Streams' LATEST_OFFSET: ran until the rebalance
     harness.assign(T0)
-    assert harness.tasks.active[T0] is task and task.state is TaskState.RUNNING
+    assert harness.task_manager.active[T0] is task and task.state is TaskState.RUNNING
 
 
 async def test_a_cooperative_revocation_suspends_only_the_tasks_that_lose_a_partition(
@@ -230,36 +230,36 @@ async def test_a_cooperative_revocation_suspends_only_the_tasks_that_lose_a_part
 ) -> None:
     t1, in1 = TaskId(0, 1), TopicPartition("in", 1)
     harness.assign(T0, t1)
-    await harness.tasks.restore(timeout_ms=0)
+    await harness.task_manager.restore(timeout_ms=0)
     words(kafka, "a")
     kafka.append(in1, b"b", b"line")
     await harness.poll_and_process()
-    kept = harness.tasks.active[T0]
+    kept = harness.task_manager.active[T0]
 
-    await harness.tasks.handle_revocation({in1})  # only 0_1 moves
+    await harness.task_manager.handle_revocation({in1})  # only 0_1 moves
 
-    assert kept.state is TaskState.RUNNING and harness.tasks.active[t1].state is TaskState.SUSPENDED
+    assert kept.state is TaskState.RUNNING and harness.task_manager.active[t1].state is TaskState.SUSPENDED
     assert kafka.committed == {IN0: 1, in1: 1}  # one commit for every task, before the moving one stops
     words(kafka, "a")
     await harness.poll_and_process()  # the kept task never stopped
-    await harness.tasks.commit()
+    await harness.task_manager.commit()
     assert latest(kafka, OUTPUT)["a"] == 2 and kafka.committed[IN0] == 2
     harness.assign(T0)  # the assignment without 0_1 closes it (clean: checkpointed), 0_0 goes on as it was
-    assert set(harness.tasks.active) == {T0} and harness.tasks.active[T0] is kept
+    assert set(harness.task_manager.active) == {T0} and harness.task_manager.active[T0] is kept
     assert kafka.events[-1] == "checkpoint 0_1"
 
 
 async def test_a_task_whose_directory_another_thread_holds_waits(harness: Harness) -> None:
     assert harness.state_directory.lock_task(T0, "thread-2")
     harness.assign(T0)
-    assert T0 not in harness.tasks.active and harness.tasks.has_pending()
+    assert T0 not in harness.task_manager.active and harness.task_manager.has_pending()
 
-    harness.tasks.open_pending()
-    assert T0 not in harness.tasks.active
+    harness.task_manager.open_pending()
+    assert T0 not in harness.task_manager.active
 
     harness.state_directory.unlock_task(T0, "thread-2")
-    harness.tasks.open_pending()
-    assert T0 in harness.tasks.active and not harness.tasks.has_pending()
+    harness.task_manager.open_pending()
+    assert T0 in harness.task_manager.active and not harness.task_manager.has_pending()
 
 
 async def test_a_task_moved_away_is_closed_clean(harness: Harness, kafka: FakeKafka) -> None:
@@ -267,24 +267,24 @@ async def test_a_task_moved_away_is_closed_clean(harness: Harness, kafka: FakeKa
     words(kafka, "a")
     await harness.poll_and_process()
 
-    await harness.tasks.handle_revocation(
+    await harness.task_manager.handle_revocation(
         harness.consumer.assignment()
     )  # eager: every rebalance starts with a revocation
     harness.assign()
 
-    assert harness.tasks.active == {} and harness.state_directory.task_owner(T0) is None
+    assert harness.task_manager.active == {} and harness.state_directory.task_owner(T0) is None
     assert latest(kafka, CHANGELOG) == {"a": 1}
     assert kafka.events[-1] == "checkpoint 0_0"  # written again on the clean close
 
 
 async def test_task_states_follow_kafkas_path_and_a_second_close_is_a_no_op(harness: Harness) -> None:
     harness.assign(T0)
-    task = harness.tasks.active[T0]
+    task = harness.task_manager.active[T0]
     assert task.state is TaskState.RESTORING  # CREATED -> RESTORING at once: it has a store
-    await harness.tasks.restore(timeout_ms=0)
+    await harness.task_manager.restore(timeout_ms=0)
     assert task.state is TaskState.RUNNING
 
-    await harness.tasks.handle_revocation(harness.consumer.assignment())
+    await harness.task_manager.handle_revocation(harness.consumer.assignment())
     assert task.state is TaskState.SUSPENDED
     harness.assign(T0)
     assert task.state is TaskState.RUNNING  # resumed: SUSPENDED -> RESTORING -> RUNNING
@@ -303,7 +303,7 @@ async def test_a_corrupt_store_is_wiped_once_and_restored_from_its_changelog(
         await running(h)
         words(kafka, "a", "a", "b")
         await h.poll_and_process()
-        await h.tasks.shutdown(clean=True)
+        await h.task_manager.shutdown(clean=True)
     finally:
         h.close()
     store_dir = tmp_path / "app" / "0_0" / "rocksdb" / "counts"
@@ -313,13 +313,13 @@ async def test_a_corrupt_store_is_wiped_once_and_restored_from_its_changelog(
     h = Harness(kafka, tmp_path)
     try:
         h.assign(T0)  # the first open finds the corruption and wipes
-        assert T0 not in h.tasks.active
-        h.tasks.open_pending()
-        await h.tasks.restore(timeout_ms=0)
-        assert h.tasks.active[T0].state is TaskState.RUNNING
+        assert T0 not in h.task_manager.active
+        h.task_manager.open_pending()
+        await h.task_manager.restore(timeout_ms=0)
+        assert h.task_manager.active[T0].state is TaskState.RUNNING
         words(kafka, "a")
         await h.poll_and_process()
-        await h.tasks.commit()
+        await h.task_manager.commit()
         assert latest(kafka, CHANGELOG) == {"a": 3, "b": 1}  # restored 2, plus one
     finally:
         h.close()
@@ -329,7 +329,7 @@ async def test_a_corrupt_store_is_wiped_once_and_restored_from_its_changelog(
 
 def _attempts(h: Harness) -> int:
     """How often the pending task 0_0 failed to open."""
-    retry = h.tasks.tasks.open_retry(T0)
+    retry = h.task_manager.tasks.open_retry(T0)
     assert retry is not None
     return retry.attempts
 
@@ -341,16 +341,16 @@ async def test_a_locked_store_is_retried_with_backoff(
     clock = [1000.0]
     monkeypatch.setattr("streamlet.runtime.task_manager.time.monotonic", lambda: clock[0])
     harness.assign(T0)
-    harness.tasks.open_pending()
-    harness.tasks.open_pending()  # within the backoff: not tried again
-    assert T0 not in harness.tasks.active and _attempts(harness) == 1
+    harness.task_manager.open_pending()
+    harness.task_manager.open_pending()  # within the backoff: not tried again
+    assert T0 not in harness.task_manager.active and _attempts(harness) == 1
     clock[0] += 0.2
-    harness.tasks.open_pending()
+    harness.task_manager.open_pending()
     assert _attempts(harness) == 2
     holder.close()
     clock[0] += 0.5
-    harness.tasks.open_pending()
-    assert T0 in harness.tasks.active and not harness.tasks.has_pending()
+    harness.task_manager.open_pending()
+    assert T0 in harness.task_manager.active and not harness.task_manager.has_pending()
 
 
 async def test_a_restoration_keeps_its_position_when_another_one_finishes(kafka: FakeKafka, tmp_path: Path) -> None:
@@ -365,8 +365,8 @@ async def test_a_restoration_keeps_its_position_when_another_one_finishes(kafka:
     h = Harness(kafka, tmp_path, chunk=2, listener=tracker)
     try:
         h.assign(T0, t1)
-        while any(t.state is TaskState.RESTORING for t in h.tasks.active.values()):
-            await h.tasks.restore(timeout_ms=0)
+        while any(t.state is TaskState.RESTORING for t in h.task_manager.active.values()):
+            await h.task_manager.restore(timeout_ms=0)
         assert sorted(finished) == [(CHANGELOG0, 1), (changelog1, 9)]  # each record restored once
     finally:
         h.close()

@@ -25,11 +25,11 @@ async def run_and_commit(kafka: FakeKafka, state_dir: Path, guarantee: str) -> N
     h = Harness(kafka, state_dir, guarantee=guarantee)
     try:
         h.assign(T0)
-        await h.tasks.restore(timeout_ms=0)
+        await h.task_manager.restore(timeout_ms=0)
         await h.poll_and_process()
-        await h.tasks.commit()
+        await h.task_manager.commit()
     finally:
-        await h.tasks.shutdown(clean=False)
+        await h.task_manager.shutdown(clean=False)
         h.close()
 
 
@@ -55,17 +55,17 @@ async def test_a_reopened_task_resumes_at_its_committed_stream_time(guarantee: s
     h = Harness(kafka, tmp_path / "second", guarantee=guarantee)  # another client: no local state at all
     try:
         h.assign(T0)
-        await h.tasks.restore(timeout_ms=0)
-        task = h.tasks.active[T0]
+        await h.task_manager.restore(timeout_ms=0)
+        task = h.task_manager.active[T0]
         assert task.state is TaskState.RUNNING and task.graph.stream_time == -1
 
-        await h.tasks.initialize_task_times()
+        await h.task_manager.initialize_task_times()
         assert task.graph.stream_time == 9_000
         assert task.graph.partition_time(INPUT, 1) == -1  # never committed
 
         kafka.append(IN0, b"a", b"x", 4_000)  # an older record does not move it back
         await h.poll_and_process()
-        await h.tasks.commit()
+        await h.task_manager.commit()
         assert task.graph.stream_time == 9_000 and committed_time(kafka, IN0) == 9_000
     finally:
         h.close()
@@ -77,12 +77,12 @@ async def test_a_running_task_waits_for_its_committed_time_before_processing(tmp
     h = Harness(kafka, tmp_path)
     try:
         h.assign(T0)
-        await h.tasks.restore(timeout_ms=0)
-        h.tasks.process(await h.consumer.getmany(max_records=10))  # polled before the time was read back
+        await h.task_manager.restore(timeout_ms=0)
+        h.task_manager.process(await h.consumer.getmany(max_records=10))  # polled before the time was read back
 
         assert h.consumer.seeks == [(IN0, 0)]  # rewound, not processed
-        assert h.tasks.active[T0].graph.stream_time == -1
+        assert h.task_manager.active[T0].graph.stream_time == -1
         assert await h.poll_and_process() == 1
-        assert h.tasks.active[T0].graph.stream_time == 1_000
+        assert h.task_manager.active[T0].graph.stream_time == 1_000
     finally:
         h.close()

@@ -52,20 +52,20 @@ async def test_the_task_manager_counts_processed_records_rebalances_and_commits(
     h = Harness(kafka, tmp_path)
     try:
         h.assign(T0)
-        assert h.tasks.task_states() == {T0: "RESTORING"}
-        await h.tasks.restore(timeout_ms=0)
+        assert h.task_manager.task_states() == {T0: "RESTORING"}
+        await h.task_manager.restore(timeout_ms=0)
         words(kafka, 5)
         assert await h.poll_and_process() == 5
         words(kafka, 2)
         await h.poll_and_process()
-        await h.tasks.commit()
-        metrics = h.tasks.metrics
+        await h.task_manager.commit()
+        metrics = h.task_manager.metrics
         assert metrics.processed == {T0: 7}
         assert metrics.rebalances == 1 and metrics.commits == 1
-        assert h.tasks.task_states() == {T0: "RUNNING"}
+        assert h.task_manager.task_states() == {T0: "RUNNING"}
         h.assign(standby=(T0,))  # the task moved to a standby here: its count stays
         assert metrics.rebalances == 2 and metrics.processed == {T0: 7}
-        assert h.tasks.task_states() == {T0: "STANDBY"}
+        assert h.task_manager.task_states() == {T0: "STANDBY"}
     finally:
         h.close()
 
@@ -78,17 +78,17 @@ async def test_a_restoring_task_is_charged_until_it_runs(tmp_path: Path) -> None
     h = Harness(kafka, tmp_path, chunk=3, listener=tracker)
     try:
         h.assign(T0)
-        h.tasks.observe_states(100.0)
-        await h.tasks.restore(timeout_ms=0)  # 3 of 7
+        h.task_manager.observe_states(100.0)
+        await h.task_manager.restore(timeout_ms=0)  # 3 of 7
         [progress] = tracker.in_progress()
         assert (progress.restored, progress.remaining, progress.total) == (3, 4, 7)
-        h.tasks.observe_states(101.0)
-        while h.tasks.active[T0].state is TaskState.RESTORING:
-            await h.tasks.restore(timeout_ms=0)
+        h.task_manager.observe_states(101.0)
+        while h.task_manager.active[T0].state is TaskState.RESTORING:
+            await h.task_manager.restore(timeout_ms=0)
         assert tracker.in_progress() == []  # ended
-        h.tasks.observe_states(103.0)  # RUNNING from here on
-        h.tasks.observe_states(110.0)
-        assert h.tasks.metrics.not_running_s == {T0: 3.0}
+        h.task_manager.observe_states(103.0)  # RUNNING from here on
+        h.task_manager.observe_states(110.0)
+        assert h.task_manager.metrics.not_running_s == {T0: 3.0}
     finally:
         h.close()
 
@@ -101,10 +101,10 @@ async def test_a_restoration_cut_short_by_a_rebalance_is_no_longer_in_progress(t
     h = Harness(kafka, tmp_path, chunk=3, listener=tracker)
     try:
         h.assign(T0)
-        await h.tasks.restore(timeout_ms=0)
+        await h.task_manager.restore(timeout_ms=0)
         assert len(tracker.in_progress()) == 1
         h.assign()  # the task moved away mid-restore
-        await h.tasks.restore(timeout_ms=0)
+        await h.task_manager.restore(timeout_ms=0)
         assert tracker.in_progress() == []
     finally:
         h.close()

@@ -37,29 +37,29 @@ async def test_windowed_counts_are_logged_in_kafkas_format_and_restored(tmp_path
     first = Harness(kafka, tmp_path / "first", topology=windowed_counts())
     try:
         first.assign(T0)
-        await first.tasks.restore(timeout_ms=0)
+        await first.task_manager.restore(timeout_ms=0)
         for timestamp in (3, 12, 7, 16, 2):  # 2 is late: stream time 16 closed [0, 10) (10 <= 16 - 5)
             kafka.append(IN0, b"k", b"v", timestamp)
         await first.poll_and_process()
-        await first.tasks.commit()
-        state = first.tasks.active[T0].state_manager
+        await first.task_manager.commit()
+        state = first.task_manager.active[T0].state_manager
         assert state is not None and isinstance(state._stores["counts"].inner, RocksDBWindowStore)
         assert kafka.logs[CHANGELOG0] == [
             (window_key(b"k", 0), struct.pack(">q", 2), 7),  # the cache kept one update per window
             (window_key(b"k", 10), struct.pack(">q", 2), 16),
         ]
-        await first.tasks.shutdown(clean=False)
+        await first.task_manager.shutdown(clean=False)
     finally:
         first.close()
 
     second = Harness(kafka, tmp_path / "second", topology=windowed_counts())  # no local state: restore
     try:
         second.assign(T0)
-        while second.tasks.active[T0].state is TaskState.RESTORING:
-            await second.tasks.restore(timeout_ms=0)
+        while second.task_manager.active[T0].state is TaskState.RESTORING:
+            await second.task_manager.restore(timeout_ms=0)
         kafka.append(IN0, b"k", b"v", 18)
         await second.poll_and_process()
-        await second.tasks.commit()
+        await second.task_manager.commit()
         out = [
             (key, value, ts) for key, value, ts in kafka.logs.get(next(tp for tp in kafka.logs if tp.topic == OUTPUT))
         ]
