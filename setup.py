@@ -1,23 +1,73 @@
-"""The native parts: a Kafka record batch decoder for the consumers (`streamlet/_native/record_batch.c`) and
-an encoder for the record collector (`streamlet/_native/record_encoder.c`).
+"""The native parts, all optional: without a C compiler (or without mypy at build time) the install still succeeds
+and streamlet runs pure Python, slower and the same.
 
-Optional: without a C compiler the install still succeeds and streamlet uses aiokafka's decoder and builder.
+- a Kafka record batch decoder for the consumers (`streamlet/_native/record_batch.c`) and an encoder for the record
+  collector (`streamlet/_native/record_encoder.c`);
+- the per-record modules listed in `streamlet/_compiled.py`, compiled with mypyc. `STREAMLET_MYPYC=0` skips them.
+  The build records each one's source hash (`streamlet/_compiled_sources.json`), so that a build older than its
+  source is not imported (`streamlet/_compiled.py`).
 """
 
 import hashlib
+import json
+import os
 from pathlib import Path
 
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+ROOT = Path(__file__).resolve().parent
 
 
 def source_hash(source: str) -> tuple[str, str]:
     """The C source's SHA-256, compiled into its module: a build from an older source is refused at import
     (`streamlet.kafka.native_modules`) instead of crashing the workers."""
-    digest = hashlib.sha256((Path(__file__).resolve().parent / source).read_bytes()).hexdigest()
+    digest = hashlib.sha256((ROOT / source).read_bytes()).hexdigest()
     return ("SOURCE_SHA256", f'"{digest}"')
 
 
+def compiled_config() -> dict:
+    """streamlet/_compiled.py's names, read without importing the package (it is not built yet)."""
+    path = ROOT / "streamlet" / "_compiled.py"
+    names: dict = {"__file__": str(path), "__name__": "streamlet._compiled"}
+    exec(path.read_text(), names)
+    return names
+
+
+def mypyc_extensions() -> tuple[list[Extension], dict[str, str]]:
+    """mypyc's extensions and {module: source SHA-256}; none when disabled or mypy is missing."""
+    if os.environ.get("STREAMLET_MYPYC", "1") == "0":
+        return [], {}
+    try:
+        from mypyc.build import mypycify
+    except ImportError:
+        return [], {}
+    config = compiled_config()
+    paths = {m: f"{m.replace('.', '/')}.py" for m in config["COMPILED_MODULES"]}
+    extensions = mypycify(list(paths.values()), opt_level="3", group_name=config["GROUP"])
+    for extension in extensions:
+        extension.optional = True  # a failed compile leaves the pure-Python modules (_compiled.py checks the group)
+    hashes = {m: hashlib.sha256((ROOT / p).read_bytes()).hexdigest() for m, p in paths.items()}
+    return extensions, hashes
+
+
+class BuildExt(build_ext):
+    """Writes the compiled modules' source hashes beside them, once they are built."""
+
+    def run(self) -> None:
+        super().run()
+        if not COMPILED_HASHES:
+            return
+        group = self.get_ext_fullpath(compiled_config()["GROUP"] + "__mypyc")
+        if os.path.exists(group):
+            manifest = Path(group).parent / compiled_config()["MANIFEST"]
+            manifest.write_text(json.dumps(COMPILED_HASHES, indent=1, sort_keys=True) + "\n")
+
+
+MYPYC_EXTENSIONS, COMPILED_HASHES = mypyc_extensions()
+
 setup(
+    cmdclass={"build_ext": BuildExt},
     ext_modules=[
         Extension(
             "streamlet._record_batch",
@@ -33,5 +83,6 @@ setup(
             extra_compile_args=["-O2"],
             optional=True,
         ),
-    ]
+        *MYPYC_EXTENSIONS,
+    ],
 )

@@ -10,8 +10,16 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PY" -m venv "$VENV"
 fi
 STAMP="$VENV/.streamlet-installed-$EXTRAS"
-# the C record batch decoder is built by the install too: rebuild when its source changed
-if [ ! -f "$STAMP" ] || [ "$ROOT/pyproject.toml" -nt "$STAMP" ] || [ "$ROOT/streamlet/_native/record_batch.c" -nt "$STAMP" ] || [ "$ROOT/streamlet/_native/record_encoder.c" -nt "$STAMP" ]; then
+# the install builds the C extensions and the mypyc-compiled modules too: rebuild when one of their sources changed
+stale_build() {
+  [ ! -f "$STAMP" ] && return 0
+  local source
+  for source in "$ROOT/pyproject.toml" "$ROOT/setup.py" "$ROOT"/streamlet/_native/*.c $("$PY" "$ROOT/streamlet/_compiled.py"); do
+    [ "$source" -nt "$STAMP" ] && return 0
+  done
+  return 1
+}
+if stale_build; then
   "$VENV/bin/python" -m pip install -q --upgrade pip
   "$VENV/bin/python" -m pip install -q -e "$ROOT[$EXTRAS]"
   touch "$STAMP"

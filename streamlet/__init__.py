@@ -1,6 +1,10 @@
 """streamlet: stateful stream processing on Apache Kafka for asyncio Python."""
 
-from streamlet.app import App
+from streamlet import _compiled
+
+_compiled.install()  # before any other module: a stale or unwanted mypyc build is not imported
+
+from streamlet.app import App  # noqa: E402
 from streamlet.config import StreamsConfig
 from streamlet.models import Record
 from streamlet.runtime.kafka_streams import KafkaStreams

@@ -50,13 +50,14 @@ class ProductionError(StreamletError):
 def _choose(choose: DeferredPartition, topic: str, num_partitions: int) -> int | None:
     """A sink's `StreamPartitioner` choice; one that fails or is out of range stops the task (as the Java
     producer refuses an invalid partition)."""
+    user_function: Callable[[int], object] = choose  # it may return anything: checked here, not by mypyc's cast
     try:
-        partition = choose(num_partitions)
+        partition = user_function(num_partitions)
     except Exception as exc:
         raise ProductionError(f"the partitioner of a record for topic {topic} failed: {exc!r}") from exc
-    if partition is not None and (
-        not isinstance(partition, int) or isinstance(partition, bool) or not 0 <= partition < num_partitions
-    ):
+    if partition is None:
+        return None
+    if not isinstance(partition, int) or isinstance(partition, bool) or not 0 <= partition < num_partitions:
         raise ProductionError(
             f"the partitioner of a record for topic {topic} returned {partition!r}, not a partition in "
             f"[0, {num_partitions - 1}]"

@@ -26,6 +26,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from mypy_extensions import mypyc_attr
+
 from streamlet.state.store import Entry, SortedKeyIndex
 
 #: Fixed per-entry bytes added to key and value lengths (roughly Kafka's LRUCacheEntry bookkeeping:
@@ -163,6 +165,7 @@ class NamedCache:
         self._adjust(-self.size_bytes)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # tests compare it with a variant
 class RecordCache:
     """The per-stream-thread cache shared by all caching stores of the thread (Kafka's ThreadCache)."""
 
