@@ -230,6 +230,12 @@ def _build_native(tree: Path) -> None:
     import hashlib
     import sysconfig
 
+    if (tree / "streamlet" / "_compiled.py").exists():  # setup.py builds the C and the mypyc modules as installed
+        subprocess.run([str(LIB_PY), "setup.py", "-q", "build_ext", "--inplace"], cwd=tree, check=True)
+        subprocess.run(
+            [str(LIB_PY), "-c", _NATIVE_CHECK], env={**os.environ, "PYTHONPATH": str(tree)}, cwd=tree, check=True
+        )
+        return
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
     flags = [*str(sysconfig.get_config_var("CFLAGS")).split(), *str(sysconfig.get_config_var("CCSHARED")).split()]
     for source in sorted((tree / "streamlet" / "_native").glob("*.c")):
@@ -265,7 +271,14 @@ refused = [
     )
     if Path("streamlet/_native", source).is_file() and load_native(name, source) is None
 ]
-sys.exit(f"the baseline's C extensions were refused: {refused}" if refused else 0)
+if refused:
+    sys.exit(f"the baseline's C extensions were refused: {refused}")
+try:
+    from streamlet import _compiled
+except ImportError:
+    sys.exit(0)
+if _compiled.from_source({})[1]:
+    sys.exit(f"the baseline's mypyc modules would not be used: {_compiled.from_source({})[1]}")
 """
 
 
