@@ -28,6 +28,9 @@ from streamlet.state.store import Entry, KeyValue, KeyValueStore, check_key, che
 #: `listener(key, new_value, old_value)`; None means "absent" (a delete, or no previous value).
 FlushListener = Callable[[bytes, bytes | None, bytes | None], None]
 
+#: `on_error(exc)`: the listener raised on one flushed entry; raise to stop the flush, return to go on with the next
+ForwardErrorHandler = Callable[[Exception], None]
+
 
 class CachingKeyValueStore:
     """Wraps `inner` (normally a ChangeLoggingKeyValueStore) with a namespace of the thread's RecordCache."""
@@ -37,6 +40,7 @@ class CachingKeyValueStore:
         self.cache = cache
         self.namespace = namespace
         self._listener: FlushListener | None = None
+        self._on_forward_error: ForwardErrorHandler | None = None
         self._passthrough = cache.max_bytes == 0
         self._named = cache.register(namespace, self._on_cache_flush)
         self._open = True
@@ -57,6 +61,14 @@ class CachingKeyValueStore:
     def set_flush_listener(self, listener: FlushListener | None) -> None:
         """Called with each flushed (or, with a 0-byte cache, each written) key: forward it downstream."""
         self._listener = listener
+
+    def set_forward_error_handler(self, on_error: ForwardErrorHandler | None) -> None:
+        """Called when the listener raises on a flushed entry (the task's processing exception handler).
+
+        A flush runs outside the processing of any input record (at commit, or when an entry is evicted), so
+        the error cannot reach the handler the way a record's does; as in Kafka Streams, where every node's
+        error goes to the handler, the entry stays written, and the flush goes on if the handler returns."""
+        self._on_forward_error = on_error
 
     # ------------------------------------------------------------------ reads
 
@@ -133,9 +145,17 @@ class CachingKeyValueStore:
             ]
         if not changed:
             return
-        inner.put_all([entry for entry, _ in changed])
-        for (key, value), old in changed:
-            listener(key, value, old)
+        inner.put_all([entry for entry, _ in changed])  # written (and logged) before forwarded, as in Kafka
+        pending = iter(changed)  # resumed after an entry whose forward failed; free on the normal path
+        while True:
+            try:
+                for (key, value), old in pending:
+                    listener(key, value, old)
+                return
+            except Exception as exc:
+                if self._on_forward_error is None:
+                    raise
+                self._on_forward_error(exc)
 
     def flush_cache(self) -> None:
         """Write the dirty entries down and emit them, without flushing the store below."""
