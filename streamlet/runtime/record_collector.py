@@ -145,11 +145,10 @@ class RecordCollector:
         timestamp: int | None,
         headers: Sequence[tuple[str, bytes]],
     ) -> None:
-        """Queue a raw input record for the dead-letter topic; if even it is too large, or there is none (a
-        record a cache flush forwarded), only its headers go (with an empty value: the producer refuses a record
-        with neither key nor value)."""
+        """Queue a raw input record for the dead-letter topic; if even it is too large, only its headers go
+        (with an empty value: Kafka refuses a record with neither key nor value)."""
         size = (len(key) if key else 0) + (len(value) if value else 0)
-        if size > self._max_record_bytes or (key is None and value is None):
+        if size > self._max_record_bytes:
             key, value = None, b""
         self._dead_letters.append((topic, key, value, timestamp, headers))
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aiokafka.structs import ConsumerRecord, OffsetAndMetadata, TopicPartition
+from aiokafka.structs import OffsetAndMetadata, TopicPartition
 
-from streamlet.runtime.dropped_records import DESERIALIZATION, PROCESSING_ERROR, PRODUCTION_ERROR, DroppedRecords
+from streamlet.runtime.dropped_records import DESERIALIZATION, DroppedRecords
 from streamlet.runtime.fetched_records import FetchedRecord, consumer_record
-from streamlet.runtime.handlers import ThreadHandlers
+from streamlet.runtime.handlers import ThreadHandlers, flushed_record
 from streamlet.runtime.local_tasks import LocalTasks
 from streamlet.runtime.partition_group import LagProvider, PartitionGroup
 from streamlet.runtime.partitioner import DeferredPartition
@@ -70,7 +70,9 @@ class StreamTask:
         if local_tasks is not None:
             local_tasks.add(self)
         self.graph = build_task_graph(names, task_id, self, self.record_context, timestamp_extractor, dropped=dropped)
-        self.graph.on_flush_error = self._flush_failed
+        self.graph.on_flush_error = lambda exc: handlers.record_failed(
+            task_id, flushed_record(self.record_context), exc, self.graph.dropped
+        )
         # several input partitions: fetched records wait in per-partition queues and are taken smallest timestamp
         # first; a task with one partition is handed its records by the thread's `EventTimeMerge` (`process`)
         self.partition_group = (
@@ -132,26 +134,9 @@ class StreamTask:
                 self._handlers.deserialization.handle(self.task_id, consumer_record(tp, record), exc)
                 self.graph.dropped.record(exc.node or topic, DESERIALIZATION)  # the handler skipped it
             except RecordProcessingError as exc:
-                self._failed(exc, consumer_record(tp, record))
+                self._handlers.record_failed(self.task_id, consumer_record(tp, record), exc, self.graph.dropped)
         if records:
             self._consumed[tp] = records[-1].offset
-
-    def _failed(self, exc: RecordProcessingError, record: ConsumerRecord[Any, Any]) -> None:
-        """Hand a record a node failed on to the thread's handler (raises if it says fail); it was dropped."""
-        handler = self._handlers.production if exc.production else self._handlers.processing
-        handler.handle(self.task_id, record, exc.cause, exc.node)
-        self.graph.dropped.record(exc.node or record.topic, PRODUCTION_ERROR if exc.production else PROCESSING_ERROR)
-
-    def _flush_failed(self, exc: RecordProcessingError) -> None:
-        """A record a store's cache flushed failed below it. It is no input record, so the handler gets the
-        record context of the flush (the task's last input record; Kafka gives the one that last wrote the
-        cached entry, which streamlet's cache does not keep), without a raw key and value."""
-        context = self.record_context
-        topic, headers = context.topic or "", tuple(context.headers)
-        record = ConsumerRecord(
-            topic, context.partition, context.offset, context.timestamp, 0, None, None, None, -1, -1, headers
-        )
-        self._failed(exc, record)
 
     def process_buffered(self, now_ms: int, lag: LagProvider) -> int:
         """Process the buffered records, the head with the smallest timestamp first, while the partition group

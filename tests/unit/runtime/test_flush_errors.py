@@ -107,6 +107,44 @@ def test_a_store_cache_evicting_while_a_record_is_processed_names_the_node_below
     assert info.value.node == CHECK
 
 
+def test_the_driver_skips_a_flushed_record_its_handler_skips_and_goes_on(tmp_path: Path) -> None:
+    config = {"application_id": "app", "state_dir": str(tmp_path), "processing_exception_handler": "log_and_continue"}
+    with TopologyTestDriver(_counts_checked(), config) as driver:
+        words = driver.create_input_topic(INPUT, "str", "str")
+        for key in ("a", "b", "b", "c", "b"):  # the driver commits after each record: b's count 2 fails
+            words.pipe_input(key, "w", 5)
+        out = driver.create_output_topic(OUTPUT, "str", "int64").read_key_values_to_list()
+        assert out == [("a", 1), ("b", 1), ("c", 1), ("b", 3)]
+        changelog = driver.create_output_topic(CHANGELOG, "str", "int64").read_key_values_to_list()
+        assert changelog == [("a", 1), ("b", 1), ("b", 2), ("c", 1), ("b", 3)]  # b's 2 was written, then forwarded
+        assert driver.dropped_records_by_processor() == {CHECK: 1}
+
+
+def test_the_driver_dead_letters_a_flushed_record_as_its_headers(tmp_path: Path) -> None:
+    config = {
+        "application_id": "app",
+        "state_dir": str(tmp_path),
+        "processing_exception_handler": "dead_letter",
+        "dead_letter_topic": "dead-letters",
+    }
+    with TopologyTestDriver(_counts_checked(), config) as driver:
+        words = driver.create_input_topic(INPUT, "str", "str")
+        words.pipe_input("b", "w", 5)
+        words.pipe_input("b", "w", 6)
+        assert driver.read_raw("dead-letters") == (None, b"", 6)
+        assert driver.create_output_topic(OUTPUT, "str", "int64").read_key_values_to_list() == [("b", 1)]
+
+
+def test_the_driver_skips_an_input_record_its_handler_skips(tmp_path: Path) -> None:
+    builder = StreamsBuilder()
+    builder.stream("in", "str", "str").map_values(_no_bad, name=CHECK).to("out")
+    config = {"application_id": "app", "state_dir": str(tmp_path), "processing_exception_handler": "log_and_continue"}
+    with TopologyTestDriver(builder, config) as driver:
+        driver.create_input_topic("in", "str", "str").pipe_key_value_list([("k", "ok"), ("k", "bad"), ("k", "fine")])
+        assert driver.create_output_topic("out", "str", "str").read_key_values_to_list() == [("k", "ok"), ("k", "fine")]
+        assert driver.dropped_records_by_processor() == {CHECK: 1}
+
+
 # ---- the worker: the task manager's commit flushes the caches ----------------------------------------------------
 
 
