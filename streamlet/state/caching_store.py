@@ -20,6 +20,7 @@ listener fires on every write.
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections.abc import Callable, Iterable, Iterator
 
 from streamlet.state.record_cache import CacheEntry, RecordCache
@@ -146,16 +147,31 @@ class CachingKeyValueStore:
         if not changed:
             return
         inner.put_all([entry for entry, _ in changed])  # written (and logged) before forwarded, as in Kafka
-        pending = iter(changed)  # resumed after an entry whose forward failed; free on the normal path
+        try:  # free unless a forward fails
+            for item in changed:
+                (key, value), old = item
+                listener(key, value, old)
+        except Exception as exc:
+            if self._on_forward_error is None:
+                raise
+            self._forward_after_error(exc, listener, changed, item)
+
+    def _forward_after_error(
+        self, exc: Exception, listener: FlushListener, changed: list[tuple[Entry, bytes | None]], failed: object
+    ) -> None:
+        """Hand the error to the handler (which raises to stop the flush), then forward the entries after it."""
+        on_error = self._on_forward_error
+        assert on_error is not None
+        on_error(exc)
+        start = next(i for i, item in enumerate(changed) if item is failed) + 1
+        pending = itertools.islice(changed, start, None)
         while True:
             try:
                 for (key, value), old in pending:
                     listener(key, value, old)
                 return
-            except Exception as exc:
-                if self._on_forward_error is None:
-                    raise
-                self._on_forward_error(exc)
+            except Exception as error:
+                on_error(error)
 
     def flush_cache(self) -> None:
         """Write the dirty entries down and emit them, without flushing the store below."""
