@@ -152,26 +152,11 @@ class CachingKeyValueStore:
                 (key, value), old = item
                 listener(key, value, old)
         except Exception as exc:
-            if self._on_forward_error is None:
+            on_error = self._on_forward_error
+            if on_error is None:
                 raise
-            self._forward_after_error(exc, listener, changed, item)
-
-    def _forward_after_error(
-        self, exc: Exception, listener: FlushListener, changed: list[tuple[Entry, bytes | None]], failed: object
-    ) -> None:
-        """Hand the error to the handler (which raises to stop the flush), then forward the entries after it."""
-        on_error = self._on_forward_error
-        assert on_error is not None
-        on_error(exc)
-        start = next(i for i, item in enumerate(changed) if item is failed) + 1
-        pending = itertools.islice(changed, start, None)
-        while True:
-            try:
-                for (key, value), old in pending:
-                    listener(key, value, old)
-                return
-            except Exception as error:
-                on_error(error)
+            on_error(exc)  # raises to stop the flush
+            _forward_rest(listener, changed, item, on_error)
 
     def flush_cache(self) -> None:
         """Write the dirty entries down and emit them, without flushing the store below."""
@@ -197,6 +182,21 @@ class CachingKeyValueStore:
             self._open = False
             self.cache.unregister(self.namespace)
             self.inner.close()
+
+
+def _forward_rest(
+    listener: FlushListener, changed: list[tuple[Entry, bytes | None]], failed: object, on_error: ForwardErrorHandler
+) -> None:
+    """The error path of a flush: forward the entries after the one that failed, each error to `on_error`."""
+    start = next(i for i, item in enumerate(changed) if item is failed) + 1
+    pending = itertools.islice(changed, start, None)
+    while True:
+        try:
+            for (key, value), old in pending:
+                listener(key, value, old)
+            return
+        except Exception as exc:
+            on_error(exc)
 
 
 def _merge(cached: list[tuple[bytes, CacheEntry]], stored: Iterator[KeyValue]) -> Iterator[KeyValue]:
