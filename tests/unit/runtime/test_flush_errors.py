@@ -28,7 +28,9 @@ from streamlet.runtime.topic_names import TopicNames
 from streamlet.task_id import TaskId
 from streamlet.testing import TopologyTestDriver
 from streamlet.topology import StreamsBuilder, Topology
+from streamlet.topology.session_windows import SessionWindows
 from streamlet.topology.table_joined import TableJoined
+from streamlet.topology.windows import TimeWindows
 from tests.unit.runtime._fakes import FakeKafka, FakeProducer
 from tests.unit.runtime._harness import CHANGELOG, IN0, INPUT, OUTPUT, T0, Harness, latest, new_kafka
 
@@ -95,6 +97,17 @@ def test_a_foreign_key_extractor_below_a_cached_table_names_itself(tmp_path: Pat
     orders.join(customers, _no_bad, lambda o, c: o, table_joined=TableJoined.as_("fk")).to_stream().to("out")
     error = _driver_error(builder, "orders", "o1", "bad", tmp_path)
     assert error.node == "fk-subscription-registration-processor"
+
+
+@pytest.mark.parametrize(
+    "windows", [TimeWindows.of_size_with_no_grace(10), SessionWindows.of_inactivity_gap_with_no_grace(10)]
+)
+def test_a_map_values_below_a_cached_windowed_count_names_itself(windows: Any, tmp_path: Path) -> None:
+    builder = StreamsBuilder()
+    grouped = builder.stream("in", "str", "str").group_by_key(key_serde="str", value_serde="str")
+    counts = grouped.windowed_by(windows).count("counts")
+    counts.map_values(lambda n: _no_bad("bad"), name=CHECK).to_stream().to("out")
+    assert _driver_error(builder, "in", "k", "w", tmp_path).node == CHECK
 
 
 def test_a_store_cache_evicting_while_a_record_is_processed_names_the_node_below(tmp_path: Path) -> None:
