@@ -10,19 +10,25 @@ Kafka Streams has three, one per stage, and streamlet has the same three configs
 Each is `fail` (stop, naming the task, processor, topic, partition and offset), skip (`log_and_continue`, or
 `continue` for production, as in Kafka Streams), or `dead_letter`: the raw input record goes to
 `dead_letter_topic` with Kafka Streams' KIP-1034 headers saying what failed where. One handler of each kind
-per thread, shared by its tasks.
+per thread, shared by its tasks (and the TopologyTestDriver's, for processing and production).
+
+A record a store's cache flushes downstream is no input record: its handler gets the record context of the
+flush (`flushed_record`), without a raw key and value, and its dead letter is its headers.
 """
 
 from __future__ import annotations
 
 import logging
 import traceback
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from aiokafka.structs import ConsumerRecord
 
 from streamlet.errors import DeserializationFailure, ProcessingFailure, ProductionFailure, StreamsFailure
-from streamlet.runtime.record_collector import RecordCollector
+from streamlet.runtime.dropped_records import PROCESSING_ERROR, PRODUCTION_ERROR, DroppedRecords
+from streamlet.runtime.record_context import RecordContext
+from streamlet.runtime.task_context import RecordProcessingError
 from streamlet.task_id import TaskId
 
 log = logging.getLogger("streamlet.task")
@@ -37,6 +43,29 @@ _FAILURES: dict[str, type[StreamsFailure]] = {
     PRODUCTION: ProductionFailure,
 }
 _SKIP_MODE = {DESERIALIZATION: "log_and_continue", PROCESSING: "log_and_continue", PRODUCTION: "continue"}
+
+
+class DeadLetterSink(Protocol):
+    """Where dead letters go: a thread's `RecordCollector`, or the TopologyTestDriver's output topics."""
+
+    def send_dead_letter(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp: int | None,
+        headers: Sequence[tuple[str, bytes]],
+    ) -> None: ...
+
+
+def flushed_record(context: RecordContext) -> ConsumerRecord[Any, Any]:
+    """What a handler gets for a record a store's cache flushed: the task's record context at the flush (its
+    last input record's position; Kafka gives the one that last wrote the cached entry, which streamlet's
+    cache does not keep, as that would cost on every write), and no raw key or value."""
+    topic, headers = context.topic or "", tuple(context.headers)
+    return ConsumerRecord(
+        topic, context.partition, context.offset, context.timestamp, 0, None, None, None, -1, -1, headers
+    )
 
 
 def dead_letter_headers(
@@ -58,7 +87,7 @@ def dead_letter_headers(
 class ExceptionHandler:
     """One of the three handlers of a thread, with its mode (checked by StreamsConfig)."""
 
-    def __init__(self, kind: str, mode: str, collector: RecordCollector, dead_letter_topic: str = "") -> None:
+    def __init__(self, kind: str, mode: str, collector: DeadLetterSink, dead_letter_topic: str = "") -> None:
         self.kind = kind
         self.mode = mode
         self.collector = collector
@@ -80,12 +109,11 @@ class ExceptionHandler:
         self.skipped += 1
         if self.mode == "dead_letter":
             log.warning("%s; sent to %s", what, self.dead_letter_topic)
+            key, value = record.key, record.value
+            if key is None and value is None:  # a flushed record (no raw one): only its headers, which say it all
+                value = b""  # the producer refuses a record with neither key nor value
             self.collector.send_dead_letter(
-                self.dead_letter_topic,
-                record.key,
-                record.value,
-                record.timestamp,
-                dead_letter_headers(record, exc, task_id, node),
+                self.dead_letter_topic, key, value, record.timestamp, dead_letter_headers(record, exc, task_id, node)
             )
         else:
             log.warning("%s; skipped", what)
@@ -103,7 +131,7 @@ class ThreadHandlers:
 
     def __init__(
         self,
-        collector: RecordCollector,
+        collector: DeadLetterSink,
         *,
         deserialization: str = "fail",
         processing: str = "fail",
@@ -113,3 +141,12 @@ class ThreadHandlers:
         self.deserialization = ExceptionHandler(DESERIALIZATION, deserialization, collector, dead_letter_topic)
         self.processing = ExceptionHandler(PROCESSING, processing, collector, dead_letter_topic)
         self.production = ExceptionHandler(PRODUCTION, production, collector, dead_letter_topic)
+
+    def record_failed(
+        self, task_id: TaskId, record: ConsumerRecord[Any, Any], exc: RecordProcessingError, dropped: DroppedRecords
+    ) -> None:
+        """Hand a record a node failed on to the processing (or production) handler, which raises if it says
+        fail; otherwise the record was dropped (Kafka's dropped-records sensor of the task)."""
+        handler = self.production if exc.production else self.processing
+        handler.handle(task_id, record, exc.cause, exc.node)
+        dropped.record(exc.node or record.topic, PRODUCTION_ERROR if exc.production else PROCESSING_ERROR)

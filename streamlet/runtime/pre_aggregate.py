@@ -25,6 +25,8 @@ class _Graph(Protocol):
 
     def add_flusher(self, flush: Callable[[], None]) -> None: ...
 
+    def forward_failed(self, exc: Exception) -> None: ...
+
 
 def pre_aggregate_node(
     spec: PreAggregateSpec, forward: Forward, graph: _Graph, max_keys: int = MAX_PARTIAL_KEYS
@@ -43,7 +45,10 @@ def pre_aggregate_node(
         try:
             for key, (partial, timestamp) in entries:
                 record.timestamp = timestamp
-                forward(key, partial)
+                try:
+                    forward(key, partial)
+                except Exception as exc:  # the handler's: it raises, or drops this partial and the rest go on
+                    graph.forward_failed(exc)
         finally:
             record.timestamp = current
 

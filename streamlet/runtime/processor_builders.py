@@ -46,6 +46,8 @@ class NodeGraph(Protocol):
 
     def add_flusher(self, flush: Callable[[], None]) -> None: ...
 
+    def forward_failed(self, exc: Exception) -> None: ...
+
 
 S = TypeVar("S", bound=ProcessorSpec)
 

@@ -50,6 +50,7 @@ from streamlet.runtime.task_context import (
     TaskContext,
 )
 from streamlet.runtime.topic_names import TopicNames
+from streamlet.state.caching_store import CachingKeyValueStore
 from streamlet.task_id import TaskId
 from streamlet.topology.nodes import BranchSpec, ProcessorSpec, SinkSpec, SourceSpec
 from streamlet.topology.timestamps import UNKNOWN, ConsumedRecord, TimestampExtractor
@@ -116,6 +117,7 @@ class TaskProcessorGraph:
         "punctuations",
         "join_trackers",
         "join_emit_interval_ms",
+        "on_flush_error",
     )
 
     def __init__(
@@ -151,6 +153,9 @@ class TaskProcessorGraph:
         self.join_trackers: dict[str, stream_join.TimeTracker] = {}  # per stream-stream join: its stream time
         # how often (wall-clock ms) a left/outer stream-stream join scans for unmatched records whose window closed
         self.join_emit_interval_ms = join_emit_interval_ms
+        # what the task does with a record that failed below a flush (`forward_failed`): its processing
+        # exception handler in a worker; by default (the TopologyTestDriver) the error is raised, as `process`'s
+        self.on_flush_error: Callable[[RecordProcessingError], None] = _raise
 
     @property
     def nodes(self) -> tuple[str, ...]:
@@ -203,20 +208,40 @@ class TaskProcessorGraph:
             )
         try:
             source(key, value)
-        except (RecordDeserializationError, StreamsFailure, TopologyError):  # fatal: the app itself is wrong
+        except _PASSED_ON:
             raise
         except Exception as exc:
-            node = failing_node(exc.__traceback__)
-            production = isinstance(exc, RecordTooLargeError) or node in self._sinks
-            raise RecordProcessingError(
-                f"task {self.task_id}: processor {node} raised {exc!r} on record {topic}-{partition}@{offset}",
-                node,
-                exc,
-                production=production,
-            ) from exc
+            raise self._failure(exc, f"on record {topic}-{partition}@{offset}") from exc
+
+    def forward_failed(self, exc: Exception) -> None:
+        """A node raised on a record that a flush forwarded (a store's cache, a pre-aggregation's partials):
+        name the node and hand the error to `on_flush_error`, as `process` raises it for an input record.
+
+        Kafka Streams' `ProcessorNode#process` catches every node's error, flushed records' too, and gives it
+        to the processing exception handler; if that skips the record, the flush goes on."""
+        if isinstance(exc, _PASSED_ON):  # named already (a flush within a flush), or fatal
+            raise exc
+        error = self._failure(exc, f"on a record flushed downstream (the task was at {self.record.where()})")
+        error.__cause__ = exc
+        self.on_flush_error(error)
+
+    def _failure(self, exc: Exception, which: str) -> RecordProcessingError:
+        node = failing_node(exc.__traceback__)
+        production = isinstance(exc, RecordTooLargeError) or node in self._sinks
+        return RecordProcessingError(
+            f"task {self.task_id}: processor {node} raised {exc!r} {which}", node, exc, production=production
+        )
 
     def __repr__(self) -> str:
         return f"TaskProcessorGraph({self.task_id}, nodes={len(self._nodes)})"
+
+
+#: errors `process` and `forward_failed` pass on as they are: the app itself is wrong (fatal), or a node is named
+_PASSED_ON = (RecordDeserializationError, RecordProcessingError, StreamsFailure, TopologyError)
+
+
+def _raise(error: RecordProcessingError) -> None:
+    raise error
 
 
 def build_task_graph(
@@ -270,6 +295,12 @@ def build_task_graph(
             compiled[spec.name] = build_processor(spec, forward, names, context, graph)
 
     graph.punctuations.release(sub.nodes)
+    # what a store's cache flushes goes through the graph's error path; a store without a cache forwards while
+    # its writer processes an input record, whose error `process` hands on with that record
+    for name in sub.store_names:
+        store = context.get_state_store(name)
+        if isinstance(store, CachingKeyValueStore) and not store.passthrough:
+            store.set_forward_error_handler(graph.forward_failed)
     graph._sources = sources
     graph._sinks = frozenset(spec.name for spec in specs if isinstance(spec, SinkSpec))
     graph._nodes = tuple(spec.name for spec in specs)

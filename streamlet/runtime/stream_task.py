@@ -11,9 +11,9 @@ from typing import Any
 
 from aiokafka.structs import OffsetAndMetadata, TopicPartition
 
-from streamlet.runtime.dropped_records import DESERIALIZATION, PROCESSING_ERROR, PRODUCTION_ERROR, DroppedRecords
+from streamlet.runtime.dropped_records import DESERIALIZATION, DroppedRecords
 from streamlet.runtime.fetched_records import FetchedRecord, consumer_record
-from streamlet.runtime.handlers import ThreadHandlers
+from streamlet.runtime.handlers import ThreadHandlers, flushed_record
 from streamlet.runtime.local_tasks import LocalTasks
 from streamlet.runtime.partition_group import LagProvider, PartitionGroup
 from streamlet.runtime.partitioner import DeferredPartition
@@ -70,6 +70,9 @@ class StreamTask:
         if local_tasks is not None:
             local_tasks.add(self)
         self.graph = build_task_graph(names, task_id, self, self.record_context, timestamp_extractor, dropped=dropped)
+        self.graph.on_flush_error = lambda exc: handlers.record_failed(
+            task_id, flushed_record(self.record_context), exc, self.graph.dropped
+        )
         # several input partitions: fetched records wait in per-partition queues and are taken smallest timestamp
         # first; a task with one partition is handed its records by the thread's `EventTimeMerge` (`process`)
         self.partition_group = (
@@ -131,9 +134,7 @@ class StreamTask:
                 self._handlers.deserialization.handle(self.task_id, consumer_record(tp, record), exc)
                 self.graph.dropped.record(exc.node or topic, DESERIALIZATION)  # the handler skipped it
             except RecordProcessingError as exc:
-                handler = self._handlers.production if exc.production else self._handlers.processing
-                handler.handle(self.task_id, consumer_record(tp, record), exc.cause, exc.node)
-                self.graph.dropped.record(exc.node or topic, PRODUCTION_ERROR if exc.production else PROCESSING_ERROR)
+                self._handlers.record_failed(self.task_id, consumer_record(tp, record), exc, self.graph.dropped)
         if records:
             self._consumed[tp] = records[-1].offset
 

@@ -20,6 +20,7 @@ listener fires on every write.
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections.abc import Callable, Iterable, Iterator
 
 from streamlet.state.record_cache import CacheEntry, RecordCache
@@ -27,6 +28,9 @@ from streamlet.state.store import Entry, KeyValue, KeyValueStore, check_key, che
 
 #: `listener(key, new_value, old_value)`; None means "absent" (a delete, or no previous value).
 FlushListener = Callable[[bytes, bytes | None, bytes | None], None]
+
+#: `on_error(exc)`: the listener raised on one flushed entry; raise to stop the flush, return to go on with the next
+ForwardErrorHandler = Callable[[Exception], None]
 
 
 class CachingKeyValueStore:
@@ -37,6 +41,7 @@ class CachingKeyValueStore:
         self.cache = cache
         self.namespace = namespace
         self._listener: FlushListener | None = None
+        self._on_forward_error: ForwardErrorHandler | None = None
         self._passthrough = cache.max_bytes == 0
         self._named = cache.register(namespace, self._on_cache_flush)
         self._open = True
@@ -57,6 +62,14 @@ class CachingKeyValueStore:
     def set_flush_listener(self, listener: FlushListener | None) -> None:
         """Called with each flushed (or, with a 0-byte cache, each written) key: forward it downstream."""
         self._listener = listener
+
+    def set_forward_error_handler(self, on_error: ForwardErrorHandler | None) -> None:
+        """Called when the listener raises on a flushed entry (the task's processing exception handler).
+
+        A flush runs outside the processing of any input record (at commit, or when an entry is evicted), so
+        the error cannot reach the handler the way a record's does; as in Kafka Streams, where every node's
+        error goes to the handler, the entry stays written, and the flush goes on if the handler returns."""
+        self._on_forward_error = on_error
 
     # ------------------------------------------------------------------ reads
 
@@ -133,9 +146,17 @@ class CachingKeyValueStore:
             ]
         if not changed:
             return
-        inner.put_all([entry for entry, _ in changed])
-        for (key, value), old in changed:
-            listener(key, value, old)
+        inner.put_all([entry for entry, _ in changed])  # written (and logged) before forwarded, as in Kafka
+        try:  # free unless a forward fails
+            for item in changed:
+                (key, value), old = item
+                listener(key, value, old)
+        except Exception as exc:
+            on_error = self._on_forward_error
+            if on_error is None:
+                raise
+            on_error(exc)  # raises to stop the flush
+            _forward_rest(listener, changed, item, on_error)
 
     def flush_cache(self) -> None:
         """Write the dirty entries down and emit them, without flushing the store below."""
@@ -161,6 +182,21 @@ class CachingKeyValueStore:
             self._open = False
             self.cache.unregister(self.namespace)
             self.inner.close()
+
+
+def _forward_rest(
+    listener: FlushListener, changed: list[tuple[Entry, bytes | None]], failed: object, on_error: ForwardErrorHandler
+) -> None:
+    """The error path of a flush: forward the entries after the one that failed, each error to `on_error`."""
+    start = next(i for i, item in enumerate(changed) if item is failed) + 1
+    pending = itertools.islice(changed, start, None)
+    while True:
+        try:
+            for (key, value), old in pending:
+                listener(key, value, old)
+            return
+        except Exception as exc:
+            on_error(exc)
 
 
 def _merge(cached: list[tuple[bytes, CacheEntry]], stored: Iterator[KeyValue]) -> Iterator[KeyValue]:

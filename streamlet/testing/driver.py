@@ -16,7 +16,11 @@ streamlet's semantics are checked with. So it keeps Kafka's driver's shape:
   global state task and flushes it); the global stores are read by every sub-topology's joins;
 * after each record, stream-time punctuators that are due fire (the task's stream time: the largest timestamp
   processed); `advance_wall_clock_time` fires the wall-clock punctuators that are due, then commits and
-  processes what is queued. The wall clock starts at `initial_wall_clock_time_ms` (0).
+  processes what is queued. The wall clock starts at `initial_wall_clock_time_ms` (0);
+* a record user code fails on, while it is processed or when a cache flush forwards it, goes to the
+  `processing_exception_handler` (`production_exception_handler` for a sink's) as in a worker (Kafka's driver
+  runs the configured handlers too): the default, `fail`, raises the `RecordProcessingError` naming the node;
+  the others skip the record, and `dead_letter` writes it to `dead_letter_topic`, an output topic here.
 """
 
 from __future__ import annotations
@@ -24,19 +28,22 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from aiokafka.structs import TopicPartition
+from aiokafka.structs import ConsumerRecord, TopicPartition
 
 from streamlet.app import App
 from streamlet.config import StreamsConfig
+from streamlet.runtime.fetched_records import consumer_record
+from streamlet.runtime.handlers import ThreadHandlers, flushed_record
 from streamlet.runtime.partition_group import MAX_TASK_IDLE_MS_DISABLED, PartitionGroup
 from streamlet.runtime.partitioner import DeferredPartition
 from streamlet.runtime.processor_graph import TaskProcessorGraph, build_task_graph
 from streamlet.runtime.punctuation import TaskPunctuations
 from streamlet.runtime.record_context import RecordContext
+from streamlet.runtime.task_context import RecordProcessingError
 from streamlet.runtime.task_creator import register_active_stores
 from streamlet.runtime.topology_metadata import TopologyMetadata
 from streamlet.serdes import SerdeLike
@@ -85,6 +92,7 @@ class _Piped(NamedTuple):
     key: bytes | None
     value: bytes | None
     headers: tuple[tuple[str, bytes], ...] = ()
+    timestamp_type: int = 0  # CreateTime
 
 
 class _TaskContext:
@@ -122,8 +130,8 @@ class TopologyTestDriver:
     """Drive a `Topology` (or `StreamsBuilder`, or `App`) record by record; see the module docstring.
 
     `config` holds StreamsConfig settings, over an App's own (`application_id` defaults to the App's, else
-    `topology-test-driver`); only `application_id`, `statestore_cache_max_bytes` and `timestamp_extractor`
-    matter here.
+    `topology-test-driver`); only `application_id`, `statestore_cache_max_bytes`, `timestamp_extractor` and the
+    processing and production exception handlers (with `dead_letter_topic`) matter here.
     """
 
     def __init__(
@@ -153,6 +161,12 @@ class TopologyTestDriver:
         self._record = RecordContext()
         self._punctuations = TaskPunctuations(self._record, lambda: self.wall_clock_time_ms)
         self._produced: list[Produced] = []
+        self._handlers = ThreadHandlers(
+            self,
+            processing=config.processing_exception_handler,
+            production=config.production_exception_handler,
+            dead_letter_topic=config.dead_letter_topic,
+        )
         self._outputs: dict[str, deque[tuple[bytes | None, bytes | None, int | None]]] = {}
         self._graphs: dict[str, TaskProcessorGraph] = {}  # source topic -> the graph that reads it
         self._state_managers: list[ProcessorStateManager] = []
@@ -192,8 +206,29 @@ class TopologyTestDriver:
         graph = build_task_graph(
             names, task_id, context, self._record, self.config.extractor, self._punctuations, join_emit_interval_ms=0
         )
+        graph.on_flush_error = lambda exc: self._record_failed(graph, flushed_record(self._record), exc)
         for topic in graph.source_topics:
             self._graphs[topic] = graph
+
+    def _record_failed(
+        self, graph: TaskProcessorGraph, record: ConsumerRecord[Any, Any], exc: RecordProcessingError
+    ) -> None:
+        """The worker's handling (`ThreadHandlers.record_failed`), except that `fail` raises the error itself."""
+        handler = self._handlers.production if exc.production else self._handlers.processing
+        if handler.mode == "fail":
+            raise exc
+        self._handlers.record_failed(graph.task_id, record, exc, graph.dropped)
+
+    def send_dead_letter(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp: int | None,
+        headers: Sequence[tuple[str, bytes]],
+    ) -> None:
+        """The handlers' dead letters: records of the dead-letter topic's output (without their headers)."""
+        self._produced.append((topic, key, value, timestamp))
 
     def _send(
         self,
@@ -327,7 +362,11 @@ class TopologyTestDriver:
         while (taken := queues.next_record()) is not None:
             queue, record = taken
             topic = queue.partition.topic
-            self._graphs[topic].process(topic, _PARTITION, record.offset, record.timestamp, record.key, record.value)
+            graph = self._graphs[topic]
+            try:
+                graph.process(topic, _PARTITION, record.offset, record.timestamp, record.key, record.value)
+            except RecordProcessingError as exc:
+                self._record_failed(graph, consumer_record(queue.partition, record), exc)
             self._punctuations.punctuate_stream_time(self.stream_time)
             self._commit()
             self._capture_outputs()

@@ -4,7 +4,7 @@ A program is a JSON list of ops, each reading the variable `in` and defining the
 
     {"op": "stream", "id": "s0", "topics": ["in1"], "name": null}
     {"op": "filter" | "filterNot", "in": "s0", "id": "s1", "fn": "short" | "has_a" | "even"}
-    {"op": "mapValues", "fn": "upper" | "first" | "dup" | "length" | "str" | "inc"}
+    {"op": "mapValues", "fn": "upper" | "first" | "dup" | "length" | "str" | "inc" | "fail_x_or_2"}
     {"op": "flatMapValues", "fn": "words"}     {"op": "selectKey", "fn": "value" | "first" | "const"}
     {"op": "map", "fn": "swap"}               {"op": "flatMap", "fn": "words_as_keys"}    {"op": "peek"}
     {"op": "to", "topic": "out1", "vtype": "string" | "long"}
@@ -93,6 +93,12 @@ def _on_values(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return lambda v: None if v is None else fn(v)
 
 
+def _fail_x_or_2(value: Any) -> Any:
+    if value == "x" or (type(value) is int and value == 2):
+        raise ValueError(f"fail_x_or_2 refuses {value!r}")
+    return value
+
+
 # Every function takes null values (false, null, or the aggregate unchanged); string concatenation appends
 # "null", as Java's does.
 PREDICATES: dict[str, Callable[[Any, Any], bool]] = {
@@ -107,6 +113,7 @@ VALUE_MAPPERS: dict[str, Callable[[Any], Any]] = {
     "length": _on_values(len),
     "str": _on_values(str),
     "inc": _on_values(lambda v: v + 1),
+    "fail_x_or_2": _on_values(_fail_x_or_2),  # for the processing exception handler
 }
 KEY_SELECTORS: dict[str, Callable[[Any, Any], Any]] = {
     "value": lambda k, v: v,

@@ -55,6 +55,9 @@ WORDCOUNT = _stream(
     {"op": "to", "in": "o", "topic": "out", "vtype": "long"},
 )
 
+#: a table's updates for a mapper that fails on "x"
+TABLE_STEPS = [("k1", "a", 1), ("k1", "x", 2), ("k2", "x", 3), ("k1", "b", 4)]
+
 HAND_WRITTEN = {
     # the aggregate keeps the larger timestamp: "b" at 40 after "b" at 100 is emitted at 100
     "wordcount_out_of_order": (WORDCOUNT, _records((None, "a b a", 100), (None, "b", 40), (None, "a", 300))),
@@ -266,6 +269,34 @@ HAND_WRITTEN = {
         ),
         _records(*((f"k{i % 3}", "ab" * (i % 4), 7_919 * i % 50_000 + 25_000 * (i // 10)) for i in range(60))),
     ),
+    # a mapper that raises on a count a cache flush forwards (the driver commits after every record), skipped by
+    # the processing exception handler: b's 2 is in the changelog, not in the output, and b's 3 follows
+    "a_failing_mapper_below_a_cached_count_skipped": (
+        _stream(
+            {"op": "groupByKey", "in": "s", "id": "g", "vtype": "string"},
+            {"op": "count", "in": "g", "id": "t", "store": "counts"},
+            {"op": "toStream", "in": "t", "id": "o"},
+            {"op": "mapValues", "in": "o", "id": "m", "fn": "fail_x_or_2", "name": "check"},
+            {"op": "to", "in": "m", "topic": "out", "vtype": "long"},
+        ),
+        _records(("a", "w", 1), ("b", "w", 2), ("b", "w", 3), ("c", "w", 4), ("b", "w", 5)),
+    ),
+    # the same below a cached table's source store (its "x"s are logged, not emitted), and on stream records
+    "a_failing_mapper_below_a_cached_table_skipped": (
+        [
+            {"op": "table", "id": "t", "topic": "tin1", "store": "tstore"},
+            {"op": "mapValues", "in": "t", "id": "m", "fn": "fail_x_or_2"},
+            {"op": "toStream", "in": "m", "id": "o"},
+            {"op": "to", "in": "o", "topic": "out", "vtype": "string"},
+            {"op": "stream", "id": "s", "topics": ["in1"]},
+            {"op": "mapValues", "in": "s", "id": "sm", "fn": "fail_x_or_2"},
+            {"op": "to", "in": "sm", "topic": "out2", "vtype": "string"},
+        ],
+        [
+            *({"topic": "tin1", "key": k, "value": v, "timestamp": ts} for k, v, ts in TABLE_STEPS),
+            *_records(("s1", "x", 5), ("s2", "y", 6)),
+        ],
+    ),
 }
 
 # without a cache Kafka has no caching layer: the windowed reduce's null aggregate is logged and emitted
@@ -281,6 +312,8 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "session_reduce_with_nulls_without_cache": {"statestore_cache_max_bytes": 0},
     "sliding_count_left_and_right_windows_without_cache": {"statestore_cache_max_bytes": 0},
     "extractor_applies_to_user_topics_only": {"timestamp_extractor": "payload"},
+    "a_failing_mapper_below_a_cached_count_skipped": {"processing_exception_handler": "log_and_continue"},
+    "a_failing_mapper_below_a_cached_table_skipped": {"processing_exception_handler": "log_and_continue"},
 }
 
 

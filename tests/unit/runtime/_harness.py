@@ -98,7 +98,13 @@ class Harness:
             transactional=exactly_once,
         )
         self.resources = resources = ThreadResources(
-            RecordCache(cache_bytes), self.collector, ThreadHandlers(self.collector)
+            RecordCache(cache_bytes),
+            self.collector,
+            ThreadHandlers(
+                self.collector,
+                processing=self.config.processing_exception_handler,
+                production=self.config.production_exception_handler,
+            ),
         )
         admin = FakeConsumer(kafka, f"{name}-admin", read_uncommitted_ends=True)
         self.reader = ChangelogReader(

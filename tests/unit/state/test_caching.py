@@ -247,3 +247,47 @@ def test_cache_namespaces_are_unique(tmp_path: Path) -> None:
         cache.register("0_0-s", lambda entries: None)
     with pytest.raises(ValueError):
         RecordCache(-1)
+
+
+def _failing_on(stack: Stack, *bad: bytes) -> None:
+    """A listener that raises on the entries of `bad` keys (after recording that it was called)."""
+
+    def forward(key: bytes, new: bytes | None, old: bytes | None) -> None:
+        stack.emitted.append((key, new, old))
+        if key in bad:
+            raise ValueError(key.decode())
+
+    stack.store.set_flush_listener(forward)
+
+
+def test_a_flush_goes_on_after_the_entries_whose_forward_the_error_handler_skips(stack: Stack) -> None:
+    errors: list[str] = []
+    _failing_on(stack, b"a", b"c")
+    stack.store.set_forward_error_handler(lambda exc: errors.append(str(exc)))
+    for key in (b"a", b"b", b"c", b"d"):
+        stack.store.put(key, b"1")
+    stack.store.flush()
+    assert [key for key, _, _ in stack.emitted] == [b"a", b"b", b"c", b"d"]  # each forwarded once
+    assert errors == ["a", "c"]
+    assert stack.changelog == [(b"a", b"1"), (b"b", b"1"), (b"c", b"1"), (b"d", b"1")]  # all written
+    assert stack.rocks.get(b"c") == b"1"
+
+
+def test_a_flush_stops_at_an_entry_whose_forward_fails_without_a_handler_or_when_it_raises(stack: Stack) -> None:
+    _failing_on(stack, b"b")
+    for key in (b"a", b"b", b"c"):
+        stack.store.put(key, b"1")
+    with pytest.raises(ValueError, match="b"):
+        stack.store.flush()
+    assert [key for key, _, _ in stack.emitted] == [b"a", b"b"]
+
+    def stop(exc: Exception) -> None:
+        raise RuntimeError("stopped") from exc
+
+    stack.emitted.clear()
+    stack.store.set_forward_error_handler(stop)
+    for key in (b"a", b"b", b"c"):
+        stack.store.put(key, b"2")
+    with pytest.raises(RuntimeError, match="stopped"):
+        stack.store.flush()
+    assert [key for key, _, _ in stack.emitted] == [b"a", b"b"]

@@ -170,6 +170,9 @@ class _Graph:
     def add_flusher(self, flush: Any) -> None:
         self.flushers.append(flush)
 
+    def forward_failed(self, exc: Exception) -> None:
+        raise exc
+
 
 def test_partials_go_out_on_flush_with_their_largest_timestamp_and_early_when_too_many_keys() -> None:
     graph = _Graph()

@@ -95,6 +95,11 @@ final class Programs {
             case "length": return (long) ((String) v).length();
             case "str": return String.valueOf(v);
             case "inc": return (Long) v + 1;
+            case "fail_x_or_2":  // for the processing exception handler: raises on "x" and on 2, else the value
+                if ("x".equals(v) || Long.valueOf(2).equals(v)) {
+                    throw new IllegalStateException("fail_x_or_2 refuses " + v);
+                }
+                return v;
             default: throw new IllegalArgumentException("unknown value mapper " + fn);
         }
     }

@@ -24,6 +24,7 @@ import org.apache.kafka.streams.TestInputTopic;
 import org.apache.kafka.streams.TestOutputTopic;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.TopologyTestDriver;
+import org.apache.kafka.streams.errors.LogAndContinueProcessingExceptionHandler;
 import org.apache.kafka.streams.test.TestRecord;
 
 /**
@@ -75,6 +76,10 @@ public final class SemanticsOracle {
         final Topology topology = builder.build(props);  // optimized as topology.optimization says
         if (config.has("statestore_cache_max_bytes")) {
             props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, config.get("statestore_cache_max_bytes").asLong());
+        }
+        if ("log_and_continue".equals(config.path("processing_exception_handler").asText(null))) {
+            props.put(StreamsConfig.PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG,
+                LogAndContinueProcessingExceptionHandler.class);
         }
         if ("payload".equals(config.path("timestamp_extractor").asText(null))) {
             props.put(StreamsConfig.DEFAULT_TIMESTAMP_EXTRACTOR_CLASS_CONFIG, PayloadTimestampExtractor.class);
