@@ -147,16 +147,17 @@ class CachingKeyValueStore:
         if not changed:
             return
         inner.put_all([entry for entry, _ in changed])  # written (and logged) before forwarded, as in Kafka
+        forwarded = 0  # an index, not the failed item's identity: mypyc unboxes the tuples
         try:  # free unless a forward fails
-            for item in changed:
-                (key, value), old = item
+            for (key, value), old in changed:
                 listener(key, value, old)
+                forwarded += 1
         except Exception as exc:
             on_error = self._on_forward_error
             if on_error is None:
                 raise
             on_error(exc)  # raises to stop the flush
-            _forward_rest(listener, changed, item, on_error)
+            _forward_rest(listener, changed, forwarded + 1, on_error)
 
     def flush_cache(self) -> None:
         """Write the dirty entries down and emit them, without flushing the store below."""
@@ -185,10 +186,10 @@ class CachingKeyValueStore:
 
 
 def _forward_rest(
-    listener: FlushListener, changed: list[tuple[Entry, bytes | None]], failed: object, on_error: ForwardErrorHandler
+    listener: FlushListener, changed: list[tuple[Entry, bytes | None]], start: int, on_error: ForwardErrorHandler
 ) -> None:
-    """The error path of a flush: forward the entries after the one that failed, each error to `on_error`."""
-    start = next(i for i, item in enumerate(changed) if item is failed) + 1
+    """The error path of a flush: forward the entries from `start` (after the one that failed), each error to
+    `on_error`."""
     pending = itertools.islice(changed, start, None)
     while True:
         try:
