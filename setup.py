@@ -44,7 +44,13 @@ def mypyc_extensions() -> tuple[list[Extension], dict[str, str]]:
         return [], {}
     config = compiled_config()
     paths = {m: f"{m.replace('.', '/')}.py" for m in config["COMPILED_MODULES"]}
-    extensions = mypycify(list(paths.values()), opt_level="3", group_name=config["GROUP"])
+    # the build environment has mypy, not streamlet's dependencies: modules it cannot find are typed as Any
+    options = ["--ignore-missing-imports"]
+    try:
+        extensions = mypycify([*options, *paths.values()], opt_level="3", group_name=config["GROUP"])
+    except (SystemExit, Exception) as exc:  # a type error or a mypyc limit: install the pure-Python modules
+        print(f"streamlet: mypyc did not compile {list(paths)} ({exc!r}); installing them as Python")
+        return [], {}
     for extension in extensions:
         extension.optional = True  # a failed compile leaves the pure-Python modules (_compiled.py checks the group)
     hashes = {m: hashlib.sha256((ROOT / p).read_bytes()).hexdigest() for m, p in paths.items()}
