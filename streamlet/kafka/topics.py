@@ -24,6 +24,8 @@ from streamlet.topology.topology import CHANGELOG_SUFFIX
 log = logging.getLogger(__name__)
 
 _UNKNOWN_TOPIC = 3
+#: how long a missing source or sink topic is looked for again at start-up before it is an error
+NEW_TOPIC_WAIT_S = 2.0
 _TOPIC_EXISTS = 36
 
 
@@ -83,10 +85,22 @@ class InternalTopicManager:
             counts[described["topic"]] = len(described["partitions"])
         return counts
 
+    async def existing_topics(self, topics: Iterable[str], wait_s: float = NEW_TOPIC_WAIT_S) -> dict[str, int]:
+        """`partition_counts`, asked again for up to `wait_s` while some topic is missing: a topic created just
+        before the application started may not have reached the broker that answers yet (on a cluster, each
+        broker learns of it from the controller a moment apart). Free when every topic is there."""
+        wanted = sorted(set(topics))
+        deadline = asyncio.get_running_loop().time() + wait_s
+        counts = await self.partition_counts(wanted)
+        while len(counts) < len(wanted) and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.1)  # the metadata the next describe reads, not a synchronisation of ours
+            counts = await self.partition_counts(wanted)
+        return counts
+
     async def require_source_topics(self, topics: Iterable[str]) -> dict[str, int]:
         """Partition counts of the source topics; a missing one raises MissingTopicError naming it."""
         wanted = sorted(set(topics))
-        counts = await self.partition_counts(wanted)
+        counts = await self.existing_topics(wanted)
         missing = [t for t in wanted if t not in counts]
         if missing:
             raise MissingTopicError(

@@ -286,7 +286,7 @@ class KafkaStreams:
         writers = self.topology.external_sink_topics()
         for topic, names in self.output_topics.items():
             writers.setdefault(topic, []).extend(names)
-        existing = await manager.partition_counts(sorted(writers))
+        existing = await manager.existing_topics(writers)
         missing = [
             f"{topic} (written by {', '.join(writers[topic])})" for topic in sorted(writers) if topic not in existing
         ]
