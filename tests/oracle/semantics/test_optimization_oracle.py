@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.oracle.semantics.test_driver_oracle import CONFIGS as STREAM_CONFIGS
 from tests.oracle.semantics.test_driver_oracle import HAND_WRITTEN as STREAM_CASES
 from tests.oracle.semantics.test_driver_oracle import check
 from tests.oracle.semantics.test_stream_joins_oracle import HAND_WRITTEN as JOIN_CASES
@@ -107,9 +108,10 @@ def test_optimized_cases_match_kafka_streams(oracle: SemanticsOracle, name: str,
 def test_stream_cases_with_every_optimization_match_kafka_streams(
     oracle: SemanticsOracle, name: str, cache: int
 ) -> None:
-    """Every hand-written case of test_driver_oracle.py again, optimized."""
+    """Every hand-written case of test_driver_oracle.py again, optimized, with its own settings but the cache's."""
     program, inputs = STREAM_CASES[name]
-    config = {"topology_optimization": ALL, "statestore_cache_max_bytes": cache}
+    own = {k: v for k, v in STREAM_CONFIGS.get(name, {}).items() if k != "statestore_cache_max_bytes"}
+    config = {**own, "topology_optimization": ALL, "statestore_cache_max_bytes": cache}
     check(oracle, {"program": program, "inputs": inputs, "config": config})
 
 
