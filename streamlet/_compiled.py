@@ -9,6 +9,10 @@ In both, `install()` puts a finder first on `sys.meta_path` that loads those mod
 A stale build also warns once: `pip install -e .` rebuilds it.
 
 No module of `streamlet` may be imported before `install()`: `streamlet/__init__.py` calls it first.
+
+mypyc ignores `raise ... from ...`: a compiled module assigns the error's `__cause__` before raising it
+(tests/unit/test_compiled.py checks). Node closures name themselves through `runtime.failing_node.raised_in`,
+not through frame locals, which compiled functions lack.
 """
 
 from __future__ import annotations
