@@ -36,6 +36,10 @@ COMPILED_MODULES = (
     "streamlet.state.caching_store",
     "streamlet.runtime.partitioner",
     "streamlet.runtime.record_collector",
+    "streamlet.runtime.failing_node",
+    "streamlet.runtime.stream_processors",
+    "streamlet.runtime.stream_aggregation",
+    "streamlet.runtime.processor_graph",
 )
 #: mypyc's shared library of the group: every compiled module needs it
 GROUP = "streamlet._mypyc"

@@ -159,7 +159,9 @@ class TaskProcessorGraph:
         except _PASSED_ON:
             raise
         except Exception as exc:
-            raise self._failure(exc, f"on record {topic}-{partition}@{offset}") from exc
+            failure = self._failure(exc, f"on record {topic}-{partition}@{offset}")
+            failure.__cause__ = exc  # mypyc ignores `raise ... from exc`
+            raise failure  # noqa: B904 (its cause is set)
 
     def forward_failed(self, exc: Exception) -> None:
         """A node raised on a record that a flush forwarded (a store's cache, a pre-aggregation's partials):
@@ -264,6 +266,8 @@ def _source(
     value_de = spec.value_serde.deserialize
     record = graph.record
     partition_times = graph.partition_times.setdefault(topic, {})  # per partition of this topic
+    # the user's extractor may return anything: checked below, not by mypyc's cast of a declared `int`
+    extract: Callable[[ConsumedRecord, int], object] | None = extractor
 
     def source(key: bytes | None, value: bytes | None, _node: str = spec.name) -> None:
         try:
@@ -271,16 +275,18 @@ def _source(
                 k = key_de(topic, key)
                 v = value_de(topic, value)
             except Exception as exc:
-                raise RecordDeserializationError(
+                undecodable = RecordDeserializationError(
                     f"cannot deserialize record {record.where()} at source {spec.name} (task {graph.task_id}): {exc}",
                     topic,
                     record.partition,
                     record.offset,
                     spec.name,
-                ) from exc
+                )
+                undecodable.__cause__ = exc  # mypyc ignores `raise ... from exc`
+                raise undecodable  # noqa: B904 (its cause is set)
             partition = record.partition
             partition_time = partition_times.get(partition, UNKNOWN)
-            if extractor is None:
+            if extract is None:
                 timestamp = record.timestamp
                 if timestamp < 0:
                     raise InvalidTimestampError(
@@ -293,7 +299,12 @@ def _source(
                     )
             else:
                 consumed = ConsumedRecord(topic, partition, record.offset, record.timestamp, k, v)
-                timestamp = extractor(consumed, partition_time)
+                extracted = extract(consumed, partition_time)
+                if not isinstance(extracted, int) or isinstance(extracted, bool):
+                    raise TypeError(
+                        f"the timestamp extractor returned {extracted!r} for record {record.where()}, not an int (ms)"
+                    )
+                timestamp = extracted
                 if timestamp < 0:  # Kafka's RecordQueue skips it, with a warning and a metric
                     graph.dropped.skipped(
                         _node,
@@ -341,13 +352,14 @@ def _sink(spec: SinkSpec, topic: str, context: TaskContext, graph: TaskProcessor
     send = context.send
     record = graph.record
 
-    partitioner = spec.partitioner
+    # the user's partitioner may return anything: the record collector checks it, not mypyc's cast of `int | None`
+    partitioner: Callable[[str, Any, Any, int], object] | None = spec.partitioner
     if partitioner is not None:
 
         def partitioned_sink(key: Any, value: Any, _node: str = spec.name) -> None:
             try:
 
-                def partition(num_partitions: int) -> int | None:
+                def partition(num_partitions: int) -> Any:
                     return partitioner(topic, key, value, num_partitions)
 
                 send(topic, key_ser(topic, key), value_ser(topic, value), record.timestamp, partition)

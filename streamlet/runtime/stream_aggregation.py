@@ -157,10 +157,12 @@ def _aggregation(
                 try:
                     total = unpack(value_of(old))[0] + 1
                 except struct.error as exc:
-                    raise SerializationError(
+                    corrupt = SerializationError(
                         f"store {store_name} holds a {len(old) - timestamped.TIMESTAMP_SIZE}-byte count for a key; "
                         "Size of data received by LongDeserializer is not 8"
-                    ) from exc
+                    )
+                    corrupt.__cause__ = exc  # mypyc ignores `raise ... from exc`
+                    raise corrupt  # noqa: B904 (its cause is set)
                 put(store_key, encode(max(record.timestamp, timestamp_of(old)), pack(total)))
             except Exception as exc:
                 raised_in(exc, _node)
