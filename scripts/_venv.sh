@@ -14,7 +14,7 @@ STAMP="$VENV/.streamlet-installed-$EXTRAS"
 stale_build() {
   [ ! -f "$STAMP" ] && return 0
   local source
-  for source in "$ROOT/pyproject.toml" "$ROOT/setup.py" "$ROOT"/streamlet/_native/*.c $("$PY" "$ROOT/streamlet/_compiled.py"); do
+  for source in "$ROOT/pyproject.toml" "$ROOT/setup.py" "$ROOT/streamlet/_compiled.py" "$ROOT"/streamlet/_native/*.c $("$PY" "$ROOT/streamlet/_compiled.py"); do
     [ "$source" -nt "$STAMP" ] && return 0
   done
   return 1

@@ -9,6 +9,10 @@ In both, `install()` puts a finder first on `sys.meta_path` that loads those mod
 A stale build also warns once: `pip install -e .` rebuilds it.
 
 No module of `streamlet` may be imported before `install()`: `streamlet/__init__.py` calls it first.
+
+mypyc ignores `raise ... from ...`: a compiled module assigns the error's `__cause__` before raising it
+(tests/unit/test_compiled.py checks). Node closures name themselves through `runtime.failing_node.raised_in`,
+not through frame locals, which compiled functions lack.
 """
 
 from __future__ import annotations
@@ -32,6 +36,10 @@ COMPILED_MODULES = (
     "streamlet.state.caching_store",
     "streamlet.runtime.partitioner",
     "streamlet.runtime.record_collector",
+    "streamlet.runtime.failing_node",
+    "streamlet.runtime.stream_processors",
+    "streamlet.runtime.stream_aggregation",
+    "streamlet.runtime.processor_graph",
 )
 #: mypyc's shared library of the group: every compiled module needs it
 GROUP = "streamlet._mypyc"

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from streamlet.runtime.failing_node import raised_in
 from streamlet.runtime.forwarding import Forward
 from streamlet.topology.nodes import BranchSpec
 
@@ -20,8 +21,12 @@ def split(spec: BranchSpec, children: Mapping[str, Forward]) -> Forward:
     targets = dict(children)
 
     def splitter(key: Any, value: Any, _node: str = spec.name) -> None:
-        child = choose(key, value)
-        if child is not None:
-            targets[child](key, value)
+        try:
+            child = choose(key, value)
+            if child is not None:
+                targets[child](key, value)
+        except Exception as exc:
+            raised_in(exc, _node)
+            raise
 
     return splitter

@@ -20,6 +20,7 @@ from typing import Any, Protocol, cast
 from streamlet.errors import StreamletError
 from streamlet.murmur3 import hash128
 from streamlet.runtime.dropped_records import STALE, DroppedRecords
+from streamlet.runtime.failing_node import raised_in
 from streamlet.runtime.forwarding import Forward
 from streamlet.runtime.record_context import RecordContext
 from streamlet.runtime.table_table_join import Getter, forward_at
@@ -98,39 +99,43 @@ def _subscription_send(
     left_join = fk.left_join
 
     def subscription_send(key: Any, change: Change, _node: str = spec.name) -> None:
-        new, old = change.new, change.old
-        hash_ = None if new is None else hash128(value_ser(value_topic, new) or b"")
+        try:
+            new, old = change.new, change.old
+            hash_ = None if new is None else hash128(value_ser(value_topic, new) or b"")
 
-        def send(foreign_key: Any, instruction: Instruction) -> None:
-            forward(foreign_key, SubscriptionWrapper(hash_, instruction, key, partition))
+            def send(foreign_key: Any, instruction: Instruction) -> None:
+                forward(foreign_key, SubscriptionWrapper(hash_, instruction, key, partition))
 
-        if old is not None:
-            old_fk = extract(key, old)
-            new_fk = None if new is None else extract(key, new)
-            changed = fk_ser(fk_topic, new_fk) != fk_ser(fk_topic, old_fk)
-            if left_join:
-                if old_fk is not None and changed:
+            if old is not None:
+                old_fk = extract(key, old)
+                new_fk = None if new is None else extract(key, new)
+                changed = fk_ser(fk_topic, new_fk) != fk_ser(fk_topic, old_fk)
+                if left_join:
+                    if old_fk is not None and changed:
+                        send(old_fk, Instruction.DELETE_KEY_NO_PROPAGATE)
+                    send(new_fk, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
+                elif old_fk is None and new_fk is None:
+                    graph.dropped.null_key_or_value(_node, graph.record)
+                elif old_fk is None:
+                    send(new_fk, Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE)
+                elif new_fk is None:
+                    send(old_fk, Instruction.DELETE_KEY_AND_PROPAGATE)
+                elif changed:
                     send(old_fk, Instruction.DELETE_KEY_NO_PROPAGATE)
-                send(new_fk, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
-            elif old_fk is None and new_fk is None:
-                graph.dropped.null_key_or_value(_node, graph.record)
-            elif old_fk is None:
-                send(new_fk, Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE)
-            elif new_fk is None:
-                send(old_fk, Instruction.DELETE_KEY_AND_PROPAGATE)
-            elif changed:
-                send(old_fk, Instruction.DELETE_KEY_NO_PROPAGATE)
-                send(new_fk, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
-            else:
-                send(new_fk, Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE)
-        elif new is not None:
-            new_fk = extract(key, new)
-            if left_join:
-                send(new_fk, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
-            elif new_fk is None:
-                graph.dropped.null_key_or_value(_node, graph.record)
-            else:
-                send(new_fk, Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE)
+                    send(new_fk, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
+                else:
+                    send(new_fk, Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE)
+            elif new is not None:
+                new_fk = extract(key, new)
+                if left_join:
+                    send(new_fk, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
+                elif new_fk is None:
+                    graph.dropped.null_key_or_value(_node, graph.record)
+                else:
+                    send(new_fk, Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE)
+        except Exception as exc:
+            raised_in(exc, _node)
+            raise
 
     return subscription_send
 
@@ -150,19 +155,23 @@ def _subscription_receive(
     record = graph.record
 
     def subscription_receive(foreign_key: Any, wrapper: SubscriptionWrapper, _node: str = spec.name) -> None:
-        if foreign_key is None and wrapper.instruction != Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE:
-            graph.dropped.null_key_or_value(_node, graph.record)
-            return
-        if wrapper.version > SUBSCRIPTION_VERSION:
-            raise UnsupportedVersionError("SubscriptionWrapper is of an incompatible version.")
-        if foreign_key is not None:
-            pk = pk_ser(pk_topic, wrapper.primary_key) or b""
-            key = combined_key(fk_ser(fk_topic, foreign_key) or b"", pk)
-            if wrapper.instruction in _DELETES:
-                store.delete(key)
-            else:
-                store.put(key, timestamped.encode(record.timestamp, encode_subscription(wrapper, pk)))
-        forward((foreign_key, wrapper.primary_key), (wrapper, record.timestamp))
+        try:
+            if foreign_key is None and wrapper.instruction != Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE:
+                graph.dropped.null_key_or_value(_node, graph.record)
+                return
+            if wrapper.version > SUBSCRIPTION_VERSION:
+                raise UnsupportedVersionError("SubscriptionWrapper is of an incompatible version.")
+            if foreign_key is not None:
+                pk = pk_ser(pk_topic, wrapper.primary_key) or b""
+                key = combined_key(fk_ser(fk_topic, foreign_key) or b"", pk)
+                if wrapper.instruction in _DELETES:
+                    store.delete(key)
+                else:
+                    store.put(key, timestamped.encode(record.timestamp, encode_subscription(wrapper, pk)))
+            forward((foreign_key, wrapper.primary_key), (wrapper, record.timestamp))
+        except Exception as exc:
+            raised_in(exc, _node)
+            raise
 
     return subscription_receive
 
@@ -173,22 +182,26 @@ def _subscription_join(
     record = graph.record
 
     def subscription_join(key: tuple[Any, Any], value: tuple[SubscriptionWrapper, int], _node: str = spec.name) -> None:
-        foreign_key, primary_key = key
-        wrapper, timestamp = value
-        found = None if foreign_key is None else get(foreign_key)
-        instruction = wrapper.instruction
-        if instruction == Instruction.DELETE_KEY_NO_PROPAGATE:
-            return
-        if instruction == Instruction.DELETE_KEY_AND_PROPAGATE:
-            foreign_value = None
-        elif found is not None:
-            foreign_value = found[0]
-        elif instruction == Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE:
-            foreign_value = None
-        else:
-            return
-        response = SubscriptionResponseWrapper(wrapper.hash, foreign_value, wrapper.primary_partition)
-        forward_at(record, forward, primary_key, response, timestamp if found is None else max(timestamp, found[1]))
+        try:
+            foreign_key, primary_key = key
+            wrapper, timestamp = value
+            found = None if foreign_key is None else get(foreign_key)
+            instruction = wrapper.instruction
+            if instruction == Instruction.DELETE_KEY_NO_PROPAGATE:
+                return
+            if instruction == Instruction.DELETE_KEY_AND_PROPAGATE:
+                foreign_value = None
+            elif found is not None:
+                foreign_value = found[0]
+            elif instruction == Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE:
+                foreign_value = None
+            else:
+                return
+            response = SubscriptionResponseWrapper(wrapper.hash, foreign_value, wrapper.primary_partition)
+            forward_at(record, forward, primary_key, response, timestamp if found is None else max(timestamp, found[1]))
+        except Exception as exc:
+            raised_in(exc, _node)
+            raise
 
     return subscription_join
 
@@ -207,16 +220,20 @@ def _foreign_table_join(
     fk_topic, pk_topic = topic + "-fk", topic + "-pk"
 
     def foreign_table_join(foreign_key: Any, change: Change, _node: str = spec.name) -> None:
-        if foreign_key is None:
-            graph.dropped.null_key_or_value(_node, graph.record)
-            return
-        prefix = combined_key_prefix(fk_ser(fk_topic, foreign_key) or b"")
-        for key, raw in store.range(prefix, _increment(prefix)):
-            if not key.startswith(prefix):
-                continue
-            hash_, _, _, partition, _ = decode_subscription(timestamped.value_of(raw))
-            primary_key = pk_de(pk_topic, split_combined_key(key)[1])
-            forward(primary_key, SubscriptionResponseWrapper(hash_, change.new, partition))
+        try:
+            if foreign_key is None:
+                graph.dropped.null_key_or_value(_node, graph.record)
+                return
+            prefix = combined_key_prefix(fk_ser(fk_topic, foreign_key) or b"")
+            for key, raw in store.range(prefix, _increment(prefix)):
+                if not key.startswith(prefix):
+                    continue
+                hash_, _, _, partition, _ = decode_subscription(timestamped.value_of(raw))
+                primary_key = pk_de(pk_topic, split_combined_key(key)[1])
+                forward(primary_key, SubscriptionResponseWrapper(hash_, change.new, partition))
+        except Exception as exc:
+            raised_in(exc, _node)
+            raise
 
     return foreign_table_join
 
@@ -235,18 +252,22 @@ def _response_join(
     left_join = fk.left_join
 
     def response_join(key: Any, response: SubscriptionResponseWrapper, _node: str = spec.name) -> None:
-        if response.version != RESPONSE_VERSION:
-            raise UnsupportedVersionError("SubscriptionResponseWrapper is of an incompatible version.")
-        found = get(key)
-        current = None if found is None else hash128(value_ser(value_topic, found[0]) or b"")
-        if response.original_value_hash != current:
-            graph.dropped.record(_node, STALE)  # the left value changed since: a newer response will follow
-            return
-        foreign_value = response.foreign_value
-        if foreign_value is None and (not left_join or found is None):
-            forward(key, None)
-        else:
-            forward(key, joiner(None if found is None else found[0], foreign_value))
+        try:
+            if response.version != RESPONSE_VERSION:
+                raise UnsupportedVersionError("SubscriptionResponseWrapper is of an incompatible version.")
+            found = get(key)
+            current = None if found is None else hash128(value_ser(value_topic, found[0]) or b"")
+            if response.original_value_hash != current:
+                graph.dropped.record(_node, STALE)  # the left value changed since: a newer response will follow
+                return
+            foreign_value = response.foreign_value
+            if foreign_value is None and (not left_join or found is None):
+                forward(key, None)
+            else:
+                forward(key, joiner(None if found is None else found[0], foreign_value))
+        except Exception as exc:
+            raised_in(exc, _node)
+            raise
 
     return response_join
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from streamlet.runtime.failing_node import raised_in
 from streamlet.runtime.forwarding import Forward
 from streamlet.runtime.ktable_processors import TaskProcessorGraph
 from streamlet.runtime.topic_names import TopicNames
@@ -31,12 +32,16 @@ def build(
     left = spec.op == n.STREAM_GLOBAL_TABLE_LEFT_JOIN
 
     def global_table_join(key: Any, value: Any, _node: str = spec.name) -> None:
-        table_key = key_mapper(key, value)
-        if value is None or (table_key is None and not left):
-            graph.dropped.null_key_or_value(_node, graph.record)
-            return
-        table_value = None if table_key is None else get(table_key)
-        if left or table_value is not None:
-            forward(key, joiner(value, table_value))
+        try:
+            table_key = key_mapper(key, value)
+            if value is None or (table_key is None and not left):
+                graph.dropped.null_key_or_value(_node, graph.record)
+                return
+            table_value = None if table_key is None else get(table_key)
+            if left or table_value is not None:
+                forward(key, joiner(value, table_value))
+        except Exception as exc:
+            raised_in(exc, _node)
+            raise
 
     return global_table_join

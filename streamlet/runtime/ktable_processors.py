@@ -20,6 +20,7 @@ from typing import Any, Protocol, TypeVar
 
 from streamlet.runtime import foreign_key_join
 from streamlet.runtime.dropped_records import DroppedRecords
+from streamlet.runtime.failing_node import raised_in
 from streamlet.runtime.forwarding import Forward
 from streamlet.runtime.record_context import RecordContext
 from streamlet.runtime.store_access import store_access
@@ -87,7 +88,11 @@ def _changes_of_aggregation(
     if not parent.send_old_values:
 
         def change_of(key: Any, value: Any, _node: str = spec.name) -> None:
-            processor(key, Change(value, None))
+            try:
+                processor(key, Change(value, None))
+            except Exception as exc:
+                raised_in(exc, _node)
+                raise
 
         return change_of
     (store_name,) = parent.stores
@@ -96,8 +101,12 @@ def _changes_of_aggregation(
     record = graph.record
 
     def change_with_old_of(key: Any, value: Any, _node: str = spec.name) -> None:
-        old = record.old_value
-        processor(key, Change(value, None if old is None else value_de(topic, old)))
+        try:
+            old = record.old_value
+            processor(key, Change(value, None if old is None else value_de(topic, old)))
+        except Exception as exc:
+            raised_in(exc, _node)
+            raise
 
     return change_with_old_of
 
@@ -114,8 +123,12 @@ def _changes_of_suppression(
     record = graph.record
 
     def change_of_suppressed(key: Any, value: Any, _node: str = spec.name) -> None:
-        old = record.old_value
-        processor(key, Change(value, None if old is None else value_de(topic, old)))
+        try:
+            old = record.old_value
+            processor(key, Change(value, None if old is None else value_de(topic, old)))
+        except Exception as exc:
+            raised_in(exc, _node)
+            raise
 
     return change_of_suppressed
 
@@ -131,7 +144,11 @@ def table_operation(
     if op == n.TABLE_TO_STREAM:
 
         def table_to_stream(key: Any, change: Change, _node: str = spec.name) -> None:
-            forward(key, change.new)
+            try:
+                forward(key, change.new)
+            except Exception as exc:
+                raised_in(exc, _node)
+                raise
 
         return table_to_stream
     if op == n.TABLE_SELECT:
@@ -179,20 +196,28 @@ def _table_source(
     if not spec.stores:
 
         def unmaterialized_source(key: Any, value: Any, _node: str = spec.name) -> None:
-            if key is None:
-                graph.dropped.null_key_or_value(_node, graph.record)
-                return
-            forward(key, Change(value, None))
+            try:
+                if key is None:
+                    graph.dropped.null_key_or_value(_node, graph.record)
+                    return
+                forward(key, Change(value, None))
+            except Exception as exc:
+                raised_in(exc, _node)
+                raise
 
         return unmaterialized_source
 
     write = _materialized(spec, forward, names, context, graph)
 
     def table_source(key: Any, value: Any, _node: str = spec.name) -> None:
-        if key is None:
-            graph.dropped.null_key_or_value(_node, graph.record)
-            return
-        write(key, value)
+        try:
+            if key is None:
+                graph.dropped.null_key_or_value(_node, graph.record)
+                return
+            write(key, value)
+        except Exception as exc:
+            raised_in(exc, _node)
+            raise
 
     return table_source
 
@@ -286,17 +311,21 @@ def _table_filter(spec: TableOperationSpec, forward: Forward, write: Write | Non
         return None
 
     def table_filter(key: Any, change: Change, _node: str = spec.name) -> None:
-        new = compute(key, change.new)
-        if write is not None:
-            # materialized with old values: the old value is the node's own stored one (Kafka's computeOldValue),
-            # not the upstream change's, which an unmaterialized parent never sends; without them every delete
-            # goes to the store (and its changelog), as in Kafka
-            write(key, new, skip_absent_delete=send_old)
-            return
-        old = compute(key, change.old) if send_old else None
-        if send_old and old is None and new is None:
-            return  # neither side passes: nothing changed downstream
-        forward(key, Change(new, old))
+        try:
+            new = compute(key, change.new)
+            if write is not None:
+                # materialized with old values: the old value is the node's own stored one (Kafka's computeOldValue),
+                # not the upstream change's, which an unmaterialized parent never sends; without them every delete
+                # goes to the store (and its changelog), as in Kafka
+                write(key, new, skip_absent_delete=send_old)
+                return
+            old = compute(key, change.old) if send_old else None
+            if send_old and old is None and new is None:
+                return  # neither side passes: nothing changed downstream
+            forward(key, Change(new, old))
+        except Exception as exc:
+            raised_in(exc, _node)
+            raise
 
     return table_filter
 
@@ -306,12 +335,16 @@ def _table_map_values(spec: TableOperationSpec, forward: Forward, write: Write |
     send_old = spec.send_old_values
 
     def table_map_values(key: Any, change: Change, _node: str = spec.name) -> None:
-        new = None if change.new is None else mapper(change.new)
-        if write is not None:
-            write(key, new)
-            return
-        old = mapper(change.old) if send_old and change.old is not None else None
-        forward(key, Change(new, old))
+        try:
+            new = None if change.new is None else mapper(change.new)
+            if write is not None:
+                write(key, new)
+                return
+            old = mapper(change.old) if send_old and change.old is not None else None
+            forward(key, Change(new, old))
+        except Exception as exc:
+            raised_in(exc, _node)
+            raise
 
     return table_map_values
 
@@ -327,19 +360,27 @@ def stream_table_join(
     if spec.op == n.STREAM_TABLE_LEFT_JOIN:
 
         def left_join(key: Any, value: Any, _node: str = spec.name) -> None:
-            if value is None:
-                graph.dropped.null_key_or_value(_node, graph.record)
-                return
-            forward(key, joiner(value, None if key is None else get(key)))
+            try:
+                if value is None:
+                    graph.dropped.null_key_or_value(_node, graph.record)
+                    return
+                forward(key, joiner(value, None if key is None else get(key)))
+            except Exception as exc:
+                raised_in(exc, _node)
+                raise
 
         return left_join
 
     def join(key: Any, value: Any, _node: str = spec.name) -> None:
-        if key is None or value is None:
-            graph.dropped.null_key_or_value(_node, graph.record)
-            return
-        table_value = get(key)
-        if table_value is not None:
-            forward(key, joiner(value, table_value))
+        try:
+            if key is None or value is None:
+                graph.dropped.null_key_or_value(_node, graph.record)
+                return
+            table_value = get(key)
+            if table_value is not None:
+                forward(key, joiner(value, table_value))
+        except Exception as exc:
+            raised_in(exc, _node)
+            raise
 
     return join

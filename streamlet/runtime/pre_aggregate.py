@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from streamlet.errors import TopologyError
 from streamlet.runtime.dropped_records import DroppedRecords
+from streamlet.runtime.failing_node import raised_in
 from streamlet.runtime.forwarding import Forward
 from streamlet.runtime.record_context import RecordContext
 from streamlet.topology.nodes import PreAggregateSpec
@@ -53,26 +54,30 @@ def pre_aggregate_node(
             record.timestamp = current
 
     def pre_aggregate(key: Any, value: Any, _node: str = spec.name) -> None:
-        if key is None:
-            return  # the repartition filter would drop it
-        if value is None:
-            graph.dropped.null_key_or_value(_node, graph.record)
-            return
         try:
-            entry = partials.get(key)
-        except TypeError:
-            raise TopologyError(
-                f"pre-aggregation {spec.name} keeps partials by key, and a {type(key).__name__} key is not "
-                "hashable: give the grouping a hashable key, or aggregate without pre-aggregation"
-            ) from None
-        if entry is None:
-            partials[key] = [fold(key, NO_PARTIAL, value), record.timestamp]
-            if len(partials) >= max_keys:
-                flush()
-            return
-        entry[0] = fold(key, entry[0], value)
-        if record.timestamp > entry[1]:
-            entry[1] = record.timestamp
+            if key is None:
+                return  # the repartition filter would drop it
+            if value is None:
+                graph.dropped.null_key_or_value(_node, graph.record)
+                return
+            try:
+                entry = partials.get(key)
+            except TypeError:
+                raise TopologyError(
+                    f"pre-aggregation {spec.name} keeps partials by key, and a {type(key).__name__} key is not "
+                    "hashable: give the grouping a hashable key, or aggregate without pre-aggregation"
+                ) from None
+            if entry is None:
+                partials[key] = [fold(key, NO_PARTIAL, value), record.timestamp]
+                if len(partials) >= max_keys:
+                    flush()
+                return
+            entry[0] = fold(key, entry[0], value)
+            if record.timestamp > entry[1]:
+                entry[1] = record.timestamp
+        except Exception as exc:
+            raised_in(exc, _node)
+            raise
 
     graph.add_flusher(flush)
     return pre_aggregate

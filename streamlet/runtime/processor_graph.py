@@ -17,26 +17,12 @@ table nodes in `ktable_processors`, joins in their modules).
 from __future__ import annotations
 
 from collections.abc import Callable
-from types import TracebackType
 from typing import Any
 
 from streamlet.errors import StreamsFailure, TopologyError
-from streamlet.runtime import (
-    branch_processors,
-    foreign_key_join,
-    global_table_join,
-    ktable_processors,
-    pre_aggregate,
-    session_aggregation,
-    sliding_aggregation,
-    stream_aggregation,
-    stream_join,
-    stream_processors,
-    suppress_processor,
-    table_aggregation,
-    table_table_join,
-)
+from streamlet.runtime import branch_processors, stream_join
 from streamlet.runtime.dropped_records import INVALID_TIMESTAMP, DroppedRecords
+from streamlet.runtime.failing_node import failing_node, raised_in
 from streamlet.runtime.forwarding import Forward, fanout
 from streamlet.runtime.processor_builders import build_processor
 from streamlet.runtime.punctuation import TaskPunctuations
@@ -56,44 +42,6 @@ from streamlet.topology.nodes import BranchSpec, ProcessorSpec, SinkSpec, Source
 from streamlet.topology.timestamps import UNKNOWN, ConsumedRecord, TimestampExtractor
 
 __all__ = ["TaskProcessorGraph", "build_task_graph"]
-
-#: the modules whose node closures name themselves (`_node`) to `failing_node`: every module that builds them
-#: (tests/unit/runtime/test_failing_node.py checks that none is missing)
-_NODE_MODULES = frozenset(
-    module.__file__
-    for module in (
-        branch_processors,
-        foreign_key_join,
-        global_table_join,
-        ktable_processors,
-        pre_aggregate,
-        session_aggregation,
-        sliding_aggregation,
-        stream_aggregation,
-        stream_join,
-        stream_processors,
-        suppress_processor,
-        table_aggregation,
-        table_table_join,
-    )
-) | {__file__}
-
-
-def failing_node(tb: TracebackType | None) -> str | None:
-    """The innermost processor node on a traceback: the one whose own code (or user function) raised.
-
-    Every node closure carries its name as the default of its `_node` parameter, which costs nothing per
-    record; only this error path looks at it.
-    """
-    node = None
-    while tb is not None:
-        code = tb.tb_frame.f_code
-        if code.co_filename in _NODE_MODULES and "_node" in code.co_varnames:
-            name = tb.tb_frame.f_locals.get("_node")
-            if isinstance(name, str):
-                node = name
-        tb = tb.tb_next
-    return node
 
 
 class TaskProcessorGraph:
@@ -211,7 +159,9 @@ class TaskProcessorGraph:
         except _PASSED_ON:
             raise
         except Exception as exc:
-            raise self._failure(exc, f"on record {topic}-{partition}@{offset}") from exc
+            failure = self._failure(exc, f"on record {topic}-{partition}@{offset}")
+            failure.__cause__ = exc  # mypyc ignores `raise ... from exc`
+            raise failure  # noqa: B904 (its cause is set)
 
     def forward_failed(self, exc: Exception) -> None:
         """A node raised on a record that a flush forwarded (a store's cache, a pre-aggregation's partials):
@@ -226,7 +176,7 @@ class TaskProcessorGraph:
         self.on_flush_error(error)
 
     def _failure(self, exc: Exception, which: str) -> RecordProcessingError:
-        node = failing_node(exc.__traceback__)
+        node = failing_node(exc)
         production = isinstance(exc, RecordTooLargeError) or node in self._sinks
         return RecordProcessingError(
             f"task {self.task_id}: processor {node} raised {exc!r} {which}", node, exc, production=production
@@ -316,55 +266,68 @@ def _source(
     value_de = spec.value_serde.deserialize
     record = graph.record
     partition_times = graph.partition_times.setdefault(topic, {})  # per partition of this topic
+    # the user's extractor may return anything: checked below, not by mypyc's cast of a declared `int`
+    extract: Callable[[ConsumedRecord, int], object] | None = extractor
 
     def source(key: bytes | None, value: bytes | None, _node: str = spec.name) -> None:
         try:
-            k = key_de(topic, key)
-            v = value_de(topic, value)
-        except Exception as exc:
-            raise RecordDeserializationError(
-                f"cannot deserialize record {record.where()} at source {spec.name} (task {graph.task_id}): {exc}",
-                topic,
-                record.partition,
-                record.offset,
-                spec.name,
-            ) from exc
-        partition = record.partition
-        partition_time = partition_times.get(partition, UNKNOWN)
-        if extractor is None:
-            timestamp = record.timestamp
-            if timestamp < 0:
-                raise InvalidTimestampError(
-                    f"record {record.where()} has invalid (negative) timestamp {timestamp}; the producer "
-                    "gave it none: set a timestamp_extractor (Kafka's FailOnInvalidTimestamp)",
+            try:
+                k = key_de(topic, key)
+                v = value_de(topic, value)
+            except Exception as exc:
+                undecodable = RecordDeserializationError(
+                    f"cannot deserialize record {record.where()} at source {spec.name} (task {graph.task_id}): {exc}",
                     topic,
-                    partition,
+                    record.partition,
                     record.offset,
                     spec.name,
                 )
-        else:
-            consumed = ConsumedRecord(topic, partition, record.offset, record.timestamp, k, v)
-            timestamp = extractor(consumed, partition_time)
-            if timestamp < 0:  # Kafka's RecordQueue skips it, with a warning and a metric
-                graph.dropped.skipped(
-                    _node,
-                    INVALID_TIMESTAMP,
-                    "Skipping record due to negative extracted timestamp. processor=[%s] task=[%s] topic=[%s] "
-                    "partition=[%d] offset=[%d] extractedTimestamp=[%d]",
-                    _node,
-                    graph.task_id,
-                    topic,
-                    partition,
-                    record.offset,
-                    timestamp,
-                )
-                return
-            record.timestamp = timestamp
-        if timestamp > partition_time:
-            partition_times[partition] = timestamp
-        if timestamp > graph.stream_time:
-            graph.stream_time = timestamp
-        forward(k, v)
+                undecodable.__cause__ = exc  # mypyc ignores `raise ... from exc`
+                raise undecodable  # noqa: B904 (its cause is set)
+            partition = record.partition
+            partition_time = partition_times.get(partition, UNKNOWN)
+            if extract is None:
+                timestamp = record.timestamp
+                if timestamp < 0:
+                    raise InvalidTimestampError(
+                        f"record {record.where()} has invalid (negative) timestamp {timestamp}; the producer "
+                        "gave it none: set a timestamp_extractor (Kafka's FailOnInvalidTimestamp)",
+                        topic,
+                        partition,
+                        record.offset,
+                        spec.name,
+                    )
+            else:
+                consumed = ConsumedRecord(topic, partition, record.offset, record.timestamp, k, v)
+                extracted = extract(consumed, partition_time)
+                if not isinstance(extracted, int) or isinstance(extracted, bool):
+                    raise TypeError(
+                        f"the timestamp extractor returned {extracted!r} for record {record.where()}, not an int (ms)"
+                    )
+                timestamp = extracted
+                if timestamp < 0:  # Kafka's RecordQueue skips it, with a warning and a metric
+                    graph.dropped.skipped(
+                        _node,
+                        INVALID_TIMESTAMP,
+                        "Skipping record due to negative extracted timestamp. processor=[%s] task=[%s] topic=[%s] "
+                        "partition=[%d] offset=[%d] extractedTimestamp=[%d]",
+                        _node,
+                        graph.task_id,
+                        topic,
+                        partition,
+                        record.offset,
+                        timestamp,
+                    )
+                    return
+                record.timestamp = timestamp
+            if timestamp > partition_time:
+                partition_times[partition] = timestamp
+            if timestamp > graph.stream_time:
+                graph.stream_time = timestamp
+            forward(k, v)
+        except Exception as exc:
+            raised_in(exc, _node)
+            raise
 
     if extractor is not None:
 
@@ -389,18 +352,28 @@ def _sink(spec: SinkSpec, topic: str, context: TaskContext, graph: TaskProcessor
     send = context.send
     record = graph.record
 
-    partitioner = spec.partitioner
+    # the user's partitioner may return anything: the record collector checks it, not mypyc's cast of `int | None`
+    partitioner: Callable[[str, Any, Any, int], object] | None = spec.partitioner
     if partitioner is not None:
 
         def partitioned_sink(key: Any, value: Any, _node: str = spec.name) -> None:
-            def partition(num_partitions: int) -> int | None:
-                return partitioner(topic, key, value, num_partitions)
+            try:
 
-            send(topic, key_ser(topic, key), value_ser(topic, value), record.timestamp, partition)
+                def partition(num_partitions: int) -> Any:
+                    return partitioner(topic, key, value, num_partitions)
+
+                send(topic, key_ser(topic, key), value_ser(topic, value), record.timestamp, partition)
+            except Exception as exc:
+                raised_in(exc, _node)
+                raise
 
         return partitioned_sink
 
     def sink(key: Any, value: Any, _node: str = spec.name) -> None:
-        send(topic, key_ser(topic, key), value_ser(topic, value), record.timestamp)
+        try:
+            send(topic, key_ser(topic, key), value_ser(topic, value), record.timestamp)
+        except Exception as exc:
+            raised_in(exc, _node)
+            raise
 
     return sink

@@ -54,7 +54,9 @@ def _choose(choose: DeferredPartition, topic: str, num_partitions: int) -> int |
     try:
         partition = user_function(num_partitions)
     except Exception as exc:
-        raise ProductionError(f"the partitioner of a record for topic {topic} failed: {exc!r}") from exc
+        error = ProductionError(f"the partitioner of a record for topic {topic} failed: {exc!r}")
+        error.__cause__ = exc  # mypyc ignores `raise ... from exc`
+        raise error  # noqa: B904 (its cause is set)
     if partition is None:
         return None
     if not isinstance(partition, int) or isinstance(partition, bool) or not 0 <= partition < num_partitions:
@@ -179,7 +181,9 @@ class RecordCollector:
         try:
             await self._drain()
         except aiokafka_errors.KafkaError as exc:
-            raise TransactionFencedError(f"the producer refused this transaction's records: {exc!r}") from exc
+            fenced = TransactionFencedError(f"the producer refused this transaction's records: {exc!r}")
+            fenced.__cause__ = exc  # mypyc ignores `raise ... from exc`
+            raise fenced  # noqa: B904 (its cause is set)
 
     async def _drain(self) -> None:
         if self._transactional and (self._queue or self._dead_letters):
@@ -224,10 +228,12 @@ class RecordCollector:
         try:
             found = await asyncio.wait_for(self._producer.partitions_for(topic), self._missing_topic_timeout_s)
         except (TimeoutError, aiokafka_errors.UnknownTopicOrPartitionError):
-            raise MissingTopicError(
+            missing = MissingTopicError(
                 f"topic {topic} does not exist, and a task writes a record to it. Create it (`streamlet topics "
                 f"create {topic} --partitions N`); streamlet creates only its internal topics"
-            ) from None
+            )
+            missing.__cause__ = None  # mypyc ignores `raise ... from None`
+            raise missing  # noqa: B904 (its cause is set)
         partitions = self._partitions[topic] = sorted(found)
         return partitions
 
@@ -302,12 +308,14 @@ class RecordCollector:
             await asyncio.wait_for(self._producer.start(), max_block_ms / 1000)
         except TimeoutError:
             await self._producer.stop()
-            raise StreamletError(
+            error = StreamletError(
                 f"exactly_once_v2 needs transactions, but no transaction coordinator answered for transactional "
                 f"id {transactional_id!r} within max_block_ms={max_block_ms}. Check that the brokers run the "
                 "transaction state log (transaction.state.log.replication.factor and min.isr no larger than "
                 "the brokers available), or use processing_guarantee=at_least_once."
-            ) from None
+            )
+            error.__cause__ = None  # mypyc ignores `raise ... from None`
+            raise error  # noqa: B904 (its cause is set)
 
     async def _begin_transaction(self) -> None:
         if not self._in_transaction:
@@ -357,7 +365,9 @@ def _raise_if_failed(future: asyncio.Future[RecordMetadata]) -> RecordMetadata:
         raise ProductionError("a produced record was not acknowledged after the producer flush")
     exc = future.exception()
     if exc is not None:
-        raise ProductionError(f"producing a record failed: {exc!r}") from exc
+        error = ProductionError(f"producing a record failed: {exc!r}")
+        error.__cause__ = exc  # mypyc ignores `raise ... from exc`
+        raise error  # noqa: B904 (its cause is set)
     return future.result()
 
 

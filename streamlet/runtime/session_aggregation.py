@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from streamlet.runtime.aggregate_functions import Graph, aggregate_functions
+from streamlet.runtime.failing_node import raised_in
 from streamlet.runtime.forwarding import Forward
 from streamlet.runtime.store_access import store_access
 from streamlet.runtime.topic_names import TopicNames
@@ -63,27 +64,31 @@ def session_aggregation(
     store.set_flush_listener(on_flush)
 
     def session_aggregate(key: Any, value: Any, _node: str = spec.name) -> None:
-        if key is None:
-            graph.dropped.null_key_or_value(_node, record)
-            return
-        timestamp = record.timestamp
-        if timestamp > observed[0]:
-            observed[0] = timestamp
-        close_time = observed[0] - grace - gap
-        key_bytes = key_ser(topic, key)
-        merged = list(find_sessions(store, key_bytes, timestamp - gap, timestamp + gap))
-        aggregate = initial()
-        start = end = timestamp
-        for store_key, raw in merged:
-            aggregate = merge(key, aggregate, decode(raw))
-            start = min(start, schema.start_of(store_key))
-            end = max(end, schema.end_of(store_key))
-        if end < close_time:  # late: the merged session closed
-            graph.dropped.late(_node, record, start, end, close_time, observed[0], inclusive_end=True)
-            return
-        if start != timestamp or end != timestamp:
-            for store_key, _ in merged:
-                put(store_key, None)
-        put(schema.to_store_key(key_bytes, start, end), encode(update(key, value, aggregate)))
+        try:
+            if key is None:
+                graph.dropped.null_key_or_value(_node, record)
+                return
+            timestamp = record.timestamp
+            if timestamp > observed[0]:
+                observed[0] = timestamp
+            close_time = observed[0] - grace - gap
+            key_bytes = key_ser(topic, key)
+            merged = list(find_sessions(store, key_bytes, timestamp - gap, timestamp + gap))
+            aggregate = initial()
+            start = end = timestamp
+            for store_key, raw in merged:
+                aggregate = merge(key, aggregate, decode(raw))
+                start = min(start, schema.start_of(store_key))
+                end = max(end, schema.end_of(store_key))
+            if end < close_time:  # late: the merged session closed
+                graph.dropped.late(_node, record, start, end, close_time, observed[0], inclusive_end=True)
+                return
+            if start != timestamp or end != timestamp:
+                for store_key, _ in merged:
+                    put(store_key, None)
+            put(schema.to_store_key(key_bytes, start, end), encode(update(key, value, aggregate)))
+        except Exception as exc:
+            raised_in(exc, _node)
+            raise
 
     return session_aggregate

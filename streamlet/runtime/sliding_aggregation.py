@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from streamlet.runtime.aggregate_functions import Graph, aggregate_functions
+from streamlet.runtime.failing_node import raised_in
 from streamlet.runtime.forwarding import Forward
 from streamlet.runtime.store_access import store_access
 from streamlet.runtime.topic_names import TopicNames
@@ -195,21 +196,31 @@ def sliding_aggregation(
         update_window(key, key_bytes, value, 0, _make(initial(), timestamp) if combined is None else combined)
 
     def sliding_aggregate(key: Any, value: Any, _node: str = spec.name) -> None:
-        if key is None or value is None:
-            graph.dropped.null_key_or_value(_node, record)
-            return
-        timestamp = record.timestamp
-        if timestamp > observed[0]:
-            observed[0] = timestamp
-        if timestamp + difference < observed[0] - grace:  # late: every window of the record closed
-            graph.dropped.late(
-                _node, record, timestamp - difference, timestamp, observed[0] - grace, observed[0], inclusive_end=True
-            )
-            return
-        key_bytes = key_ser(topic, key)
-        if timestamp < difference:
-            process_early(key, key_bytes, value)
-        else:
-            process_reverse(key, key_bytes, value)
+        try:
+            if key is None or value is None:
+                graph.dropped.null_key_or_value(_node, record)
+                return
+            timestamp = record.timestamp
+            if timestamp > observed[0]:
+                observed[0] = timestamp
+            if timestamp + difference < observed[0] - grace:  # late: every window of the record closed
+                graph.dropped.late(
+                    _node,
+                    record,
+                    timestamp - difference,
+                    timestamp,
+                    observed[0] - grace,
+                    observed[0],
+                    inclusive_end=True,
+                )
+                return
+            key_bytes = key_ser(topic, key)
+            if timestamp < difference:
+                process_early(key, key_bytes, value)
+            else:
+                process_reverse(key, key_bytes, value)
+        except Exception as exc:
+            raised_in(exc, _node)
+            raise
 
     return sliding_aggregate

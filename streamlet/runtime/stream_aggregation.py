@@ -16,6 +16,7 @@ from typing import Any
 
 from streamlet.errors import SerializationError
 from streamlet.runtime.aggregate_functions import Graph
+from streamlet.runtime.failing_node import raised_in
 from streamlet.runtime.forwarding import Forward, noop
 from streamlet.runtime.session_aggregation import session_aggregation
 from streamlet.runtime.sliding_aggregation import sliding_aggregation
@@ -90,7 +91,11 @@ def _other_window_aggregation(
     aggregate = build(spec, None if forward is noop else forward, names, store, graph)
 
     def windowed_aggregate(key: Any, value: Any, _node: str = spec.name) -> None:
-        aggregate(key, value)
+        try:
+            aggregate(key, value)
+        except Exception as exc:
+            raised_in(exc, _node)
+            raise
 
     return windowed_aggregate
 
@@ -138,24 +143,30 @@ def _aggregation(
         zero = pack(0)  # count's initial aggregate
 
         def count(key: Any, value: Any, _node: str = spec.name) -> None:
-            if key is None or value is None:
-                graph.dropped.null_key_or_value(_node, record)
-                return
-            store_key = key_ser(topic, key)
-            old = get(store_key)
-            if direct:
-                replaced[0] = zero if old is None else value_of(old)
-            if old is None:
-                put(store_key, encode(record.timestamp, pack(1)))
-                return
             try:
-                total = unpack(value_of(old))[0] + 1
-            except struct.error as exc:
-                raise SerializationError(
-                    f"store {store_name} holds a {len(old) - timestamped.TIMESTAMP_SIZE}-byte count for a key; "
-                    "Size of data received by LongDeserializer is not 8"
-                ) from exc
-            put(store_key, encode(max(record.timestamp, timestamp_of(old)), pack(total)))
+                if key is None or value is None:
+                    graph.dropped.null_key_or_value(_node, record)
+                    return
+                store_key = key_ser(topic, key)
+                old = get(store_key)
+                if direct:
+                    replaced[0] = zero if old is None else value_of(old)
+                if old is None:
+                    put(store_key, encode(record.timestamp, pack(1)))
+                    return
+                try:
+                    total = unpack(value_of(old))[0] + 1
+                except struct.error as exc:
+                    corrupt = SerializationError(
+                        f"store {store_name} holds a {len(old) - timestamped.TIMESTAMP_SIZE}-byte count for a key; "
+                        "Size of data received by LongDeserializer is not 8"
+                    )
+                    corrupt.__cause__ = exc  # mypyc ignores `raise ... from exc`
+                    raise corrupt  # noqa: B904 (its cause is set)
+                put(store_key, encode(max(record.timestamp, timestamp_of(old)), pack(total)))
+            except Exception as exc:
+                raised_in(exc, _node)
+                raise
 
         return count
 
@@ -163,36 +174,44 @@ def _aggregation(
     if op == n.REDUCE:
 
         def reduce(key: Any, value: Any, _node: str = spec.name) -> None:
-            if key is None or value is None:
-                graph.dropped.null_key_or_value(_node, record)
-                return
-            store_key = key_ser(topic, key)
-            old = get(store_key)
-            if direct:
-                replaced[0] = None if old is None else value_of(old)
-            if old is None:
-                put(store_key, encode(record.timestamp, value_ser(topic, value)))
-                return
-            new = fn(value_de(topic, value_of(old)), value)
-            put(store_key, encode(max(record.timestamp, timestamp_of(old)), value_ser(topic, new)))
+            try:
+                if key is None or value is None:
+                    graph.dropped.null_key_or_value(_node, record)
+                    return
+                store_key = key_ser(topic, key)
+                old = get(store_key)
+                if direct:
+                    replaced[0] = None if old is None else value_of(old)
+                if old is None:
+                    put(store_key, encode(record.timestamp, value_ser(topic, value)))
+                    return
+                new = fn(value_de(topic, value_of(old)), value)
+                put(store_key, encode(max(record.timestamp, timestamp_of(old)), value_ser(topic, new)))
+            except Exception as exc:
+                raised_in(exc, _node)
+                raise
 
         return reduce
 
     initializer: Any = spec.initializer
 
     def aggregate(key: Any, value: Any, _node: str = spec.name) -> None:
-        if key is None or value is None:
-            graph.dropped.null_key_or_value(_node, record)
-            return
-        store_key = key_ser(topic, key)
-        old = get(store_key)
-        if old is None:
-            current, timestamp = initializer(), record.timestamp
-        else:
-            current, timestamp = value_de(topic, value_of(old)), max(record.timestamp, timestamp_of(old))
-        if direct:
-            replaced[0] = value_ser(topic, current) if old is None else value_of(old)
-        put(store_key, encode(timestamp, value_ser(topic, fn(key, value, current))))
+        try:
+            if key is None or value is None:
+                graph.dropped.null_key_or_value(_node, record)
+                return
+            store_key = key_ser(topic, key)
+            old = get(store_key)
+            if old is None:
+                current, timestamp = initializer(), record.timestamp
+            else:
+                current, timestamp = value_de(topic, value_of(old)), max(record.timestamp, timestamp_of(old))
+            if direct:
+                replaced[0] = value_ser(topic, current) if old is None else value_of(old)
+            put(store_key, encode(timestamp, value_ser(topic, fn(key, value, current))))
+        except Exception as exc:
+            raised_in(exc, _node)
+            raise
 
     return aggregate
 
@@ -268,29 +287,33 @@ def _window_aggregation(
         decode_value = lambda raw: value_de(topic, raw)  # noqa: E731
 
     def window_aggregate(key: Any, value: Any, _node: str = spec.name) -> None:
-        if key is None:
-            graph.dropped.null_key_or_value(_node, record)
-            return
-        timestamp = record.timestamp
-        if timestamp > observed[0]:
-            observed[0] = timestamp
-        close_time = observed[0] - grace
-        key_bytes = key_ser(topic, key)
-        for window in windows.windows_for(timestamp):
-            if window.end <= close_time:  # late: the window closed
-                graph.dropped.late(_node, record, window.start, window.end, close_time, observed[0])
-                continue
-            store_key = window_key_schema.to_store_key(key_bytes, window.start)
-            old = get(store_key)
-            if old is None:
-                aggregate, new_timestamp = initial(), timestamp
-            else:
-                aggregate, new_timestamp = decode_value(value_of(old)), max(timestamp, timestamp_of(old))
-            if direct:  # Kafka forwards the aggregate it started from (the initial one for a new window)
-                replaced[0] = (
-                    value_of(old) if old is not None else None if aggregate is None else encode_value(aggregate)
-                )
-            new = encode_value(update(key, value, aggregate))
-            put(store_key, None if new is None else timestamped.encode(new_timestamp, new))
+        try:
+            if key is None:
+                graph.dropped.null_key_or_value(_node, record)
+                return
+            timestamp = record.timestamp
+            if timestamp > observed[0]:
+                observed[0] = timestamp
+            close_time = observed[0] - grace
+            key_bytes = key_ser(topic, key)
+            for window in windows.windows_for(timestamp):
+                if window.end <= close_time:  # late: the window closed
+                    graph.dropped.late(_node, record, window.start, window.end, close_time, observed[0])
+                    continue
+                store_key = window_key_schema.to_store_key(key_bytes, window.start)
+                old = get(store_key)
+                if old is None:
+                    aggregate, new_timestamp = initial(), timestamp
+                else:
+                    aggregate, new_timestamp = decode_value(value_of(old)), max(timestamp, timestamp_of(old))
+                if direct:  # Kafka forwards the aggregate it started from (the initial one for a new window)
+                    replaced[0] = (
+                        value_of(old) if old is not None else None if aggregate is None else encode_value(aggregate)
+                    )
+                new = encode_value(update(key, value, aggregate))
+                put(store_key, None if new is None else timestamped.encode(new_timestamp, new))
+        except Exception as exc:
+            raised_in(exc, _node)
+            raise
 
     return window_aggregate

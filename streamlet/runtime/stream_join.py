@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, Protocol, cast
 
 from streamlet.runtime.dropped_records import LATE, DroppedRecords
+from streamlet.runtime.failing_node import raised_in
 from streamlet.runtime.forwarding import Forward
 from streamlet.runtime.record_context import RecordContext
 from streamlet.runtime.store_access import store_access
@@ -100,16 +101,20 @@ def _windowed(
     segments = _segmented(store)
 
     def windowed(key: Any, value: Any, _node: str = spec.name) -> None:
-        timestamp = record.timestamp
-        forward(key, value)
-        if key is not None:
-            # out of order and in a dropped segment: the store drops the write, no later record can join it
-            if segments is not None and timestamp < segments.observed_stream_time and value is not None:
-                if segments.is_expired(timestamp):
-                    _expired(graph, _node, record, segments)
-            seqnum[0] = (seqnum[0] + 1) & _MAX_SEQNUM
-            store_key = window_key_schema.to_store_key(key_ser(topic, key), timestamp, seqnum[0])
-            store.put(store_key, value_ser(topic, value))  # a null value is logged, not stored
+        try:
+            timestamp = record.timestamp
+            forward(key, value)
+            if key is not None:
+                # out of order and in a dropped segment: the store drops the write, no later record can join it
+                if segments is not None and timestamp < segments.observed_stream_time and value is not None:
+                    if segments.is_expired(timestamp):
+                        _expired(graph, _node, record, segments)
+                seqnum[0] = (seqnum[0] + 1) & _MAX_SEQNUM
+                store_key = window_key_schema.to_store_key(key_ser(topic, key), timestamp, seqnum[0])
+                store.put(store_key, value_ser(topic, value))  # a null value is logged, not stored
+        except Exception as exc:
+            raised_in(exc, _node)
+            raise
 
     return windowed
 
@@ -212,33 +217,37 @@ def _join(
             store.delete(previous)
 
     def stream_join(key: Any, value: Any, _node: str = spec.name) -> None:
-        timestamp = record.timestamp
-        if timestamp > tracker.stream_time:
-            tracker.stream_time = timestamp
-        if outer and key is None and value is not None:
-            forward(key, joiner(value, None))
-            return
-        if key is None or value is None:
-            graph.dropped.null_key_or_value(_node, graph.record)
-            return
-        if shared is not None and timestamp == tracker.stream_time:
-            emit_non_joined(shared)
-        time_from, time_to = max(0, timestamp - before), max(0, timestamp + after)
-        key_bytes = key_ser(this_topic, key)
-        partners = list(_fetch(other_store, key_bytes, time_from, time_to))
-        for other_timestamp, other_value in partners:
-            if shared is not None:  # the partner no longer waits for one
-                shared.delete_if_present(_TIMESTAMP.pack(other_timestamp) + other_side + key_bytes)
-            forward_at(key, joiner(value, other_de(other_topic, other_value)), max(timestamp, other_timestamp))
-        if not outer or partners:
-            return
-        if shared is None or time_to < tracker.stream_time:  # its window closed already: no partner can come
-            forward(key, joiner(value, None))
-            return
-        tracker.min_time = min(tracker.min_time, timestamp)
-        value_bytes = this_ser(this_topic, value)
-        assert value_bytes is not None  # a non-null value
-        shared.append(_TIMESTAMP.pack(timestamp) + this_side + key_bytes, this_side, value_bytes)
+        try:
+            timestamp = record.timestamp
+            if timestamp > tracker.stream_time:
+                tracker.stream_time = timestamp
+            if outer and key is None and value is not None:
+                forward(key, joiner(value, None))
+                return
+            if key is None or value is None:
+                graph.dropped.null_key_or_value(_node, graph.record)
+                return
+            if shared is not None and timestamp == tracker.stream_time:
+                emit_non_joined(shared)
+            time_from, time_to = max(0, timestamp - before), max(0, timestamp + after)
+            key_bytes = key_ser(this_topic, key)
+            partners = list(_fetch(other_store, key_bytes, time_from, time_to))
+            for other_timestamp, other_value in partners:
+                if shared is not None:  # the partner no longer waits for one
+                    shared.delete_if_present(_TIMESTAMP.pack(other_timestamp) + other_side + key_bytes)
+                forward_at(key, joiner(value, other_de(other_topic, other_value)), max(timestamp, other_timestamp))
+            if not outer or partners:
+                return
+            if shared is None or time_to < tracker.stream_time:  # its window closed already: no partner can come
+                forward(key, joiner(value, None))
+                return
+            tracker.min_time = min(tracker.min_time, timestamp)
+            value_bytes = this_ser(this_topic, value)
+            assert value_bytes is not None  # a non-null value
+            shared.append(_TIMESTAMP.pack(timestamp) + this_side + key_bytes, this_side, value_bytes)
+        except Exception as exc:
+            raised_in(exc, _node)
+            raise
 
     return stream_join
 
@@ -270,28 +279,32 @@ def _self_join(
             record.timestamp = current
 
     def self_join(key: Any, value: Any, _node: str = spec.name) -> None:
-        if key is None or value is None:
-            graph.dropped.null_key_or_value(_node, graph.record)
-            return
-        timestamp = record.timestamp
-        joined_with_self = joiner(value, value)
-        if timestamp > tracker.stream_time:
-            tracker.stream_time = timestamp
-        emit_self = timestamp > tracker.stream_time - retention + 1
-        emitted_self = False
-        key_bytes = key_ser(topic, key)
-        this_from, this_to = max(0, timestamp - windows.before_ms), max(0, timestamp + windows.after_ms)
-        for other_timestamp, raw in list(_fetch(store, key_bytes, this_from, this_to)):
-            forward_at(key, joiner(value, value_de(topic, raw)), max(timestamp, other_timestamp))
-        other_from, other_to = max(0, timestamp - windows.after_ms), max(0, timestamp + windows.before_ms)
-        for other_timestamp, raw in list(_fetch(store, key_bytes, other_from, other_to)):
-            later = max(timestamp, other_timestamp)
-            if timestamp < later and not emitted_self and emit_self:
-                emitted_self = True
+        try:
+            if key is None or value is None:
+                graph.dropped.null_key_or_value(_node, graph.record)
+                return
+            timestamp = record.timestamp
+            joined_with_self = joiner(value, value)
+            if timestamp > tracker.stream_time:
+                tracker.stream_time = timestamp
+            emit_self = timestamp > tracker.stream_time - retention + 1
+            emitted_self = False
+            key_bytes = key_ser(topic, key)
+            this_from, this_to = max(0, timestamp - windows.before_ms), max(0, timestamp + windows.after_ms)
+            for other_timestamp, raw in list(_fetch(store, key_bytes, this_from, this_to)):
+                forward_at(key, joiner(value, value_de(topic, raw)), max(timestamp, other_timestamp))
+            other_from, other_to = max(0, timestamp - windows.after_ms), max(0, timestamp + windows.before_ms)
+            for other_timestamp, raw in list(_fetch(store, key_bytes, other_from, other_to)):
+                later = max(timestamp, other_timestamp)
+                if timestamp < later and not emitted_self and emit_self:
+                    emitted_self = True
+                    forward_at(key, joined_with_self, timestamp)
+                forward_at(key, joiner(value_de(topic, raw), value), later)
+            if not emitted_self and emit_self:
                 forward_at(key, joined_with_self, timestamp)
-            forward_at(key, joiner(value_de(topic, raw), value), later)
-        if not emitted_self and emit_self:
-            forward_at(key, joined_with_self, timestamp)
+        except Exception as exc:
+            raised_in(exc, _node)
+            raise
 
     return self_join
 

@@ -2,8 +2,8 @@
 `KStreamPeek`, `KStreamProcessor`, ...), one builder per operation.
 
 Each node is a closure calling its child's forward directly; it carries its name as the default of its
-`_node` parameter, which costs nothing per record and lets `processor_graph.failing_node` name the processor
-whose user function raised.
+`_node` parameter and marks the errors raised in it (`streamlet.runtime.failing_node`), which costs nothing
+per record and names the processor whose user function raised.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from streamlet.errors import TopologyError
 from streamlet.runtime.dropped_records import DroppedRecords
+from streamlet.runtime.failing_node import raised_in
 from streamlet.runtime.forwarding import Forward
 from streamlet.runtime.processor_context import ProcessorContext
 from streamlet.runtime.punctuation import TaskPunctuations
@@ -36,69 +37,105 @@ class Graph(Protocol):
 
 def _filter(node: str, fn: Any, forward: Forward) -> Forward:
     def filter_(key: Any, value: Any, _node: str = node) -> None:
-        if fn(key, value):
-            forward(key, value)
+        try:
+            if fn(key, value):
+                forward(key, value)
+        except Exception as exc:
+            raised_in(exc, _node)
+            raise
 
     return filter_
 
 
 def _filter_not(node: str, fn: Any, forward: Forward) -> Forward:
     def filter_not(key: Any, value: Any, _node: str = node) -> None:
-        if not fn(key, value):
-            forward(key, value)
+        try:
+            if not fn(key, value):
+                forward(key, value)
+        except Exception as exc:
+            raised_in(exc, _node)
+            raise
 
     return filter_not
 
 
 def _map_values(node: str, fn: Any, forward: Forward) -> Forward:
     def map_values(key: Any, value: Any, _node: str = node) -> None:
-        forward(key, fn(value))
+        try:
+            forward(key, fn(value))
+        except Exception as exc:
+            raised_in(exc, _node)
+            raise
 
     return map_values
 
 
 def _flat_map_values(node: str, fn: Any, forward: Forward) -> Forward:
     def flat_map_values(key: Any, value: Any, _node: str = node) -> None:
-        for item in fn(value):
-            forward(key, item)
+        try:
+            for item in fn(value):
+                forward(key, item)
+        except Exception as exc:
+            raised_in(exc, _node)
+            raise
 
     return flat_map_values
 
 
 def _map(node: str, fn: Any, forward: Forward) -> Forward:
     def map_(key: Any, value: Any, _node: str = node) -> None:
-        new_key, new_value = fn(key, value)
-        forward(new_key, new_value)
+        try:
+            new_key, new_value = fn(key, value)
+            forward(new_key, new_value)
+        except Exception as exc:
+            raised_in(exc, _node)
+            raise
 
     return map_
 
 
 def _flat_map(node: str, fn: Any, forward: Forward) -> Forward:
     def flat_map(key: Any, value: Any, _node: str = node) -> None:
-        for new_key, new_value in fn(key, value):
-            forward(new_key, new_value)
+        try:
+            for new_key, new_value in fn(key, value):
+                forward(new_key, new_value)
+        except Exception as exc:
+            raised_in(exc, _node)
+            raise
 
     return flat_map
 
 
 def _select_key(node: str, fn: Any, forward: Forward) -> Forward:
     def select_key(key: Any, value: Any, _node: str = node) -> None:
-        forward(fn(key, value), value)
+        try:
+            forward(fn(key, value), value)
+        except Exception as exc:
+            raised_in(exc, _node)
+            raise
 
     return select_key
 
 
 def _peek(node: str, fn: Any, forward: Forward) -> Forward:
     def peek(key: Any, value: Any, _node: str = node) -> None:
-        fn(key, value)
-        forward(key, value)
+        try:
+            fn(key, value)
+            forward(key, value)
+        except Exception as exc:
+            raised_in(exc, _node)
+            raise
 
     return peek
 
 
 def _foreach(node: str, fn: Any, forward: Forward) -> Forward:
     def foreach(key: Any, value: Any, _node: str = node) -> None:
-        fn(key, value)
+        try:
+            fn(key, value)
+        except Exception as exc:
+            raised_in(exc, _node)
+            raise
 
     return foreach
 
@@ -107,8 +144,12 @@ def _repartition_filter(node: str, fn: Any, forward: Forward) -> Forward:
     """Null keys are dropped before a repartition topic, as in Kafka Streams."""
 
     def repartition_filter(key: Any, value: Any, _node: str = node) -> None:
-        if key is not None:
-            forward(key, value)
+        try:
+            if key is not None:
+                forward(key, value)
+        except Exception as exc:
+            raised_in(exc, _node)
+            raise
 
     return repartition_filter
 
@@ -152,6 +193,10 @@ def process(spec: ProcessSpec, forward: Forward, names: TopicNames, context: Tas
         raise TopologyError(f"processor factory of node {spec.name} returned {processor!r}, not a callable")
 
     def process(key: Any, value: Any, _node: str = spec.name) -> None:
-        processor(key, value)
+        try:
+            processor(key, value)
+        except Exception as exc:
+            raised_in(exc, _node)
+            raise
 
     return process

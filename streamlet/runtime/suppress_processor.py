@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any, Protocol, cast
 
 from streamlet.errors import StreamsFailure, TopologyError
+from streamlet.runtime.failing_node import raised_in
 from streamlet.runtime.forwarding import Forward
 from streamlet.runtime.record_context import RecordContext
 from streamlet.runtime.task_context import TaskContext
@@ -84,22 +85,26 @@ def build_suppress(
         return buffer.num_records > max_records or buffer.buffer_size > max_bytes
 
     def suppress(key: Any, value: Any, _node: str = node) -> None:
-        timestamp = record.timestamp
-        if timestamp > observed[0]:
-            observed[0] = timestamp
-        buffer_time = key.window.end if window_close else timestamp
-        context = BufferedContext(timestamp, record.offset, record.topic, record.partition)
-        new = None if value is None else value_ser(topic, value)
-        buffer.put(buffer_time, key_ser(topic, key), new, record.old_value, context)
-        expiry = observed[0] - wait
-        buffer.evict_while(lambda: buffer.min_timestamp <= expiry, emit)
-        if over_capacity():
-            if emit_early:
-                buffer.evict_while(over_capacity, emit)
-                return
-            raise StreamsFailure(
-                f"{node} buffer exceeded its max capacity. Currently [{buffer.num_records}/{max_records}] records "
-                f"and [{buffer.buffer_size}/{max_bytes}] bytes."
-            )
+        try:
+            timestamp = record.timestamp
+            if timestamp > observed[0]:
+                observed[0] = timestamp
+            buffer_time = key.window.end if window_close else timestamp
+            context = BufferedContext(timestamp, record.offset, record.topic, record.partition)
+            new = None if value is None else value_ser(topic, value)
+            buffer.put(buffer_time, key_ser(topic, key), new, record.old_value, context)
+            expiry = observed[0] - wait
+            buffer.evict_while(lambda: buffer.min_timestamp <= expiry, emit)
+            if over_capacity():
+                if emit_early:
+                    buffer.evict_while(over_capacity, emit)
+                    return
+                raise StreamsFailure(
+                    f"{node} buffer exceeded its max capacity. Currently [{buffer.num_records}/{max_records}] records "
+                    f"and [{buffer.buffer_size}/{max_bytes}] bytes."
+                )
+        except Exception as exc:
+            raised_in(exc, _node)
+            raise
 
     return suppress

@@ -21,6 +21,7 @@ from typing import Any, cast
 
 from streamlet.errors import StreamsFailure
 from streamlet.runtime.aggregate_functions import Graph
+from streamlet.runtime.failing_node import raised_in
 from streamlet.runtime.forwarding import Forward
 from streamlet.runtime.store_access import store_access
 from streamlet.runtime.topic_names import TopicNames
@@ -43,17 +44,21 @@ def table_select(spec: TableOperationSpec, forward: Forward) -> Forward:
         return None if pair[0] is None or pair[1] is None else pair
 
     def table_select(key: Any, change: Change, _node: str = spec.name) -> None:
-        if key is None:
-            raise StreamsFailure("Record key for the grouping KTable should not be null.")
-        new = select(key, change.new)
-        old = select(key, change.old)
-        if old is not None and new is not None and old[0] == new[0]:
-            forward(old[0], Change(new[1], old[1]))
-            return
-        if old is not None:
-            forward(old[0], Change(None, old[1]))
-        if new is not None:
-            forward(new[0], Change(new[1], None))
+        try:
+            if key is None:
+                raise StreamsFailure("Record key for the grouping KTable should not be null.")
+            new = select(key, change.new)
+            old = select(key, change.old)
+            if old is not None and new is not None and old[0] == new[0]:
+                forward(old[0], Change(new[1], old[1]))
+                return
+            if old is not None:
+                forward(old[0], Change(None, old[1]))
+            if new is not None:
+                forward(new[0], Change(new[1], None))
+        except Exception as exc:
+            raised_in(exc, _node)
+            raise
 
     return table_select
 
@@ -92,31 +97,35 @@ def table_aggregation(
     reduce = spec.op == n.TABLE_REDUCE
 
     def table_aggregate(key: Any, change: Change, _node: str = spec.name) -> None:
-        if key is None:
-            raise StreamsFailure(
-                f"Record key for KTable aggregate operator with state {store_name} should not be null."
-            )
-        store_key = key_ser(topic, key)
-        stored = get(store_key)
-        old_agg = None if stored is None else value_de(topic, value_of(stored))
-        timestamp = record.timestamp
-        agg = old_agg
-        if change.old is not None and old_agg is not None:
-            agg = subtractor(old_agg, change.old) if reduce else subtractor(key, change.old, old_agg)
-            timestamp = max(timestamp, timestamp_of(cast(bytes, stored)))
-        if change.new is not None:
-            if agg is None:
-                agg = change.new if reduce else adder(key, change.new, initializer())
-            else:
-                agg = adder(agg, change.new) if reduce else adder(key, change.new, agg)
-            if stored is not None:
-                timestamp = max(timestamp, timestamp_of(stored))
-        serialized = None if agg is None else value_ser(topic, agg)
-        current = record.timestamp
-        record.timestamp = timestamp  # a delete written through (no cache) goes down with the result's time
         try:
-            put(store_key, None if serialized is None else timestamped.encode(timestamp, serialized))
-        finally:
-            record.timestamp = current
+            if key is None:
+                raise StreamsFailure(
+                    f"Record key for KTable aggregate operator with state {store_name} should not be null."
+                )
+            store_key = key_ser(topic, key)
+            stored = get(store_key)
+            old_agg = None if stored is None else value_de(topic, value_of(stored))
+            timestamp = record.timestamp
+            agg = old_agg
+            if change.old is not None and old_agg is not None:
+                agg = subtractor(old_agg, change.old) if reduce else subtractor(key, change.old, old_agg)
+                timestamp = max(timestamp, timestamp_of(cast(bytes, stored)))
+            if change.new is not None:
+                if agg is None:
+                    agg = change.new if reduce else adder(key, change.new, initializer())
+                else:
+                    agg = adder(agg, change.new) if reduce else adder(key, change.new, agg)
+                if stored is not None:
+                    timestamp = max(timestamp, timestamp_of(stored))
+            serialized = None if agg is None else value_ser(topic, agg)
+            current = record.timestamp
+            record.timestamp = timestamp  # a delete written through (no cache) goes down with the result's time
+            try:
+                put(store_key, None if serialized is None else timestamped.encode(timestamp, serialized))
+            finally:
+                record.timestamp = current
+        except Exception as exc:
+            raised_in(exc, _node)
+            raise
 
     return table_aggregate

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from streamlet.runtime.aggregate_functions import Graph
+from streamlet.runtime.failing_node import raised_in
 from streamlet.runtime.forwarding import Forward
 from streamlet.runtime.record_context import RecordContext
 from streamlet.topology import nodes as n
@@ -45,23 +46,27 @@ def table_table_join(spec: TableJoinSpec, forward: Forward, get: Getter, graph: 
         forward_at(record, forward, key, Change(new, old), timestamp)
 
     def table_table_join(key: Any, change: Change, _node: str = spec.name) -> None:
-        if key is None:
-            graph.dropped.null_key_or_value(_node, graph.record)
-            return
-        found = get(key)
-        if found is None:
-            if op in (n.TABLE_JOIN_INNER, n.TABLE_JOIN_RIGHT) or (change.new is None and change.old is None):
+        try:
+            if key is None:
+                graph.dropped.null_key_or_value(_node, graph.record)
                 return
-            other, timestamp = None, record.timestamp
-        else:
-            other, timestamp = found[0], max(record.timestamp, found[1])
-        if op == n.TABLE_JOIN_RIGHT:  # the right side of a left join: the left side's value is there
-            emit(key, joiner(change.new, other), joiner(change.old, other) if send_old else None, timestamp)
-            return
-        outer = op == n.TABLE_JOIN_OUTER and other is not None
-        new = joiner(change.new, other) if change.new is not None or outer else None
-        old = joiner(change.old, other) if send_old and (change.old is not None or outer) else None
-        emit(key, new, old, timestamp)
+            found = get(key)
+            if found is None:
+                if op in (n.TABLE_JOIN_INNER, n.TABLE_JOIN_RIGHT) or (change.new is None and change.old is None):
+                    return
+                other, timestamp = None, record.timestamp
+            else:
+                other, timestamp = found[0], max(record.timestamp, found[1])
+            if op == n.TABLE_JOIN_RIGHT:  # the right side of a left join: the left side's value is there
+                emit(key, joiner(change.new, other), joiner(change.old, other) if send_old else None, timestamp)
+                return
+            outer = op == n.TABLE_JOIN_OUTER and other is not None
+            new = joiner(change.new, other) if change.new is not None or outer else None
+            old = joiner(change.old, other) if send_old and (change.old is not None or outer) else None
+            emit(key, new, old, timestamp)
+        except Exception as exc:
+            raised_in(exc, _node)
+            raise
 
     return table_table_join
 
@@ -76,14 +81,22 @@ def join_merger(
         assert direct_old is not None
 
         def materialized_merge(key: Any, change: Change, _node: str = spec.name) -> None:
-            direct_old[0] = change.old
-            write(key, change.new)
+            try:
+                direct_old[0] = change.old
+                write(key, change.new)
+            except Exception as exc:
+                raised_in(exc, _node)
+                raise
 
         return materialized_merge
     if spec.send_old_values:
         return forward
 
     def merge(key: Any, change: Change, _node: str = spec.name) -> None:
-        forward(key, Change(change.new, None))
+        try:
+            forward(key, Change(change.new, None))
+        except Exception as exc:
+            raised_in(exc, _node)
+            raise
 
     return merge

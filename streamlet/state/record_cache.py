@@ -199,7 +199,9 @@ class RecordCache:
         try:
             return self._caches[namespace]
         except KeyError:
-            raise KeyError(f"cache namespace {namespace!r} is not registered") from None
+            error = KeyError(f"cache namespace {namespace!r} is not registered")
+            error.__cause__ = None  # mypyc ignores `raise ... from None`
+            raise error  # noqa: B904 (its cause is set)
 
     def get(self, namespace: str, key: bytes) -> CacheEntry | None:
         return self._cache(namespace).get(key)

@@ -1,5 +1,6 @@
 """Which build of the mypyc-compiled modules is imported (streamlet/_compiled.py)."""
 
+import ast
 import importlib.machinery
 import json
 import os
@@ -73,3 +74,15 @@ def test_the_environment_variable_gives_the_sources_in_a_real_import() -> None:
     assert all(f.endswith(".py") for f in _loaded_files({**env, _compiled.PURE_PYTHON_ENV: "1"}))
     if all(_compiled.built(m) for m in _compiled.COMPILED_MODULES):  # an install with mypyc (scripts/_venv.sh)
         assert not any(f.endswith(".py") for f in _loaded_files(env))
+
+
+def test_compiled_modules_set_causes_themselves() -> None:
+    """mypyc ignores `raise ... from ...` (the error would lose its `__cause__`, and `from None` would not hide
+    the context): the compiled modules assign `__cause__` before raising."""
+    raising_from = [
+        f"{module}:{node.lineno}"
+        for module in _compiled.COMPILED_MODULES
+        for node in ast.walk(ast.parse(_compiled.source_path(module).read_text()))
+        if isinstance(node, ast.Raise) and node.cause is not None
+    ]
+    assert raising_from == []

@@ -1,6 +1,7 @@
-"""Which processor a user function raised in: every module that builds node closures names them (`_node`), so
-the error the user sees, and the processing exception handler, get the node of the table, join or
-pre-aggregation that called the function, not the stream node upstream of it (`processor_graph.failing_node`).
+"""Which processor a user function raised in: every node closure marks the exceptions raised in it (`raised_in`,
+the innermost node's mark wins), so the error the user sees, and the processing exception handler, get the node
+of the table, join or pre-aggregation that called the function, not the stream node upstream of it
+(`streamlet.runtime.failing_node`).
 
 Driven through the TopologyTestDriver, which runs the runtime's processor graph."""
 
@@ -14,6 +15,7 @@ from typing import Any, NoReturn
 import pytest
 
 from streamlet.runtime import processor_graph
+from streamlet.runtime.failing_node import failing_node, raised_in
 from streamlet.runtime.task_context import RecordProcessingError
 from streamlet.testing import TopologyTestDriver
 from streamlet.topology import StreamsBuilder
@@ -113,17 +115,47 @@ def test_a_pre_aggregated_aggregate_aggregator(tmp_path: Path) -> None:
     assert _raised_in(builder, pipe, tmp_path) == "total-preaggregate"
 
 
-def _builds_node_closures(path: Path) -> bool:
-    """Whether a module defines a function with a `_node` parameter (the node closures' convention)."""
+def test_the_innermost_node_names_the_error_once() -> None:
+    error = ValueError("kept by a user function")
+    raised_in(error, "inner")
+    raised_in(error, "outer")
+    assert failing_node(error) == "inner"
+    raised_in(error, "later")  # raised again on another record: named afresh
+    assert failing_node(error) == "later"
+    assert failing_node(ValueError("raised outside every node")) is None
+
+
+def _node_closures(path: Path) -> list[ast.FunctionDef]:
+    """The functions with a `_node` parameter: the node closures' convention."""
     tree = ast.parse(path.read_text())
-    return any(
-        isinstance(node, ast.FunctionDef) and any(arg.arg == "_node" for arg in node.args.args)
+    return [
+        node
         for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef) and any(arg.arg == "_node" for arg in node.args.args)
+    ]
+
+
+def _marks_its_errors(function: ast.FunctionDef) -> bool:
+    """Whether the body is `try: ... except Exception as exc: raised_in(exc, _node); raise` (after a docstring)."""
+    body = function.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    if len(body) != 1 or not isinstance(body[0], ast.Try):
+        return False
+    block = body[0]
+    if len(block.handlers) != 1 or block.orelse or block.finalbody:
+        return False
+    handler = block.handlers[0]
+    expected = [ast.dump(statement) for statement in ast.parse(f"raised_in({handler.name}, _node)\nraise").body]
+    return (
+        isinstance(handler.type, ast.Name)
+        and handler.type.id == "Exception"
+        and [ast.dump(statement) for statement in handler.body] == expected
     )
 
 
-def test_failing_node_reads_every_module_that_builds_node_closures() -> None:
-    builders = {path.name for path in RUNTIME.glob("*.py") if _builds_node_closures(path)}
-    registered = {Path(name).name for name in processor_graph._NODE_MODULES}
-    assert "ktable_processors.py" in builders  # the scan finds them
-    assert builders == registered
+def test_every_node_closure_marks_the_errors_raised_in_it() -> None:
+    closures = {f"{path.name}:{f.name}": f for path in RUNTIME.glob("*.py") for f in _node_closures(path)}
+    assert "ktable_processors.py:table_map_values" in closures  # the scan finds them
+    assert "processor_graph.py:sink" in closures
+    assert [name for name, function in closures.items() if not _marks_its_errors(function)] == []

@@ -10,14 +10,18 @@ from typing import Any
 import pytest
 
 from streamlet.errors import SerializationError, TopologyError
+from streamlet.runtime import processor_graph
+from streamlet.runtime.record_context import RecordContext
 from streamlet.runtime.task_context import (
     RecordDeserializationError,
     RecordProcessingError,
     StateStore,
     TaskContext,
 )
+from streamlet.serdes import serde_from_name
 from streamlet.task_id import TaskId
 from streamlet.topology import StreamsBuilder, Topology
+from streamlet.topology.nodes import SinkSpec
 from tests.unit.runtime._support import CachingStore, DictStore, FakeContext, Sent, graph_of
 from tests.unit.topology.test_describe import wordcount_builder
 
@@ -276,3 +280,17 @@ def test_task_graph_metadata() -> None:
     assert task.nodes == topology.subtopology(1).nodes
     assert set(ctx.stores) == {"counts-store"}
     assert ctx.stores["counts-store"].listener is not None
+
+
+def test_a_sinks_partitioner_choice_reaches_the_record_collector_unchecked() -> None:
+    """The record collector checks a partitioner's choice, with its precise error; compiled, the sink must not
+    cast it to `int | None` first (mypyc would raise a TypeError of its own)."""
+    string = serde_from_name("str")
+    choose: Any = lambda topic, key, value, num_partitions: "0"  # noqa: E731
+    spec = SinkSpec("sink", ("up",), "out", string, string, partitioner=choose)
+    context = FakeContext(TaskId(0, 0))
+    graph = processor_graph.TaskProcessorGraph(TaskId(0, 0), "app", 0, RecordContext())
+    processor_graph._sink(spec, "out", context, graph)("k", "v")
+    (sent,) = context.sent
+    assert callable(sent.partition)
+    assert sent.partition(3) == "0"

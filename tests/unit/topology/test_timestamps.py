@@ -7,7 +7,7 @@ import pytest
 from streamlet.config import StreamsConfig
 from streamlet.errors import ConfigError
 from streamlet.runtime.processor_graph import build_task_graph
-from streamlet.runtime.task_context import InvalidTimestampError
+from streamlet.runtime.task_context import InvalidTimestampError, RecordProcessingError
 from streamlet.runtime.topic_names import TopicNames
 from streamlet.task_id import TaskId
 from streamlet.topology import StreamsBuilder
@@ -61,3 +61,19 @@ def test_config_resolves_module_function_strings() -> None:
         StreamsConfig("app", timestamp_extractor="nope")
     with pytest.raises(ConfigError):
         StreamsConfig("app", timestamp_extractor=42)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("returned", [1.5, None, True])
+def test_an_extractor_returning_no_int_fails_the_record_at_its_source(returned: object) -> None:
+    """Checked the same whether the graph runs compiled (mypyc would refuse a non-int) or not."""
+    names = TopicNames(_passthrough().build(), "app")
+    graph = build_task_graph(
+        names,
+        TaskId(0, 0),
+        FakeContext(TaskId(0, 0)),
+        timestamp_extractor=lambda record, partition_time: returned,  # type: ignore[arg-type, return-value]
+    )
+    with pytest.raises(RecordProcessingError, match=r"returned .* for record in-0@0, not an int") as info:
+        graph.process("in", 0, 0, 1, b"k", b"v")
+    assert isinstance(info.value.cause, TypeError)
+    assert info.value.node == "KSTREAM-SOURCE-0000000000"
