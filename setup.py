@@ -62,6 +62,13 @@ class BuildExt(build_ext):
 
     def run(self) -> None:
         super().run()
+        if self.inplace:  # an extension left from an older build (a module no longer compiled) would shadow its source
+            built = {Path(self.get_ext_fullpath(e.name)).resolve() for e in self.extensions}
+            suffix = str(self.get_ext_filename("x"))[1:]
+            for stale in (ROOT / "streamlet").rglob(f"*{suffix}"):
+                if stale.resolve() not in built:
+                    print(f"streamlet: removing {stale.relative_to(ROOT)}, an extension this build does not make")
+                    stale.unlink()
         if not COMPILED_HASHES:
             return
         group = self.get_ext_fullpath(compiled_config()["GROUP"] + "__mypyc")
