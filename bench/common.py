@@ -227,15 +227,21 @@ def _build_native(tree: Path) -> None:
     """Compile the tree's C extensions in place (the worktree has no install) as its `setup.py` would: a baseline
     without them runs the pure-Python fallbacks and looks slower than it is. That includes the source hash
     (`SOURCE_SHA256`): a tree that checks it (streamlet.kafka.native_modules) refuses a module built without it."""
+    if (tree / "streamlet" / "_compiled.py").exists():  # setup.py builds the C and the mypyc modules as installed
+        subprocess.run([str(LIB_PY), "setup.py", "-q", "build_ext", "--inplace"], cwd=tree, check=True)
+    else:
+        _compile_c(tree)
+    # the tree's own loader (where it has one) must take what was built, or the baseline would run pure Python
+    subprocess.run(
+        [str(LIB_PY), "-c", _NATIVE_CHECK], env={**os.environ, "PYTHONPATH": str(tree)}, cwd=tree, check=True
+    )
+
+
+def _compile_c(tree: Path) -> None:
+    """The C files of a tree from before `setup.py` built mypyc modules, compiled by hand with its flags and hash."""
     import hashlib
     import sysconfig
 
-    if (tree / "streamlet" / "_compiled.py").exists():  # setup.py builds the C and the mypyc modules as installed
-        subprocess.run([str(LIB_PY), "setup.py", "-q", "build_ext", "--inplace"], cwd=tree, check=True)
-        subprocess.run(
-            [str(LIB_PY), "-c", _NATIVE_CHECK], env={**os.environ, "PYTHONPATH": str(tree)}, cwd=tree, check=True
-        )
-        return
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
     flags = [*str(sysconfig.get_config_var("CFLAGS")).split(), *str(sysconfig.get_config_var("CCSHARED")).split()]
     for source in sorted((tree / "streamlet" / "_native").glob("*.c")):
@@ -250,10 +256,6 @@ def _build_native(tree: Path) -> None:
         ]
         command += [f"-I{sysconfig.get_paths()['include']}", str(source), "-o", str(target)]
         subprocess.run(command, check=True)
-    # the tree's own loader (where it has one) must take what was built, or the baseline would run pure Python
-    subprocess.run(
-        [str(LIB_PY), "-c", _NATIVE_CHECK], env={**os.environ, "PYTHONPATH": str(tree)}, cwd=tree, check=True
-    )
 
 
 _NATIVE_CHECK = """
@@ -277,8 +279,9 @@ try:
     from streamlet import _compiled
 except ImportError:
     sys.exit(0)
-if _compiled.from_source({})[1]:
-    sys.exit(f"the baseline's mypyc modules would not be used: {_compiled.from_source({})[1]}")
+reasons = _compiled.from_source({})[1]
+if reasons:
+    sys.exit(f"the baseline's mypyc modules would not be used: {reasons}")
 """
 
 
