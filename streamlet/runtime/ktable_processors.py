@@ -97,18 +97,7 @@ def _changes_of_aggregation(
         return change_of
     (store_name,) = parent.stores
     value_de = names.topology.stores[store_name].value_serde.deserialize
-    topic = names.changelog_topic(store_name)
-    record = graph.record
-
-    def change_with_old_of(key: Any, value: Any, _node: str = spec.name) -> None:
-        try:
-            old = record.old_value
-            processor(key, Change(value, None if old is None else value_de(topic, old)))
-        except Exception as exc:
-            raised_in(exc, _node)
-            raise
-
-    return change_with_old_of
+    return _with_old_value(spec.name, processor, value_de, names.changelog_topic(store_name), graph)
 
 
 def _changes_of_suppression(
@@ -119,10 +108,17 @@ def _changes_of_suppression(
     makes its parent send old values)."""
     (buffer,) = parent.stores
     value_de = names.topology.stores[buffer].value_serde.deserialize
-    topic = buffer_topic(names, buffer)
+    return _with_old_value(spec.name, processor, value_de, buffer_topic(names, buffer), graph)
+
+
+def _with_old_value(
+    node: str, processor: Forward, value_de: Callable[[str, bytes], Any], topic: str, graph: TaskProcessorGraph
+) -> Forward:
+    """The node that hands `processor` each update as `Change(new, old)`, the old value being the record's
+    `old_value` bytes (set by the parent that forwards) read with `value_de`."""
     record = graph.record
 
-    def change_of_suppressed(key: Any, value: Any, _node: str = spec.name) -> None:
+    def change_with_old_of(key: Any, value: Any, _node: str = node) -> None:
         try:
             old = record.old_value
             processor(key, Change(value, None if old is None else value_de(topic, old)))
@@ -130,7 +126,7 @@ def _changes_of_suppression(
             raised_in(exc, _node)
             raise
 
-    return change_of_suppressed
+    return change_with_old_of
 
 
 @_taking_changes
