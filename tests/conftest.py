@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Generator, Iterator
 
 import pytest
 
 from streamlet.config import security_from_environment
 from tests.support.kafka import KafkaTestCluster
 from tests.support.reports import REPORTS
+from tests.support.workers import MADE_IN_TEST
+
+WORKER_LOG_TAIL_LINES = 80
 
 
 @pytest.fixture(scope="session")
@@ -67,3 +70,21 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.section(section)
         for line in (line for s, line in REPORTS if s == section):
             terminalreporter.write_line(line)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    MADE_IN_TEST.clear()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A failed test that ran worker processes shows their logs' tails: the CI output is all there is of them."""
+    report: pytest.TestReport = yield
+    if report.failed:
+        for workers in MADE_IN_TEST:
+            for title, tail in workers.log_tails(WORKER_LOG_TAIL_LINES):
+                report.sections.append((title, tail))
+    return report

@@ -150,13 +150,18 @@ class Run:
         await wait_for("every replica back in sync", RECOVERY_S, lambda: all_in_sync(self.kafka, self.topics))
 
     async def more_output(self) -> None:
-        """Until the output grows: the workers process again (or still) after a fault."""
+        """Until the output grows: the workers process again (or still) after a fault. A timeout says whether
+        the input went on meanwhile (stuck workers) or not (a stuck input producer)."""
         before = sum((await self.kafka.end_offsets(self.sink, PARTITIONS)).values())
+        lines = len(self.steady.lines)
 
         async def grown() -> bool:
             return sum((await self.kafka.end_offsets(self.sink, PARTITIONS)).values()) > before
 
-        await wait_for("more output", RECOVERY_S, grown)
+        try:
+            await wait_for("more output", RECOVERY_S, grown)
+        except TimeoutError as e:
+            raise TimeoutError(f"{e}; {len(self.steady.lines) - lines} input lines acknowledged meanwhile") from e
 
 
 async def start_run(cluster: LocalCluster, kafka: KafkaTestCluster, tmp_path: Path, guarantee: str) -> Run:

@@ -18,6 +18,8 @@ from tests.support.kafka import KafkaTestCluster
 
 ROOT = Path(__file__).resolve().parents[2]
 DROPPED_DIRTY = re.compile(r"^.*closing [1-9][0-9]* active tasks (?:as lost|without committing).*$", re.MULTILINE)
+# Every Workers made since the current test began: a failed test's report shows their logs' tails (conftest)
+MADE_IN_TEST: list[Workers] = []
 
 
 class Workers:
@@ -46,6 +48,7 @@ class Workers:
         }
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
         self._terminating: set[int] = set()
+        MADE_IN_TEST.append(self)
 
     def state_dir(self, index: int) -> Path:
         return self.root / f"state-{index}"
@@ -127,6 +130,16 @@ class Workers:
     def log(self, index: int) -> str:
         path = self.root / f"worker-{index}.log"
         return path.read_text(errors="replace") if path.exists() else ""
+
+    def log_tails(self, lines: int) -> list[tuple[str, str]]:
+        """(title, last `lines` lines) of each worker's log that exists: what a failed test shows of them."""
+        tails = []
+        for index in sorted(self.procs):
+            text = self.log(index)
+            if text:
+                tail = "\n".join(text.splitlines()[-lines:])
+                tails.append((f"{self.application_id} worker-{index}.log, last {lines} lines", tail))
+        return tails
 
     def dropped_tasks_dirty(self, index: int) -> list[str]:
         """The worker's log lines saying a thread closed its active tasks without flushing or committing.
