@@ -67,6 +67,14 @@ def _choose(choose: DeferredPartition, topic: str, num_partitions: int) -> int |
     return partition
 
 
+class RetriableProductionError(ProductionError):
+    """A send failed with an error Kafka calls retriable (a request or delivery timeout, too few in-sync
+    replicas, a leader that moved): the broker was slower or further away than the producer retries for, e.g.
+    while this process was paused. The records may be partly written; the tasks are not broken. Kafka Streams
+    turns it into TaskCorruptedException: close the tasks dirty, redo their input from the last commit, and
+    go on, never stop the thread."""
+
+
 class TransactionFencedError(ProductionError):
     """Exactly-once: the producer's transaction is gone (it timed out, a newer producer with the same
     transactional id fenced this one, or the producer failed). Nothing of it will commit: the tasks must be
@@ -159,12 +167,14 @@ class RecordCollector:
         exc = None if future.cancelled() else future.exception()
         if self._failure is None and exc is not None:
             where = topic if partition < 0 else f"{topic}-{partition}"
-            fenced = self._transactional and isinstance(exc, _FENCED)
-            error = TransactionFencedError if fenced else ProductionError
             if isinstance(exc, aiokafka_errors.InvalidTxnState):  # say what broke the transaction, not the symptom
                 exc = _transaction_error(self.producer) or exc
-            self._failure = error(f"writing {count} record(s) to {where} failed: {exc!r}")
-            self._failure.__cause__ = exc
+            message = f"writing {count} record(s) to {where} failed: {exc!r}"
+            if self._transactional and isinstance(exc, _FENCED):
+                self._failure = TransactionFencedError(message)
+                self._failure.__cause__ = exc
+            else:
+                self._failure = _production_error(message, exc)
 
     async def drain(self) -> None:
         """Hand every queued record to the producer as per-partition batches.
@@ -365,10 +375,17 @@ def _raise_if_failed(future: asyncio.Future[RecordMetadata]) -> RecordMetadata:
         raise ProductionError("a produced record was not acknowledged after the producer flush")
     exc = future.exception()
     if exc is not None:
-        error = ProductionError(f"producing a record failed: {exc!r}")
-        error.__cause__ = exc  # mypyc ignores `raise ... from exc`
-        raise error  # noqa: B904 (its cause is set)
+        raise _production_error(f"producing a record failed: {exc!r}", exc)
     return future.result()
+
+
+def _production_error(message: str, exc: BaseException) -> ProductionError:
+    """The error a failed send stops the tasks with: retriable (Java's RetriableException, and a batch that
+    expired) or not. Its cause is `exc` (mypyc ignores `raise ... from exc`)."""
+    retriable = isinstance(exc, aiokafka_errors.KafkaTimeoutError) or getattr(exc, "retriable", False) is True
+    error = RetriableProductionError(message) if retriable else ProductionError(message)
+    error.__cause__ = exc
+    return error
 
 
 require(

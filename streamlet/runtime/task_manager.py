@@ -35,7 +35,7 @@ from streamlet.runtime.fetched_records import FetchedRecord
 from streamlet.runtime.metrics_event import PENDING, STANDBY
 from streamlet.runtime.partition_group import LagProvider
 from streamlet.runtime.punctuation import system_time_ms
-from streamlet.runtime.record_collector import RecordCollector, TransactionFencedError
+from streamlet.runtime.record_collector import RecordCollector, RetriableProductionError, TransactionFencedError
 from streamlet.runtime.stall_watch import StallWatch
 from streamlet.runtime.standby_task import StandbyTask
 from streamlet.runtime.stream_task import StreamTask
@@ -556,7 +556,10 @@ class TaskManager:
         if self._exactly_once:
             acked = await self._commit_transaction(offsets)
         else:
-            acked = await self._collector.flush()
+            try:
+                acked = await self._collector.flush()
+            except RetriableProductionError as exc:
+                raise TaskMigratedError(f"stream-thread [{self.name}] {exc} (Kafka's TaskCorruptedException)") from exc
             if not await self._commit_offsets(offsets):
                 offsets = {}  # not committed: nothing is marked, the next commit sends them again
         # a source topic reused as a changelog is checkpointed at the offsets consumed from it, under the ones the
@@ -598,7 +601,13 @@ class TaskManager:
     ) -> dict[TopicPartition, int]:
         try:
             return await self._collector.commit_transaction(offsets, self._group_id, self._consumer.group_metadata())
-        except (CommitFailedError, IllegalStateError, KafkaError, TransactionFencedError) as exc:
+        except (
+            CommitFailedError,
+            IllegalStateError,
+            KafkaError,
+            RetriableProductionError,
+            TransactionFencedError,
+        ) as exc:
             raise TaskMigratedError(f"stream-thread [{self.name}] could not commit its transaction: {exc!r}") from exc
 
     # ---- shutdown -----------------------------------------------------------------------------------------

@@ -245,6 +245,7 @@ class FakeProducer:
         self._pending_offsets: dict[TopicPartition, OffsetAndMetadata] = {}
         self.commit_error: Exception | None = None
         self.send_error: Exception | None = None  # raised by send_batch, as aiokafka does once fenced
+        self.delivery_error: Exception | None = None  # a batch's future fails with it (nothing is written)
 
     async def begin_transaction(self) -> None:
         assert self.transactional_id is not None and self._pending is None, "transaction already open"
@@ -292,6 +293,11 @@ class FakeProducer:
     async def send_batch(self, batch: _FakeBatch, topic: str, *, partition: int) -> asyncio.Future[RecordMetadata]:
         if self.send_error is not None:
             raise self.send_error
+        if self.delivery_error is not None:  # e.g. the batch expired while the leader was unreachable
+            self.kafka.events.append(f"failed {topic}-{partition}")
+            failed: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
+            failed.set_exception(self.delivery_error)
+            return failed
         tp = TopicPartition(topic, partition)
         base = -1
         for (key, value, timestamp), headers in zip(batch.records, batch.headers, strict=True):

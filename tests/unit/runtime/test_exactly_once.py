@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from aiokafka.errors import ProducerFenced
+from aiokafka.errors import ProducerFenced, RequestTimedOutError
 from aiokafka.structs import TopicPartition
 
 from streamlet.runtime.task_state import TaskState
@@ -117,6 +117,20 @@ async def test_a_failed_transaction_commit_takes_the_migrated_path(harness: Harn
 
     assert await harness.task_manager.commit_or_migrate() is False
 
+    assert harness.task_manager.active == {} and kafka.committed == {} and latest(kafka, OUTPUT) == {}
+
+
+async def test_a_retriable_send_failure_aborts_and_takes_the_migrated_path(harness: Harness, kafka: FakeKafka) -> None:
+    """A batch of the transaction expired (RequestTimedOutError: the broker was unreachable longer than the
+    producer retries): the transaction is aborted and the tasks close dirty (Kafka's TaskCorruptedException)."""
+    await running(harness)
+    words(kafka, "a")
+    await harness.poll_and_process()
+    harness.producer.delivery_error = RequestTimedOutError()
+
+    assert await harness.task_manager.commit_or_migrate() is False
+
+    assert "abort txn" in kafka.events and "commit txn" not in kafka.events, kafka.events
     assert harness.task_manager.active == {} and kafka.committed == {} and latest(kafka, OUTPUT) == {}
 
 

@@ -7,9 +7,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from aiokafka.errors import RequestTimedOutError, TopicAuthorizationFailedError
 from aiokafka.structs import TopicPartition
 
 from streamlet.kafka.group.membership import RebalanceInProgressCommitError
+from streamlet.runtime.record_collector import ProductionError, RetriableProductionError
 from streamlet.runtime.restore_listener import RestoreProgressTracker
 from streamlet.runtime.task_state import TaskState
 from streamlet.state.checkpoint import CHECKPOINT_FILE_NAME
@@ -108,6 +110,36 @@ async def test_migrated_tasks_close_dirty_without_commit_or_checkpoint(harness: 
     assert harness.task_manager.active == {}
     assert kafka.committed == {}
     assert harness.consumer.rejoin_requested  # the tasks come back through a rebalance
+
+
+async def test_a_retriable_send_failure_takes_the_migrated_path_and_the_thread_goes_on(
+    harness: Harness, kafka: FakeKafka
+) -> None:
+    """A zombie woken after its session timeout finds its in-flight batches expired (RequestTimedOutError):
+    as Kafka Streams' TaskCorruptedException, the tasks close dirty and their input is redone from the last
+    commit; the thread is not stopped (it used to raise ProductionError and end the worker)."""
+    await running(harness)
+    words(kafka, "a")
+    await harness.poll_and_process()
+    harness.producer.delivery_error = RequestTimedOutError()
+
+    assert await harness.task_manager.commit_or_migrate() is False
+
+    assert not any(e.startswith(("commit", "checkpoint")) for e in kafka.events), kafka.events
+    assert harness.task_manager.active == {} and kafka.committed == {}
+    assert harness.consumer.rejoin_requested
+
+
+async def test_a_send_failure_kafka_does_not_retry_stops_the_thread(harness: Harness, kafka: FakeKafka) -> None:
+    await running(harness)
+    words(kafka, "a")
+    await harness.poll_and_process()
+    harness.producer.delivery_error = TopicAuthorizationFailedError()
+
+    with pytest.raises(ProductionError, match="TopicAuthorizationFailedError") as raised:
+        await harness.task_manager.commit_or_migrate()
+
+    assert not isinstance(raised.value, RetriableProductionError) and kafka.committed == {}
 
 
 async def test_a_commit_refused_while_the_group_rebalances_keeps_the_tasks_and_is_sent_again(
