@@ -27,7 +27,7 @@ from streamlet.experiments.report import RunSummary, render_report, summarize
 from streamlet.experiments.runner import ExperimentRunner, RunRecord
 from streamlet.experiments.scenario import Scenario, ScenarioError, load_scenario
 from streamlet.experiments.sweep_report import render_html, render_markdown, summary_json
-from streamlet.experiments.sweep_space import SweepError, expand, load_sweep
+from streamlet.experiments.sweep_space import Shard, SweepError, SweepSpec, expand, load_sweep, selected
 
 log = logging.getLogger("streamlet.experiments")
 
@@ -99,6 +99,24 @@ def add_experiment_parser(sub: Any) -> None:
         metavar="N",
         help="a subset: only the situations with clients x stateful tasks <= N (the report says so)",
     )
+    sweep.add_argument(
+        "--shard",
+        default=None,
+        metavar="K/N",
+        help="a subset: every N-th situation, starting at the K-th (run all N, with --rows, for the whole sweep)",
+    )
+    sweep.add_argument(
+        "--rows",
+        default=None,
+        metavar="DIR",
+        help="also save the per-scenario rows (Parquet) under DIR, one directory per shard",
+    )
+    sweep.add_argument(
+        "--from-rows",
+        default=None,
+        metavar="DIR",
+        help="simulate nothing: one report from the rows that shard runs saved under DIR (--rows DIR)",
+    )
     sweep.set_defaults(handler=sweep_command)
 
 
@@ -163,33 +181,59 @@ def sweep_command(args: argparse.Namespace) -> int:
     # the Spark side depends on this package's pure sweep modules, not the other way round: loaded here only
     from streamlet.spark import SparkNotInstalledError, SparkSetupError
     from streamlet.spark.session import get_spark, stop_spark
-    from streamlet.spark.sweep import DEFAULT_SWEEP_MASTER, run_sweep
+    from streamlet.spark.sweep import DEFAULT_SWEEP_MASTER, aggregate, read_rows, run_sweep, saved_rows_problem
 
     try:
         spec = load_sweep(Path(args.sweep_file))
     except SweepError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    if args.max_size is not None and not any(len(s.threads) * s.stateful_tasks <= args.max_size for s in expand(spec)):
-        print(f"error: --max-size {args.max_size} leaves no situation of the sweep", file=sys.stderr)
+    try:
+        shard = Shard.parse(args.shard) if args.shard else None
+    except SweepError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.from_rows and (shard or args.max_size is not None or args.rows):
+        print("error: --from-rows reports on saved rows: no --shard, --max-size or --rows", file=sys.stderr)
+        return 2
+    if not args.from_rows and not any(selected(s, args.max_size, shard) for s in expand(spec)):
+        given = [f"--max-size {args.max_size}"] if args.max_size is not None else []
+        given += [f"--shard {args.shard}"] if shard else []
+        print(f"error: {' and '.join(given)} leaves no situation of the sweep", file=sys.stderr)
+        return 2
+    saved = sorted(p for p in Path(args.from_rows).glob("shard-*") if p.is_dir()) if args.from_rows else []
+    if args.from_rows and not saved:
+        print(f"error: {args.from_rows} holds no shard-* rows (save them with --shard K/N --rows DIR)", file=sys.stderr)
+        return 2
+    rows = None
+    if args.rows:
+        label = (shard or Shard(1, 1)).label + ("" if args.max_size is None else f"-max-size-{args.max_size}")
+        rows = Path(args.rows) / label
     master = args.master or DEFAULT_SWEEP_MASTER
     out = Path(args.out) if args.out else Path("runs") / f"sweep-{spec.name}"
     started = time.monotonic()
     try:
         spark = get_spark(master, kafka=False, app_name=f"streamlet-sweep-{spec.name}")
-        aggregates = run_sweep(spark, spec, max_size=args.max_size)
+        if saved:
+            frame = read_rows(spark, saved)
+            problem = saved_rows_problem(frame, spec)
+            if problem:
+                print(f"error: the rows under {args.from_rows}: {problem}", file=sys.stderr)
+                return 2
+            aggregates = aggregate(frame)
+        else:
+            aggregates = run_sweep(spark, spec, max_size=args.max_size, shard=shard, rows=rows)
     except (SparkNotInstalledError, SparkSetupError) as exc:
         print(f"error: the sweep needs Spark: {exc}", file=sys.stderr)
         return 2
     finally:
         stop_spark()
-    note = f"Ran on Spark master {master} in {time.monotonic() - started:.0f} s."
-    if args.max_size is not None:
-        note = (
-            f"A SUBSET of the sweep: only its situations with clients x stateful tasks <= {args.max_size} "
-            f"({aggregates.situations} of {spec.situations}). {note}"
-        )
+    note = subset_note(spec, aggregates.situations, args.max_size, shard)
+    if saved:
+        names = ", ".join(p.name for p in saved)
+        note += f"Aggregated from the rows of {len(saved)} shard runs saved under {args.from_rows} ({names})."
+    else:
+        note += f"Ran on Spark master {master} in {time.monotonic() - started:.0f} s."
     out.mkdir(parents=True, exist_ok=True)
     markdown = render_markdown(spec, aggregates, note)
     (out / "report.md").write_text(markdown)
@@ -198,6 +242,21 @@ def sweep_command(args: argparse.Namespace) -> int:
     print(markdown, end="")
     print(f"\nwrote {out / 'report.md'}, {out / 'report.html'} and {out / 'summary.json'}")
     return 0
+
+
+def subset_note(spec: SweepSpec, situations: int, max_size: int | None, shard: Shard | None) -> str:
+    """What part of the sweep a report covers, when not all of it (the report's note begins with it)."""
+    if situations == spec.situations:
+        return ""
+    taken = []
+    if max_size is not None:
+        taken.append(f"only its situations with clients x stateful tasks <= {max_size}")
+    if shard is not None:
+        taken.append(
+            f"shard {shard.index} of {shard.count} (the situations numbered {shard.index - 1} modulo {shard.count})"
+        )
+    how = ", ".join(taken) or "the situations of the saved shards"
+    return f"A SUBSET of the sweep: {how} ({situations} of {spec.situations}). "
 
 
 def planned_runs(args: argparse.Namespace) -> list[tuple[Scenario, Path]]:

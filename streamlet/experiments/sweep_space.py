@@ -139,6 +139,42 @@ class SweepSpec:
         return self.situations * len(self.assignors)
 
 
+@dataclass(frozen=True)
+class Shard:
+    """Shard `index` of `count` (1-based): the situations whose number is `index - 1` modulo `count`.
+
+    A sweep too big for one machine's session runs as shards, each writing its per-scenario rows, and one report
+    is then aggregated from all of them. Taking every count-th situation, not a range, gives every shard about
+    the same mix of small and large groups, so the shards cost about the same."""
+
+    index: int
+    count: int
+
+    @classmethod
+    def parse(cls, text: str) -> Shard:
+        """`K/N` with 1 <= K <= N."""
+        try:
+            index, count = (int(part) for part in text.split("/"))
+        except ValueError:
+            raise SweepError(f"--shard: K/N (e.g. 2/10), got {text!r}") from None
+        if not 1 <= index <= count:
+            raise SweepError(f"--shard: K/N needs 1 <= K <= N, got {text!r}")
+        return cls(index, count)
+
+    def holds(self, situation: int) -> bool:
+        return situation % self.count == self.index - 1
+
+    @property
+    def label(self) -> str:
+        return f"shard-{self.index}-of-{self.count}"
+
+
+def selected(scenario: Scenario, max_size: int | None = None, shard: Shard | None = None) -> bool:
+    """Whether a subset run takes the scenario: its clients x stateful tasks at most `max_size`, in `shard`."""
+    fits = max_size is None or len(scenario.threads) * scenario.stateful_tasks <= max_size
+    return fits and (shard is None or shard.holds(scenario.situation))
+
+
 def _check_value(key: str, value: Any) -> None:
     if isinstance(value, bool):
         raise SweepError(f"space.{key}: expected a number, a string, a list of choices or {{min, max}}")

@@ -10,7 +10,8 @@ does not grow with the sweep. Executors must be able to import streamlet (same i
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from streamlet.experiments.sweep_report import (
@@ -29,10 +30,11 @@ from streamlet.experiments.sweep_report import (
     WorstScenario,
 )
 from streamlet.experiments.sweep_simulation import run_scenario
-from streamlet.experiments.sweep_space import EVENT_KINDS, Scenario, SweepSpec, expand
+from streamlet.experiments.sweep_space import EVENT_KINDS, Scenario, Shard, SweepSpec, expand, selected
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
 DEFAULT_SWEEP_MASTER = "local[*]"
 #: worst scenarios listed per assignor and metric
@@ -72,9 +74,45 @@ def simulate_rows(specs: Iterable[str], max_rounds: int) -> Iterator[tuple[Any, 
         )
 
 
-def scenario_frame(spark: SparkSession, spec: SweepSpec, max_size: int | None = None) -> DataFrame:
-    """The per-scenario rows as a DataFrame (computed lazily on the executors); with `max_size`, only the
-    situations whose clients x stateful tasks is at most that (a subset, for a sweep too big for the machine)."""
+def scenario_frame(
+    spark: SparkSession, spec: SweepSpec, max_size: int | None = None, shard: Shard | None = None
+) -> DataFrame:
+    """The per-scenario rows as a DataFrame (computed lazily on the executors); with `max_size` or `shard`, only
+    the situations `selected` keeps (a subset, for a sweep too big for the machine)."""
+    specs = [json.dumps(s.to_json()) for s in expand(spec) if selected(s, max_size, shard)]
+    slices = max(1, min(len(specs), -(-len(specs) // SCENARIOS_PER_SLICE)))
+    max_rounds = spec.max_rounds
+    rdd = spark.sparkContext.parallelize(specs, slices).mapPartitions(lambda it: simulate_rows(it, max_rounds))
+    return spark.createDataFrame(rdd, row_schema())
+
+
+def write_rows(frame: DataFrame, path: Path) -> DataFrame:
+    """Save the per-scenario rows as Parquet at `path` (replacing an earlier run of the same shard) and return
+    them read back, so the report of this run aggregates what was saved, simulated once."""
+    frame.write.mode("overwrite").parquet(str(path))
+    return read_rows(frame.sparkSession, [path])
+
+
+def read_rows(spark: SparkSession, paths: Sequence[Path]) -> DataFrame:
+    """The rows that shard runs saved (`write_rows`), as one DataFrame."""
+    return spark.read.schema(row_schema()).parquet(*(str(p) for p in paths))
+
+
+def saved_rows_problem(frame: DataFrame, spec: SweepSpec) -> str | None:
+    """Why saved rows cannot make `spec`'s report, or None: scenarios of another sweep, or a scenario twice
+    (shards of two different N overlap)."""
+    from pyspark.sql import functions as F
+
+    foreign = frame.where((F.col("situation") >= spec.situations) | ~F.col("assignor").isin(*spec.assignors)).count()
+    if foreign:
+        return f"{foreign} scenarios are not of this sweep file (another sweep's rows in the same directory?)"
+    duplicates = frame.count() - frame.select("situation", "assignor").distinct().count()
+    if duplicates:
+        return f"{duplicates} scenarios appear in more than one shard (shards of different counts overlap)"
+    return None
+
+
+def row_schema() -> StructType:
     from pyspark.sql.types import (
         BooleanType,
         IntegerType,
@@ -84,15 +122,7 @@ def scenario_frame(spark: SparkSession, spec: SweepSpec, max_size: int | None = 
         StructType,
     )
 
-    specs = [
-        json.dumps(s.to_json())
-        for s in expand(spec)
-        if max_size is None or len(s.threads) * s.stateful_tasks <= max_size
-    ]
-    slices = max(1, min(len(specs), -(-len(specs) // SCENARIOS_PER_SLICE)))
-    max_rounds = spec.max_rounds
-    rdd = spark.sparkContext.parallelize(specs, slices).mapPartitions(lambda it: simulate_rows(it, max_rounds))
-    schema = StructType(
+    return StructType(
         [
             StructField("situation", IntegerType(), False),
             StructField("assignor", StringType(), False),
@@ -110,7 +140,6 @@ def scenario_frame(spark: SparkSession, spec: SweepSpec, max_size: int | None = 
             StructField("tasks_per_thread", StringType(), False),
         ]
     )
-    return spark.createDataFrame(rdd, schema)
 
 
 def aggregate(frame: DataFrame) -> SweepAggregates:
@@ -152,8 +181,16 @@ def aggregate(frame: DataFrame) -> SweepAggregates:
         frame.unpersist()
 
 
-def run_sweep(spark: SparkSession, spec: SweepSpec, max_size: int | None = None) -> SweepAggregates:
-    return aggregate(scenario_frame(spark, spec, max_size))
+def run_sweep(
+    spark: SparkSession,
+    spec: SweepSpec,
+    max_size: int | None = None,
+    shard: Shard | None = None,
+    rows: Path | None = None,
+) -> SweepAggregates:
+    """Simulate and aggregate; with `rows`, the per-scenario rows are saved there too (Parquet)."""
+    frame = scenario_frame(spark, spec, max_size, shard)
+    return aggregate(frame if rows is None else write_rows(frame, rows))
 
 
 def pitfalls(frame: DataFrame) -> dict[str, PitfallFinding]:

@@ -173,3 +173,46 @@ def test_a_max_size_that_leaves_nothing_is_refused_before_spark(
     assert main(["experiment", "sweep", str(sweep), "--max-size", "1", "--out", str(tmp_path / "out")]) == 2
     assert "--max-size 1 leaves no situation of the sweep" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def _headline(out: Path) -> list[str]:
+    """The report's headline table: the aggregates, without the note saying how the run was made."""
+    return [line for line in (out / "report.md").read_text().splitlines() if line.startswith("| ")]
+
+
+def test_shards_saved_as_rows_make_the_report_of_the_whole_sweep(tmp_path: Path) -> None:
+    sweep = tmp_path / "tiny.toml"
+    sweep.write_text('[sweep]\nname = "tiny"\nseed = 7\nsituations = 5\nassignors = ["sticky", "faust"]\n')
+    run = ["experiment", "sweep", str(sweep), "--master", "local[2]"]
+    assert main([*run, "--out", str(tmp_path / "whole")]) == 0
+    rows = tmp_path / "rows"
+    for shard in ("1/2", "2/2"):
+        assert (
+            main([*run, "--shard", shard, "--rows", str(rows), "--out", str(tmp_path / shard.replace("/", "-"))]) == 0
+        )
+    assert (
+        "A SUBSET of the sweep: shard 2 of 2 (the situations numbered 1 modulo 2) (2 of 5)"
+        in (tmp_path / "2-2" / "report.md").read_text()
+    )
+    assert sorted(p.name for p in rows.iterdir()) == ["shard-1-of-2", "shard-2-of-2"]
+
+    assert main([*run, "--from-rows", str(rows), "--out", str(tmp_path / "merged")]) == 0
+
+    merged = (tmp_path / "merged" / "report.md").read_text()
+    assert "10 scenarios: 5 situations" in merged and "A SUBSET" not in merged
+    assert "Aggregated from the rows of 2 shard runs" in merged
+    assert _headline(tmp_path / "merged") == _headline(tmp_path / "whole")
+
+
+def test_overlapping_shards_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    sweep = tmp_path / "tiny.toml"
+    sweep.write_text('[sweep]\nname = "tiny"\nsituations = 3\nassignors = ["faust"]\n')
+    run = ["experiment", "sweep", str(sweep), "--master", "local[2]", "--out", str(tmp_path / "out")]
+    rows = tmp_path / "rows"
+    assert main([*run, "--rows", str(rows)]) == 0  # the whole sweep: shard 1 of 1
+    assert main([*run, "--shard", "1/2", "--rows", str(rows)]) == 0
+    capsys.readouterr()
+
+    assert main([*run, "--from-rows", str(rows)]) == 2
+
+    assert "2 scenarios appear in more than one shard" in capsys.readouterr().err

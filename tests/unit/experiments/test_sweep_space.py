@@ -7,7 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from streamlet.experiments.sweep_space import Event, Scenario, SweepError, draw, expand, load_sweep, parse_sweep
+from streamlet.experiments.sweep_space import (
+    Event,
+    Scenario,
+    Shard,
+    SweepError,
+    draw,
+    expand,
+    load_sweep,
+    parse_sweep,
+    selected,
+)
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "experiments" / "sweeps"
 
@@ -120,3 +130,27 @@ def test_racks_are_drawn_only_when_the_space_has_them() -> None:
     racked = expand(parse_sweep({"sweep": {"situations": 5}, "space": {"racks": 3, "replication_factor": 2}}))
     assert [s.seed for s in racked] == [s.seed for s in plain]
     assert {(s.racks, s.replication_factor) for s in racked} == {(3, 2)}
+
+
+def test_the_shards_of_a_sweep_take_each_situation_once() -> None:
+    spec = parse_sweep({"sweep": {"situations": 23, "assignors": ["sticky", "faust"]}})
+    shards = [Shard.parse(f"{k}/4") for k in range(1, 5)]
+    taken = [[s for s in expand(spec) if selected(s, shard=shard)] for shard in shards]
+    assert sorted(s.situation for part in taken for s in part if s.assignor == "faust") == list(range(23))
+    assert [len(part) for part in taken] == [12, 12, 12, 10]  # every 4th situation, both assignors
+    assert all(s.situation % 4 == 1 for s in taken[1]) and shards[1].label == "shard-2-of-4"
+
+
+def test_selected_combines_the_size_cap_and_the_shard() -> None:
+    spec = parse_sweep({"sweep": {"situations": 30, "seed": 5, "assignors": ["faust"]}})
+    shard = Shard(1, 3)
+    cap = sorted(len(s.threads) * s.stateful_tasks for s in expand(spec))[15]
+    for s in expand(spec):
+        fits = len(s.threads) * s.stateful_tasks <= cap
+        assert selected(s, cap, shard) is (fits and s.situation % 3 == 0)
+
+
+@pytest.mark.parametrize("text", ["0/3", "4/3", "1", "a/b", "1/2/3", "-1/2"])
+def test_a_malformed_shard_is_refused(text: str) -> None:
+    with pytest.raises(SweepError, match="--shard: K/N"):
+        Shard.parse(text)
