@@ -10,9 +10,13 @@ import pytest
 from streamlet.config import security_from_environment
 from tests.support.kafka import KafkaTestCluster
 from tests.support.reports import REPORTS
+from tests.support.stuck_tests import StuckTestWatch
 from tests.support.workers import MADE_IN_TEST
 
 WORKER_LOG_TAIL_LINES = 80
+# A test past this prints its asyncio tasks' await chains (faulthandler_timeout, 600 s, dumps the threads)
+STUCK_AFTER_S = 420
+_STUCK = StuckTestWatch(STUCK_AFTER_S)
 
 
 @pytest.fixture(scope="session")
@@ -88,3 +92,12 @@ def pytest_runtest_makereport(
             for title, tail in workers.log_tails(WORKER_LOG_TAIL_LINES):
                 report.sections.append((title, tail))
     return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, object, object]:
+    _STUCK.started(item.nodeid)
+    try:
+        return (yield)
+    finally:
+        _STUCK.finished()
