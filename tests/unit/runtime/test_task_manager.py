@@ -3,7 +3,7 @@ seek-back, restoration and directory locks."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -98,11 +98,26 @@ async def test_lost_path_also_drops_records_not_yet_sent(harness: Harness, kafka
     assert kafka.events == ["producer flush"] and kafka.logs == {}
 
 
-async def test_migrated_tasks_close_dirty_without_commit_or_checkpoint(harness: Harness, kafka: FakeKafka) -> None:
+def _commit_refused(h: Harness) -> None:
+    h.consumer.commit_error = commit_failed()
+
+
+def _batch_expired(h: Harness) -> None:
+    # a zombie woken after its session timeout finds its in-flight batches expired
+    h.producer.delivery_error = RequestTimedOutError()
+
+
+@pytest.mark.parametrize("fail", [_commit_refused, _batch_expired], ids=["commit refused", "retriable send failure"])
+async def test_migrated_tasks_close_dirty_without_commit_or_checkpoint(
+    harness: Harness, kafka: FakeKafka, fail: Callable[[Harness], None]
+) -> None:
+    """A refused commit, or a send failure Kafka calls retriable (as Kafka Streams' TaskCorruptedException):
+    the tasks close dirty, their input is redone from the last commit, and the thread goes on (a retriable send
+    failure used to raise ProductionError and end the worker)."""
     await running(harness)
     words(kafka, "a")
     await harness.poll_and_process()
-    harness.consumer.commit_error = commit_failed()
+    fail(harness)
 
     assert await harness.task_manager.commit_or_migrate() is False
 
@@ -110,24 +125,6 @@ async def test_migrated_tasks_close_dirty_without_commit_or_checkpoint(harness: 
     assert harness.task_manager.active == {}
     assert kafka.committed == {}
     assert harness.consumer.rejoin_requested  # the tasks come back through a rebalance
-
-
-async def test_a_retriable_send_failure_takes_the_migrated_path_and_the_thread_goes_on(
-    harness: Harness, kafka: FakeKafka
-) -> None:
-    """A zombie woken after its session timeout finds its in-flight batches expired (RequestTimedOutError):
-    as Kafka Streams' TaskCorruptedException, the tasks close dirty and their input is redone from the last
-    commit; the thread is not stopped (it used to raise ProductionError and end the worker)."""
-    await running(harness)
-    words(kafka, "a")
-    await harness.poll_and_process()
-    harness.producer.delivery_error = RequestTimedOutError()
-
-    assert await harness.task_manager.commit_or_migrate() is False
-
-    assert not any(e.startswith(("commit", "checkpoint")) for e in kafka.events), kafka.events
-    assert harness.task_manager.active == {} and kafka.committed == {}
-    assert harness.consumer.rejoin_requested
 
 
 async def test_a_send_failure_kafka_does_not_retry_stops_the_thread(harness: Harness, kafka: FakeKafka) -> None:
