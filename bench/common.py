@@ -404,6 +404,91 @@ def peak_rss_mib(proc: Proc) -> float | None:
     return group_memory_mib(proc.popen.pid)
 
 
+_CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _stat(pid_dir: Path) -> list[str]:
+    """Fields 3.. of /proc/PID/stat (after the command name, which may hold spaces)."""
+    return (pid_dir / "stat").read_text().rsplit(")", 1)[1].split()
+
+
+def group_cpu_s(pgid: int) -> float:
+    """CPU seconds (user + system) used so far by the live processes of process group `pgid`, with their
+    waited-for children (Linux only; 0.0 elsewhere)."""
+    total = 0
+    for pid_dir in Path("/proc").glob("[0-9]*"):
+        try:
+            fields = _stat(pid_dir)
+            if int(fields[2]) == pgid:  # field 5: the process group
+                total += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
+        except (OSError, IndexError, ValueError):
+            continue
+    return total / _CLK_TCK
+
+
+def process_cpu_s(pid: int) -> float | None:
+    """CPU seconds (user + system) used so far by one process, or None if it is gone."""
+    try:
+        fields = _stat(Path(f"/proc/{pid}"))
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / _CLK_TCK
+
+
+def listener_pid(bootstrap: str) -> int | None:
+    """The local process listening on the first bootstrap server's port (the broker), or None (a remote
+    broker, or not Linux): its CPU time is part of what a peer costs."""
+    port = int(bootstrap.split(",")[0].rsplit(":", 1)[1])
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            cols = line.split()
+            if cols[3] == "0A" and int(cols[1].rsplit(":", 1)[1], 16) == port:  # LISTEN on that port
+                inodes.add(f"socket:[{cols[9]}]")
+    if not inodes:
+        return None
+    for fd_dir in Path("/proc").glob("[0-9]*/fd"):
+        try:
+            if any(os.readlink(fd) in inodes for fd in fd_dir.iterdir()):
+                return int(fd_dir.parent.name)
+        except OSError:
+            continue
+    return None
+
+
+class CpuSampler:
+    """CPU seconds of a peer's process groups and of the broker, sampled every `every_s`, so that the CPU of an
+    interval that is only known afterwards (first record in -> last count out) can be read back."""
+
+    def __init__(self, pgids: list[int], broker_pid: int | None, every_s: float = 0.25) -> None:
+        self.pgids, self.broker_pid, self.every_s = pgids, broker_pid, every_s
+        self.samples: list[tuple[float, float, float | None]] = []  # (monotonic, peer CPU s, broker CPU s)
+
+    def sample(self) -> tuple[float, float, float | None]:
+        taken = (
+            time.monotonic(),
+            sum(group_cpu_s(g) for g in self.pgids),
+            process_cpu_s(self.broker_pid) if self.broker_pid else None,
+        )
+        self.samples.append(taken)
+        return taken
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            self.sample()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.every_s)
+
+    def at(self, moment: float) -> tuple[float, float, float | None]:
+        """The last sample taken at or before `moment` (the first one if none was)."""
+        earlier = [s for s in self.samples if s[0] <= moment]
+        return earlier[-1] if earlier else self.samples[0]
+
+
 def stop(proc: Proc, grace: float = 30.0) -> None:
     """SIGTERM to the process group we created for it, SIGKILL after `grace` seconds."""
     if proc.popen.poll() is None:

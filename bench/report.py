@@ -62,6 +62,14 @@ def build() -> str:
             "(launch -> last joined order out); unjoined = orders joined with no customer. Median ratio "
             f"streamlet / Kafka Streams: **{jn['median']}**.\n\n" + jn["table"]
         )
+    wd = load("windowed")
+    if wd and "table" in wd:
+        parts.append(
+            f"### Windowed count throughput{_when(wd)}\n\n`{wd['command']}`: {wd['records']:,} records into "
+            f"{wd['windows']:,} one-minute windows (10 s grace), {wd['threads']} threads; rate = records / (launch "
+            f"-> every window's latest count right). Median ratio streamlet / Kafka Streams: **{wd['median']}**.\n\n"
+            + wd["table"]
+        )
     lt = load("latency")
     if lt:
         st = lt["settings"]

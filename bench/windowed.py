@@ -165,12 +165,21 @@ def main(argv: list[str] | None = None) -> int:
                 )
         finally:
             asyncio.run(common.delete_topics_with_prefix(bootstrap, source))
-    print(common.table(["round", "streamlet", "Kafka Streams", "ratio"], rows))
+    table = common.table(["round", "streamlet", "Kafka Streams", "ratio"], rows)
+    print(table)
     median = statistics.median(ratios) if ratios else None
     print(f"median ratio streamlet / Kafka Streams: {median}")
     path = common.write_result(
         "windowed",
-        {"records": len(records), "windows": len(expected), "threads": args.threads, "rounds": rows, "median": median},
+        {
+            "records": len(records),
+            "windows": len(expected),
+            "threads": args.threads,
+            "rounds": rows,
+            "median": median,
+            "table": table,
+            "command": " ".join(["bench/windowed.py", *(argv if argv is not None else sys.argv[1:])]),
+        },
     )
     log(f"wrote {path}")
     return 0 if len(ratios) == args.rounds else 1

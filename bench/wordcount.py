@@ -380,9 +380,12 @@ async def run_peer(peer: Peer, bootstrap: str, c: corpus_mod.Corpus, run_id: str
     await watcher.start()
     procs: list[Proc] = []
     stop = asyncio.Event()
+    sampling: asyncio.Task[None] | None = None
     try:
         procs = peer.launch(r)
         launched = min(p.started for p in procs)
+        cpu = common.CpuSampler([p.popen.pid for p in procs], common.listener_pid(bootstrap))
+        sampling = asyncio.create_task(cpu.run(stop))
         ready_task = asyncio.create_task(
             _group_stable(bootstrap, r.app_id, stop)
             if peer.group
@@ -390,6 +393,7 @@ async def run_peer(peer: Peer, bootstrap: str, c: corpus_mod.Corpus, run_id: str
         )
         result = await watcher.wait(timeout, alive=lambda: all(p.alive() for p in procs))
         res["peak_rss_mib"] = [common.peak_rss_mib(p) for p in procs]  # per process, before they stop
+        cpu_end = cpu.sample()
         stop.set()
         ready = await ready_task
         end = result.done or time.monotonic()
@@ -405,11 +409,18 @@ async def run_peer(peer: Peer, bootstrap: str, c: corpus_mod.Corpus, run_id: str
         )
         if result.ok and ready is not None:
             secs = result.done - ready  # type: ignore[operator]
+            # CPU over the same interval as the rate (start-up excluded): less disturbed by a busy machine
+            _, peer_cpu, broker_cpu = cpu.at(ready)
             res.update(
                 status="ok",
                 seconds=round(secs, 2),
                 words_per_s=round(c.words / secs),
                 wall_words_per_s=round(c.words / (result.done - launched)),
+                startup_cpu_s=round(peer_cpu, 2),
+                cpu_us_per_word=round((cpu_end[1] - peer_cpu) * 1e6 / c.words, 2),
+                broker_cpu_us_per_word=None
+                if broker_cpu is None or cpu_end[2] is None
+                else round((cpu_end[2] - broker_cpu) * 1e6 / c.words, 2),
                 repartition_records=sum(
                     n
                     for topic, n in (await common.topic_records(bootstrap, r.app_id)).items()
@@ -429,6 +440,8 @@ async def run_peer(peer: Peer, bootstrap: str, c: corpus_mod.Corpus, run_id: str
             )
     finally:
         stop.set()
+        if sampling is not None:
+            await sampling
         for p in procs:
             common.stop(p, grace=30)
         await watcher.close()
@@ -484,6 +497,13 @@ def consumer_perf(bootstrap: str, c: corpus_mod.Corpus, run_id: str) -> dict[str
     return res
 
 
+def _cpu_per_word(r: dict[str, Any]) -> str:
+    peer, broker = r.get("cpu_us_per_word"), r.get("broker_cpu_us_per_word")
+    if peer is None:
+        return "-"
+    return f"{peer:.1f} + {broker:.1f}" if broker is not None else f"{peer:.1f}"
+
+
 def render(results: list[dict[str, Any]]) -> str:
     ok = [r for r in results if r.get("status") == "ok" and r["kind"] == "framework"]
     best = max((r["words_per_s"] for r in ok), default=None)
@@ -513,6 +533,7 @@ def render(results: list[dict[str, Any]]) -> str:
                 f"{ratio / raw:.2f}" if ratio and raw else "-",
                 f"{ratio / java:.3f}" if ratio and java else "-",
                 " / ".join(f"{m:,.0f}" for m in r.get("peak_rss_mib") or [] if m) or "-",
+                _cpu_per_word(r),
                 status,
             ]
         )
@@ -526,6 +547,7 @@ def render(results: list[dict[str, Any]]) -> str:
             "x raw aiokafka",
             "x Kafka consumer",
             "peak RSS MiB per process",
+            "CPU us/word: peer + broker",
             "status",
         ],
         rows,
@@ -551,8 +573,30 @@ def baseline_peers(peers: list[Peer], rev: str) -> tuple[list[Peer], Path]:
 REFERENCE = f"{KAFKA_STREAMS} (2 threads)"
 
 
+def _total_cpu_per_word(r: dict[str, Any]) -> float | None:
+    """The peer's and the broker's CPU per word (None if either was not measured)."""
+    if r.get("status") != "ok" or r.get("cpu_us_per_word") is None or r.get("broker_cpu_us_per_word") is None:
+        return None
+    return float(r["cpu_us_per_word"] + r["broker_cpu_us_per_word"])
+
+
+def _cpu_ratios(rounds: list[list[dict[str, Any]]], name: str, reference: str) -> list[float]:
+    """Per round: the reference's CPU per word over `name`'s (> 1: `name` needs less CPU per word)."""
+    ratios = []
+    for results in rounds:
+        cpu = {r["peer"]: _total_cpu_per_word(r) for r in results}
+        if cpu.get(name) and cpu.get(reference):
+            ratios.append(cpu[reference] / cpu[name])  # type: ignore[operator]
+    return ratios
+
+
+def _median(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f}" if values else "-"
+
+
 def render_vs_reference(rounds: list[list[dict[str, Any]]]) -> str:
-    """Per framework peer: its ratio to Kafka Streams in each round (peers interleaved), and the median."""
+    """Per framework peer: its ratio to Kafka Streams in each round (peers interleaved), and the median; and
+    the same for CPU per word (peer + broker), which a busy machine disturbs less than a rate."""
     rows = []
     names = [r["peer"] for r in rounds[0] if r["kind"] == "framework" and r["peer"] != REFERENCE]
     for name in names:
@@ -561,17 +605,30 @@ def render_vs_reference(rounds: list[list[dict[str, Any]]]) -> str:
             rate = {r["peer"]: r.get("words_per_s") for r in results if r.get("status") == "ok"}
             if rate.get(name) and rate.get(REFERENCE):
                 ratios.append(rate[name] / rate[REFERENCE])
+        cpu_ratios = _cpu_ratios(rounds, name, REFERENCE)
         repartition = [r.get("repartition_records") for res in rounds for r in res if r["peer"] == name]
         shown = next((f"{n:,}" for n in repartition if n), "-")
         rows.append(
             [
                 name,
                 " ".join(f"{x:.2f}" for x in ratios) or "-",
-                f"{statistics.median(ratios):.2f}" if ratios else "-",
+                _median(ratios),
+                " ".join(f"{x:.2f}" for x in cpu_ratios) or "-",
+                _median(cpu_ratios),
                 shown,
             ]
         )
-    return common.table(["peer", f"x {REFERENCE} per round", "median", "repartition records"], rows)
+    return common.table(
+        [
+            "peer",
+            f"x {REFERENCE} per round",
+            "median",
+            "CPU/word: Kafka Streams' over the peer's, per round",
+            "median",
+            "repartition records",
+        ],
+        rows,
+    )
 
 
 def render_rounds(rounds: list[list[dict[str, Any]]], twins: dict[str, str]) -> str:
@@ -585,16 +642,30 @@ def render_rounds(rounds: list[list[dict[str, Any]]], twins: dict[str, str]) -> 
                 cur_rates.append(rate[current])
                 base_rates.append(rate[baseline])
                 ratios.append(rate[current] / rate[baseline])
+        cpu_ratios = _cpu_ratios(rounds, current, baseline)
         rows.append(
             [
                 current,
                 " ".join(f"{x:,}" for x in cur_rates),
                 " ".join(f"{x:,}" for x in base_rates),
                 " ".join(f"{x:.2f}" for x in ratios),
-                f"{statistics.median(ratios):.2f}" if ratios else "-",
+                _median(ratios),
+                " ".join(f"{x:.2f}" for x in cpu_ratios) or "-",
+                _median(cpu_ratios),
             ]
         )
-    return common.table(["peer", "words/s (current)", "words/s (baseline)", "ratios", "median ratio"], rows)
+    return common.table(
+        [
+            "peer",
+            "words/s (current)",
+            "words/s (baseline)",
+            "ratios",
+            "median ratio",
+            "CPU/word: baseline's over current's",
+            "median",
+        ],
+        rows,
+    )
 
 
 async def prepare(bootstrap: str, c: corpus_mod.Corpus) -> float:
