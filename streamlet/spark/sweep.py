@@ -88,8 +88,10 @@ def scenario_frame(
 
 def write_rows(frame: DataFrame, path: Path) -> DataFrame:
     """Save the per-scenario rows as Parquet at `path` (replacing an earlier run of the same shard) and return
-    them read back, so the report of this run aggregates what was saved, simulated once."""
-    frame.write.mode("overwrite").parquet(str(path))
+    them read back, so the report of this run aggregates what was saved, simulated once. One file per shard (a
+    few hundred rows; small enough to keep in git): a shuffle to one partition, after the simulation, which still
+    runs on every executor (`coalesce(1)` would pull the simulation into one task)."""
+    frame.repartition(1).write.mode("overwrite").parquet(str(path))
     return read_rows(frame.sparkSession, [path])
 
 

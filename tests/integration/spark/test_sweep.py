@@ -195,6 +195,7 @@ def test_shards_saved_as_rows_make_the_report_of_the_whole_sweep(tmp_path: Path)
         in (tmp_path / "2-2" / "report.md").read_text()
     )
     assert sorted(p.name for p in rows.iterdir()) == ["shard-1-of-2", "shard-2-of-2"]
+    assert [len(list((rows / shard).glob("*.parquet"))) for shard in ("shard-1-of-2", "shard-2-of-2")] == [1, 1]
 
     assert main([*run, "--from-rows", str(rows), "--out", str(tmp_path / "merged")]) == 0
 
