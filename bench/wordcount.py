@@ -409,7 +409,7 @@ async def run_peer(peer: Peer, bootstrap: str, c: corpus_mod.Corpus, run_id: str
         )
         if result.ok and ready is not None:
             secs = result.done - ready  # type: ignore[operator]
-            # CPU over the same interval as the rate (start-up excluded): less disturbed by a busy machine
+            # CPU over the same interval as the rate (start-up excluded)
             _, peer_cpu, broker_cpu = cpu.at(ready)
             res.update(
                 status="ok",
@@ -596,7 +596,7 @@ def _median(values: list[float]) -> str:
 
 def render_vs_reference(rounds: list[list[dict[str, Any]]]) -> str:
     """Per framework peer: its ratio to Kafka Streams in each round (peers interleaved), and the median; and
-    the same for CPU per word (peer + broker), which a busy machine disturbs less than a rate."""
+    the same for CPU per word (peer + broker): whether the peer does the same work with less CPU."""
     rows = []
     names = [r["peer"] for r in rounds[0] if r["kind"] == "framework" and r["peer"] != REFERENCE]
     for name in names:
