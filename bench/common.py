@@ -19,7 +19,7 @@ import struct
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -382,16 +382,32 @@ def spawn(name: str, cmd: list[str], log_path: Path, *, env: dict[str, str] | No
     return Proc(name, popen, log_path, time.monotonic())
 
 
+_CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _stat(pid_dir: Path) -> list[str]:
+    """Fields 3.. of /proc/PID/stat (after the command name, which may hold spaces)."""
+    return (pid_dir / "stat").read_text().rsplit(")", 1)[1].split()
+
+
+def _group_members(pgids: Collection[int]) -> Iterator[tuple[Path, list[str]]]:
+    """(/proc/PID, its stat fields) of each live process in one of the process groups `pgids`: one pass over /proc."""
+    for pid_dir in Path("/proc").glob("[0-9]*"):
+        try:
+            fields = _stat(pid_dir)
+            if int(fields[2]) in pgids:  # field 5 of stat: the process group
+                yield pid_dir, fields
+        except (OSError, IndexError, ValueError):
+            continue
+
+
 def group_memory_mib(pgid: int, field: str = "VmHWM") -> float | None:
     """Largest `field` (VmHWM: peak RSS, VmRSS: current) among the live processes of process group `pgid`, in
     MiB (Linux only)."""
     largest = []
-    for status in Path("/proc").glob("[0-9]*/stat"):
+    for pid_dir, _ in _group_members({pgid}):
         try:
-            fields = status.read_text().rsplit(")", 1)[1].split()
-            if int(fields[2]) != pgid:  # field 5 of stat: the process group
-                continue
-            for line in (status.parent / "status").read_text().splitlines():
+            for line in (pid_dir / "status").read_text().splitlines():
                 if line.startswith(field + ":"):
                     largest.append(int(line.split()[1]) / 1024)
         except (OSError, IndexError, ValueError):
@@ -404,26 +420,11 @@ def peak_rss_mib(proc: Proc) -> float | None:
     return group_memory_mib(proc.popen.pid)
 
 
-_CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
-def _stat(pid_dir: Path) -> list[str]:
-    """Fields 3.. of /proc/PID/stat (after the command name, which may hold spaces)."""
-    return (pid_dir / "stat").read_text().rsplit(")", 1)[1].split()
-
-
-def group_cpu_s(pgid: int) -> float:
-    """CPU seconds (user + system) used so far by the live processes of process group `pgid`, with their
+def group_cpu_s(pgids: Collection[int]) -> float:
+    """CPU seconds (user + system) used so far by the live processes of the process groups `pgids`, with their
     waited-for children (Linux only; 0.0 elsewhere)."""
-    total = 0
-    for pid_dir in Path("/proc").glob("[0-9]*"):
-        try:
-            fields = _stat(pid_dir)
-            if int(fields[2]) == pgid:  # field 5: the process group
-                total += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
-        except (OSError, IndexError, ValueError):
-            continue
-    return total / _CLK_TCK
+    ticks = sum(sum(int(f) for f in fields[11:15]) for _, fields in _group_members(pgids))  # utime .. cstime
+    return ticks / _CLK_TCK
 
 
 def process_cpu_s(pid: int) -> float | None:
@@ -471,7 +472,7 @@ class CpuSampler:
     def sample(self) -> tuple[float, float, float | None]:
         taken = (
             time.monotonic(),
-            sum(group_cpu_s(g) for g in self.pgids),
+            group_cpu_s(self.pgids),
             process_cpu_s(self.broker_pid) if self.broker_pid else None,
         )
         self.samples.append(taken)
