@@ -40,6 +40,7 @@ COMPILED_MODULES = (
     "streamlet.runtime.stream_processors",
     "streamlet.runtime.stream_aggregation",
     "streamlet.runtime.processor_graph",
+    "streamlet.kafka.serialization",
 )
 #: mypyc's shared library of the group: every compiled module needs it
 GROUP = "streamlet._mypyc"

@@ -129,8 +129,7 @@ def _with_old_value(
     return change_with_old_of
 
 
-@_taking_changes
-def table_operation(
+def _table_operation(
     spec: TableOperationSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
 ) -> Forward:
     """A table source, filter, mapValues, toStream, or the re-grouping map of `KTable.group_by`."""
@@ -155,8 +154,7 @@ def table_operation(
     return _table_filter(spec, forward, write)
 
 
-@_taking_changes
-def table_join(
+def _table_join(
     spec: TableJoinSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
 ) -> Forward:
     """A side of a table-table join (`table_table_join`), or its merger."""
@@ -169,8 +167,7 @@ def table_join(
     return join_merger(spec, forward, _materialized(spec, forward, names, context, graph, direct_old), direct_old)
 
 
-@_taking_changes
-def foreign_key_join_node(
+def _foreign_key_join_node(
     spec: ForeignKeyJoinNodeSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
 ) -> Forward:
     """A processor of a foreign-key join (`foreign_key_join`), with the table its value getter reads."""
@@ -178,8 +175,7 @@ def foreign_key_join_node(
     return foreign_key_join.build(spec, forward, names, context, graph, get)
 
 
-@_taking_changes
-def grouped_table_aggregation(
+def _grouped_table_aggregation(
     spec: TableAggregateSpec, forward: Forward, names: TopicNames, context: TaskContext, graph: TaskProcessorGraph
 ) -> Forward:
     """aggregate/reduce of a grouped table (`table_aggregation`)."""
@@ -380,3 +376,11 @@ def stream_table_join(
             raise
 
     return join
+
+
+# typed where they are made, not inferred from the decorator: mypy cannot infer a decorated function's type
+# across the runtime's import cycle (processor_builders reads these)
+table_operation: Builder[TableOperationSpec] = _taking_changes(_table_operation)
+table_join: Builder[TableJoinSpec] = _taking_changes(_table_join)
+foreign_key_join_node: Builder[ForeignKeyJoinNodeSpec] = _taking_changes(_foreign_key_join_node)
+grouped_table_aggregation: Builder[TableAggregateSpec] = _taking_changes(_grouped_table_aggregation)

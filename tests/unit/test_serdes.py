@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 import pytest
 
@@ -155,3 +156,16 @@ def test_resolve_serde() -> None:
     assert resolve_serde(None) is None
     with pytest.raises(TypeError, match="expected a serde"):
         resolve_serde(42)  # type: ignore[arg-type]
+
+
+def test_a_built_in_serde_can_be_extended() -> None:
+    """The built-ins are compiled classes (streamlet/kafka/serialization.py) that Python classes may extend."""
+
+    class Upper(StringSerde):
+        def serialize(self, topic: str, obj: Any) -> bytes | None:
+            return super().serialize(topic, None if obj is None else obj.upper())
+
+    serde = Upper()
+    assert serde.serialize("t", "word") == b"WORD"
+    assert serde.deserialize("t", b"word") == "word"
+    assert isinstance(serde, Serde)
