@@ -101,8 +101,9 @@ def launch(peer: str, bootstrap: str, app_id: str, topics: tuple[str, str, str],
 
 async def run_peer(
     peer: str, bootstrap: str, inputs: tuple[str, str], orders: int, tag: str, threads: int, timeout: float
-) -> tuple[float | None, int]:
-    """Seconds from launch until every order came out (None: they did not), and how many were not joined."""
+) -> tuple[float | None, int, float | None]:
+    """Seconds from launch until every order came out (None: they did not), how many were not joined, and the
+    peer's peak RSS in MiB."""
     app_id, output = f"bench-join-{peer}-{tag}", f"bench-join-{peer}-{tag}-out"
     await common.recreate_topics(bootstrap, {output: PARTITIONS})
     watcher = JoinWatcher(bootstrap, output, orders)
@@ -112,7 +113,7 @@ async def run_peer(
         done = await watcher.wait(timeout, proc)
         if done is None:
             log(f"{peer}: {watcher.records:,}/{orders:,} orders out; log tail:\n{proc.tail()}")
-        return (None if done is None else done - proc.started), watcher.unjoined
+        return (None if done is None else done - proc.started), watcher.unjoined, common.peak_rss_mib(proc)
     finally:
         common.stop(proc)
         await watcher.close()
@@ -145,9 +146,10 @@ def main(argv: list[str] | None = None) -> int:
                 order = ["streamlet", "kafka-streams"][:: 1 if round_no % 2 else -1]
                 walls: dict[str, float | None] = {}
                 unjoined: dict[str, int] = {}
+                rss: dict[str, float | None] = {}
                 for peer in order:
                     tag = f"{run_id}r{round_no}"
-                    walls[peer], unjoined[peer] = asyncio.run(
+                    walls[peer], unjoined[peer], rss[peer] = asyncio.run(
                         run_peer(peer, bootstrap, inputs, len(stream), tag, args.threads, args.timeout)
                     )
                     log(f"round {round_no} {peer}: {walls[peer]} ({unjoined[peer]:,} orders without a customer)")
@@ -162,12 +164,23 @@ def main(argv: list[str] | None = None) -> int:
                         ratio,
                         unjoined["streamlet"],
                         unjoined["kafka-streams"],
+                        rss["streamlet"],
+                        rss["kafka-streams"],
                     ]
                 )
         finally:
             asyncio.run(common.delete_topics_with_prefix(bootstrap, f"bench-join-customers-{run_id}"))
             asyncio.run(common.delete_topics_with_prefix(bootstrap, f"bench-join-orders-{run_id}"))
-    headers = ["round", "streamlet", "Kafka Streams", "ratio", "unjoined (streamlet)", "unjoined (KS)"]
+    headers = [
+        "round",
+        "streamlet",
+        "Kafka Streams",
+        "ratio",
+        "unjoined (streamlet)",
+        "unjoined (KS)",
+        "peak RSS MiB (streamlet)",
+        "peak RSS MiB (KS)",
+    ]
     text = common.table(headers, rows)
     print(text)
     median = statistics.median(ratios) if ratios else None

@@ -102,8 +102,8 @@ def launch(peer: str, bootstrap: str, app_id: str, source: str, output: str, wor
 
 async def run_peer(
     peer: str, bootstrap: str, source: str, expected: dict[Window, int], tag: str, threads: int, timeout: float
-) -> float | None:
-    """Seconds from launch until every window matched (None: it did not)."""
+) -> tuple[float | None, float | None]:
+    """Seconds from launch until every window matched (None: it did not), and the peer's peak RSS in MiB."""
     app_id, output = f"bench-windowed-{peer}-{tag}", f"bench-windowed-{peer}-{tag}-out"
     await common.recreate_topics(bootstrap, {output: PARTITIONS})
     watcher = WindowWatcher(bootstrap, output, expected)
@@ -113,7 +113,7 @@ async def run_peer(
         done = await watcher.wait(timeout, proc)
         if done is None:
             log(f"{peer}: {watcher.matched}/{len(expected)} windows matched; log tail:\n{proc.tail()}")
-        return None if done is None else done - proc.started
+        return (None if done is None else done - proc.started), common.peak_rss_mib(proc)
     finally:
         common.stop(proc)
         await watcher.close()
@@ -145,10 +145,11 @@ def main(argv: list[str] | None = None) -> int:
             log(f"{len(records):,} records over {len(expected):,} windows in {source}")
             for round_no in range(1, args.rounds + 1):
                 order = ["streamlet", "kafka-streams"][:: 1 if round_no % 2 else -1]
-                walls = {}
+                walls: dict[str, float | None] = {}
+                rss: dict[str, float | None] = {}
                 for peer in order:
                     tag = f"{run_id}r{round_no}"
-                    walls[peer] = asyncio.run(
+                    walls[peer], rss[peer] = asyncio.run(
                         run_peer(peer, bootstrap, source, expected, tag, args.threads, args.timeout)
                     )
                     log(f"round {round_no} {peer}: {walls[peer]}")
@@ -161,11 +162,14 @@ def main(argv: list[str] | None = None) -> int:
                         round_no,
                         *(None if w is None else f"{len(records) / w:,.0f}/s ({w:.1f} s)" for w in (s, k)),
                         ratio,
+                        rss["streamlet"],
+                        rss["kafka-streams"],
                     ]
                 )
         finally:
             asyncio.run(common.delete_topics_with_prefix(bootstrap, source))
-    table = common.table(["round", "streamlet", "Kafka Streams", "ratio"], rows)
+    headers = ["round", "streamlet", "Kafka Streams", "ratio", "peak RSS MiB (streamlet)", "peak RSS MiB (KS)"]
+    table = common.table(headers, rows)
     print(table)
     median = statistics.median(ratios) if ratios else None
     print(f"median ratio streamlet / Kafka Streams: {median}")
