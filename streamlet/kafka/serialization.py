@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import struct
-from typing import Any, Final
+from typing import Any
 
 from mypy_extensions import mypyc_attr
 
@@ -83,10 +83,10 @@ class StringSerde:
 
 _INT64 = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
-_pack_int64: Final = _INT64.pack
-_unpack_int64: Final = _INT64.unpack
-_pack_int32: Final = _INT32.pack
-_unpack_int32: Final = _INT32.unpack
+_pack_int64 = _INT64.pack
+_unpack_int64 = _INT64.unpack
+_pack_int32 = _INT32.pack
+_unpack_int32 = _INT32.unpack
 
 
 def _int_error(serde: object, topic: Any, obj: object, bits: int) -> SerializationError:

@@ -25,7 +25,6 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final
 
 from mypy_extensions import mypyc_attr
 
@@ -33,7 +32,7 @@ from streamlet.state.store import Entry, SortedKeyIndex
 
 #: Fixed per-entry bytes added to key and value lengths (roughly Kafka's LRUCacheEntry bookkeeping:
 #: timestamp, offset, partition, dirty flag, list pointers).
-ENTRY_OVERHEAD_BYTES: Final = 32
+ENTRY_OVERHEAD_BYTES = 32
 
 #: Receives the dirty entries of one namespace, `(key, new_value)` with None = delete, oldest-dirtied first.
 FlushCallback = Callable[[list[Entry]], None]

@@ -13,11 +13,9 @@ The changelog holds the plain value, with the aggregate's timestamp as the recor
 from __future__ import annotations
 
 import struct
-from typing import Final
 
-# Final: the compiled module reads them from C statics, not from its globals dict on every call
-TIMESTAMP_FORMAT: Final = struct.Struct(">q")
-TIMESTAMP_SIZE: Final = 8  # TIMESTAMP_FORMAT.size
+TIMESTAMP_FORMAT = struct.Struct(">q")
+TIMESTAMP_SIZE = TIMESTAMP_FORMAT.size
 
 
 def encode(timestamp: int, value: bytes) -> bytes:
