@@ -19,7 +19,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaProducer
 from aiokafka import errors as aiokafka_errors
-from aiokafka.producer.transaction_manager import TransactionManager
+from aiokafka.producer.transaction_manager import TransactionManager, TransactionState
 from aiokafka.structs import OffsetAndMetadata, RecordMetadata, TopicPartition
 
 from streamlet.errors import MissingTopicError, StreamletError
@@ -329,8 +329,20 @@ class RecordCollector:
 
     async def _begin_transaction(self) -> None:
         if not self._in_transaction:
+            if self._producer_factory is not None and not _ready_for_a_transaction(self._producer):
+                # the last commit failed for good (fenced, or the coordinator's fatal answer mid-failover): aiokafka
+                # refuses any new transaction from that state (an AssertionError that would kill the thread), so,
+                # as Kafka Streams resets its thread producer, a new one with the same transactional id takes over
+                await self._replace_producer()
             await self._producer.begin_transaction()
             self._in_transaction = True
+
+    async def _replace_producer(self) -> None:
+        """A new producer with the same transactional id: it fences the old one and aborts what it left open."""
+        assert self._producer_factory is not None
+        await self._producer.stop()
+        self._producer = self._producer_factory()
+        await self._producer.start()
 
     async def abort_transaction(self) -> None:
         """Exactly-once: drop what is queued and abort what was sent since the last commit."""
@@ -345,10 +357,7 @@ class RecordCollector:
         except Exception:
             if self._producer_factory is None:
                 raise
-            # Fenced or failed for good: a new producer with the same transactional id aborts what is left.
-            await self._producer.stop()
-            self._producer = self._producer_factory()
-            await self._producer.start()
+            await self._replace_producer()  # fenced or failed for good
 
     @property
     def producer(self) -> AIOKafkaProducer:
@@ -395,6 +404,13 @@ require(
         (TransactionManager.error_transaction, ("_transaction_waiter",)),
     ],
 )
+
+
+def _ready_for_a_transaction(producer: AIOKafkaProducer) -> bool:
+    """False when the producer's last transaction ended in an error state (or never ended: a commit or abort that
+    raised midway), from which aiokafka begins no new one; a producer still waiting for its id is ready."""
+    manager = getattr(producer, "_txn_manager", None)
+    return manager is None or manager.state in (TransactionState.UNINITIALIZED, TransactionState.READY)
 
 
 def _transaction_error(producer: AIOKafkaProducer) -> BaseException | None:

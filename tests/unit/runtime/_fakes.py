@@ -10,9 +10,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 from aiokafka.errors import CommitFailedError
+from aiokafka.producer.transaction_manager import TransactionState
 from aiokafka.structs import ConsumerRecord, OffsetAndMetadata, RecordMetadata, TopicPartition
 
 from streamlet.config import StreamsConfig
@@ -244,11 +246,17 @@ class FakeProducer:
         ) = None
         self._pending_offsets: dict[TopicPartition, OffsetAndMetadata] = {}
         self.commit_error: Exception | None = None
+        # the state aiokafka's transaction manager is left in when `commit_error` is raised (None: not modelled)
+        self.commit_error_state: TransactionState | None = None
+        self._txn_manager = SimpleNamespace(state=TransactionState.READY) if transactional_id is not None else None
         self.send_error: Exception | None = None  # raised by send_batch, as aiokafka does once fenced
         self.delivery_error: Exception | None = None  # a batch's future fails with it (nothing is written)
 
     async def begin_transaction(self) -> None:
         assert self.transactional_id is not None and self._pending is None, "transaction already open"
+        state = self._txn_manager.state
+        # aiokafka's own check: no transaction begins from an error state
+        assert state is TransactionState.READY, f"Invalid state transition {state} -> TransactionState.IN_TRANSACTION"
         self._pending = []
         self.kafka.events.append("begin")
 
@@ -266,6 +274,8 @@ class FakeProducer:
         pending, self._pending = self._pending, None
         offsets, self._pending_offsets = self._pending_offsets, {}
         if self.commit_error is not None:
+            if self.commit_error_state is not None:
+                self._txn_manager.state = self.commit_error_state
             raise self.commit_error
         for tp, key, value, timestamp, headers in pending:
             self.kafka.append(tp, key, value, timestamp, headers)

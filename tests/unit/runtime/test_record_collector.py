@@ -4,7 +4,9 @@ with the topic's partition count when the records are handed to the producer).""
 from __future__ import annotations
 
 import pytest
+from aiokafka.errors import ProducerFenced
 from aiokafka.partitioner import murmur2
+from aiokafka.producer.transaction_manager import TransactionState
 from aiokafka.structs import TopicPartition
 
 from streamlet.runtime.record_collector import ProductionError, RecordCollector
@@ -57,3 +59,31 @@ async def test_a_failing_partitioner_stops_the_task() -> None:
     collector.send(TOPIC, b"a", b"1", 0, lambda num_partitions: 1 // 0)
     with pytest.raises(ProductionError, match="the partitioner of a record for topic subscriptions failed"):
         await collector.drain()
+
+
+async def test_after_a_commit_that_failed_for_good_the_next_transaction_runs_on_a_new_producer() -> None:
+    """A commit that fails for good (here fenced) leaves aiokafka's transaction manager in FATAL_ERROR, from
+    which it begins no transaction: an AssertionError that stopped a worker in the broker-failover chaos test.
+    As Kafka Streams resets its thread producer, the collector takes a new one with the same transactional id."""
+    kafka = FakeKafka({TOPIC: 1})
+    producers = [FakeProducer(kafka, "app-t1")]
+
+    def new_producer() -> FakeProducer:
+        producers.append(FakeProducer(kafka, "app-t1"))
+        return producers[-1]
+
+    collector = RecordCollector(
+        producers[0],  # type: ignore[arg-type]
+        (),
+        transactional=True,
+        producer_factory=new_producer,  # type: ignore[arg-type]
+    )
+    producers[0].commit_error = ProducerFenced()
+    producers[0].commit_error_state = TransactionState.FATAL_ERROR
+    collector.send(TOPIC, b"a", b"1", 0, 0)
+    with pytest.raises(ProducerFenced):
+        await collector.commit_transaction({}, "app")
+    collector.send(TOPIC, b"b", b"2", 0, 0)
+    await collector.commit_transaction({}, "app")
+    assert len(producers) == 2
+    assert [key for key, _, _ in kafka.logs[TopicPartition(TOPIC, 0)]] == [b"b"]  # the failed one's record is gone
