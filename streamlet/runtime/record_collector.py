@@ -404,6 +404,7 @@ require(
         (TransactionManager.error_transaction, ("_transaction_waiter",)),
     ],
 )
+require("replacing a producer whose transaction failed", [(TransactionManager._transition_to, ("self.state",))])
 
 
 def _ready_for_a_transaction(producer: AIOKafkaProducer) -> bool:
