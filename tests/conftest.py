@@ -14,7 +14,8 @@ from tests.support.stuck_tests import StuckTestWatch
 from tests.support.workers import MADE_IN_TEST
 
 WORKER_LOG_TAIL_LINES = 80
-# A test past this prints its asyncio tasks' await chains (faulthandler_timeout, 600 s, dumps the threads)
+# A test past this prints its asyncio tasks' await chains and fails, cancelled (faulthandler_timeout, 600 s, dumps
+# the threads of one stuck elsewhere)
 STUCK_AFTER_S = 420
 _STUCK = StuckTestWatch(STUCK_AFTER_S)
 
@@ -96,7 +97,7 @@ def pytest_runtest_makereport(
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, object, object]:
-    _STUCK.started(item.nodeid)
+    _STUCK.started(item.nodeid, getattr(item, "originalname", item.name))
     try:
         return (yield)
     finally:
