@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import ctypes
+import fcntl
 import json
 import os
 import re
@@ -42,6 +43,11 @@ OLDEST_SUPPORTED_KAFKA_VERSION = "3.9.1"
 #: Picks another Kafka release for `LocalBroker` (and so for `streamlet broker start` and the test session's broker).
 KAFKA_VERSION_ENV = "STREAMLET_KAFKA_VERSION"
 _MIN_JAVA = 17
+#: How long resolving a release's jars may take before it is reported as stuck. A first download is 1-3 minutes; a
+#: stalled connection would otherwise wait out Maven's own read timeout (30 minutes), then retry.
+DOWNLOAD_TIMEOUT_S = 900.0
+# a single request that long without an answer is retried (Maven 3.8's wagon, Maven 3.9's resolver)
+_MAVEN_REQUEST_TIMEOUT_MS = 120_000
 _STATE_FILE = "broker.json"
 # the Kafka release that formatted a broker directory's data (KRaft storage is not forward-compatible)
 _FORMATTED_BY_FILE = "formatted-by-kafka"
@@ -126,6 +132,15 @@ def kafka_libs(version: str | None = None) -> Path:
             "(e.g. `apt-get install maven`), or set KAFKA_HOME to an Apache Kafka installation"
         )
     target.mkdir(parents=True, exist_ok=True)
+    # processes that start brokers at once (a test session's workers) download once: the others wait, then use it
+    with open(target / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (target / ".complete").exists():
+            _download(mvn, version, target, libs)
+    return libs
+
+
+def _download(mvn: str, version: str, target: Path, libs: Path) -> None:
     pom = target / "pom.xml"
     pom.write_text(resources.files("streamlet.kafka").joinpath("broker-pom.xml").read_text())
     partial = target / "libs.partial"
@@ -137,11 +152,19 @@ def kafka_libs(version: str | None = None) -> Path:
         "-f",
         str(pom),
         f"-Dkafka.version={version}",
+        f"-Dmaven.wagon.rto={_MAVEN_REQUEST_TIMEOUT_MS}",
+        f"-Daether.connector.requestTimeout={_MAVEN_REQUEST_TIMEOUT_MS}",
         "dependency:copy-dependencies",
         f"-DoutputDirectory={partial}",
         "-DincludeScope=runtime",
     ]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=DOWNLOAD_TIMEOUT_S)
+    except subprocess.TimeoutExpired as exc:
+        raise BrokerError(
+            f"downloading Kafka {version} from Maven Central did not finish within {DOWNLOAD_TIMEOUT_S:.0f} s; "
+            "check that Maven Central is reachable and not throttled (or set KAFKA_HOME), then try again"
+        ) from exc
     if proc.returncode != 0 or not any(partial.glob("kafka_*.jar")):
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
         raise BrokerError(
@@ -151,7 +174,6 @@ def kafka_libs(version: str | None = None) -> Path:
     shutil.rmtree(libs, ignore_errors=True)
     partial.rename(libs)
     (target / ".complete").write_text(version + "\n")
-    return libs
 
 
 def _release(version: str) -> tuple[int, ...]:

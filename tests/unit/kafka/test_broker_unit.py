@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import socket
 
 import pytest
@@ -143,3 +144,37 @@ def test_a_mutual_tls_broker_requires_client_certificates(tmp_path) -> None:
     assert props["ssl.client.auth"] == "required" and "sasl.enabled.mechanisms" not in props
     with pytest.raises(BrokerError, match="security='tls': expected one of plaintext, sasl_ssl, ssl"):
         LocalBroker(tmp_path, security="tls")
+
+
+def _fake_mvn(tmp_path, body: str):
+    """An `mvn` that records each run and then does `body` (a shell snippet; $out is -DoutputDirectory's value)."""
+    script = tmp_path / "mvn"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'echo run >> "{tmp_path}/runs"\n'
+        'for arg in "$@"; do case "$arg" in -DoutputDirectory=*) out="${arg#-DoutputDirectory=}";; esac; done\n'
+        f"{body}\n"
+    )
+    script.chmod(0o755)
+    return str(script)
+
+
+def test_processes_that_start_brokers_at_once_download_the_jars_once(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    monkeypatch.delenv("KAFKA_HOME", raising=False)
+    monkeypatch.setenv("STREAMLET_CACHE_DIR", str(tmp_path / "cache"))
+    mvn = _fake_mvn(tmp_path, 'sleep 0.5; mkdir -p "$out"; touch "$out/kafka_2.13-9.9.9.jar"')
+    monkeypatch.setattr(broker_mod.shutil, "which", lambda name: mvn)
+    with concurrent.futures.ThreadPoolExecutor(3) as pool:  # flock excludes each open() of the lock file
+        found = list(pool.map(lambda _: broker_mod.kafka_libs("9.9.9"), range(3)))
+    assert (tmp_path / "runs").read_text().splitlines() == ["run"]
+    assert len(set(found)) == 1 and (found[0] / "kafka_2.13-9.9.9.jar").is_file()
+
+
+def test_a_stuck_download_is_reported(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    monkeypatch.delenv("KAFKA_HOME", raising=False)
+    monkeypatch.setenv("STREAMLET_CACHE_DIR", str(tmp_path / "cache"))
+    mvn = _fake_mvn(tmp_path, "exec sleep 30")
+    monkeypatch.setattr(broker_mod.shutil, "which", lambda name: mvn)
+    monkeypatch.setattr(broker_mod, "DOWNLOAD_TIMEOUT_S", 0.5)
+    with pytest.raises(BrokerError, match=r"downloading Kafka 9\.9\.9 from Maven Central did not finish within 0 s"):
+        broker_mod.kafka_libs("9.9.9")
