@@ -38,6 +38,7 @@ LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) (.*)$", re.MULTILINE
 RESTORE_START = re.compile(r"restoring store \S+ from \S+-counts-store-changelog-(\d+) offsets (\d+)\.\.(\d+) ")
 RESTORE_DONE = re.compile(r"restored store \S+ from \S+-counts-store-changelog-(\d+):")
 ASSIGNED = re.compile(r"stream-thread \[(\S+)\] assigned active \[([^\]]*)\]")
+STARTED = re.compile(r"streamlet client \S+ started")
 SETTLING = re.compile(r"assigned active|now RUNNING|streamlet client \S+ started")
 # how long before a kill the changelog ends are read: every record up to them is in a transaction the worker has
 # committed (every 500 ms here) and moved into its stores by the time it dies, unless it stalled this long
@@ -78,14 +79,18 @@ def own_restores(restart: Restart, log: str) -> list[tuple[int, int, int]] | Non
     """The restorations the restarted worker ran for its own count tasks: (partition, start, end), or None when
     this restart cannot tell (the worker was still starting or rebalancing when it died, or got other tasks)."""
     settled_by = restart.killed_at - COMMITTED_BEFORE_KILL_S - 0.5  # before the changelog ends were read
-    before = timed_lines(log[: restart.log_from], SETTLING)
+    # the killed process's own lines, from its start: an earlier process's assignment says nothing of its stores (it
+    # may have died rejoining, its tasks run elsewhere meanwhile; the restart then restores what they wrote since)
+    starts = [match.start() for match in STARTED.finditer(log, 0, restart.log_from)]
+    killed = log[log.rfind("\n", 0, starts[-1]) + 1 if starts else 0 : restart.log_from]
+    before = timed_lines(killed, SETTLING)
     if not before or before[-1][0] > settled_by:
         return None  # its tasks had not been running since then
     owned = assigned_tasks(before)
     if not any(task.startswith("1_") for task in owned):
         return None  # no count store to restore
     restored_at: dict[str, float | None] = {}  # partition -> when its last restore ended (None: still restoring)
-    for t, text in timed_lines(log[: restart.log_from]):
+    for t, text in timed_lines(killed):
         if started := RESTORE_START.search(text):
             restored_at[started.group(1)] = None
         elif done := RESTORE_DONE.search(text):
