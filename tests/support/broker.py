@@ -9,7 +9,7 @@ from pathlib import Path
 from streamlet.kafka.broker import LocalBroker
 from tests.support.waiting import free_port
 
-# Tests stamp records with event times long past (near 1970, or a fixed day of 2023). A broker's time retention deletes
+# Tests stamp records with event times long past (near 1970, say). A broker's time retention deletes
 # such records under a running test: a restore then finds an empty changelog, a drain a sink with windows missing.
 # Every segment of such a topic is deletable at once: with timestamps older than `segment.ms`, each batch rolls a new
 # one. The retention check runs 30 s after the broker starts (`log.initial.task.delay.ms`), then every
