@@ -124,8 +124,11 @@ class KafkaTestCluster:
         finally:
             await producer.stop()
 
-    async def end_offsets(self, topic: str, partitions: int) -> dict[int, int]:
-        consumer = connect.consumer(self.cluster)
+    async def end_offsets(self, topic: str, partitions: int, *, read_committed: bool = False) -> dict[int, int]:
+        """The partitions' end offsets; `read_committed`: their last stable offsets (none of an open transaction)."""
+        consumer = connect.consumer(
+            self.cluster, isolation_level="read_committed" if read_committed else "read_uncommitted"
+        )
         await consumer.start()
         try:
             tps = [TopicPartition(topic, p) for p in range(partitions)]
