@@ -9,8 +9,10 @@ partition; it reads the others' from the log end at its start and hands them to 
 holds nobody back; a process that stops sends one, a process that dies is ignored once its report is stale.
 
 One small JSON record per process per interval, whether catching up or not: that is also how a process knows
-it has peers to wait for after an assignment. The record is a version, the process id and the positions; bytes
-that do not parse are skipped with a warning (never unpickled).
+it has peers to wait for after an assignment. The record is a version, the process id, the positions and the group
+generation all the process's threads have applied (a process waits, after an assignment, until the others report
+theirs: `StreamTimeWatermark.assignment_applied`); bytes that do not parse are skipped with a warning (never
+unpickled). A report without a generation (a process of an earlier release, or one that stops) is not waited for.
 """
 
 from __future__ import annotations
@@ -43,13 +45,15 @@ def event_time_topic(application_id: str) -> str:
     return f"{application_id}-event-time"
 
 
-def encode_positions(process: str, positions: dict[int, int]) -> bytes:
-    report = {"v": _VERSION, "process": process, "positions": {str(k): v for k, v in positions.items()}}
+def encode_positions(process: str, positions: dict[int, int], generation: int | None = None) -> bytes:
+    report: dict[str, Any] = {"v": _VERSION, "process": process, "positions": {str(k): v for k, v in positions.items()}}
+    if generation is not None:
+        report["generation"] = generation
     return json.dumps(report).encode()
 
 
-def decode_positions(value: bytes | None) -> tuple[str, dict[int, int]]:
-    """(process, positions); ValueError for anything that is not a report of this version."""
+def decode_positions(value: bytes | None) -> tuple[str, dict[int, int], int | None]:
+    """(process, positions, generation); ValueError for anything that is not a report of this version."""
     if value is None:
         raise ValueError("no value")
     data: Any = json.loads(value)
@@ -58,7 +62,10 @@ def decode_positions(value: bytes | None) -> tuple[str, dict[int, int]]:
     raw = data.get("positions")
     if not isinstance(raw, dict) or not all(isinstance(v, int) and not isinstance(v, bool) for v in raw.values()):
         raise ValueError("positions must map sub-topology ids to integer timestamps")
-    return data["process"], {int(k): v for k, v in raw.items()}
+    generation = data.get("generation")
+    if generation is not None and (not isinstance(generation, int) or isinstance(generation, bool)):
+        raise ValueError("the generation must be an integer")
+    return data["process"], {int(k): v for k, v in raw.items()}, generation
 
 
 class EventTimeExchange:
@@ -104,24 +111,29 @@ class EventTimeExchange:
         """A report every interval, and at once when a position moved by an eighth of the drift or a sub-topology
         started or stopped catching up: processes that wait for each other advance at the pace of the broker's
         round trip, not of the interval."""
-        published: dict[int, int] | None = None
+        published: tuple[dict[int, int], int] | None = None
         last = 0.0
         step = max(1, self._watermark.drift_ms // 8)
         while True:
             positions = self._watermark.local_positions()
+            generation = self._watermark.local_generation()
             now = time.monotonic()
-            if published is None or now - last >= self._interval_s or _moved(published, positions, step):
-                await self.publish(positions)
-                published, last = positions, now
+            if (
+                published is None
+                or now - last >= self._interval_s
+                or generation != published[1]
+                or _moved(published[0], positions, step)
+            ):
+                await self.publish(positions, generation)
+                published, last = (positions, generation), now
             await self._watermark.changed(self._interval_s)
 
-    async def publish(self, positions: dict[int, int]) -> None:
+    async def publish(self, positions: dict[int, int], generation: int | None = None) -> None:
         """Produce one report; a failure is logged (first and every 100th), never raised."""
         assert self._producer is not None
+        report = encode_positions(self._process, positions, generation)
         try:
-            await self._producer.send_and_wait(
-                self.topic, encode_positions(self._process, positions), key=self._process.encode(), partition=0
-            )
+            await self._producer.send_and_wait(self.topic, report, key=self._process.encode(), partition=0)
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -148,14 +160,14 @@ class EventTimeExchange:
 
     def _receive(self, value: bytes | None) -> None:
         try:
-            process, positions = decode_positions(value)
+            process, positions, generation = decode_positions(value)
         except ValueError as exc:
             self._skipped += 1
             if self._skipped % 100 == 1:
                 log.warning("skipped a record of %s that is not an event-time report: %s", self.topic, exc)
             return
         if process != self._process:
-            self._watermark.report_process(process, positions)
+            self._watermark.report_process(process, positions, generation)
 
     async def close(self, timeout: float = 5.0) -> None:
         """Cancel the loops, tell the others this process holds nobody back any more (bounded), stop the clients."""

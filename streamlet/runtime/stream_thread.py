@@ -380,7 +380,8 @@ class StreamThread:
             if self._metadata_state is not None:
                 self._metadata_state.assignment_applied(self.name, info.tasks_by_host)
             if self._watermark is not None:
-                self._watermark.assignment_applied()
+                generation = self.consumer.group_metadata().generation_id
+                self._watermark.assignment_applied(self.name, generation if generation >= 0 else None)
             self._probing_deadline_ms = None if info.next_rebalance_ms == NO_FOLLOWUP else info.next_rebalance_ms
             if info.next_rebalance_ms == 0:
                 # tasks were withheld from this thread until their owner revokes them: rejoin now, from within the

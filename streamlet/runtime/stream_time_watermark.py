@@ -17,8 +17,10 @@ The processes of one group share it too, through Kafka (`EventTimeExchange`): ea
 lowest position per sub-topology and reads the others', which bound its threads as another thread's would
 (`report_process`), but `drift_ms` past them rather than the slice. A report crosses the broker in a few hundred
 milliseconds, in which a thread replaying a backlog can run minutes of event time ahead; so, after each
-assignment, a client that has heard from another process holds its merged sub-topologies back for `hold_ms`,
-until the other processes' positions for their new tasks have arrived.
+assignment, a client that has heard from another process holds its merged sub-topologies back until every other
+process it hears from has reported the same group generation applied (its positions then include its new tasks),
+at least `hold_ms` and at most `stale_after_s`. A fixed hold alone was not enough: a loaded process applies its
+assignment seconds after the others at worst, and meanwhile they ran ahead of the tasks it was taking over.
 """
 
 from __future__ import annotations
@@ -47,7 +49,12 @@ class StreamTimeWatermark:
         self._positions: dict[int, dict[str, tuple[int, float]]] = {}
         self._local: set[str] = set()  # the names of this client's threads that reported
         self._processes: dict[str, float] = {}  # other processes -> when last heard from
+        # the group generation each of this client's threads applied last, and each other process (None: it
+        # does not say, or it left)
+        self._generations: dict[str, int] = {}
+        self._process_generations: dict[str, int | None] = {}
         self._held_until = 0.0
+        self._awaited: tuple[int, float] | None = None  # (generation, until when) the other processes must reach
         # set by the exchange (0 while processes do not share positions): how long to hold back after an
         # assignment, and how far past another process's position a thread may go. A process's report is a few
         # hundred ms old when it arrives: within the slice, processes would advance in lockstep at that pace
@@ -69,11 +76,12 @@ class StreamTimeWatermark:
         else:
             positions[name] = (position, self._clock())
 
-    def report_process(self, process: str, positions: dict[int, int]) -> None:
+    def report_process(self, process: str, positions: dict[int, int], generation: int | None = None) -> None:
         """Another process's threads stand at `positions` (its lowest per sub-topology; a sub-topology left out
-        holds nobody back)."""
+        holds nobody back), having all applied the group `generation` (-1: not yet any; None: not said)."""
         name = f"process:{process}"
         self._processes[process] = self._clock()
+        self._process_generations[process] = generation
         for subtopology in set(self._positions) | set(positions):
             self._set(name, subtopology, positions.get(subtopology))
 
@@ -87,20 +95,45 @@ class StreamTimeWatermark:
                     lowest[subtopology] = at
         return lowest
 
-    def assignment_applied(self) -> None:
-        """A thread of this client got an assignment: if other processes are about, hold back until their
-        positions for the tasks they gained have arrived."""
+    def local_generation(self) -> int:
+        """The group generation every thread of this client has applied (-1 before each got an assignment):
+        what it tells the other processes with its positions."""
+        return min(self._generations.values(), default=-1)
+
+    def assignment_applied(self, thread: str, generation: int | None) -> None:
+        """`thread` applied the assignment of the group `generation`: if other processes are about, hold back
+        until each reported it applied that generation too (its positions for the tasks it gained with them)."""
+        if generation is not None:
+            self._generations[thread] = generation
+        if self._changed is not None:
+            self._changed.set()  # the new generation goes out at once
         if self.hold_ms <= 0:
             return
         now = self._clock()
         if any(when >= now - self._stale_after_s for when in self._processes.values()):
             self._held_until = max(self._held_until, now + self.hold_ms / 1000)
+            if generation is not None:
+                self._awaited = (generation, now + self._stale_after_s)
+
+    def _awaiting(self, now: float) -> bool:
+        """Whether a process heard from recently has not yet reported the awaited generation applied."""
+        if self._awaited is None:
+            return False
+        generation, until = self._awaited
+        if now < until:
+            oldest = now - self._stale_after_s
+            for process, when in self._processes.items():
+                reached = self._process_generations.get(process)
+                if when >= oldest and reached is not None and reached < generation:
+                    return True
+        self._awaited = None
+        return False
 
     def ceiling(self, thread: str, subtopology: int, slice_ms: int) -> int:
         """The latest timestamp `thread` may take in `subtopology`: `slice_ms` past the lowest position another
         thread of this client reported recently, and `drift_ms` past another process's (NO_CEILING if none did)."""
         now = self._clock()
-        if now < self._held_until:
+        if now < self._held_until or self._awaiting(now):
             return HELD
         positions = self._positions.get(subtopology)
         if not positions:
@@ -126,5 +159,6 @@ class StreamTimeWatermark:
 
     def forget(self, thread: str) -> None:
         """`thread` stopped: it holds nobody back any more."""
+        self._generations.pop(thread, None)
         for positions in self._positions.values():
             positions.pop(thread, None)

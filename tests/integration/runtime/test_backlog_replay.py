@@ -21,10 +21,12 @@ import time
 from pathlib import Path
 
 import pytest
+from aiokafka.structs import TopicPartition
 
 from streamlet.config import StreamsConfig
 from streamlet.runtime.kafka_streams import KafkaStreams
 from streamlet.runtime.metrics_event import build_metrics_event
+from streamlet.runtime.stream_thread import StreamThread
 from streamlet.serdes import StringSerde
 from streamlet.topology import StreamsBuilder, Topology
 from streamlet.topology.windows import TimeWindowedSerde, TimeWindows
@@ -38,6 +40,7 @@ MINUTE = 60_000
 GRACE = 60_000
 SPAN = 20 * MINUTE
 CUSTOMERS = 25
+LATE_S = 2.0  # how late the late worker applies its assignments
 # the backlog's first minute: within the last hour, as a real backlog's, so the broker's retention of the windowed
 # changelog (the windows' retention plus a day) and of the sink keeps it (tests/support/broker.py)
 BASE = (int(time.time() * 1000) - 3 * SPAN) // MINUTE * MINUTE
@@ -86,11 +89,12 @@ async def _replay(
     records: list[tuple[int, str, int]],
     expected: dict[Window, int] | None = None,
     processes: int = 1,
+    late: set[str] | None = None,
     **overrides: int,
 ) -> tuple[int, dict[Window, int]]:
     """Start one worker (or `processes` at once, which meet in their first rebalances) on the backlog; once every
     record was processed in both sub-topologies, the records the workers dropped and the latest count of every
-    window in the output (once they equal `expected`, if given)."""
+    window in the output (once they equal `expected`, if given). `late` gets the last worker's state dir."""
     source = await kafka.create_topic("orders", partitions=PARTITIONS)
     sink = await kafka.create_topic("orders-per-minute", partitions=PARTITIONS)
     await _produce(kafka, source, records)
@@ -117,6 +121,8 @@ async def _replay(
                 **overrides,  # type: ignore[arg-type]
             )
             clients.append(KafkaStreams(_topology(source, sink), config))
+        if late is not None:
+            late.add(config.state_dir)
         await asyncio.gather(*(client.start() for client in clients))
         processed, dropped = await totals()
         while processed < 2 * len(records) and loop.time() < deadline:
@@ -175,6 +181,29 @@ async def test_two_processes_share_their_positions_and_replay_it_together_withou
     records = _backlog(seed=31, per_partition=2_000)
     expected = dict(collections.Counter((customer, ts // MINUTE * MINUTE) for _, customer, ts in records))
     dropped, latest = await _replay(kafka, tmp_path, records, expected, processes=2)
+    assert dropped == 0
+    assert latest == expected
+
+
+async def test_two_processes_replay_it_together_when_one_applies_its_assignments_late(
+    kafka: KafkaTestCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As a loaded process does, the second worker applies each assignment 2 s after it arrived (a fault injected
+    into its threads' rebalance callback, not a wait for anything). The first waits for that worker's report of the
+    same group generation, which names its new tasks' positions. Before, it held back a fixed 600 ms after its
+    assignment and then ran minutes of event time ahead: this test dropped 5,631 records (2026-11-28)."""
+    records = _backlog(seed=31, per_partition=2_000)
+    expected = dict(collections.Counter((customer, ts // MINUTE * MINUTE) for _, customer, ts in records))
+    late: set[str] = set()
+    applied = StreamThread.on_partitions_assigned
+
+    async def apply_late(thread: StreamThread, assigned: set[TopicPartition]) -> None:
+        if thread.config.state_dir in late:
+            await asyncio.sleep(LATE_S)
+        await applied(thread, assigned)
+
+    monkeypatch.setattr(StreamThread, "on_partitions_assigned", apply_late)
+    dropped, latest = await _replay(kafka, tmp_path, records, expected, processes=2, late=late)
     assert dropped == 0
     assert latest == expected
 

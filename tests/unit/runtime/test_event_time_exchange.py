@@ -1,6 +1,7 @@
 """The processes of a group share their event-time positions (`EventTimeExchange`, `StreamTimeWatermark`): another
 process bounds a thread `drift_ms` past its position, is forgotten when stale, and makes a client hold back after
-an assignment. The report codec rejects what is not a report. Expected values follow from the reported numbers."""
+an assignment until it reported the same group generation. The report codec rejects what is not a report. Expected
+values follow from the reported numbers."""
 
 from __future__ import annotations
 
@@ -63,29 +64,88 @@ def test_local_positions_are_the_lowest_fresh_report_of_this_clients_threads_onl
 def test_an_assignment_holds_back_only_while_another_process_is_about() -> None:
     now = [0.0]
     watermark = _watermark(now)
-    watermark.assignment_applied()  # alone: no hold
+    watermark.assignment_applied("t1", 1)  # alone: no hold
     assert watermark.ceiling("t1", 0, 1_000) == NO_CEILING
-    watermark.report_process("p2", {})  # heard from, caught up
-    watermark.assignment_applied()
-    assert watermark.ceiling("t1", 0, 1_000) == HELD
+    watermark.report_process("p2", {}, 2)  # heard from, caught up, in the next generation already
+    watermark.assignment_applied("t1", 2)
+    assert watermark.ceiling("t1", 0, 1_000) == HELD  # at least hold_ms: a report may be on its way
     now[0] = 0.7
     assert watermark.ceiling("t1", 0, 1_000) == NO_CEILING
     now[0] = 10.0  # p2 not heard from for longer than the staleness bound
-    watermark.assignment_applied()
+    watermark.assignment_applied("t1", 3)
     assert watermark.ceiling("t1", 0, 1_000) == NO_CEILING
+
+
+def test_after_an_assignment_a_client_waits_until_each_other_process_applied_that_generation() -> None:
+    """A loaded process applies its assignment late: its last report still has the tasks it had, and holds nobody
+    back for the ones it is taking over. The others wait for its report of the same generation, not a fixed time."""
+    now = [0.0]
+    watermark = _watermark(now)
+    watermark.report_process("p2", {}, 4)
+    watermark.report_process("p3", {0: 1_000}, -1)  # started, no assignment yet
+    watermark.assignment_applied("t1", 5)
+    now[0] = 2.0
+    watermark.report_process("p2", {}, 4)  # still applying generation 4's successor
+    watermark.report_process("p3", {0: 1_000}, -1)
+    assert watermark.ceiling("t1", 0, 1_000) == HELD
+    watermark.report_process("p2", {0: 5_000}, 5)
+    assert watermark.ceiling("t1", 0, 1_000) == HELD  # p3 too
+    watermark.report_process("p3", {0: 2_000}, 6)  # past it: it applied 5 as well
+    assert watermark.ceiling("t1", 0, 1_000) == 32_000  # p3's position plus the drift
+
+
+def test_the_wait_for_a_generation_is_bounded_by_the_staleness_bound() -> None:
+    now = [0.0]
+    watermark = _watermark(now)
+    watermark.report_process("p2", {}, 1)
+    watermark.assignment_applied("t1", 2)
+    for t in (1.0, 2.0, 3.0, 4.0, 4.9):  # p2 keeps reporting generation 1: fresh, never there
+        now[0] = t
+        watermark.report_process("p2", {}, 1)
+        assert watermark.ceiling("t1", 0, 1_000) == HELD
+    now[0] = 5.0
+    watermark.report_process("p2", {}, 1)
+    assert watermark.ceiling("t1", 0, 1_000) == NO_CEILING
+
+
+def test_a_process_that_does_not_say_its_generation_is_waited_for_the_fixed_hold_only() -> None:
+    """An earlier release's process, or one that stopped (its last report has no generation)."""
+    now = [0.0]
+    watermark = _watermark(now)
+    watermark.report_process("p2", {0: 1_000})
+    watermark.assignment_applied("t1", 2)
+    assert watermark.ceiling("t1", 0, 1_000) == HELD
+    now[0] = 0.7
+    assert watermark.ceiling("t1", 0, 1_000) == 31_000
+
+
+def test_the_generation_a_client_reports_is_the_one_all_its_threads_applied() -> None:
+    watermark = _watermark([0.0])
+    assert watermark.local_generation() == -1
+    watermark.assignment_applied("t1", 3)
+    watermark.assignment_applied("t2", 2)
+    assert watermark.local_generation() == 2
+    watermark.assignment_applied("t2", 3)
+    assert watermark.local_generation() == 3
+    watermark.assignment_applied("t1", 4)
+    watermark.forget("t2")  # a thread that stopped no longer counts
+    assert watermark.local_generation() == 4
 
 
 def test_no_hold_while_processes_do_not_share() -> None:
     now = [0.0]
     watermark = StreamTimeWatermark(clock=lambda: now[0])
-    watermark.report_process("p2", {})
-    watermark.assignment_applied()
+    watermark.report_process("p2", {}, 1)
+    watermark.assignment_applied("t1", 2)
     assert watermark.ceiling("t1", 0, 1_000) == NO_CEILING
 
 
 def test_reports_round_trip() -> None:
-    assert decode_positions(encode_positions("p1", {0: 5, 3: -1})) == ("p1", {0: 5, 3: -1})
-    assert decode_positions(encode_positions("p1", {})) == ("p1", {})
+    assert decode_positions(encode_positions("p1", {0: 5, 3: -1}, 7)) == ("p1", {0: 5, 3: -1}, 7)
+    assert decode_positions(encode_positions("p1", {}, -1)) == ("p1", {}, -1)
+    assert decode_positions(encode_positions("p1", {})) == ("p1", {}, None)
+    # an earlier release's report (no generation) still reads
+    assert decode_positions(b'{"v": 1, "process": "p", "positions": {"0": 3}}') == ("p", {0: 3}, None)
 
 
 @pytest.mark.parametrize(
@@ -100,6 +160,8 @@ def test_reports_round_trip() -> None:
         b'{"v": 1, "process": "p", "positions": {"0": "late"}}',
         b'{"v": 1, "process": "p", "positions": {"0": true}}',
         b'{"v": 1, "process": "p", "positions": {"zero": 1}}',
+        b'{"v": 1, "process": "p", "positions": {}, "generation": "5"}',
+        b'{"v": 1, "process": "p", "positions": {}, "generation": false}',
     ],
 )
 def test_anything_else_is_rejected_with_a_value_error(value: bytes | None) -> None:
