@@ -52,6 +52,10 @@ def encode_positions(process: str, positions: dict[int, int], generation: int | 
     return json.dumps(report).encode()
 
 
+def _is_integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def decode_positions(value: bytes | None) -> tuple[str, dict[int, int], int | None]:
     """(process, positions, generation); ValueError for anything that is not a report of this version."""
     if value is None:
@@ -60,10 +64,10 @@ def decode_positions(value: bytes | None) -> tuple[str, dict[int, int], int | No
     if not isinstance(data, dict) or data.get("v") != _VERSION or not isinstance(data.get("process"), str):
         raise ValueError("not an event-time report of version 1")
     raw = data.get("positions")
-    if not isinstance(raw, dict) or not all(isinstance(v, int) and not isinstance(v, bool) for v in raw.values()):
+    if not isinstance(raw, dict) or not all(_is_integer(v) for v in raw.values()):
         raise ValueError("positions must map sub-topology ids to integer timestamps")
     generation = data.get("generation")
-    if generation is not None and (not isinstance(generation, int) or isinstance(generation, bool)):
+    if generation is not None and not _is_integer(generation):
         raise ValueError("the generation must be an integer")
     return data["process"], {int(k): v for k, v in raw.items()}, generation
 

@@ -48,11 +48,9 @@ class StreamTimeWatermark:
         # subtopology -> thread (or "process:<id>") -> (position, when reported)
         self._positions: dict[int, dict[str, tuple[int, float]]] = {}
         self._local: set[str] = set()  # the names of this client's threads that reported
-        self._processes: dict[str, float] = {}  # other processes -> when last heard from
-        # the group generation each of this client's threads applied last, and each other process (None: it
-        # does not say, or it left)
-        self._generations: dict[str, int] = {}
-        self._process_generations: dict[str, int | None] = {}
+        # other processes -> when last heard from, and the group generation they applied (None: not said)
+        self._processes: dict[str, tuple[float, int | None]] = {}
+        self._generations: dict[str, int] = {}  # the group generation each of this client's threads applied last
         self._held_until = 0.0
         self._awaited: tuple[int, float] | None = None  # (generation, until when) the other processes must reach
         # set by the exchange (0 while processes do not share positions): how long to hold back after an
@@ -80,8 +78,7 @@ class StreamTimeWatermark:
         """Another process's threads stand at `positions` (its lowest per sub-topology; a sub-topology left out
         holds nobody back), having all applied the group `generation` (-1: not yet any; None: not said)."""
         name = f"process:{process}"
-        self._processes[process] = self._clock()
-        self._process_generations[process] = generation
+        self._processes[process] = (self._clock(), generation)
         for subtopology in set(self._positions) | set(positions):
             self._set(name, subtopology, positions.get(subtopology))
 
@@ -110,7 +107,7 @@ class StreamTimeWatermark:
         if self.hold_ms <= 0:
             return
         now = self._clock()
-        if any(when >= now - self._stale_after_s for when in self._processes.values()):
+        if any(when >= now - self._stale_after_s for when, _ in self._processes.values()):
             self._held_until = max(self._held_until, now + self.hold_ms / 1000)
             if generation is not None:
                 self._awaited = (generation, now + self._stale_after_s)
@@ -122,8 +119,7 @@ class StreamTimeWatermark:
         generation, until = self._awaited
         if now < until:
             oldest = now - self._stale_after_s
-            for process, when in self._processes.items():
-                reached = self._process_generations.get(process)
+            for when, reached in self._processes.values():
                 if when >= oldest and reached is not None and reached < generation:
                     return True
         self._awaited = None

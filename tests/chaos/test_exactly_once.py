@@ -39,7 +39,7 @@ RESTORE_START = re.compile(r"restoring store \S+ from \S+-counts-store-changelog
 RESTORE_DONE = re.compile(r"restored store \S+ from \S+-counts-store-changelog-(\d+):")
 ASSIGNED = re.compile(r"stream-thread \[(\S+)\] assigned active \[([^\]]*)\]")
 STARTED = re.compile(r"streamlet client \S+ started")
-SETTLING = re.compile(r"assigned active|now RUNNING|streamlet client \S+ started")
+SETTLING = re.compile(rf"assigned active|now RUNNING|{STARTED.pattern}")
 # how long before a kill the changelogs' last stable offsets are read: every record under them is in a transaction
 # that was decided by then, and a committed one's writes are in the worker's stores a moment after its commit
 COMMITTED_BEFORE_KILL_S = 2.0

@@ -38,6 +38,10 @@ def _bytes(data: bytes | str | None) -> bytes | None:
     return data.encode() if isinstance(data, str) else data
 
 
+def _isolation(read_committed: bool) -> str:
+    return "read_committed" if read_committed else "read_uncommitted"
+
+
 class KafkaTestCluster:
     """A thin test-side handle on the broker; tracks created topics so each test cleans up after itself."""
 
@@ -126,9 +130,7 @@ class KafkaTestCluster:
 
     async def end_offsets(self, topic: str, partitions: int, *, read_committed: bool = False) -> dict[int, int]:
         """The partitions' end offsets; `read_committed`: their last stable offsets (none of an open transaction)."""
-        consumer = connect.consumer(
-            self.cluster, isolation_level="read_committed" if read_committed else "read_uncommitted"
-        )
+        consumer = connect.consumer(self.cluster, isolation_level=_isolation(read_committed))
         await consumer.start()
         try:
             tps = [TopicPartition(topic, p) for p in range(partitions)]
@@ -154,7 +156,7 @@ class KafkaTestCluster:
             self.cluster,
             enable_auto_commit=False,
             auto_offset_reset="earliest",
-            isolation_level="read_committed" if read_committed else "read_uncommitted",
+            isolation_level=_isolation(read_committed),
         )
         await consumer.start()
         try:

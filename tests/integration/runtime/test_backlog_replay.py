@@ -89,12 +89,11 @@ async def _replay(
     records: list[tuple[int, str, int]],
     expected: dict[Window, int] | None = None,
     processes: int = 1,
-    late: set[str] | None = None,
     **overrides: int,
 ) -> tuple[int, dict[Window, int]]:
     """Start one worker (or `processes` at once, which meet in their first rebalances) on the backlog; once every
     record was processed in both sub-topologies, the records the workers dropped and the latest count of every
-    window in the output (once they equal `expected`, if given). `late` gets the last worker's state dir."""
+    window in the output (once they equal `expected`, if given)."""
     source = await kafka.create_topic("orders", partitions=PARTITIONS)
     sink = await kafka.create_topic("orders-per-minute", partitions=PARTITIONS)
     await _produce(kafka, source, records)
@@ -121,8 +120,6 @@ async def _replay(
                 **overrides,  # type: ignore[arg-type]
             )
             clients.append(KafkaStreams(_topology(source, sink), config))
-        if late is not None:
-            late.add(config.state_dir)
         await asyncio.gather(*(client.start() for client in clients))
         processed, dropped = await totals()
         while processed < 2 * len(records) and loop.time() < deadline:
@@ -194,16 +191,16 @@ async def test_two_processes_replay_it_together_when_one_applies_its_assignments
     assignment and then ran minutes of event time ahead: this test dropped 5,631 records (2026-11-28)."""
     records = _backlog(seed=31, per_partition=2_000)
     expected = dict(collections.Counter((customer, ts // MINUTE * MINUTE) for _, customer, ts in records))
-    late: set[str] = set()
+    late = str(tmp_path / "state-1")  # the second worker's (`_replay`)
     applied = StreamThread.on_partitions_assigned
 
     async def apply_late(thread: StreamThread, assigned: set[TopicPartition]) -> None:
-        if thread.config.state_dir in late:
+        if thread.config.state_dir == late:
             await asyncio.sleep(LATE_S)
         await applied(thread, assigned)
 
     monkeypatch.setattr(StreamThread, "on_partitions_assigned", apply_late)
-    dropped, latest = await _replay(kafka, tmp_path, records, expected, processes=2, late=late)
+    dropped, latest = await _replay(kafka, tmp_path, records, expected, processes=2)
     assert dropped == 0
     assert latest == expected
 
