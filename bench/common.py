@@ -403,9 +403,9 @@ def _group_members(pgids: Collection[int]) -> Iterator[tuple[Path, list[str]]]:
             continue
 
 
-def group_memory_mib(pgid: int, field: str = "VmHWM") -> float | None:
-    """Largest `field` (VmHWM: peak RSS, VmRSS: current) among the live processes of process group `pgid`, in
-    MiB (Linux only)."""
+def group_memory_mib(pgid: int, field: str = "VmHWM", *, total: bool = False) -> float | None:
+    """Largest `field` (VmHWM: peak RSS, VmRSS: current) among the live processes of process group `pgid`, or
+    with `total` their sum (pages a fork shares count once per process: an upper bound), in MiB (Linux only)."""
     largest = []
     for pid_dir, _ in _group_members({pgid}):
         try:
@@ -414,12 +414,13 @@ def group_memory_mib(pgid: int, field: str = "VmHWM") -> float | None:
                     largest.append(int(line.split()[1]) / 1024)
         except (OSError, IndexError, ValueError):
             continue
-    return round(max(largest), 1) if largest else None
+    return round(sum(largest) if total else max(largest), 1) if largest else None
 
 
-def peak_rss_mib(proc: Proc) -> float | None:
-    """Peak RSS of the largest process of `proc`'s process group (spawn starts each in a group of its own)."""
-    return group_memory_mib(proc.popen.pid)
+def peak_rss_mib(proc: Proc, *, total: bool = False) -> float | None:
+    """Peak RSS of the largest process of `proc`'s process group (spawn starts each in a group of its own), or
+    with `total` the sum of its processes' peaks."""
+    return group_memory_mib(proc.popen.pid, total=total)
 
 
 def group_cpu_s(pgids: Collection[int]) -> float:

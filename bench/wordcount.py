@@ -71,6 +71,7 @@ class Peer:
     ready_marker: str | None = None
     timeout: float = 300.0
     requires: Callable[[], str | None] = lambda: None  # returns the reason it cannot run, or None
+    rss_total: bool = False  # peak RSS: the sum over a launched process's own processes, not the largest
 
 
 def _streamlet(
@@ -243,6 +244,13 @@ PEERS: list[Peer] = [
         _streamlet(1, 2),
     ),
     Peer(
+        "streamlet 1 worker x 2 thread processes",
+        "framework",
+        "examples/wordcount/app.py, commit 1 s, 10 MiB cache, --process-per-thread (RSS: the sum of its 3 processes)",
+        _streamlet(1, 2, "process_per_thread=true"),
+        rss_total=True,
+    ),
+    Peer(
         "streamlet 2 procs x 2 threads",
         "framework",
         "examples/wordcount/app.py, commit 1 s, 10 MiB cache",
@@ -392,7 +400,8 @@ async def run_peer(peer: Peer, bootstrap: str, c: corpus_mod.Corpus, run_id: str
             else _log_marker(procs, peer.ready_marker or "", stop)
         )
         result = await watcher.wait(timeout, alive=lambda: all(p.alive() for p in procs))
-        res["peak_rss_mib"] = [common.peak_rss_mib(p) for p in procs]  # per process, before they stop
+        # per launched process, before they stop
+        res["peak_rss_mib"] = [common.peak_rss_mib(p, total=peer.rss_total) for p in procs]
         cpu_end = cpu.sample()
         stop.set()
         ready = await ready_task

@@ -364,8 +364,12 @@ class App:
         if client is not None:
             await client.close()
 
-    async def run_worker(self, **overrides: Any) -> None:
-        """Run until SIGINT/SIGTERM (clean shutdown: commit, flush, checkpoint) or a thread fails."""
+    async def run_worker(self, *, worker_timers: bool = True, **overrides: Any) -> None:
+        """Run until SIGINT/SIGTERM (clean shutdown: commit, flush, checkpoint) or a thread fails.
+
+        `worker_timers=False` leaves the timers that run on every worker (`on_leader=False`) to another process of
+        the same worker (the first process of a `process_per_thread` worker), so they still run once per worker.
+        """
         streams = self.streams(**overrides)
         config = streams.config
         self._client = AppClient(config)
@@ -388,8 +392,9 @@ class App:
         try:
             async with terminal_progress_bar(streams.restore_progress):  # only on a terminal
                 await streams.start()
-                if self._timers:
-                    self._timer_service = timers.TimerService(self._timers, self, streams)
+                own = [t for t in self._timers if worker_timers or t.on_leader]
+                if own:
+                    self._timer_service = timers.TimerService(own, self, streams)
                     self._timer_service.start()
                 stopper = asyncio.create_task(stop.wait())
                 failure = asyncio.create_task(streams.wait())

@@ -13,6 +13,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 from streamlet.config import (
@@ -28,6 +29,7 @@ from streamlet.kafka import connect
 from streamlet.kafka.acls import Acl, create_acls
 from streamlet.logging_utils import repeat_filtered
 from streamlet.runtime.gc_tuning import worker_gc
+from streamlet.runtime.thread_processes import process_settings, supervise
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -44,7 +46,7 @@ class AppLike(Protocol):
     @property
     def settings(self) -> Mapping[str, Any]: ...
 
-    async def run_worker(self, **overrides: Any) -> None: ...
+    async def run_worker(self, *, worker_timers: bool = True, **overrides: Any) -> None: ...
 
     def cleanup(self, **overrides: Any) -> None: ...
 
@@ -64,7 +66,10 @@ WORKER_FLAGS: Mapping[str, str] = {
     "--leave": "leave_group_on_close",
     "--web-port": "web_port",
     "--web-host": "web_host",
+    "--process-per-thread": "process_per_thread",
 }
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 
 
 def parse_config_pairs(pairs: Sequence[str]) -> dict[str, tuple[Any, str]]:
@@ -135,9 +140,7 @@ def _app_config(app: AppLike) -> Mapping[str, Any]:
 
 
 def _worker(args: argparse.Namespace) -> int:
-    logging.basicConfig(
-        level=getattr(logging, args.log_level.upper()), format="%(asctime)s %(levelname)s %(name)s %(message)s"
-    )
+    logging.basicConfig(level=getattr(logging, args.log_level.upper()), format=LOG_FORMAT)
     app = _target_app(args)
     flags = {
         "--state-dir": args.state_dir,
@@ -146,12 +149,29 @@ def _worker(args: argparse.Namespace) -> int:
         "--leave": args.leave,
         "--web-port": args.web_port,
         "--web-host": args.web_host,
+        "--process-per-thread": args.process_per_thread,
     }
     settings = resolve_worker_config(flags, args.config, _app_config(app), os.environ)
+    config = StreamsConfig.from_mapping({"application_id": app.application_id, **settings})
+    if not (config.process_per_thread and config.num_stream_threads > 1):
+        _run_worker(app, settings)
+        return 0
+
+    def run_process(index: int) -> int:
+        try:
+            _run_worker(app, process_settings(settings, config, index), worker_timers=index == 0)
+        except StreamletError as exc:
+            print(f"streamlet: error: {exc}", file=sys.stderr)
+            return 2
+        return 0
+
+    return supervise(run_process, config.num_stream_threads, LOG_FORMAT)
+
+
+def _run_worker(app: AppLike, settings: Mapping[str, Any], *, worker_timers: bool = True) -> None:
     # a broker outage makes aiokafka log the same error ~100 times a second: one line per 10 s is enough
     with repeat_filtered(logging.getLogger().handlers), worker_gc():
-        asyncio.run(app.run_worker(**settings))
-    return 0
+        asyncio.run(app.run_worker(worker_timers=worker_timers, **settings))
 
 
 def _cleanup(args: argparse.Namespace) -> int:
@@ -162,8 +182,11 @@ def _cleanup(args: argparse.Namespace) -> int:
     app = _target_app(args)
     settings = resolve_worker_config({"--state-dir": args.state_dir}, args.config, _app_config(app), os.environ)
     state_dir = StreamsConfig.from_mapping({"application_id": app.application_id, **settings}).state_dir
-    app.cleanup(**settings)
-    print(f"deleted the local state of {app.application_id} in {os.path.join(state_dir, app.application_id)}")
+    # a process-per-thread worker's processes keep theirs in <state_dir>/process-<i>/ (thread_processes)
+    process_dirs = sorted(p for p in Path(state_dir).glob("process-*") if (p / app.application_id).is_dir())
+    for directory in [state_dir, *map(str, process_dirs)]:
+        app.cleanup(**{**settings, "state_dir": directory})
+        print(f"deleted the local state of {app.application_id} in {os.path.join(directory, app.application_id)}")
     return 0
 
 
@@ -246,6 +269,13 @@ def add_app_commands(sub: Any, bootstrap: dict[str, Any], resolve_app: Resolver 
     )
     worker.add_argument(
         "--web-host", default=None, help="the web server's bind address (web_host; default 127.0.0.1, local only)"
+    )
+    worker.add_argument(
+        "--process-per-thread",
+        action="store_const",
+        const=True,
+        default=None,
+        help="run each stream thread in a process of its own, so --threads N uses N cores (process_per_thread)",
     )
     worker.add_argument("-l", "--log-level", "--loglevel", dest="log_level", default="info", help="as in Faust")
     worker.set_defaults(handler=_worker)

@@ -128,6 +128,9 @@ class StreamsConfig:
     bootstrap_servers: str = field(default_factory=default_bootstrap_servers)
     state_dir: str = field(default_factory=default_state_dir)
     num_stream_threads: int = 1
+    # `streamlet worker` only: run each stream thread in a process of its own (streamlet.runtime.thread_processes),
+    # so that N threads use N cores; each process is a client with one thread
+    process_per_thread: bool = False
     num_standby_replicas: int = 0
     max_warmup_replicas: int = 2
     acceptable_recovery_lag: int = 10_000

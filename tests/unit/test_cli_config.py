@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -96,12 +96,16 @@ def test_config_values_are_typed_by_field() -> None:
 class _FakeApp:
     """Stands in for an App: keyword config in `settings`, records what `run_worker` receives."""
 
+    application_id = "fake"
+
     def __init__(self, **config: Any) -> None:
         self.settings = config
         self.overrides: dict[str, Any] | None = None
+        self.worker_timers: bool | None = None
 
-    async def run_worker(self, **overrides: Any) -> None:
+    async def run_worker(self, *, worker_timers: bool = True, **overrides: Any) -> None:
         self.overrides = overrides
+        self.worker_timers = worker_timers
 
 
 @pytest.fixture
@@ -125,6 +129,27 @@ def test_worker_command_passes_the_resolved_config(fake_worker: tuple[_FakeApp, 
     assert cli.main(["worker", "m:app", "--config", "num_stream_threads=3", "--config", "state_dir=/cfg"]) == 0
     assert app.overrides == {"num_stream_threads": 3, "state_dir": "/cfg", "bootstrap_servers": "env:9092"}
     assert len(installed) == 1  # the worker's logging gets the repeat filter
+
+
+def test_worker_command_with_process_per_thread_runs_each_thread_as_a_client_of_its_own(
+    fake_worker: tuple[_FakeApp, list[object]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app, _ = fake_worker
+    supervised: list[int] = []
+
+    def supervise(run_process: Callable[[int], int], count: int, log_format: str) -> int:
+        supervised.append(count)
+        return run_process(1)  # what the second forked process runs
+
+    monkeypatch.setattr(app_commands, "supervise", supervise)
+    assert cli.main(["worker", "m:app", "--process-per-thread", "--threads", "3", "--state-dir", "/s"]) == 0
+    assert supervised == [3]
+    assert app.overrides is not None
+    assert (app.overrides["num_stream_threads"], app.overrides["state_dir"]) == (1, "/s/process-1")
+    assert app.worker_timers is False  # the first process runs the timers every worker runs
+    # one thread: nothing to split
+    assert cli.main(["worker", "m:app", "--process-per-thread", "--threads", "1"]) == 0
+    assert supervised == [3] and app.overrides["num_stream_threads"] == 1 and app.worker_timers is True
 
 
 def test_worker_command_reports_a_conflict(
