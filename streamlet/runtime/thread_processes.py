@@ -1,9 +1,9 @@
 """One process per stream thread: `streamlet worker --threads N --process-per-thread` uses N cores.
 
 The stream threads of one streamlet process share one event loop (and one GIL), so on a CPU-bound topology a
-second thread costs CPU and buys nothing (bench/README.md: 1 process x 2 threads 0.94x Kafka Streams, 2
-processes x 1 thread 1.86x). With `process_per_thread` the worker forks one single-threaded client per stream
-thread and supervises them as one unit:
+second thread brings little (docs/performance.md: a worker's 2 threads in one process against one process each).
+With `process_per_thread` the worker forks one single-threaded client per stream thread and supervises them as
+one unit:
 
 * Each process is a client of its own (its own process id, state directory `<state_dir>/process-<i>`, web port
   `web_port + i`), so the assignor sees N clients of one thread each rather than one client of N threads. The
