@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.kafka import KafkaTestCluster, unique_name
-from tests.support.workers import Workers
+from tests.support.kafka import KafkaTestCluster
+from tests.support.workers import Workers, wordcount_workers
 
 WordCount = tuple[str, str, Workers]
 
@@ -20,12 +20,15 @@ async def wordcount_app(kafka: KafkaTestCluster, tmp_path: Path) -> AsyncIterato
     made: list[Workers] = []
 
     async def make(source_config: dict[str, str] | None = None, **config: str) -> WordCount:
-        source = await kafka.create_topic("chaos-input", partitions=6, config=source_config)
-        sink = await kafka.create_topic("chaos-output", partitions=6)
-        app_id = unique_name("chaos-wordcount")
-        for suffix in ("counts-store-repartition", "counts-store-changelog"):
-            kafka.track(f"{app_id}-{suffix}")
-        workers = Workers(kafka.bootstrap_servers, source, sink, app_id, tmp_path / app_id, config)
+        source, sink, workers = await wordcount_workers(
+            kafka,
+            tmp_path / f"app-{len(made)}",
+            name="chaos-wordcount",
+            input_topic="chaos-input",
+            output_topic="chaos-output",
+            source_config=source_config,
+            config=config,
+        )
         workers.root.mkdir(parents=True)
         made.append(workers)
         return source, sink, workers

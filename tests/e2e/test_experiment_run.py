@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.chromium import Elements, dump_dom
-from tests.support.workers import ROOT
+from tests.support.workers import ROOT, running
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timing]
 
@@ -44,15 +44,6 @@ rate = 50
 
 def _cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "streamlet.cli", "experiment", *args]
-
-
-def _alive(pid: int) -> bool:
-    """Running (a zombie waiting for its parent to reap it counts as stopped)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def _worker_pids(run_dir: Path) -> dict[str, int]:
@@ -84,7 +75,7 @@ def test_seed_000_scenario_runs_and_reports(bootstrap_servers: str, tmp_path: Pa
     assert record["produced"] == 7000 and record["assignor"] == "high_availability"
     assert record["protocol"] == "cooperative"  # StreamsConfig's default: the scenario does not set it
     pids = _worker_pids(run_dir)
-    assert set(pids) == {"A", "B", "C"} and not any(_alive(p) for p in pids.values())
+    assert set(pids) == {"A", "B", "C"} and not any(running(p) for p in pids.values())
     assert all(info["exit_code"] == 0 for info in record["clients"].values()), record["clients"]
 
     events = _events(run_dir)[: record["timeline_events"]]
@@ -207,7 +198,7 @@ def test_ctrl_c_stops_every_process_the_run_started_even_a_paused_one(bootstrap_
 
         _wait_for(sleeping, 90, "the run never reached its sleep step (after the group was stable)")
         pids = _worker_pids(run_dir)
-        assert len(pids) == 2 and all(_alive(p) for p in pids.values())
+        assert len(pids) == 2 and all(running(p) for p in pids.values())
         proc.send_signal(signal.SIGINT)
         code = proc.wait(timeout=90)
     finally:
@@ -215,7 +206,7 @@ def test_ctrl_c_stops_every_process_the_run_started_even_a_paused_one(bootstrap_
             proc.kill()
     output = out_path.read_text(errors="replace")
     assert code == 130, output[-3000:]
-    assert not any(_alive(p) for p in pids.values()), pids
+    assert not any(running(p) for p in pids.values()), pids
     record = json.loads((run_dir / "run.json").read_text())
     assert record["status"] == "interrupted"
     # stopped cleanly (SIGTERM), the paused A too (SIGCONT first)
@@ -244,7 +235,7 @@ def test_a_failing_step_stops_every_process_and_says_why(bootstrap_servers: str,
     record = json.loads((run_dir / "run.json").read_text())
     assert record["status"] == "failed" and "did not converge within 1s" in record["error"]
     assert record["clients"]["B"]["stop"] == "SIGKILL" and record["clients"]["B"]["exit_code"] == -9
-    assert not any(_alive(p) for p in _worker_pids(run_dir).values())
+    assert not any(running(p) for p in _worker_pids(run_dir).values())
     assert "did not converge" in run.stderr
 
 
@@ -297,7 +288,7 @@ def test_a_scenario_runs_under_both_protocols_side_by_side(bootstrap_servers: st
         run_dir = base / f"protocols-{protocol}"
         record = json.loads((run_dir / "run.json").read_text())
         assert record["protocol"] == protocol and record["verification"]["ok"], record
-        assert not any(_alive(p) for p in _worker_pids(run_dir).values())
+        assert not any(running(p) for p in _worker_pids(run_dir).values())
         logs = "".join((run_dir / "clients" / c / "worker.log").read_text() for c in ("A", "B"))
         withheld = "until it is safely revoked in followup rebalance" in logs
         assert withheld == (protocol == "cooperative"), f"{protocol}: the leader withheld tasks: {withheld}"

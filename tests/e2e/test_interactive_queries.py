@@ -19,10 +19,10 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from tests.support.kafka import KafkaTestCluster, unique_name
+from tests.support.kafka import KafkaTestCluster
 from tests.support.waiting import free_port
 from tests.support.wordcount import SEED_LINE, expected_counts, real_text_lines, wait_for_counts
-from tests.support.workers import Workers
+from tests.support.workers import Workers, wordcount_workers
 
 pytestmark = pytest.mark.e2e
 
@@ -31,12 +31,7 @@ RETRIABLE = {"not_running", "rebalancing", "restoring", "no_owner", "not_owner",
 
 
 async def _workers(kafka: KafkaTestCluster, tmp_path: Path, target: str) -> tuple[str, str, Workers]:
-    source = await kafka.create_topic("streams-plaintext-input", partitions=6)
-    sink = await kafka.create_topic("streams-wordcount-output", partitions=6)
-    app_id = unique_name("streams-wordcount-iq")
-    for suffix in ("counts-store-repartition", "counts-store-changelog"):
-        kafka.track(f"{app_id}-{suffix}")
-    return source, sink, Workers(kafka.bootstrap_servers, source, sink, app_id, tmp_path, target=target)
+    return await wordcount_workers(kafka, tmp_path, name="streams-wordcount-iq", target=target)
 
 
 @pytest.fixture

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from streamlet.state.state_directory import PROCESS_FILE_NAME
-from tests.support.kafka import KafkaTestCluster, unique_name
+from tests.support.kafka import KafkaTestCluster
 from tests.support.waiting import wait_until
 from tests.support.wordcount import SEED_LINE, expected_counts, real_text_lines, wait_for_counts
-from tests.support.workers import Workers
+from tests.support.workers import Workers, running, wordcount_workers
 
 pytestmark = pytest.mark.e2e
 
@@ -23,31 +23,13 @@ PIDS = re.compile(r"worker: 2 processes, one per stream thread: 0: pid (\d+), 1:
 
 @pytest.fixture
 async def wordcount(kafka: KafkaTestCluster, tmp_path: Path) -> Iterator[tuple[str, str, Workers]]:
-    source = await kafka.create_topic("streams-plaintext-input", partitions=6)
-    sink = await kafka.create_topic("streams-wordcount-output", partitions=6)
-    app_id = unique_name("streams-wordcount")
-    for suffix in ("counts-store-repartition", "counts-store-changelog"):
-        kafka.track(f"{app_id}-{suffix}")
-    workers = Workers(
-        kafka.bootstrap_servers,
-        source,
-        sink,
-        app_id,
-        tmp_path,
-        config={"process_per_thread": "true", "session_timeout_ms": "10000"},
+    source, sink, workers = await wordcount_workers(
+        kafka, tmp_path, config={"process_per_thread": "true", "session_timeout_ms": "10000"}
     )
     try:
         yield source, sink, workers
     finally:
         workers.stop_all()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state != "Z"
 
 
 async def test_each_thread_runs_in_a_process_of_its_own_and_the_worker_stops_as_one(
@@ -72,7 +54,7 @@ async def test_each_thread_runs_in_a_process_of_its_own_and_the_worker_stops_as_
     # one process dies: the worker stops the other cleanly and exits non-zero, leaving no process behind
     os.kill(pids[1], signal.SIGKILL)
     assert workers.procs[0].wait(timeout=60) == 1, workers.log(0)[-3000:]
-    assert not _alive(pids[0]) and not _alive(pids[1])
+    assert not running(pids[0]) and not running(pids[1])
     assert re.search(r"^\[process 0\] .*stopped \(clean=True\)", workers.log(0), re.MULTILINE), workers.log(0)[-3000:]
 
     # restarted on the same state dir, it goes on from there: nothing is lost (at least once)
@@ -88,4 +70,4 @@ async def test_each_thread_runs_in_a_process_of_its_own_and_the_worker_stops_as_
 
     restarted = [int(p) for p in PIDS.findall(workers.log(0))[-1]]
     assert workers.stop(0) == 0, workers.log(0)[-3000:]
-    await wait_until(lambda: not any(map(_alive, restarted)), "the worker's processes to exit")
+    await wait_until(lambda: not any(map(running, restarted)), "the worker's processes to exit")

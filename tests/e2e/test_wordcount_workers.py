@@ -7,21 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.kafka import KafkaTestCluster, unique_name
+from tests.support.kafka import KafkaTestCluster
 from tests.support.wordcount import SEED_LINE, expected_counts, real_text_lines, wait_for_counts
-from tests.support.workers import Workers, pyspark_verify_wordcount
+from tests.support.workers import Workers, pyspark_verify_wordcount, wordcount_workers
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture
 async def wordcount(kafka: KafkaTestCluster, tmp_path: Path) -> Iterator[tuple[str, str, Workers]]:
-    source = await kafka.create_topic("streams-plaintext-input", partitions=6)
-    sink = await kafka.create_topic("streams-wordcount-output", partitions=6)
-    app_id = unique_name("streams-wordcount")
-    for suffix in ("counts-store-repartition", "counts-store-changelog"):
-        kafka.track(f"{app_id}-{suffix}")
-    workers = Workers(kafka.bootstrap_servers, source, sink, app_id, tmp_path)
+    source, sink, workers = await wordcount_workers(kafka, tmp_path)
     try:
         yield source, sink, workers
     finally:

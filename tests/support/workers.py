@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from streamlet.kafka import connect
-from tests.support.kafka import KafkaTestCluster
+from tests.support.kafka import KafkaTestCluster, unique_name
 
 ROOT = Path(__file__).resolve().parents[2]
 DROPPED_DIRTY = re.compile(r"^.*closing [1-9][0-9]* active tasks (?:as lost|without committing).*$", re.MULTILINE)
@@ -160,6 +160,36 @@ class Workers:
             if asyncio.get_running_loop().time() > deadline:
                 raise TimeoutError(f"worker {index} got no assignment within {timeout} s")
             await asyncio.sleep(0.2)
+
+
+async def wordcount_workers(
+    kafka: KafkaTestCluster,
+    root: Path,
+    *,
+    name: str = "streams-wordcount",
+    input_topic: str = "streams-plaintext-input",
+    output_topic: str = "streams-wordcount-output",
+    source_config: dict[str, str] | None = None,
+    config: dict[str, str] | None = None,
+    target: str = "examples.wordcount.app:app",
+) -> tuple[str, str, Workers]:
+    """Fresh 6-partition input and output topics, a fresh application id `<name>-...` whose internal topics the
+    session deletes, and the `Workers` of that application (none started) under `root`."""
+    source = await kafka.create_topic(input_topic, partitions=6, config=source_config)
+    sink = await kafka.create_topic(output_topic, partitions=6)
+    app_id = unique_name(name)
+    for suffix in ("counts-store-repartition", "counts-store-changelog"):
+        kafka.track(f"{app_id}-{suffix}")
+    return source, sink, Workers(kafka.bootstrap_servers, source, sink, app_id, root, config, target=target)
+
+
+def running(pid: int) -> bool:
+    """The process runs (a zombie waiting for its parent to reap it counts as stopped)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 async def produce_steadily(

@@ -15,6 +15,7 @@ import pytest
 
 from streamlet.config import StreamsConfig
 from streamlet.runtime.thread_processes import process_settings
+from tests.support.workers import running
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -119,12 +120,7 @@ def _pids(text: str) -> dict[int, int]:
 
 
 def _gone(pid: int) -> bool:
-    """Exited: no such process, or a zombie no one reaped yet."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return True
-    return state == "Z"
+    return not running(pid)
 
 
 @pytest.fixture
