@@ -9,10 +9,12 @@ partition; it reads the others' from the log end at its start and hands them to 
 holds nobody back; a process that stops sends one, a process that dies is ignored once its report is stale.
 
 One small JSON record per process per interval, whether catching up or not: that is also how a process knows
-it has peers to wait for after an assignment. The record is a version, the process id, the positions and the group
-generation all the process's threads have applied (a process waits, after an assignment, until the others report
-theirs: `StreamTimeWatermark.assignment_applied`); bytes that do not parse are skipped with a warning (never
-unpickled). A report without a generation (a process of an earlier release, or one that stops) is not waited for.
+it has peers to wait for after an assignment. The record is a version, the process id, the positions, the group
+generation all the process's threads have applied and the partitions of their active tasks per merged
+sub-topology (a process waits, after an assignment, until the others report that generation, and on its first,
+until they own the tasks it does not: `StreamTimeWatermark.assignment_applied`); bytes that do not parse are
+skipped with a warning (never unpickled). A report without a generation (a process of an earlier release, or one
+that stops) is not waited for.
 """
 
 from __future__ import annotations
@@ -45,10 +47,17 @@ def event_time_topic(application_id: str) -> str:
     return f"{application_id}-event-time"
 
 
-def encode_positions(process: str, positions: dict[int, int], generation: int | None = None) -> bytes:
+def encode_positions(
+    process: str,
+    positions: dict[int, int],
+    generation: int | None = None,
+    tasks: dict[int, list[int]] | None = None,
+) -> bytes:
     report: dict[str, Any] = {"v": _VERSION, "process": process, "positions": {str(k): v for k, v in positions.items()}}
     if generation is not None:
         report["generation"] = generation
+    if tasks is not None:
+        report["tasks"] = {str(k): v for k, v in tasks.items()}
     return json.dumps(report).encode()
 
 
@@ -56,8 +65,8 @@ def _is_integer(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def decode_positions(value: bytes | None) -> tuple[str, dict[int, int], int | None]:
-    """(process, positions, generation); ValueError for anything that is not a report of this version."""
+def decode_positions(value: bytes | None) -> tuple[str, dict[int, int], int | None, dict[int, list[int]] | None]:
+    """(process, positions, generation, tasks); ValueError for anything that is not a report of this version."""
     if value is None:
         raise ValueError("no value")
     data: Any = json.loads(value)
@@ -69,7 +78,21 @@ def decode_positions(value: bytes | None) -> tuple[str, dict[int, int], int | No
     generation = data.get("generation")
     if generation is not None and not _is_integer(generation):
         raise ValueError("the generation must be an integer")
-    return data["process"], {int(k): v for k, v in raw.items()}, generation
+    tasks = data.get("tasks")
+    if tasks is not None and (
+        not isinstance(tasks, dict)
+        or not all(isinstance(p, list) and all(_is_integer(i) for i in p) for p in tasks.values())
+    ):
+        raise ValueError("tasks must map sub-topology ids to lists of partitions")
+    try:
+        return (
+            data["process"],
+            {int(k): v for k, v in raw.items()},
+            generation,
+            None if tasks is None else {int(k): v for k, v in tasks.items()},
+        )
+    except ValueError:
+        raise ValueError("sub-topology ids must be integers") from None
 
 
 class EventTimeExchange:
@@ -115,27 +138,31 @@ class EventTimeExchange:
         """A report every interval, and at once when a position moved by an eighth of the drift or a sub-topology
         started or stopped catching up: processes that wait for each other advance at the pace of the broker's
         round trip, not of the interval."""
-        published: tuple[dict[int, int], int] | None = None
+        published: tuple[dict[int, int], int, dict[int, list[int]]] | None = None
         last = 0.0
         step = max(1, self._watermark.drift_ms // 8)
         while True:
             positions = self._watermark.local_positions()
             generation = self._watermark.local_generation()
+            tasks = self._watermark.local_tasks()
             now = time.monotonic()
             if (
                 published is None
                 or now - last >= self._interval_s
                 or generation != published[1]
+                or tasks != published[2]
                 or _moved(published[0], positions, step)
             ):
-                await self.publish(positions, generation)
-                published, last = (positions, generation), now
+                await self.publish(positions, generation, tasks)
+                published, last = (positions, generation, tasks), now
             await self._watermark.changed(self._interval_s)
 
-    async def publish(self, positions: dict[int, int], generation: int | None = None) -> None:
+    async def publish(
+        self, positions: dict[int, int], generation: int | None = None, tasks: dict[int, list[int]] | None = None
+    ) -> None:
         """Produce one report; a failure is logged (first and every 100th), never raised."""
         assert self._producer is not None
-        report = encode_positions(self._process, positions, generation)
+        report = encode_positions(self._process, positions, generation, tasks)
         try:
             await self._producer.send_and_wait(self.topic, report, key=self._process.encode(), partition=0)
         except asyncio.CancelledError:
@@ -164,14 +191,14 @@ class EventTimeExchange:
 
     def _receive(self, value: bytes | None) -> None:
         try:
-            process, positions, generation = decode_positions(value)
+            process, positions, generation, tasks = decode_positions(value)
         except ValueError as exc:
             self._skipped += 1
             if self._skipped % 100 == 1:
                 log.warning("skipped a record of %s that is not an event-time report: %s", self.topic, exc)
             return
         if process != self._process:
-            self._watermark.report_process(process, positions, generation)
+            self._watermark.report_process(process, positions, generation, tasks)
 
     async def close(self, timeout: float = 5.0) -> None:
         """Cancel the loops, tell the others this process holds nobody back any more (bounded), stop the clients."""
@@ -184,7 +211,7 @@ class EventTimeExchange:
         self._tasks = []
         if self._producer is not None:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.publish({}), timeout)
+                await asyncio.wait_for(self.publish({}, None, {}), timeout)
             await _stop(self._producer.stop(), "producer", timeout)
             self._producer = None
         if self._consumer is not None:

@@ -381,7 +381,17 @@ class StreamThread:
                 self._metadata_state.assignment_applied(self.name, info.tasks_by_host)
             if self._watermark is not None:
                 generation = self.consumer.group_metadata().generation_id
-                self._watermark.assignment_applied(self.name, generation if generation >= 0 else None)
+                merged = self._metadata.repartitioning_subtopologies()
+                tasks: dict[int, list[int]] = {subtopology: [] for subtopology in merged}
+                for task in info.active_tasks:
+                    if task.subtopology in merged:
+                        tasks[task.subtopology].append(task.partition)
+                self._watermark.assignment_applied(
+                    self.name,
+                    generation if generation >= 0 else None,
+                    tasks,
+                    {subtopology: self._metadata.num_tasks(subtopology) for subtopology in merged},
+                )
             self._probing_deadline_ms = None if info.next_rebalance_ms == NO_FOLLOWUP else info.next_rebalance_ms
             if info.next_rebalance_ms == 0:
                 # tasks were withheld from this thread until their owner revokes them: rejoin now, from within the

@@ -21,6 +21,14 @@ assignment, a client that has heard from another process holds its merged sub-to
 process it hears from has reported the same group generation applied (its positions then include its new tasks),
 at least `hold_ms` and at most `stale_after_s`. A fixed hold alone was not enough: a loaded process applies its
 assignment seconds after the others at worst, and meanwhile they ran ahead of the tasks it was taking over.
+Nor is waiting for the processes heard from enough when processes start together: a loaded process's first
+report can arrive after another's first assignment, which then ran its share of the backlog to the end alone. So
+each report also names the process's tasks of the merged sub-topologies, and a client given such tasks for the
+first time, owning only some of a sub-topology's while catching up in it, holds back until the processes that
+reported that generation, with its own tasks, own them all (again at most `stale_after_s`). Later assignments do
+not wait for that: by then the others are heard from, and in a cooperative rebalance the tasks it revokes are
+owned by nobody until the follow-up round, a wait its staying tasks would pay in steady state too. A report
+without tasks (an earlier release's) leaves the coverage unknown: only the generation is waited for then.
 """
 
 from __future__ import annotations
@@ -28,7 +36,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 
 from streamlet.runtime.event_time_merge import NO_CEILING
 
@@ -51,6 +59,12 @@ class StreamTimeWatermark:
         # other processes -> when last heard from, and the group generation they applied (None: not said)
         self._processes: dict[str, tuple[float, int | None]] = {}
         self._generations: dict[str, int] = {}  # the group generation each of this client's threads applied last
+        # merged sub-topology -> partitions of the active tasks: of each thread of this client, of each other process
+        # (None: its reports do not say), and how many tasks each such sub-topology has (0: not known)
+        self._tasks: dict[str, dict[int, frozenset[int]]] = {}
+        self._process_tasks: dict[str, dict[int, frozenset[int]] | None] = {}
+        self._task_counts: dict[int, int] = {}
+        self._first_tasks = False  # this client was just given merged tasks for the first time: wait for coverage
         self._held_until = 0.0
         self._awaited: tuple[int, float] | None = None  # (generation, until when) the other processes must reach
         # set by the exchange (0 while processes do not share positions): how long to hold back after an
@@ -74,11 +88,19 @@ class StreamTimeWatermark:
         else:
             positions[name] = (position, self._clock())
 
-    def report_process(self, process: str, positions: dict[int, int], generation: int | None = None) -> None:
+    def report_process(
+        self,
+        process: str,
+        positions: dict[int, int],
+        generation: int | None = None,
+        tasks: Mapping[int, Collection[int]] | None = None,
+    ) -> None:
         """Another process's threads stand at `positions` (its lowest per sub-topology; a sub-topology left out
-        holds nobody back), having all applied the group `generation` (-1: not yet any; None: not said)."""
+        holds nobody back), having all applied the group `generation` (-1: not yet any; None: not said), with
+        `tasks`: the partitions of its active tasks per merged sub-topology (None: not said)."""
         name = f"process:{process}"
         self._processes[process] = (self._clock(), generation)
+        self._process_tasks[process] = None if tasks is None else {s: frozenset(p) for s, p in tasks.items()}
         for subtopology in set(self._positions) | set(positions):
             self._set(name, subtopology, positions.get(subtopology))
 
@@ -97,11 +119,33 @@ class StreamTimeWatermark:
         what it tells the other processes with its positions."""
         return min(self._generations.values(), default=-1)
 
-    def assignment_applied(self, thread: str, generation: int | None) -> None:
-        """`thread` applied the assignment of the group `generation`: if other processes are about, hold back
-        until each reported it applied that generation too (its positions for the tasks it gained with them)."""
+    def local_tasks(self) -> dict[int, list[int]]:
+        """The partitions of this client's active tasks per merged sub-topology: what it tells the other processes."""
+        owned: dict[int, set[int]] = {}
+        for tasks in self._tasks.values():
+            for subtopology, partitions in tasks.items():
+                owned.setdefault(subtopology, set()).update(partitions)
+        return {subtopology: sorted(partitions) for subtopology, partitions in owned.items()}
+
+    def assignment_applied(
+        self,
+        thread: str,
+        generation: int | None,
+        tasks: Mapping[int, Collection[int]] | None = None,
+        task_counts: Mapping[int, int] | None = None,
+    ) -> None:
+        """`thread` applied the assignment of the group `generation`, with `tasks` (partitions of its active tasks
+        per merged sub-topology, of `task_counts` tasks each): hold back until each other process reported it
+        applied that generation too (its positions for the tasks it gained with them), and, the first time this
+        client is given such tasks, until the processes that did own the tasks it does not."""
         if generation is not None:
             self._generations[thread] = generation
+        if tasks is not None:
+            had_tasks = any(self._tasks.values())
+            self._tasks[thread] = {s: frozenset(p) for s, p in tasks.items() if p}
+            self._first_tasks = self._first_tasks or (not had_tasks and bool(self._tasks[thread]))
+        if task_counts is not None:
+            self._task_counts.update(task_counts)
         if self._changed is not None:
             self._changed.set()  # the new generation goes out at once
         if self.hold_ms <= 0:
@@ -109,11 +153,12 @@ class StreamTimeWatermark:
         now = self._clock()
         if any(when >= now - self._stale_after_s for when, _ in self._processes.values()):
             self._held_until = max(self._held_until, now + self.hold_ms / 1000)
-            if generation is not None:
-                self._awaited = (generation, now + self._stale_after_s)
+        if generation is not None:
+            self._awaited = (generation, now + self._stale_after_s)
 
     def _awaiting(self, now: float) -> bool:
-        """Whether a process heard from recently has not yet reported the awaited generation applied."""
+        """Whether a process heard from recently has not yet reported the awaited generation applied, or some
+        tasks of a sub-topology this client is catching up in are owned by no process that did."""
         if self._awaited is None:
             return False
         generation, until = self._awaited
@@ -122,8 +167,35 @@ class StreamTimeWatermark:
             for when, reached in self._processes.values():
                 if when >= oldest and reached is not None and reached < generation:
                     return True
+            if self._first_tasks and self._uncovered(generation, oldest):
+                return True
         self._awaited = None
+        self._first_tasks = False
         return False
+
+    def _uncovered(self, generation: int, oldest: float) -> bool:
+        """Whether this client, catching up in a merged sub-topology of which it owns some tasks but not all, does
+        not yet know the owners of the others (processes that reported `generation` applied, recently)."""
+        local = self.local_tasks()
+        for subtopology, count in self._task_counts.items():
+            owned = local.get(subtopology)
+            if not owned or len(owned) >= count or not self._catching_up(subtopology, oldest):
+                continue
+            covered = set(owned)
+            for process, tasks in self._process_tasks.items():
+                when, reached = self._processes[process]
+                if when < oldest or reached is None or reached < generation:
+                    continue
+                if tasks is None:
+                    return False  # an earlier release's process: its tasks are not known
+                covered.update(tasks.get(subtopology, ()))
+            if len(covered) < count:
+                return True
+        return False
+
+    def _catching_up(self, subtopology: int, oldest: float) -> bool:
+        positions = self._positions.get(subtopology, {})
+        return any(name in self._local and when >= oldest for name, (_, when) in positions.items())
 
     def ceiling(self, thread: str, subtopology: int, slice_ms: int) -> int:
         """The latest timestamp `thread` may take in `subtopology`: `slice_ms` past the lowest position another
@@ -156,5 +228,6 @@ class StreamTimeWatermark:
     def forget(self, thread: str) -> None:
         """`thread` stopped: it holds nobody back any more."""
         self._generations.pop(thread, None)
+        self._tasks.pop(thread, None)
         for positions in self._positions.values():
             positions.pop(thread, None)

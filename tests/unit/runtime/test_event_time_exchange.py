@@ -1,6 +1,7 @@
 """The processes of a group share their event-time positions (`EventTimeExchange`, `StreamTimeWatermark`): another
 process bounds a thread `drift_ms` past its position, is forgotten when stale, and makes a client hold back after
-an assignment until it reported the same group generation. The report codec rejects what is not a report. Expected
+an assignment until it reported the same group generation (and, on a client's first tasks, until the processes
+that did own the others). The report codec rejects what is not a report. Expected
 values follow from the reported numbers."""
 
 from __future__ import annotations
@@ -94,6 +95,61 @@ def test_after_an_assignment_a_client_waits_until_each_other_process_applied_tha
     assert watermark.ceiling("t1", 0, 1_000) == 32_000  # p3's position plus the drift
 
 
+def test_given_its_first_tasks_a_client_waits_until_the_others_own_the_rest_even_unheard_from() -> None:
+    """Processes that start together: this one's first assignment can come before the other's first report. It owns
+    3 of 6 tasks of the merged sub-topology 0 and is catching up there, so it waits until processes that applied
+    the generation own the other 3 (seen on CI, 2026-11-28: without it, it ran its share to the end alone)."""
+    now = [0.0]
+    watermark = _watermark(now)
+    watermark.report("t1", 0, 1_000)  # catching up in sub-topology 0
+    watermark.assignment_applied("t1", 1, {0: [0, 1, 2], 1: [0, 1, 2]}, {0: 6, 1: 6})
+    now[0] = 1.0  # past the fixed hold, nobody heard from yet
+    assert watermark.ceiling("t1", 0, 1_000) == HELD
+    watermark.report_process("p2", {}, 1, {0: [3, 4]})  # one task short
+    assert watermark.ceiling("t1", 0, 1_000) == HELD
+    watermark.report_process("p3", {0: 2_000}, 0, {0: [5]})  # an earlier generation's owner does not count
+    assert watermark.ceiling("t1", 0, 1_000) == HELD
+    watermark.report_process("p3", {0: 2_000}, 1, {0: [5]})
+    assert watermark.ceiling("t1", 0, 1_000) == 32_000
+    assert watermark.local_tasks() == {0: [0, 1, 2], 1: [0, 1, 2]}
+
+
+def test_the_wait_for_the_owners_of_the_other_tasks_is_bounded_and_skipped_when_not_needed() -> None:
+    now = [0.0]
+    watermark = _watermark(now)
+    watermark.report("t1", 0, 1_000)
+    watermark.assignment_applied("t1", 1, {0: [0, 1]}, {0: 4})
+    now[0] = 4.9
+    assert watermark.ceiling("t1", 0, 1_000) == HELD
+    now[0] = 5.0  # the staleness bound: a process that never reports holds nobody back for longer
+    assert watermark.ceiling("t1", 0, 1_000) == NO_CEILING
+    # the threads of one client own all the tasks: nobody else to wait for
+    alone = _watermark([0.0])
+    alone.report("t1", 0, 1_000)
+    alone.assignment_applied("t1", 1, {0: [0, 1]}, {0: 4})
+    assert alone.ceiling("t1", 0, 1_000) == HELD
+    alone.assignment_applied("t2", 1, {0: [2, 3]}, {0: 4})
+    assert alone.ceiling("t1", 0, 1_000) == NO_CEILING  # no other thread has reported a position
+    # caught up (no position reported): nothing to run ahead of
+    caught_up = _watermark([0.0])
+    caught_up.assignment_applied("t1", 1, {0: [0, 1]}, {0: 4})
+    assert caught_up.ceiling("t1", 0, 1_000) == NO_CEILING
+
+
+def test_only_the_first_tasks_wait_for_the_owners_of_the_others() -> None:
+    """In a cooperative rebalance the tasks a client revokes are nobody's until the follow-up round: its staying
+    tasks would pay that wait in steady state. Later assignments wait only for the processes heard from."""
+    now = [0.0]
+    watermark = _watermark(now)
+    watermark.report("t1", 0, 1_000)
+    watermark.assignment_applied("t1", 1, {0: [0, 1, 2, 3]}, {0: 4})  # all of them: no wait
+    assert watermark.ceiling("t1", 0, 1_000) == NO_CEILING
+    watermark.report_process("p2", {}, 2, {0: []})
+    watermark.assignment_applied("t1", 2, {0: [0, 1]}, {0: 4})  # 2 revoked, p2 gets them in the next round
+    now[0] = 0.7  # the fixed hold only
+    assert watermark.ceiling("t1", 0, 1_000) == NO_CEILING
+
+
 def test_the_wait_for_a_generation_is_bounded_by_the_staleness_bound() -> None:
     now = [0.0]
     watermark = _watermark(now)
@@ -141,11 +197,11 @@ def test_no_hold_while_processes_do_not_share() -> None:
 
 
 def test_reports_round_trip() -> None:
-    assert decode_positions(encode_positions("p1", {0: 5, 3: -1}, 7)) == ("p1", {0: 5, 3: -1}, 7)
-    assert decode_positions(encode_positions("p1", {}, -1)) == ("p1", {}, -1)
-    assert decode_positions(encode_positions("p1", {})) == ("p1", {}, None)
-    # an earlier release's report (no generation) still reads
-    assert decode_positions(b'{"v": 1, "process": "p", "positions": {"0": 3}}') == ("p", {0: 3}, None)
+    assert decode_positions(encode_positions("p1", {0: 5, 3: -1}, 7)) == ("p1", {0: 5, 3: -1}, 7, None)
+    assert decode_positions(encode_positions("p1", {}, -1, {0: [1, 3], 2: []})) == ("p1", {}, -1, {0: [1, 3], 2: []})
+    assert decode_positions(encode_positions("p1", {})) == ("p1", {}, None, None)
+    # earlier releases' reports (no generation, no tasks) still read
+    assert decode_positions(b'{"v": 1, "process": "p", "positions": {"0": 3}}') == ("p", {0: 3}, None, None)
 
 
 @pytest.mark.parametrize(
@@ -162,6 +218,9 @@ def test_reports_round_trip() -> None:
         b'{"v": 1, "process": "p", "positions": {"zero": 1}}',
         b'{"v": 1, "process": "p", "positions": {}, "generation": "5"}',
         b'{"v": 1, "process": "p", "positions": {}, "generation": false}',
+        b'{"v": 1, "process": "p", "positions": {}, "tasks": [1]}',
+        b'{"v": 1, "process": "p", "positions": {}, "tasks": {"0": [true]}}',
+        b'{"v": 1, "process": "p", "positions": {}, "tasks": {"zero": [1]}}',
     ],
 )
 def test_anything_else_is_rejected_with_a_value_error(value: bytes | None) -> None:
