@@ -24,7 +24,7 @@ import os
 import signal
 import sys
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import FrameType
 from typing import Any
 
@@ -33,6 +33,7 @@ from streamlet.config import StreamsConfig
 log = logging.getLogger("streamlet.worker")
 
 _PR_SET_PDEATHSIG = 1
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def process_settings(settings: Mapping[str, Any], config: StreamsConfig, index: int) -> dict[str, Any]:
@@ -72,17 +73,6 @@ def supervise(run_process: Callable[[int], int], count: int, log_format: str = l
     """
     parent = os.getpid()
     children: dict[int, int] = {}  # pid -> index
-    for index in range(count):
-        pid = os.fork()
-        if pid == 0:
-            os._exit(_run_child(run_process, index, parent, log_format))
-        children[pid] = index
-    log.info(
-        "worker: %d processes, one per stream thread: %s",
-        count,
-        ", ".join(f"{i}: pid {p}" for p, i in children.items()),
-    )
-
     stopping = False
 
     def forward(sig: int, _frame: FrameType | None) -> None:
@@ -92,7 +82,23 @@ def supervise(run_process: Callable[[int], int], count: int, log_format: str = l
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, sig)
 
-    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
+    # A stop signal that comes while the processes start waits until each side has its handler up: with the
+    # default action the supervisor would die without passing it on, and a process before it can stop cleanly.
+    unblocked = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+    try:
+        for index in range(count):
+            pid = os.fork()
+            if pid == 0:
+                os._exit(_run_child(run_process, index, parent, log_format, unblocked))
+            children[pid] = index
+        previous = {sig: signal.signal(sig, forward) for sig in _STOP_SIGNALS}
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)
+    log.info(
+        "worker: %d processes, one per stream thread: %s",
+        count,
+        ", ".join(f"{i}: pid {p}" for p, i in children.items()),
+    )
     exit_code = 0
     try:
         while children:
@@ -114,8 +120,11 @@ def supervise(run_process: Callable[[int], int], count: int, log_format: str = l
     return exit_code
 
 
-def _run_child(run_process: Callable[[int], int], index: int, parent: int, log_format: str) -> int:
-    """The forked process's life: never returns into the supervisor's code (the caller `_exit`s with this)."""
+def _run_child(
+    run_process: Callable[[int], int], index: int, parent: int, log_format: str, unblocked: Iterable[int]
+) -> int:
+    """The forked process's life: never returns into the supervisor's code (the caller `_exit`s with this).
+    It starts with the stop signals blocked (`unblocked`: the mask to restore once its handlers are up)."""
     code = 1
     try:
         for handler in logging.getLogger().handlers:
@@ -123,6 +132,7 @@ def _run_child(run_process: Callable[[int], int], index: int, parent: int, log_f
         # until the client's own handlers are up: Ctrl-C as in any Python program, SIGTERM stops it at once
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, _stop_before_start)
+        signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)  # a stop signal that came meanwhile is handled here
         _die_with(parent)
         code = run_process(index)
     except KeyboardInterrupt:

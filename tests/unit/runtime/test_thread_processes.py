@@ -70,7 +70,7 @@ def test_each_process_serves_queries_on_its_own_port_and_joins_as_its_own_static
 # ---- the supervisor, as real processes -------------------------------------------------------------------------
 
 SUPERVISED = """
-import logging, signal, sys
+import logging, os, signal, sys
 from streamlet.runtime.thread_processes import supervise
 
 logging.basicConfig(level=logging.INFO, format="%(message)s")
@@ -80,6 +80,8 @@ def run(index):
     if mode == "fail" and index == 1:
         return 3
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # stands in for the worker's clean stop
+    if mode == "stop_at_start" and index == 0:
+        os.kill(os.getppid(), signal.SIGTERM)  # while the supervisor may still be forking the next process
     while True:
         signal.pause()
 
@@ -140,6 +142,19 @@ def test_a_stop_signal_reaches_every_process_and_the_worker_exits_0(tmp_path: Pa
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=30) == 0, out.read_text()
     assert all(_gone(pid) for pid in children.values())
+
+
+def test_a_stop_signal_while_the_processes_start_is_passed_on_once_the_supervisor_can(
+    tmp_path: Path, cleanup_pids: list[int]
+) -> None:
+    """Before, a SIGTERM between the forks and the supervisor's handler killed the supervisor (exit -15) and left its
+    processes to their parent-death signal; it failed the test above once under load."""
+    proc, out = _start(tmp_path, "stop_at_start")
+    cleanup_pids.append(proc.pid)
+    assert proc.wait(timeout=30) == 0, out.read_text()
+    children = _pids(out.read_text())
+    cleanup_pids.extend(children.values())
+    assert set(children) == {0, 1} and all(_gone(pid) for pid in children.values())
 
 
 def test_one_process_failing_stops_the_others_and_the_worker_exits_with_its_code(
