@@ -19,8 +19,12 @@ lowest position per sub-topology and reads the others', which bound its threads 
 milliseconds, in which a thread replaying a backlog can run minutes of event time ahead; so, after each
 assignment, a client that has heard from another process holds its merged sub-topologies back until every other
 process it hears from has reported the same group generation applied (its positions then include its new tasks),
-at least `hold_ms` and at most `stale_after_s`. A fixed hold alone was not enough: a loaded process applies its
-assignment seconds after the others at worst, and meanwhile they ran ahead of the tasks it was taking over.
+at most `stale_after_s`. A fixed hold alone was not enough: a loaded process applies its assignment seconds
+after the others at worst, and meanwhile they ran ahead of the tasks it was taking over. The fixed hold
+(`hold_ms`) is left for processes that say neither their generation nor their tasks (an earlier release's): one
+that does is waited for exactly as long as it takes, so in steady state, where every process applies an
+assignment at about the same moment, the tasks a cooperative rebalance leaves in place pause for a report's
+round trip, not for `hold_ms` per round.
 Nor is waiting for the processes heard from enough when processes start together: a loaded process's first
 report can arrive after another's first assignment, which then ran its share of the backlog to the end alone. So
 each report also names the process's tasks of the merged sub-topologies, and a client given such tasks for the
@@ -151,7 +155,11 @@ class StreamTimeWatermark:
         if self.hold_ms <= 0:
             return
         now = self._clock()
-        if any(when >= now - self._stale_after_s for when, _ in self._processes.values()):
+        oldest = now - self._stale_after_s
+        if any(
+            when >= oldest and reached is None and self._process_tasks.get(process) is None
+            for process, (when, reached) in self._processes.items()
+        ):  # an earlier release's process (one that stops says its tasks: none): its report may be on its way
             self._held_until = max(self._held_until, now + self.hold_ms / 1000)
         if generation is not None:
             self._awaited = (generation, now + self._stale_after_s)

@@ -62,18 +62,33 @@ def test_local_positions_are_the_lowest_fresh_report_of_this_clients_threads_onl
     assert watermark.local_positions() == {}
 
 
-def test_an_assignment_holds_back_only_while_another_process_is_about() -> None:
+def test_an_assignment_holds_back_only_for_a_process_that_has_not_applied_that_generation() -> None:
+    """No fixed hold in steady state: the tasks a cooperative rebalance leaves in place pause only until the others
+    say they applied the generation, a report's round trip, not `hold_ms` per round."""
     now = [0.0]
     watermark = _watermark(now)
     watermark.assignment_applied("t1", 1)  # alone: no hold
     assert watermark.ceiling("t1", 0, 1_000) == NO_CEILING
-    watermark.report_process("p2", {}, 2)  # heard from, caught up, in the next generation already
+    watermark.report_process("p2", {}, 1, {0: [1]})
     watermark.assignment_applied("t1", 2)
-    assert watermark.ceiling("t1", 0, 1_000) == HELD  # at least hold_ms: a report may be on its way
-    now[0] = 0.7
+    assert watermark.ceiling("t1", 0, 1_000) == HELD  # p2 has not applied generation 2 yet
+    now[0] = 0.1
+    watermark.report_process("p2", {}, 2, {0: [1]})  # it has, caught up
+    assert watermark.ceiling("t1", 0, 1_000) == NO_CEILING  # at once, not hold_ms (600 ms) after the assignment
+    watermark.assignment_applied("t1", 3)
+    watermark.report_process("p2", {}, 3, {0: [1]})
     assert watermark.ceiling("t1", 0, 1_000) == NO_CEILING
     now[0] = 10.0  # p2 not heard from for longer than the staleness bound
-    watermark.assignment_applied("t1", 3)
+    watermark.assignment_applied("t1", 4)
+    assert watermark.ceiling("t1", 0, 1_000) == NO_CEILING
+
+
+def test_a_process_that_stopped_holds_nobody_back() -> None:
+    """Its last report has no generation but says it owns no tasks: not an earlier release's, so no fixed hold."""
+    now = [0.0]
+    watermark = _watermark(now)
+    watermark.report_process("p2", {}, None, {})
+    watermark.assignment_applied("t1", 2)
     assert watermark.ceiling("t1", 0, 1_000) == NO_CEILING
 
 
@@ -103,7 +118,7 @@ def test_given_its_first_tasks_a_client_waits_until_the_others_own_the_rest_even
     watermark = _watermark(now)
     watermark.report("t1", 0, 1_000)  # catching up in sub-topology 0
     watermark.assignment_applied("t1", 1, {0: [0, 1, 2], 1: [0, 1, 2]}, {0: 6, 1: 6})
-    now[0] = 1.0  # past the fixed hold, nobody heard from yet
+    now[0] = 1.0  # nobody heard from yet
     assert watermark.ceiling("t1", 0, 1_000) == HELD
     watermark.report_process("p2", {}, 1, {0: [3, 4]})  # one task short
     assert watermark.ceiling("t1", 0, 1_000) == HELD
@@ -146,7 +161,6 @@ def test_only_the_first_tasks_wait_for_the_owners_of_the_others() -> None:
     assert watermark.ceiling("t1", 0, 1_000) == NO_CEILING
     watermark.report_process("p2", {}, 2, {0: []})
     watermark.assignment_applied("t1", 2, {0: [0, 1]}, {0: 4})  # 2 revoked, p2 gets them in the next round
-    now[0] = 0.7  # the fixed hold only
     assert watermark.ceiling("t1", 0, 1_000) == NO_CEILING
 
 
