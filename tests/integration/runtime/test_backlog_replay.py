@@ -192,7 +192,8 @@ async def test_two_processes_replay_it_together_when_one_applies_its_assignments
     waits for anything). The first waits for that worker's report of the same group generation, which names its
     new tasks' positions, and, given its first tasks before it heard of the other, until the other reports owning
     the rest. Before, it held back a fixed 600 ms after its assignment and then ran minutes of event time ahead:
-    this test dropped 5,631 records (2026-11-28); the late first report alone did too (5,631 on CI, 5,582 here)."""
+    this test dropped 5,631 records (2026-11-28); a late first report did too (5,631 in a CI rehearsal under load,
+    5,582 with the injected delay)."""
     records = _backlog(seed=31, per_partition=2_000)
     expected = dict(collections.Counter((customer, ts // MINUTE * MINUTE) for _, customer, ts in records))
     late = str(tmp_path / "state-1")  # the second worker's (`_replay`)
