@@ -20,6 +20,7 @@ from aiokafka.consumer.fetcher import Fetcher
 from aiokafka.consumer.subscription_state import Assignment as _AiokafkaAssignment
 from aiokafka.consumer.subscription_state import TopicPartitionState
 from aiokafka.protocol.group import JoinGroupRequest, SyncGroupRequest
+from aiokafka.protocol.metadata import MetadataRequest
 from aiokafka.structs import OffsetAndMetadata, TopicPartition
 
 from streamlet.kafka.aiokafka_internals import require
@@ -78,11 +79,37 @@ class _AiokafkaChannel:
     async def partition_counts(self, topics: Collection[str], *, fresh: bool = True) -> dict[str, int]:
         client = self._consumer._client
         if fresh:
+            asked = await self._ask_partition_counts(topics)
+            if asked is not None:
+                return asked
             await client.force_metadata_update()
         counts = {}
         for topic in topics:
             partitions = client.cluster.partitions_for_topic(topic)
             if partitions:
+                counts[topic] = len(partitions)
+        return counts
+
+    async def _ask_partition_counts(self, topics: Collection[str]) -> dict[str, int] | None:
+        """Partition counts from a Metadata request on the coordination connection (None: no answer). aiokafka's
+        own refresh goes on the connection its fetcher long-polls, and waits behind the fetch: a leader whose
+        partitions are idle during a rebalance performed its assignment up to `fetch_max_wait_ms` (500 ms) late,
+        and every task of the group waited with it."""
+        node_id = self._node_id
+        if node_id is None:
+            return None
+        request = MetadataRequest(sorted(topics), allow_auto_topic_creation=False)
+        try:
+            response = await self._consumer._client.send(node_id, request, group=ConnectionGroup.COORDINATION)
+        except aiokafka.errors.KafkaError:
+            return None
+        counts = {}
+        for topic_data in response.topics:
+            if response.API_VERSION == 0:
+                error_code, topic, partitions = topic_data[:3]
+            else:
+                error_code, topic, _internal, partitions = topic_data[:4]
+            if error_code == 0 and partitions:
                 counts[topic] = len(partitions)
         return counts
 
