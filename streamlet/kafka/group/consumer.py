@@ -16,6 +16,7 @@ from typing import Any
 import aiokafka
 from aiokafka import AIOKafkaConsumer
 from aiokafka.client import ConnectionGroup, CoordinationType
+from aiokafka.cluster import ClusterMetadata
 from aiokafka.consumer.fetcher import Fetcher
 from aiokafka.consumer.subscription_state import Assignment as _AiokafkaAssignment
 from aiokafka.consumer.subscription_state import TopicPartitionState
@@ -78,23 +79,25 @@ class _AiokafkaChannel:
 
     async def partition_counts(self, topics: Collection[str], *, fresh: bool = True) -> dict[str, int]:
         client = self._consumer._client
+        cluster = client.cluster
         if fresh:
-            asked = await self._ask_partition_counts(topics)
+            asked = await self._ask_metadata(topics)
             if asked is not None:
-                return asked
-            await client.force_metadata_update()
+                cluster = asked
+            else:
+                await client.force_metadata_update()
         counts = {}
         for topic in topics:
-            partitions = client.cluster.partitions_for_topic(topic)
+            partitions = cluster.partitions_for_topic(topic)
             if partitions:
                 counts[topic] = len(partitions)
         return counts
 
-    async def _ask_partition_counts(self, topics: Collection[str]) -> dict[str, int] | None:
-        """Partition counts from a Metadata request on the coordination connection (None: no answer). aiokafka's
-        own refresh goes on the connection its fetcher long-polls, and waits behind the fetch: a leader whose
-        partitions are idle during a rebalance performed its assignment up to `fetch_max_wait_ms` (500 ms) late,
-        and every task of the group waited with it."""
+    async def _ask_metadata(self, topics: Collection[str]) -> ClusterMetadata | None:
+        """The topics' metadata from a Metadata request on the coordination connection (None: no answer).
+        aiokafka's own refresh goes on the connection its fetcher long-polls, and waits behind the fetch: a leader
+        whose partitions are idle during a rebalance performed its assignment up to `fetch_max_wait_ms` (500 ms)
+        late, and every task of the group waited with it."""
         node_id = self._node_id
         if node_id is None:
             return None
@@ -103,15 +106,9 @@ class _AiokafkaChannel:
             response = await self._consumer._client.send(node_id, request, group=ConnectionGroup.COORDINATION)
         except aiokafka.errors.KafkaError:
             return None
-        counts = {}
-        for topic_data in response.topics:
-            if response.API_VERSION == 0:
-                error_code, topic, partitions = topic_data[:3]
-            else:
-                error_code, topic, _internal, partitions = topic_data[:4]
-            if error_code == 0 and partitions:
-                counts[topic] = len(partitions)
-        return counts
+        cluster = ClusterMetadata()
+        cluster.update_metadata(response)  # aiokafka's parser of every response version
+        return cluster
 
 
 class _InPlaceOwnership:
