@@ -121,6 +121,17 @@ def _pids(text: str) -> dict[int, int]:
     return {i: int(pid) for i, pid in enumerate(found.groups())} if found else {}
 
 
+def _run_to_exit(tmp_path: Path, mode: str, code: int, cleanup_pids: list[int]) -> str:
+    """Run the supervisor in `mode` until it exits on its own with `code`, both its processes gone; its output."""
+    proc, out = _start(tmp_path, mode)
+    cleanup_pids.append(proc.pid)
+    assert proc.wait(timeout=30) == code, out.read_text()
+    children = _pids(out.read_text())
+    cleanup_pids.extend(children.values())
+    assert set(children) == {0, 1} and all(_gone(pid) for pid in children.values())
+    return out.read_text()
+
+
 def _gone(pid: int) -> bool:
     return not running(pid)
 
@@ -149,26 +160,14 @@ def test_a_stop_signal_while_the_processes_start_is_passed_on_once_the_superviso
 ) -> None:
     """Before, a SIGTERM between the forks and the supervisor's handler killed the supervisor (exit -15) and left its
     processes to their parent-death signal; it failed the test above once under load."""
-    proc, out = _start(tmp_path, "stop_at_start")
-    cleanup_pids.append(proc.pid)
-    assert proc.wait(timeout=30) == 0, out.read_text()
-    children = _pids(out.read_text())
-    cleanup_pids.extend(children.values())
-    assert set(children) == {0, 1} and all(_gone(pid) for pid in children.values())
+    _run_to_exit(tmp_path, "stop_at_start", 0, cleanup_pids)
 
 
 def test_one_process_failing_stops_the_others_and_the_worker_exits_with_its_code(
     tmp_path: Path, cleanup_pids: list[int]
 ) -> None:
-    proc, out = _start(tmp_path, "fail")
-    cleanup_pids.append(proc.pid)
-    assert proc.wait(timeout=30) == 3, out.read_text()
-    children = _pids(out.read_text())
-    cleanup_pids.extend(children.values())
-    assert set(children) == {0, 1} and all(_gone(pid) for pid in children.values())
-    assert (
-        "worker: process 1" in out.read_text() and "exited with code 3; stopping the other processes" in out.read_text()
-    )
+    text = _run_to_exit(tmp_path, "fail", 3, cleanup_pids)
+    assert "worker: process 1" in text and "exited with code 3; stopping the other processes" in text
 
 
 def test_a_process_killed_by_a_signal_stops_the_others_and_the_worker_exits_1(
