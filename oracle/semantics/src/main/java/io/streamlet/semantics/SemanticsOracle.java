@@ -67,6 +67,7 @@ public final class SemanticsOracle {
         props.put(StreamsConfig.APPLICATION_ID_CONFIG, testCase.path("application_id").asText("app"));
         final File stateDir = Files.createTempDirectory("semantics-oracle").toFile();
         props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.getAbsolutePath());
+        props.put(StreamsConfig.ROCKSDB_CONFIG_SETTER_CLASS_CONFIG, OracleRocksDBSettings.class);
         final JsonNode config = testCase.path("config");
         if (config.has("topology_optimization")) {
             props.put(StreamsConfig.TOPOLOGY_OPTIMIZATION_CONFIG, config.get("topology_optimization").asText());
