@@ -8,11 +8,15 @@ from collections.abc import AsyncIterator, Generator, Iterator
 import pytest
 
 from streamlet.config import security_from_environment
+from streamlet.kafka.broker import BROKER_JVM_OPTIONS_ENV
+from tests.support.broker import TEST_BROKER_JVM_OPTIONS
 from tests.support.kafka import KafkaTestCluster
 from tests.support.reports import REPORTS
 from tests.support.stuck_tests import StuckTestWatch
 from tests.support.workers import MADE_IN_TEST
 
+# every broker a test starts (the session's, a test's own, a cluster's nodes, an experiment's) and their subprocesses'
+os.environ.setdefault(BROKER_JVM_OPTIONS_ENV, TEST_BROKER_JVM_OPTIONS)
 WORKER_LOG_TAIL_LINES = 80
 # A test past this prints its asyncio tasks' await chains and fails, cancelled (faulthandler_timeout, 600 s, dumps
 # the threads of one stuck elsewhere)

@@ -19,6 +19,7 @@ import json
 import os
 import re
 import secrets
+import shlex
 import shutil
 import signal
 import socket
@@ -48,6 +49,9 @@ _MIN_JAVA = 17
 DOWNLOAD_TIMEOUT_S = 900.0
 # a single request that long without an answer is retried (Maven 3.8's wagon, Maven 3.9's resolver)
 _MAVEN_REQUEST_TIMEOUT_MS = 120_000
+#: JVM options of the broker (and of its storage tool), replacing DEFAULT_BROKER_JVM_OPTIONS; the heap is set apart.
+BROKER_JVM_OPTIONS_ENV = "STREAMLET_BROKER_JVM_OPTIONS"
+DEFAULT_BROKER_JVM_OPTIONS = ("-XX:+UseG1GC",)
 _STATE_FILE = "broker.json"
 # the Kafka release that formatted a broker directory's data (KRaft storage is not forward-compatible)
 _FORMATTED_BY_FILE = "formatted-by-kafka"
@@ -416,7 +420,7 @@ class LocalBroker:
             java,
             f"-Xmx{self.heap}",
             f"-Xms{self.heap}",
-            "-XX:+UseG1GC",
+            *broker_jvm_options(),
             "-Djava.awt.headless=true",
             f"-Dlog4j2.configurationFile={log4j}",
             "-cp",
@@ -582,6 +586,18 @@ class LocalBroker:
         """Stop the broker and delete its data: the next start is a fresh, empty cluster."""
         self.stop()
         shutil.rmtree(self.directory / "data", ignore_errors=True)
+
+
+def broker_jvm_options() -> list[str]:
+    """`$STREAMLET_BROKER_JVM_OPTIONS` (split as a shell would), else DEFAULT_BROKER_JVM_OPTIONS.
+
+    The test command sets `-XX:+UseSerialGC -XX:TieredStopAtLevel=1`: its brokers live for seconds to minutes under
+    little load, where C2's compilations and G1's threads cost more CPU than they save (half the CPU of a start, and
+    of an idle broker, on a 2-core machine). The demo and benchmarks keep the defaults."""
+    configured = os.environ.get(BROKER_JVM_OPTIONS_ENV)
+    if configured is None:
+        return list(DEFAULT_BROKER_JVM_OPTIONS)
+    return shlex.split(configured)
 
 
 def _new_cluster_id() -> str:

@@ -178,3 +178,12 @@ def test_a_stuck_download_is_reported(monkeypatch: pytest.MonkeyPatch, tmp_path)
     monkeypatch.setattr(broker_mod, "DOWNLOAD_TIMEOUT_S", 0.5)
     with pytest.raises(BrokerError, match=r"downloading Kafka 9\.9\.9 from Maven Central did not finish within 0 s"):
         broker_mod.kafka_libs("9.9.9")
+
+
+def test_the_broker_jvm_options_come_from_the_environment_or_default_to_g1(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(broker_mod.BROKER_JVM_OPTIONS_ENV, raising=False)
+    assert broker_mod.broker_jvm_options() == ["-XX:+UseG1GC"]
+    monkeypatch.setenv(broker_mod.BROKER_JVM_OPTIONS_ENV, "-XX:+UseSerialGC  -Dname='a b'")
+    assert broker_mod.broker_jvm_options() == ["-XX:+UseSerialGC", "-Dname=a b"]
+    monkeypatch.setenv(broker_mod.BROKER_JVM_OPTIONS_ENV, "")  # set but empty: the JVM's own defaults
+    assert broker_mod.broker_jvm_options() == []
