@@ -9,14 +9,20 @@ import pytest
 
 from streamlet.config import security_from_environment
 from streamlet.kafka.broker import BROKER_JVM_OPTIONS_ENV
-from tests.support.broker import TEST_BROKER_JVM_OPTIONS
 from tests.support.kafka import KafkaTestCluster
 from tests.support.reports import REPORTS
 from tests.support.stuck_tests import StuckTestWatch
 from tests.support.workers import MADE_IN_TEST
 
-# every broker a test starts (the session's, a test's own, a cluster's nodes, an experiment's) and their subprocesses'
-os.environ.setdefault(BROKER_JVM_OPTIONS_ENV, TEST_BROKER_JVM_OPTIONS)
+# The JVMs the tests start live for seconds to minutes under light load: on C1 alone and the serial collector they
+# need about half the CPU (no C2 compilations, no G1 threads). Every broker (the session's, a test's own, a cluster's
+# nodes, an experiment's: streamlet.kafka.broker.broker_jvm_options), Spark's driver (SPARK_SUBMIT_OPTS) and a
+# standalone Spark cluster's master and worker (SPARK_DAEMON_JAVA_OPTS), in this process and those it starts; a value
+# already set wins. The oracles' JVMs set their own (tests/support/oracle.py).
+TEST_JVM_OPTIONS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
+for _variable in (BROKER_JVM_OPTIONS_ENV, "SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS"):
+    os.environ.setdefault(_variable, TEST_JVM_OPTIONS)
+
 WORKER_LOG_TAIL_LINES = 80
 # A test past this prints its asyncio tasks' await chains and fails, cancelled (faulthandler_timeout, 600 s, dumps
 # the threads of one stuck elsewhere)

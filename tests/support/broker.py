@@ -17,9 +17,6 @@ from tests.support.waiting import free_port
 # their records forever, and the check runs once a day. A windowed store's changelog (compact,delete, with its
 # windows' retention) is still trimmed by the log cleaner every 15 s: a test that restores one stamps recent times.
 TEST_BROKER_SETTINGS = {"log.retention.ms": "-1", "log.retention.check.interval.ms": str(24 * 3600 * 1000)}
-# The tests' brokers start on C1 alone and the serial collector (streamlet.kafka.broker.broker_jvm_options): about half
-# the CPU of a start and of an idle broker. tests/conftest.py sets it unless STREAMLET_BROKER_JVM_OPTIONS is set.
-TEST_BROKER_JVM_OPTIONS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
 
 
 @contextlib.contextmanager
