@@ -9,7 +9,6 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
 from streamlet.assignment.simulation import simulate
-from streamlet.kafka.broker import KAFKA_VERSION
+from streamlet.kafka.broker import KAFKA_VERSION, cache_root
 from tests.support.case_strategies import contract_cases
 from tests.support.oracle import Oracle, normalize_output
 
@@ -95,11 +94,13 @@ def _corpus_key() -> str:
 def generated_corpus() -> list[dict[str, Any]]:
     """The shared generated corpus: GENERATED_SMALL + GENERATED_LARGE distinct contract cases.
 
-    Drawing takes about a minute, and under `scripts/test` each test process would draw it again. The draw is
-    derandomized, so the first process writes it to the temporary directory (keyed by what it depends on) and
-    the others read the same cases."""
-    path = Path(tempfile.gettempdir()) / f"streamlet-oracle-corpus-{_corpus_key()}.json"
-    with open(path.with_suffix(".lock"), "w") as lock:
+    Drawing takes about a minute of CPU, and under `scripts/test` each test process would draw it again. The draw
+    is derandomized, so the first process writes it to streamlet's cache directory (where the broker's jars are,
+    keyed by what the cases depend on) and the other processes, and later runs, read the same cases."""
+    directory = cache_root() / "oracle-corpus"
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{_corpus_key()}.json"
+    with open(directory / "draw.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if path.is_file():
             cases: list[dict[str, Any]] = json.loads(path.read_text())
@@ -108,4 +109,7 @@ def generated_corpus() -> list[dict[str, Any]]:
         partial = path.with_suffix(".partial")
         partial.write_text(json.dumps(cases))
         partial.replace(path)
+        for stale in directory.glob("*.json"):  # corpora of other strategies or Hypothesis releases
+            if stale != path:
+                stale.unlink(missing_ok=True)
         return cases
