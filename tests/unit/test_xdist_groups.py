@@ -14,7 +14,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from tests.conftest import xdist_group
+from tests.conftest import scheduling_rank, xdist_group
 
 REPO = Path(__file__).resolve().parents[2]
 CONFTEST = "from tests.conftest import pytest_collection_modifyitems  # noqa: F401\n"
@@ -25,6 +25,25 @@ def test_groups_by_module_but_spark_together_and_the_unit_tier_apart() -> None:
     assert xdist_group("tests/integration/runtime/test_a.py") == "tests/integration/runtime/test_a.py"
     assert xdist_group("tests/integration/spark/test_a.py") == "spark"
     assert xdist_group("tests/unit/runtime/test_a.py") is None
+
+
+def test_the_long_groups_are_dealt_first_and_the_unit_tier_last() -> None:
+    order = [
+        None,
+        "tests/e2e/test_a.py",
+        "tests/integration/runtime/test_a.py",
+        "tests/chaos/test_a.py",
+        "tests/oracle/semantics/test_a.py",
+        "spark",
+    ]
+    assert sorted(order, key=scheduling_rank) == [
+        "spark",
+        "tests/oracle/semantics/test_a.py",
+        "tests/chaos/test_a.py",
+        "tests/e2e/test_a.py",
+        "tests/integration/runtime/test_a.py",
+        None,
+    ]
 
 
 def test_a_module_runs_on_one_process_under_loadgroup(tmp_path: Path) -> None:
