@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from streamlet.assignment.simulation import simulate
 from streamlet.kafka.broker import KAFKA_VERSION, cache_root
+from tests.support import case_strategies
 from tests.support.case_strategies import contract_cases
 from tests.support.oracle import Oracle, normalize_output
 
@@ -84,9 +85,9 @@ def _draw_corpus() -> list[dict[str, Any]]:
 
 
 def _corpus_key() -> str:
-    """What the drawn cases depend on: Hypothesis' version and the test support code (the strategies)."""
+    """What the drawn cases depend on: Hypothesis' version, the strategies and this module (how they are drawn)."""
     digest = hashlib.sha256(hypothesis.__version__.encode())
-    for source in sorted(Path(__file__).parent.glob("*.py")):
+    for source in (Path(case_strategies.__file__), Path(__file__)):
         digest.update(source.read_bytes())
     return digest.hexdigest()[:16]
 
