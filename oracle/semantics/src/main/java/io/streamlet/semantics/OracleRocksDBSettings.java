@@ -12,8 +12,8 @@ import org.rocksdb.Options;
  * <p>A case opens and closes every store it builds (a stream join's window stores open a RocksDB instance per
  * segment), so the oracle spends most of a case opening and closing RocksDB. With Kafka Streams' defaults each
  * open preallocates its MANIFEST and log files (fallocate, then ftruncate on close), writes an info log and starts
- * a statistics timer: a third of the oracle's CPU time on 300 generated stream-join cases, with the same output
- * byte for byte without them.
+ * a statistics timer: a fifth of the oracle's CPU time on 300 generated stream-join cases (15.5 -> 12.5 s), with
+ * the same output byte for byte without them.
  */
 public final class OracleRocksDBSettings implements RocksDBConfigSetter {
     @Override
