@@ -9,6 +9,7 @@ import pytest
 
 from streamlet.config import security_from_environment
 from streamlet.kafka.broker import BROKER_JVM_OPTIONS_ENV
+from tests.support import ast_parse_guard
 from tests.support.kafka import KafkaTestCluster
 from tests.support.reports import REPORTS
 from tests.support.stuck_tests import StuckTestWatch
@@ -22,6 +23,8 @@ from tests.support.workers import MADE_IN_TEST
 TEST_JVM_OPTIONS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
 for _variable in (BROKER_JVM_OPTIONS_ENV, "SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS"):
     os.environ.setdefault(_variable, TEST_JVM_OPTIONS)
+
+ast_parse_guard.install()  # before the test modules are imported (and their asserts rewritten)
 
 WORKER_LOG_TAIL_LINES = 80
 # A test past this prints its asyncio tasks' await chains and fails, cancelled (faulthandler_timeout, 600 s, dumps

@@ -190,9 +190,12 @@ class RecordCollector:
             return
         try:
             await self._drain()
-        except aiokafka_errors.KafkaError as exc:
-            fenced = TransactionFencedError(f"the producer refused this transaction's records: {exc!r}")
-            fenced.__cause__ = exc  # mypyc ignores `raise ... from exc`
+        except (aiokafka_errors.KafkaError, aiokafka_errors.IllegalOperation) as exc:
+            # IllegalOperation ("not in transaction", not a KafkaError): the sender learnt the producer was fenced
+            # and left the transaction in its fatal state; the error that did it is the one to report
+            cause = _transaction_error(self._producer) or exc
+            fenced = TransactionFencedError(f"the producer refused this transaction's records: {cause!r}")
+            fenced.__cause__ = cause  # mypyc ignores `raise ... from exc`
             raise fenced  # noqa: B904 (its cause is set)
 
     async def _drain(self) -> None:
