@@ -14,7 +14,7 @@ from tests.support.kafka import KafkaTestCluster
 from tests.support.wordcount import SEED_LINE, expected_counts, real_text_lines, wait_for_counts
 from tests.support.workers import produce_steadily
 
-pytestmark = [pytest.mark.chaos, pytest.mark.timing]
+pytestmark = pytest.mark.chaos
 
 SESSION_MS = 15_000
 

@@ -18,7 +18,7 @@ import pytest
 from tests.support.chromium import Elements, dump_dom
 from tests.support.workers import ROOT, running
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timing]
+pytestmark = pytest.mark.e2e
 
 SEED_SCENARIO = ROOT / "examples" / "experiments" / "seed000_2_to_3.toml"
 A = "4b61083e-57d0-457d-951f-d06556c148ca"
