@@ -34,14 +34,24 @@ def compiled_config() -> dict:
     return names
 
 
-def mypyc_extensions() -> tuple[list[Extension], dict[str, str]]:
-    """mypyc's extensions and {module: source SHA-256}; none when disabled or mypy is missing."""
+def mypyc_placeholders() -> list[Extension]:
+    """The compiled modules' extensions, by name only; none when disabled or mypy is missing. pip runs this file
+    three times per install (build requirements, metadata, build), and only the build needs mypyc's C (about 12 s
+    to generate): `BuildExt` puts the real extensions in their place then."""
     if os.environ.get("STREAMLET_MYPYC", "1") == "0":
-        return [], {}
+        return []
     try:
-        from mypyc.build import mypycify
+        import mypyc.build  # noqa: F401
     except ImportError:
-        return [], {}
+        return []
+    config = compiled_config()
+    return [Extension(name, [], optional=True) for name in (config["GROUP"] + "__mypyc", *config["COMPILED_MODULES"])]
+
+
+def mypyc_extensions() -> tuple[list[Extension], dict[str, str]]:
+    """mypyc's extensions and {module: source SHA-256}; none when mypyc fails."""
+    from mypyc.build import mypycify
+
     config = compiled_config()
     paths = {m: f"{m.replace('.', '/')}.py" for m in config["COMPILED_MODULES"]}
     # the build environment has mypy, not streamlet's dependencies: modules it cannot find are typed as Any
@@ -58,9 +68,12 @@ def mypyc_extensions() -> tuple[list[Extension], dict[str, str]]:
 
 
 class BuildExt(build_ext):
-    """Writes the compiled modules' source hashes beside them, once they are built."""
+    """Generates the compiled modules' C, then writes their source hashes beside them, once they are built."""
+
+    compiled_hashes: dict[str, str] = {}
 
     def run(self) -> None:
+        self.generate_mypyc_sources()
         super().run()
         if self.inplace:  # an extension left from an older build (a module no longer compiled) would shadow its source
             built = {Path(self.get_ext_fullpath(e.name)).resolve() for e in self.extensions}
@@ -69,15 +82,28 @@ class BuildExt(build_ext):
                 if stale.resolve() not in built:
                     print(f"streamlet: removing {stale.relative_to(ROOT)}, an extension this build does not make")
                     stale.unlink()
-        if not COMPILED_HASHES:
+        if not self.compiled_hashes:
             return
         group = self.get_ext_fullpath(compiled_config()["GROUP"] + "__mypyc")
         if os.path.exists(group):
             manifest = Path(group).parent / compiled_config()["MANIFEST"]
-            manifest.write_text(json.dumps(COMPILED_HASHES, indent=1, sort_keys=True) + "\n")
+            manifest.write_text(json.dumps(self.compiled_hashes, indent=1, sort_keys=True) + "\n")
+
+    def generate_mypyc_sources(self) -> None:
+        """Fill the placeholders with mypyc's extensions (their C sources, include dirs, flags), in place: setuptools
+        has already registered them by name; drop them if mypyc fails."""
+        placeholders = {e.name: e for e in self.extensions if e in MYPYC_PLACEHOLDERS and not e.sources}
+        if not placeholders:
+            return
+        extensions, BuildExt.compiled_hashes = mypyc_extensions()
+        made = {e.name: e for e in extensions}
+        for name, placeholder in placeholders.items():
+            if name in made:
+                vars(placeholder).update(vars(made[name]))
+        self.extensions = [e for e in self.extensions if e.name not in placeholders or e.name in made]
 
 
-MYPYC_EXTENSIONS, COMPILED_HASHES = mypyc_extensions()
+MYPYC_PLACEHOLDERS = mypyc_placeholders()
 
 setup(
     cmdclass={"build_ext": BuildExt},
@@ -96,6 +122,6 @@ setup(
             extra_compile_args=["-O2"],
             optional=True,
         ),
-        *MYPYC_EXTENSIONS,
+        *MYPYC_PLACEHOLDERS,
     ],
 )
