@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -25,6 +26,7 @@ from aiokafka.structs import OffsetAndMetadata, RecordMetadata, TopicPartition
 from streamlet.errors import MissingTopicError, StreamletError
 from streamlet.kafka import produce_batches
 from streamlet.kafka.aiokafka_internals import require
+from streamlet.kafka.freeze_gate import refuse_batches_from_before_a_freeze
 from streamlet.kafka.produce_batches import Queued as _Queued
 from streamlet.kafka.txn_offset_commit import GroupMetadata, set_group_metadata
 from streamlet.runtime.partitioner import CachingDefaultPartitioner, DeferredPartition
@@ -106,8 +108,14 @@ class RecordCollector:
         transactional: bool = False,
         producer_factory: Callable[[], AIOKafkaProducer] | None = None,
         missing_topic_timeout_s: float = 5.0,
+        froze_after: Callable[[float], bool] | None = None,
     ) -> None:
         self._missing_topic_timeout_s = missing_topic_timeout_s
+        # at-least-once: nothing computed before a freeze is sent after it (kafka/freeze_gate.py); exactly-once
+        # needs no gate, the broker fences the zombie's transaction
+        self._froze_after = None if transactional else froze_after
+        if self._froze_after is not None:
+            refuse_batches_from_before_a_freeze(producer, self._froze_after)
         self._producer = producer
         self._producer_factory = producer_factory
         self._transactional = transactional
@@ -210,6 +218,7 @@ class RecordCollector:
                 future.add_done_callback(functools.partial(self._on_done, topic, -1, 1))
         if not self._queue:
             return
+        began = time.monotonic()
         queue, self._queue = self._queue, []
         groups: dict[tuple[str, int], list[_Queued]] = {}
         partitioner = self._partitioner
@@ -225,6 +234,13 @@ class RecordCollector:
                 group = groups[(topic, partition)] = []
             group.append((key, value, timestamp, headers))
         for (topic, partition), records in groups.items():
+            if self._froze_after is not None and self._froze_after(began):  # frozen in an await of this loop
+                if self._failure is None:
+                    self._failure = RetriableProductionError(
+                        "this process froze for longer than the session timeout while it handed records to the "
+                        "producer: the rest were not sent"
+                    )
+                return
             if topic not in self._partitions and topic not in self._changelog_topics:
                 await self._topic_partitions(topic)  # a topic first written now: it must exist
             await self._send_records(topic, partition, records)
@@ -287,9 +303,12 @@ class RecordCollector:
             self._last_changelog_send[(topic, partition)] = (future, count)
 
     def discard(self) -> None:
-        """Drop records not yet handed to the producer (their tasks were lost: nothing of them may be written)."""
+        """Drop records not yet handed to the producer (their tasks were lost: nothing of them may be written),
+        and forget how the ones handed over fared."""
         self._queue = []
         self._dead_letters = []
+        self._last_changelog_send = {}
+        self._failure = None
 
     async def commit_transaction(
         self, offsets: Mapping[TopicPartition, OffsetAndMetadata], group_id: str, group: GroupMetadata | None = None
@@ -350,8 +369,6 @@ class RecordCollector:
     async def abort_transaction(self) -> None:
         """Exactly-once: drop what is queued and abort what was sent since the last commit."""
         self.discard()
-        self._last_changelog_send = {}
-        self._failure = None
         if not self._in_transaction:
             return
         self._in_transaction = False

@@ -19,6 +19,7 @@ class StallWatch:
         self.tick_s = tick_s
         self._stalled = False
         self._last_tick = time.monotonic()
+        self.woke_at = float("-inf")  # when the last stall seen ended (monotonic)
 
     async def run(self) -> None:
         """Tick until cancelled (the owner cancels and awaits it on shutdown)."""
@@ -30,6 +31,7 @@ class StallWatch:
     def _check(self, now: float) -> None:
         if now - self._last_tick > self.threshold_s:
             self._stalled = True
+            self.woke_at = now
         self._last_tick = now
 
     def stalled(self) -> bool:
@@ -42,6 +44,14 @@ class StallWatch:
             self._check(time.monotonic())
         stalled, self._stalled = self._stalled, False
         return stalled
+
+    def froze_after(self, moment: float) -> bool:
+        """Whether a stall ended after the monotonic `moment` (checked on the spot too). Unlike `stalled()` it
+        consumes nothing: the producer asks it for each batch, and the thread still learns of the stall."""
+        now = time.monotonic()
+        if now - self._last_tick > self.threshold_s:
+            self._check(now)
+        return self.woke_at > moment
 
     def mark_stalled(self) -> None:
         self._stalled = True

@@ -155,6 +155,7 @@ class StreamThread:
             metadata.changelog_topics(),
             transactional=config.exactly_once,
             producer_factory=new_producer if config.exactly_once else None,
+            froze_after=self.stall_watch.froze_after,
         )
         self.resources = ThreadResources(
             cache=RecordCache(max(0, config.statestore_cache_max_bytes // config.num_stream_threads)),

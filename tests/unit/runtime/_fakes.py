@@ -249,6 +249,9 @@ class FakeProducer:
         # the state aiokafka's transaction manager is left in when `commit_error` is raised (None: not modelled)
         self.commit_error_state: TransactionState | None = None
         self._txn_manager = SimpleNamespace(state=TransactionState.READY) if transactional_id is not None else None
+        # aiokafka's sender, where the freeze gate (kafka/freeze_gate.py) holds batches back: this fake writes a
+        # batch at once, so nothing is ever waiting there
+        self._sender = SimpleNamespace(_send_produce_req=None, _muted_partitions=set(), _in_flight=set())
         self.send_error: Exception | None = None  # raised by send_batch, as aiokafka does once fenced
         self.delivery_error: Exception | None = None  # a batch's future fails with it (nothing is written)
 

@@ -44,3 +44,17 @@ async def test_a_stall_is_seen_at_once_by_whoever_asks_first() -> None:
     time.sleep(0.35)
     assert watch.stalled()  # before the tick task has run again
     await stop(task)
+
+
+async def test_froze_after_says_whether_a_stall_ended_after_a_moment_and_leaves_it_to_the_thread() -> None:
+    watch = StallWatch(threshold_s=0.2, tick_s=0.02)
+    task = await watching(watch)
+    before = time.monotonic()
+    assert not watch.froze_after(before)
+    time.sleep(0.35)
+    assert watch.froze_after(before)  # on the spot, before the tick task has run again
+    after = time.monotonic()
+    await asyncio.sleep(0.05)
+    assert watch.froze_after(before) and not watch.froze_after(after)
+    await stop(task)
+    assert watch.stalled() and not watch.stalled()  # the thread still learns of it, once
