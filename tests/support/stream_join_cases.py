@@ -117,5 +117,9 @@ def stream_join_cases(draw: st.DrawFn) -> dict[str, Any]:
         )
     config: dict[str, Any] = {"statestore_cache_max_bytes": draw(st.sampled_from([0, 10 * 1024 * 1024]))}
     if draw(st.integers(0, 2)) == 0:
-        config["topology_optimization"] = draw(st.sampled_from(OPTIMIZATIONS))
+        # Kafka Streams' merge.repartition.topics cannot build a repartition below a merge node ("Found a null
+        # keyChangingChild node for OptimizableRepartitionNode", 4.4.0): a program with a merge gets the others
+        merges = any(op["op"] == "merge" for op in program)
+        optimizations = [o for o in OPTIMIZATIONS if not (merges and ("merge.repartition" in o or o == "all"))]
+        config["topology_optimization"] = draw(st.sampled_from(optimizations))
     return {"application_id": "app", "config": config, "program": program, "inputs": steps}

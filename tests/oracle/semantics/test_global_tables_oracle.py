@@ -9,20 +9,17 @@ included (see test_driver_oracle.py).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
 
 from tests.oracle.semantics.test_driver_oracle import check
 from tests.support.global_table_cases import global_table_semantic_cases
+from tests.support.semantics_corpus import check_corpus, corpus
 from tests.support.semantics_oracle import SemanticsOracle
 
 pytestmark = pytest.mark.oracle
-
-GENERATED_CASES = int(os.environ.get("STREAMLET_SEMANTICS_CASES", "1000"))
 
 
 @pytest.fixture(scope="module")
@@ -124,13 +121,5 @@ def test_global_table_cases_match_kafka_streams(oracle: SemanticsOracle, name: s
     check(oracle, {"program": program, "inputs": inputs, "config": {"statestore_cache_max_bytes": cache}})
 
 
-@settings(
-    max_examples=GENERATED_CASES,
-    deadline=None,
-    database=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
-@given(case=global_table_semantic_cases())
-def test_generated_global_table_cases_match_kafka_streams(oracle: SemanticsOracle, case: dict[str, Any]) -> None:
-    check(oracle, case)
+def test_generated_global_table_cases_match_kafka_streams(oracle: SemanticsOracle) -> None:
+    check_corpus(oracle, corpus("global-tables", global_table_semantic_cases()))

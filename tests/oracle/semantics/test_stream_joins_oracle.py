@@ -11,20 +11,17 @@ topics and every changelog), describe() included.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
 
 from tests.oracle.semantics.test_driver_oracle import check
+from tests.support.semantics_corpus import check_corpus, corpus
 from tests.support.semantics_oracle import SemanticsOracle
 from tests.support.stream_join_cases import stream_join_cases
 
 pytestmark = pytest.mark.oracle
-
-GENERATED_CASES = int(os.environ.get("STREAMLET_SEMANTICS_CASES", "1000"))
 
 
 @pytest.fixture(scope="module")
@@ -198,13 +195,5 @@ def test_stream_join_cases_match_kafka_streams(oracle: SemanticsOracle, name: st
     check(oracle, {"program": program, "inputs": inputs, "config": CONFIGS.get(name, {})})
 
 
-@settings(
-    max_examples=GENERATED_CASES,
-    deadline=None,
-    database=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
-@given(case=stream_join_cases())
-def test_generated_stream_join_cases_match_kafka_streams(oracle: SemanticsOracle, case: dict[str, Any]) -> None:
-    check(oracle, case)
+def test_generated_stream_join_cases_match_kafka_streams(oracle: SemanticsOracle) -> None:
+    check_corpus(oracle, corpus("stream-joins", stream_join_cases()))

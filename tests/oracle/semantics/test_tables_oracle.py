@@ -7,20 +7,18 @@ streamlet and must agree record for record, describe() included (see test_driver
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
 
 from tests.oracle.semantics.test_driver_oracle import check
+from tests.support.semantics_corpus import check_corpus, corpus
 from tests.support.semantics_oracle import SemanticsOracle
 from tests.support.table_cases import table_semantic_cases
 
 pytestmark = pytest.mark.oracle
 
-GENERATED_CASES = int(os.environ.get("STREAMLET_SEMANTICS_CASES", "1000"))
 NO_CACHE = {"statestore_cache_max_bytes": 0}
 
 
@@ -205,13 +203,5 @@ def test_table_and_join_cases_match_kafka_streams(oracle: SemanticsOracle, name:
     check(oracle, {"program": program, "inputs": inputs, "config": CONFIGS.get(name, {})})
 
 
-@settings(
-    max_examples=GENERATED_CASES,
-    deadline=None,
-    database=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
-@given(case=table_semantic_cases())
-def test_generated_table_cases_match_kafka_streams(oracle: SemanticsOracle, case: dict[str, Any]) -> None:
-    check(oracle, case)
+def test_generated_table_cases_match_kafka_streams(oracle: SemanticsOracle) -> None:
+    check_corpus(oracle, corpus("tables", table_semantic_cases()))
