@@ -1,11 +1,12 @@
 """The one place that says which aiokafka streamlet reaches into.
 
-streamlet relies on aiokafka's private parts in four places: the group consumer changes its manual assignment
-in place (`kafka/group/consumer.py`), the restore consumer decodes record batches into columns
+streamlet relies on aiokafka's private parts where it must; the main ones: the group consumer changes its manual
+assignment in place (`kafka/group/consumer.py`), the restore consumer decodes record batches into columns
 (`kafka/record_blocks.py`), the main consumer takes decoded batches instead of aiokafka's per-record
-`ConsumerRecord` (`runtime/fetched_records.py`), and the record collector hands the producer batches it encoded
-itself (`kafka/produce_batches.py`). All four are written against the aiokafka minor version pinned in
-pyproject.toml and ask here before they touch anything.
+`ConsumerRecord` (`runtime/fetched_records.py`), the record collector hands the producer batches it encoded
+itself (`kafka/produce_batches.py`), and the producer's sender refuses what a frozen process handed it before the
+freeze (`kafka/freeze_gate.py`). Each is written against the aiokafka minor version pinned in pyproject.toml and
+asks here (`require`) before it touches anything.
 """
 
 from __future__ import annotations
