@@ -15,7 +15,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.structs import OffsetAndMetadata, TopicPartition
 
 from streamlet.config import StreamsConfig
-from streamlet.kafka import connect, txn_offset_commit
+from streamlet.kafka import connect, coordinator_lookup, txn_offset_commit
 from streamlet.kafka.group.consumer import GroupConsumer
 from streamlet.kafka.group.consumer_protocol import RebalanceProtocol
 from streamlet.kafka.group.membership import GroupAssignor, MembershipConfig, RebalanceListener
@@ -175,6 +175,7 @@ class AioKafkaClientSupplier:
     def producer(self, config: StreamsConfig, client_id: str, transactional_id: str | None = None) -> AIOKafkaProducer:
         if transactional_id is not None:
             txn_offset_commit.install()  # TxnOffsetCommit v3: zombies cannot commit (KIP-447)
+            coordinator_lookup.install()  # a lookup cut by a failover is retried, not the end of the sender
         return connect.producer(
             config.cluster,
             client_id=client_id,
