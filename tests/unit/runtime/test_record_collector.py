@@ -3,13 +3,15 @@ with the topic's partition count when the records are handed to the producer).""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from aiokafka.errors import ProducerFenced
 from aiokafka.partitioner import murmur2
 from aiokafka.producer.transaction_manager import TransactionState
 from aiokafka.structs import TopicPartition
 
-from streamlet.runtime.record_collector import ProductionError, RecordCollector
+from streamlet.runtime.record_collector import ProductionError, RecordCollector, RetriableProductionError
 from tests.unit.runtime._fakes import FakeKafka, FakeProducer
 
 TOPIC = "subscriptions"
@@ -87,3 +89,33 @@ async def test_after_a_commit_that_failed_for_good_the_next_transaction_runs_on_
     await collector.commit_transaction({}, "app")
     assert len(producers) == 2
     assert [key for key, _, _ in kafka.logs[TopicPartition(TOPIC, 0)]] == [b"b"]  # the failed one's record is gone
+
+
+class FreezesAfterTheFirstBatch(FakeProducer):
+    """The process freezes (and wakes) while the first partition's batch is being handed over."""
+
+    def __init__(self, kafka: FakeKafka) -> None:
+        super().__init__(kafka)
+        self.woke_at = float("-inf")
+
+    async def send_batch(self, batch, topic, *, partition):  # type: ignore[no-untyped-def]
+        future = await super().send_batch(batch, topic, partition=partition)
+        self.woke_at = time.monotonic()
+        return future
+
+
+async def test_a_hand_over_interrupted_by_a_freeze_sends_nothing_more_and_the_next_flush_says_so() -> None:
+    """At-least-once: what the thread computed before a freeze past the session timeout is not sent after it
+    (kafka/freeze_gate.py holds back what already reached the producer); the lost path forgets the failure."""
+    kafka = FakeKafka({TOPIC: 2})
+    producer = FreezesAfterTheFirstBatch(kafka)
+    collector = RecordCollector(producer, (), froze_after=lambda moment: producer.woke_at > moment)  # type: ignore[arg-type]
+    collector.send(TOPIC, b"a", b"1", 0, 0)
+    collector.send(TOPIC, b"b", b"2", 0, 1)
+    await collector.drain()
+    assert [tp.partition for tp in kafka.logs] == [0]  # partition 1's records were computed before the freeze
+    with pytest.raises(RetriableProductionError, match="froze for longer than the session timeout"):
+        await collector.flush()
+    collector.send(TOPIC, b"a", b"3", 0, 0)
+    collector.discard()  # the lost path: nothing of the lost tasks is written, their failure is forgotten
+    await collector.flush()
