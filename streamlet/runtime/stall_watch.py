@@ -40,18 +40,22 @@ class StallWatch:
         Also checked on the spot: after a freeze, whichever task runs first must know at once, before the
         tick task has had its turn.
         """
-        if time.monotonic() - self._last_tick > self.threshold_s:
-            self._check(time.monotonic())
+        self._check_on_the_spot()
         stalled, self._stalled = self._stalled, False
         return stalled
 
     def froze_after(self, moment: float) -> bool:
         """Whether a stall ended after the monotonic `moment` (checked on the spot too). Unlike `stalled()` it
         consumes nothing: the producer asks it for each batch, and the thread still learns of the stall."""
+        self._check_on_the_spot()
+        return self.woke_at > moment
+
+    def _check_on_the_spot(self) -> None:
+        """A stall that is over already, seen before the tick task runs again (a check that is no tick: the last
+        tick's time stays)."""
         now = time.monotonic()
         if now - self._last_tick > self.threshold_s:
             self._check(now)
-        return self.woke_at > moment
 
     def mark_stalled(self) -> None:
         self._stalled = True
