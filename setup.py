@@ -118,6 +118,7 @@ class BuildExt(build_ext):
     """Generates the compiled modules' C, then writes their source hashes beside them, once they are built."""
 
     compiled_hashes: dict[str, str] = {}
+    cache: Path | None = None  # where a build of these sources is kept (mypyc_cache_dir)
     cached: dict[str, Path] = {}  # extension name -> its file in the build cache, copied instead of compiled
 
     def run(self) -> None:
@@ -144,7 +145,7 @@ class BuildExt(build_ext):
         placeholders = {e.name: e for e in self.extensions if e in MYPYC_PLACEHOLDERS and not e.sources}
         if not placeholders:
             return
-        cache = mypyc_cache_dir()
+        BuildExt.cache = cache = mypyc_cache_dir()
         if cache is not None and all((cache / name).is_file() for name in placeholders):
             print(f"streamlet: the compiled modules of these sources are in {cache}: copied, not compiled")
             BuildExt.cached = {name: cache / name for name in placeholders}
@@ -169,7 +170,7 @@ class BuildExt(build_ext):
 
     def keep_mypyc_build(self) -> None:
         """Put a fresh build of the compiled modules in the cache (written aside, then renamed into place)."""
-        cache = mypyc_cache_dir() if self.compiled_hashes and not self.cached else None
+        cache = self.cache if self.compiled_hashes and not self.cached else None
         names = [e.name for e in self.extensions if e in MYPYC_PLACEHOLDERS]
         built = {name: Path(self.get_ext_fullpath(name)) for name in names}
         if cache is None or cache.exists() or not names or not all(path.is_file() for path in built.values()):

@@ -50,6 +50,13 @@ def draw_distinct(strategy: st.SearchStrategy[Case], count: int, cases: dict[str
     collect()
 
 
+def distinct_cases(strategy: st.SearchStrategy[Case], count: int) -> list[Case]:
+    """`count` distinct cases of `strategy`, the same on every run."""
+    cases: dict[str, Case] = {}
+    draw_distinct(strategy, count, cases)
+    return list(cases.values())
+
+
 def cached_cases(name: str, depends_on: Iterable[Path], draw: Callable[[], list[Case]]) -> list[Case]:
     """`draw()`'s cases, drawn once per key: Hypothesis' release, the `depends_on` sources and this module."""
     digest = hashlib.sha256(hypothesis.__version__.encode())

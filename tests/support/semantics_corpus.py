@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from streamlet.kafka.broker import KAFKA_VERSION
 from tests.support import dsl_spec, global_table_cases, semantics_cases, stream_join_cases, table_cases
-from tests.support.drawn_cases import Case, cached_cases, draw_distinct, dump
+from tests.support.drawn_cases import Case, cached_cases, distinct_cases, dump
 from tests.support.semantics_cases import build_topology, run_streamlet
 from tests.support.semantics_oracle import SemanticsOracle
 
@@ -35,14 +35,11 @@ STRATEGY_SOURCES = [
 
 
 def corpus(name: str, strategy: st.SearchStrategy[Case]) -> list[Case]:
-    """GENERATED_CASES distinct cases of `strategy`, the same on every run."""
-
-    def draw() -> list[Case]:
-        cases: dict[str, Case] = {}
-        draw_distinct(strategy, GENERATED_CASES, cases)
-        return list(cases.values())
-
-    return cached_cases(f"semantics-{name}-{GENERATED_CASES}", [*STRATEGY_SOURCES, Path(__file__)], draw)
+    """GENERATED_CASES distinct cases of `strategy`, the same on every run (drawn once: the key hashes the strategies'
+    modules, not this one, whose comparison code the cases do not depend on)."""
+    return cached_cases(
+        f"semantics-{name}-{GENERATED_CASES}", STRATEGY_SOURCES, lambda: distinct_cases(strategy, GENERATED_CASES)
+    )
 
 
 def difference(case: Case, expected: dict[str, Any]) -> str | None:
@@ -68,14 +65,10 @@ def check_corpus(oracle: SemanticsOracle, cases: list[Case]) -> None:
     """Every case on both drivers; fails with the smallest differing cases."""
     batches = [cases[i : i + BATCH] for i in range(0, len(cases), BATCH)]
     problems: list[tuple[str, str]] = []
-    with ThreadPoolExecutor(1) as jvm:
-        answers = jvm.submit(oracle.run_many, batches[0]) if batches else None
-        for index, batch in enumerate(batches):
-            assert answers is not None
-            expected = answers.result()
-            if index + 1 < len(batches):  # the JVM answers the next batch while this one runs on streamlet
-                answers = jvm.submit(oracle.run_many, batches[index + 1])
-            for case, output in zip(batch, expected, strict=True):
+    with ThreadPoolExecutor(1) as jvm:  # the JVM answers the next batches while this thread runs one on streamlet
+        answers = [jvm.submit(oracle.run_many, batch) for batch in batches]
+        for batch, answered in zip(batches, answers, strict=True):
+            for case, output in zip(batch, answered.result(), strict=True):
                 problem = difference(case, output)
                 if problem is not None:
                     problems.append((dump(case), problem))
