@@ -1,6 +1,6 @@
 """Headless Chromium for the browser tests: the DOM of a page as the browser rendered it.
 
-Debian's `chromium`, installed by scripts/_chromium.sh (sourced by scripts/_venv.sh). The flags are the ones
+Debian's `chromium`, installed by scripts/_chromium.sh (which scripts/_venv.sh runs). The flags are the ones
 that work on the project's machines: no sandbox (root), no GPU, and no background networking, which the
 closed network would refuse at every start. Each call gets a fresh profile directory.
 """

@@ -1,14 +1,18 @@
-"""Cases drawn once with Hypothesis and kept in streamlet's cache directory, for the oracles' generated corpora.
+"""Cases drawn once with Hypothesis and kept in the repository, for the oracles' generated corpora.
 
-A corpus is derandomized: the same strategies and Hypothesis release draw the same cases. Drawing costs more CPU
-than it should on every run (about 20 ms a case, and under `scripts/test` each test process drew its own), so the
-first process writes the cases to `<cache>/drawn-cases/<name>-<key>.json` (where the broker's jars are; the key
-hashes Hypothesis' version and the modules the draw depends on) and every later run reads them.
+A draw is derandomized, yet not the same everywhere: the same strategies and Hypothesis release drew different
+cases in a plain process, under pytest, and in a busy xdist worker, so CI's fresh machines compared other cases than
+the machine a change was made on (one of them hit a Kafka Streams bug). A draw also costs CPU (about 20 ms a case, a
+minute and a half for all corpora on every CI run). So a corpus is drawn once and committed:
+`tests/fixtures/drawn-cases/<name>-<key>.json.gz`, where the key hashes Hypothesis' version (pinned in pyproject.toml)
+and the modules the draw depends on. A change to a strategy changes the key: the next run draws the corpus again
+and writes it there, in place of the old one, to be committed with the change (`git status` shows it).
 """
 
 from __future__ import annotations
 
 import fcntl
+import gzip
 import hashlib
 import json
 from collections.abc import Callable, Iterable
@@ -19,8 +23,6 @@ import hypothesis
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
-from streamlet.kafka.broker import cache_root
-
 Case = dict[str, Any]
 
 
@@ -30,8 +32,8 @@ def dump(case: Case) -> str:
 
 
 def draw_distinct(strategy: st.SearchStrategy[Case], count: int, cases: dict[str, Case]) -> None:
-    """Add `count` new distinct cases from `strategy` to `cases` (JSON -> case), the same ones on every run
-    (derandomized, no shrinking). Duplicates are rejected (`assume`) and do not count towards `max_examples`."""
+    """Add `count` new distinct cases from `strategy` to `cases` (JSON -> case), derandomized, no shrinking.
+    Duplicates are rejected (`assume`) and do not count towards `max_examples`."""
 
     @settings(
         max_examples=count,
@@ -51,30 +53,37 @@ def draw_distinct(strategy: st.SearchStrategy[Case], count: int, cases: dict[str
 
 
 def distinct_cases(strategy: st.SearchStrategy[Case], count: int) -> list[Case]:
-    """`count` distinct cases of `strategy`, the same on every run."""
+    """`count` distinct cases of `strategy`."""
     cases: dict[str, Case] = {}
     draw_distinct(strategy, count, cases)
     return list(cases.values())
 
 
+#: the committed corpora (gzip'd JSON lists of cases)
+CORPORA_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "drawn-cases"
+
+
 def cached_cases(name: str, depends_on: Iterable[Path], draw: Callable[[], list[Case]]) -> list[Case]:
-    """`draw()`'s cases, drawn once per key: Hypothesis' release, the `depends_on` sources and this module."""
+    """The committed corpus `name`, or `draw()`'s cases, written as that corpus: one per key (Hypothesis' release,
+    the `depends_on` sources and this module)."""
     digest = hashlib.sha256(hypothesis.__version__.encode())
     for source in (*depends_on, Path(__file__)):
         digest.update(source.read_bytes())
-    directory = cache_root() / "drawn-cases"
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{name}-{digest.hexdigest()[:16]}.json"
-    with open(directory / f"{name}.lock", "w") as lock:
+    path = CORPORA_DIR / f"{name}-{digest.hexdigest()[:16]}.json.gz"
+    if path.is_file():
+        cases: list[Case] = json.loads(gzip.decompress(path.read_bytes()))
+        return cases
+    CORPORA_DIR.mkdir(parents=True, exist_ok=True)
+    with open(CORPORA_DIR / f"{name}.lock", "w") as lock:  # the test processes that need it draw it once
         fcntl.flock(lock, fcntl.LOCK_EX)
         if path.is_file():
-            cases: list[Case] = json.loads(path.read_text())
+            cases = json.loads(gzip.decompress(path.read_bytes()))
             return cases
         cases = draw()
         partial = path.with_suffix(".partial")
-        partial.write_text(json.dumps(cases))
+        partial.write_bytes(gzip.compress(json.dumps(cases).encode(), compresslevel=9, mtime=0))
         partial.replace(path)
-        for stale in directory.glob(f"{name}-*.json"):  # drawn by other strategies or Hypothesis releases
+        for stale in CORPORA_DIR.glob(f"{name}-*.json.gz"):  # drawn by other strategies or Hypothesis releases
             if stale != path:
                 stale.unlink(missing_ok=True)
         return cases

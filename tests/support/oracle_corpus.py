@@ -54,6 +54,6 @@ def _draw_corpus() -> list[dict[str, Any]]:
 
 
 def generated_corpus() -> list[dict[str, Any]]:
-    """The shared generated corpus: GENERATED_SMALL + GENERATED_LARGE distinct contract cases, drawn once
-    (tests/support/drawn_cases.py: about a minute of CPU)."""
+    """The shared generated corpus: GENERATED_SMALL + GENERATED_LARGE distinct contract cases, committed
+    (tests/support/drawn_cases.py; a draw takes about half a minute of CPU)."""
     return cached_cases("assignment", [Path(case_strategies.__file__), Path(__file__)], _draw_corpus)

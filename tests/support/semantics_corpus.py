@@ -1,5 +1,5 @@
-"""The semantics oracle's generated corpora: cases drawn once (tests/support/drawn_cases.py), run on Kafka Streams'
-TopologyTestDriver in batches and on streamlet's, compared record for record and by describe().
+"""The semantics oracle's generated corpora: cases drawn once and committed (tests/support/drawn_cases.py), run
+on Kafka Streams' TopologyTestDriver in batches and on streamlet's, compared record for record and by describe().
 
 Each generated test used to draw its cases with `@given` as it ran them: about 20 ms of Hypothesis per case, a
 quarter of the test's CPU, and one JVM round trip per case. Now the JVM answers a batch while this process runs the
@@ -39,8 +39,8 @@ STRATEGY_SOURCES = [
 
 
 def corpus(name: str, strategy: st.SearchStrategy[Case]) -> list[Case]:
-    """GENERATED_CASES distinct cases of `strategy`, the same on every run (drawn once: the key hashes the strategies'
-    modules, not this one, whose comparison code the cases do not depend on)."""
+    """GENERATED_CASES distinct cases of `strategy`, the committed corpus (drawn again when the strategies' modules
+    change: the key hashes them, not this module, whose comparison code the cases do not depend on)."""
     return cached_cases(
         f"semantics-{name}-{GENERATED_CASES}", STRATEGY_SOURCES, lambda: distinct_cases(strategy, GENERATED_CASES)
     )

@@ -32,5 +32,5 @@ def oracle() -> Iterator[Oracle]:
 
 @pytest.fixture(scope="session")
 def corpus() -> list[dict[str, Any]]:
-    """The generated contract cases, drawn once per session and shared by the differential tests."""
+    """The generated contract cases (committed, tests/support/drawn_cases.py), shared by the differential tests."""
     return generated_corpus()

@@ -6,7 +6,7 @@
 * ``fallback_prior``: ``org.apache.kafka.streams.processor.internals.assignment.FallbackPriorTaskAssignor``.
 
 The oracle (``oracle/``, a case's ``assignor`` field picks the class) gives every expected output. The
-generated corpus is drawn once per session with the same strategy as HATA's differential test, and sent
+generated corpus (committed, tests/support/drawn_cases.py) is the one HATA's differential test runs, and is sent
 to the JVM in one batch per assignor. On a mismatch the case is printed as one JSON line; replay it with
 ``echo '<json>' | java -jar oracle/target/streamlet-assignor-oracle.jar``.
 """
