@@ -1,4 +1,4 @@
-# Sourced by scripts/_venv.sh (dev extras): the browser tests render pages in Debian's headless Chromium.
+# Run by scripts/_venv.sh (dev extras), beside pip: the browser tests render pages in Debian's headless Chromium.
 # Installs the `chromium` package when it is missing and this shell may install packages (root, or
 # passwordless sudo); otherwise it says so, and the browser tests skip naming the reason.
 if ! command -v chromium >/dev/null 2>&1 && [ -z "${STREAMLET_NO_CHROMIUM_INSTALL:-}" ]; then

@@ -19,12 +19,17 @@ stale_build() {
   done
   return 1
 }
+# the browser tests' Chromium installs (when missing) while pip installs: both mostly wait on downloads
+chromium_pid=""
+case ",$EXTRAS," in
+  *,dev,*) bash "$ROOT/scripts/_chromium.sh" & chromium_pid=$! ;;
+esac
 if stale_build; then
   "$VENV/bin/python" -m pip install -q --upgrade pip
   "$VENV/bin/python" -m pip install -q -e "$ROOT[$EXTRAS]"
   touch "$STAMP"
 fi
+if [ -n "$chromium_pid" ]; then
+  wait "$chromium_pid"
+fi
 export PATH="$VENV/bin:$PATH"
-case ",$EXTRAS," in
-  *,dev,*) source "$ROOT/scripts/_chromium.sh" ;;
-esac
