@@ -14,6 +14,7 @@ from __future__ import annotations
 import fcntl
 import gzip
 import hashlib
+import inspect
 import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -63,13 +64,19 @@ def distinct_cases(strategy: st.SearchStrategy[Case], count: int) -> list[Case]:
 CORPORA_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "drawn-cases"
 
 
-def cached_cases(name: str, depends_on: Iterable[Path], draw: Callable[[], list[Case]]) -> list[Case]:
-    """The committed corpus `name`, or `draw()`'s cases, written as that corpus: one per key (Hypothesis' release,
-    the `depends_on` sources and this module)."""
+def corpus_path(name: str, depends_on: Iterable[Path]) -> Path:
+    """Where corpus `name` is committed: its key hashes Hypothesis' release, the `depends_on` sources and
+    `draw_distinct`'s (how a corpus is drawn; not this module's docstrings)."""
     digest = hashlib.sha256(hypothesis.__version__.encode())
-    for source in (*depends_on, Path(__file__)):
+    for source in depends_on:
         digest.update(source.read_bytes())
-    path = CORPORA_DIR / f"{name}-{digest.hexdigest()[:16]}.json.gz"
+    digest.update(inspect.getsource(draw_distinct).encode())
+    return CORPORA_DIR / f"{name}-{digest.hexdigest()[:16]}.json.gz"
+
+
+def cached_cases(name: str, depends_on: Iterable[Path], draw: Callable[[], list[Case]]) -> list[Case]:
+    """The committed corpus `name` (corpus_path), or `draw()`'s cases, written there."""
+    path = corpus_path(name, depends_on)
     if path.is_file():
         cases: list[Case] = json.loads(gzip.decompress(path.read_bytes()))
         return cases

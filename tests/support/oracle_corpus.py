@@ -19,6 +19,8 @@ from tests.support.case_strategies import contract_cases
 from tests.support.drawn_cases import cached_cases, draw_distinct, dump
 from tests.support.oracle import Oracle, normalize_output
 
+#: the modules the generated corpus is drawn by (tests/support/drawn_cases.corpus_path)
+CORPUS_SOURCES = [Path(case_strategies.__file__), Path(__file__)]
 GENERATED_SMALL = 700  # contract_cases() as for HATA: up to 8 clients, 3 sub-topologies of 12 partitions
 GENERATED_LARGE = 300  # up to 16 clients, 4 sub-topologies of 40 partitions (hash collisions, bigger tables)
 
@@ -56,4 +58,4 @@ def _draw_corpus() -> list[dict[str, Any]]:
 def generated_corpus() -> list[dict[str, Any]]:
     """The shared generated corpus: GENERATED_SMALL + GENERATED_LARGE distinct contract cases, committed
     (tests/support/drawn_cases.py; a draw takes about half a minute of CPU)."""
-    return cached_cases("assignment", [Path(case_strategies.__file__), Path(__file__)], _draw_corpus)
+    return cached_cases("assignment", CORPUS_SOURCES, _draw_corpus)

@@ -32,6 +32,8 @@ BATCH = 50
 #: Kafka Streams' refusals to build a drawn program -> streamlet's, whose optimizer is a copy of Kafka's. KAFKA-9739's
 #: error (still in 4.4.0): merge.repartition.topics, two repartitions below one key changer through one child of it
 BUILD_REFUSALS = {"Found a null keyChangingChild node for": "found no child of the key changer"}
+#: the generated tests' corpora (tests/oracle/semantics/test_*_oracle.py)
+CORPORA = ("driver", "global-tables", "stream-joins", "tables")
 #: the modules the strategies are made of
 STRATEGY_SOURCES = [
     Path(m.__file__) for m in (semantics_cases, stream_join_cases, table_cases, global_table_cases, dsl_spec)
@@ -41,9 +43,11 @@ STRATEGY_SOURCES = [
 def corpus(name: str, strategy: st.SearchStrategy[Case]) -> list[Case]:
     """GENERATED_CASES distinct cases of `strategy`, the committed corpus (drawn again when the strategies' modules
     change: the key hashes them, not this module, whose comparison code the cases do not depend on)."""
-    return cached_cases(
-        f"semantics-{name}-{GENERATED_CASES}", STRATEGY_SOURCES, lambda: distinct_cases(strategy, GENERATED_CASES)
-    )
+    return cached_cases(corpus_name(name), STRATEGY_SOURCES, lambda: distinct_cases(strategy, GENERATED_CASES))
+
+
+def corpus_name(name: str) -> str:
+    return f"semantics-{name}-{GENERATED_CASES}"
 
 
 def difference(case: Case, expected: dict[str, Any]) -> str | None:
