@@ -89,13 +89,20 @@ def scheduling_rank(group: str | None) -> int:
     return 3
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # pytest-xdist deals the groups largest (most tests) first unless told not to: scheduling_rank's order is the point
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     groups = {item: xdist_group(item.path.relative_to(config.rootpath).as_posix()) for item in items}
     for item, group in groups.items():
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
-    if config.getoption("dist", "no") != "no":
+    # the order matters where the controller reads it: in xdist's workers (their collections), whose own "dist" is "no"
+    if config.getoption("dist", "no") != "no" or hasattr(config, "workerinput"):
         items.sort(key=lambda item: scheduling_rank(groups[item]))  # stable: a module's tests keep their order
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from tests.conftest import scheduling_rank, xdist_group
 
 REPO = Path(__file__).resolve().parents[2]
-CONFTEST = "from tests.conftest import pytest_collection_modifyitems  # noqa: F401\n"
+CONFTEST = "from tests.conftest import pytest_collection_modifyitems, pytest_configure  # noqa: F401\n"
 TESTS = "".join(f"def test_{i}() -> None:\n    pass\n\n\n" for i in range(6))
 
 
@@ -66,3 +66,23 @@ def test_a_module_runs_on_one_process_under_loadgroup(tmp_path: Path) -> None:
         workers[module].add(worker)
     assert set(workers) == set(modules), run.stdout[-3000:]
     assert all(len(w) == 1 for w in workers.values()), dict(workers)
+
+
+def test_groups_are_dealt_in_rank_order_not_by_their_number_of_tests(tmp_path: Path) -> None:
+    """pytest-xdist would deal the six-test chaos module first (it sorts groups by size): Spark's two go first."""
+    modules = {"tests/chaos/test_many.py": TESTS, "tests/integration/spark/test_few.py": TESTS.split("\n\n\n")[0]}
+    (tmp_path / "conftest.py").write_text(CONFTEST)
+    for module, text in modules.items():
+        (tmp_path / module).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / module).write_text(text + "\n")
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "1", "--dist", "loadgroup", "-v", *modules],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    ran = re.findall(r"PASSED (tests/\S+?\.py)::", run.stdout)
+    assert ran[0] == "tests/integration/spark/test_few.py" and len(ran) == 7, run.stdout[-3000:]
