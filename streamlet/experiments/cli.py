@@ -162,16 +162,18 @@ def report_command(args: argparse.Namespace) -> int:
     # the Spark side depends on this package's pure report modules, not the other way round: loaded here only
     from streamlet.spark import SparkNotInstalledError, SparkSetupError
     from streamlet.spark.experiment_report import write_html_report
-    from streamlet.spark.session import stop_spark
+    from streamlet.spark.session import session_active, stop_spark
 
     out = Path(args.out) if args.out else default_out_dir(run_dirs)
+    keep_session = session_active()  # the process's own (a test's, a notebook's): not the command's to stop
     try:
         html, summary = write_html_report(run_dirs, summaries, out, master=args.master, from_kafka=args.from_kafka)
     except (SparkNotInstalledError, SparkSetupError) as exc:
         print(f"error: report.html needs Spark: {exc}", file=sys.stderr)
         return 2
     finally:
-        stop_spark()
+        if not keep_session:
+            stop_spark()
     print(f"\nwrote {html} and {summary}")
     return 0
 
@@ -180,7 +182,7 @@ def sweep_command(args: argparse.Namespace) -> int:
     """Expand, simulate on Spark, aggregate in Spark, write the report; 2 for a bad sweep file or no Spark."""
     # the Spark side depends on this package's pure sweep modules, not the other way round: loaded here only
     from streamlet.spark import SparkNotInstalledError, SparkSetupError
-    from streamlet.spark.session import get_spark, stop_spark
+    from streamlet.spark.session import get_spark, session_active, stop_spark
     from streamlet.spark.sweep import DEFAULT_SWEEP_MASTER, aggregate, read_rows, run_sweep, saved_rows_problem
 
     try:
@@ -212,6 +214,7 @@ def sweep_command(args: argparse.Namespace) -> int:
     master = args.master or DEFAULT_SWEEP_MASTER
     out = Path(args.out) if args.out else Path("runs") / f"sweep-{spec.name}"
     started = time.monotonic()
+    keep_session = session_active()  # the process's own (a test's, a notebook's): not the command's to stop
     try:
         spark = get_spark(master, kafka=False, app_name=f"streamlet-sweep-{spec.name}")
         if saved:
@@ -227,7 +230,8 @@ def sweep_command(args: argparse.Namespace) -> int:
         print(f"error: the sweep needs Spark: {exc}", file=sys.stderr)
         return 2
     finally:
-        stop_spark()
+        if not keep_session:
+            stop_spark()
     note = subset_note(spec, aggregates.situations, args.max_size, shard)
     if saved:
         names = ", ".join(p.name for p in saved)

@@ -226,6 +226,12 @@ def get_spark(
         return _session
 
 
+def session_active() -> bool:
+    """Whether this process has a running session (`get_spark` would reuse it)."""
+    with _lock:
+        return _active(_session)
+
+
 def stop_spark() -> None:
     """Stop the process's session (a later `get_spark` creates a new one)."""
     global _session, _session_has_kafka

@@ -20,7 +20,7 @@ from streamlet.cli import main  # noqa: E402
 from streamlet.experiments.sweep_report import METRICS, WorstScenario  # noqa: E402
 from streamlet.experiments.sweep_simulation import run_scenario  # noqa: E402
 from streamlet.experiments.sweep_space import expand, load_sweep  # noqa: E402
-from streamlet.spark.session import get_spark  # noqa: E402
+from streamlet.spark.session import get_spark, session_active, stop_spark  # noqa: E402
 from streamlet.spark.sweep import aggregate, pitfalls, run_sweep  # noqa: E402
 
 SMALL = Path(__file__).resolve().parents[3] / "examples" / "experiments" / "sweeps" / "small.toml"
@@ -40,6 +40,15 @@ COLUMNS = [
     "max_warmup_replicas",
     "tasks_per_thread",
 ]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def spark_session() -> None:
+    """The module's one session: the sweep commands below run in it and leave it running, as in a notebook, instead
+    of each starting and stopping its own (4 to 8 s each on this machine). The last test stops it."""
+    get_spark("local[2]", kafka=False)
+
+
 SITUATION = (1, "join", 2, "1-9")  # events, kinds, max_warmup_replicas, tasks_per_thread: only pitfalls read them
 ROWS = [
     (0, "a", "s0", 1, True, 4, 100, 0, 1, 0, *SITUATION),
@@ -146,6 +155,7 @@ def test_the_command_writes_the_report(tmp_path: Path) -> None:
     sweep = tmp_path / "tiny.toml"
     sweep.write_text('[sweep]\nname = "tiny"\nsituations = 4\nassignors = ["sticky", "faust"]\n')
     assert main(["experiment", "sweep", str(sweep), "--master", "local[2]", "--out", str(tmp_path / "out")]) == 0
+    assert session_active()  # the module's: the command did not stop it
     markdown = (tmp_path / "out" / "report.md").read_text()
     assert "8 scenarios: 4 situations" in markdown and "| sticky |" in markdown and "| faust |" in markdown
     assert "<table" in (tmp_path / "out" / "report.html").read_text()
@@ -217,3 +227,12 @@ def test_overlapping_shards_are_refused(tmp_path: Path, capsys: pytest.CaptureFi
     assert main([*run, "--from-rows", str(rows)]) == 2
 
     assert "2 scenarios appear in more than one shard" in capsys.readouterr().err
+
+
+def test_a_command_stops_the_session_it_started(tmp_path: Path) -> None:
+    """As the `streamlet` command does: with no session before it, none after it."""
+    stop_spark()
+    sweep = tmp_path / "tiny.toml"
+    sweep.write_text('[sweep]\nname = "tiny"\nsituations = 2\nassignors = ["faust"]\n')
+    assert main(["experiment", "sweep", str(sweep), "--master", "local[2]", "--out", str(tmp_path / "out")]) == 0
+    assert not session_active()
