@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import time
 from collections.abc import AsyncIterator, Generator, Iterator
 
 import pytest
@@ -26,6 +28,9 @@ for _variable in (BROKER_JVM_OPTIONS_ENV, "SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAV
 
 ast_parse_guard.install()  # before the test modules are imported (and their asserts rewritten)
 
+#: `STREAMLET_TEST_TIMELINE=FILE`: every test process appends "<start> <end> <process> <test>" (Unix seconds) per test,
+#: setup and teardown included, to see where a parallel run's processes spent its time
+TIMELINE = os.environ.get("STREAMLET_TEST_TIMELINE")
 WORKER_LOG_TAIL_LINES = 80
 # A test past this prints its asyncio tasks' await chains and fails, cancelled (faulthandler_timeout, 600 s, dumps
 # the threads of one stuck elsewhere)
@@ -63,30 +68,38 @@ async def kafka(bootstrap_servers: str) -> AsyncIterator[KafkaTestCluster]:
         await cluster.close()
 
 
-def xdist_group(path: str) -> str | None:
-    """The pytest-xdist group of a test module (`--dist loadgroup`, scripts/test), by its path from the root.
+#: a module fixture that starts something once for all the module's tests
+_SHARED_FIXTURE = re.compile(r"scope=[\"'](module|package|session)[\"']")
+
+
+def xdist_group(path: str, source: str = "") -> str | None:
+    """The pytest-xdist group of a test module (`--dist loadgroup`, scripts/test), by its path from the root and its
+    source.
 
     A module's tests run on one process, so its module fixtures (a Kafka Streams JVM, a 3-node cluster) start
     once; every Spark test runs on one process, so one Spark JVM serves them all. The unit tier has no costly
-    fixture, and is faster with its tests spread one by one: no group."""
+    fixture, and is faster with its tests spread one by one: no group. Nor has a process test (tests/e2e,
+    tests/chaos) whose module shares no fixture: each is dealt alone, so one module's long tests run side by side."""
     if path.startswith("tests/unit/"):
         return None
-    return "spark" if "/spark/" in path else path
+    if "/spark/" in path:
+        return "spark"
+    if path.startswith(("tests/e2e/", "tests/chaos/")) and not _SHARED_FIXTURE.search(source):
+        return None
+    return path
 
 
-def scheduling_rank(group: str | None) -> int:
-    """Where a test's group goes in the run order: pytest-xdist deals groups to its processes in collection order, so
-    the longest go first (Spark's tests, about 4 minutes on one process; the oracle modules, up to 3; the chaos
-    modules, up to 4) and the unit tier's single tests last, to fill the end of the run instead of one process
-    finishing a long group alone."""
-    if group is None:
-        return 4
+def scheduling_rank(path: str, group: str | None) -> int:
+    """Where a test goes in the run order: pytest-xdist deals groups (a test without one is its own) to its processes
+    in collection order, so the longest go first (Spark's tests, about 4 minutes on one process; the oracle modules,
+    up to 2; the chaos tests, up to 2) and the unit tier's single tests last, to fill the end of the run instead of
+    one process finishing a long group alone."""
     if group == "spark":
         return 0
     for rank, tier in enumerate(("tests/oracle/", "tests/chaos/"), start=1):
-        if group.startswith(tier):
+        if path.startswith(tier):
             return rank
-    return 3
+    return 4 if path.startswith("tests/unit/") else 3
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -97,13 +110,19 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    groups = {item: xdist_group(item.path.relative_to(config.rootpath).as_posix()) for item in items}
+    paths = {item: item.path.relative_to(config.rootpath).as_posix() for item in items}
+    sources = {
+        item.path: item.path.read_text() for item in items if paths[item].startswith(("tests/e2e/", "tests/chaos/"))
+    }
+    groups = {item: xdist_group(paths[item], sources.get(item.path, "")) for item in items}
     for item, group in groups.items():
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
     # the order matters where the controller reads it: in xdist's workers (their collections), whose own "dist" is "no"
     if config.getoption("dist", "no") != "no" or hasattr(config, "workerinput"):
-        items.sort(key=lambda item: scheduling_rank(groups[item]))  # stable: a module's tests keep their order
+        items.sort(
+            key=lambda item: scheduling_rank(paths[item], groups[item])
+        )  # stable: a module's tests keep their order
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
@@ -135,7 +154,13 @@ def pytest_runtest_makereport(
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, object, object]:
     _STUCK.started(item.nodeid, getattr(item, "originalname", item.name))
+    began = time.time()
     try:
         return (yield)
     finally:
         _STUCK.finished()
+        if TIMELINE:
+            with open(TIMELINE, "a") as timeline:
+                timeline.write(
+                    f"{began:.2f} {time.time():.2f} {os.environ.get('PYTEST_XDIST_WORKER', '-')} {item.nodeid}\n"
+                )

@@ -27,27 +27,34 @@ def test_groups_by_module_but_spark_together_and_the_unit_tier_apart() -> None:
     assert xdist_group("tests/unit/runtime/test_a.py") is None
 
 
+def test_a_process_test_is_dealt_alone_unless_its_module_shares_a_fixture() -> None:
+    assert xdist_group("tests/chaos/test_a.py", "def test_x(kafka) -> None: ...") is None
+    assert xdist_group("tests/e2e/test_a.py", "@pytest.fixture\ndef app(): ...") is None
+    shared = '@pytest.fixture(scope="module")\ndef cluster(): ...'
+    assert xdist_group("tests/chaos/test_a.py", shared) == "tests/chaos/test_a.py"
+
+
 def test_the_long_groups_are_dealt_first_and_the_unit_tier_last() -> None:
-    order = [
-        None,
-        "tests/e2e/test_a.py",
-        "tests/integration/runtime/test_a.py",
-        "tests/chaos/test_a.py",
-        "tests/oracle/semantics/test_a.py",
-        "spark",
+    tests = [
+        ("tests/unit/test_a.py", None),
+        ("tests/e2e/test_a.py", None),
+        ("tests/integration/runtime/test_a.py", "tests/integration/runtime/test_a.py"),
+        ("tests/chaos/test_a.py", None),
+        ("tests/oracle/semantics/test_a.py", "tests/oracle/semantics/test_a.py"),
+        ("tests/integration/spark/test_a.py", "spark"),
     ]
-    assert sorted(order, key=scheduling_rank) == [
-        "spark",
+    assert [path for path, _ in sorted(tests, key=lambda t: scheduling_rank(*t))] == [
+        "tests/integration/spark/test_a.py",
         "tests/oracle/semantics/test_a.py",
         "tests/chaos/test_a.py",
         "tests/e2e/test_a.py",
         "tests/integration/runtime/test_a.py",
-        None,
+        "tests/unit/test_a.py",
     ]
 
 
 def test_a_module_runs_on_one_process_under_loadgroup(tmp_path: Path) -> None:
-    modules = ("tests/e2e/test_first.py", "tests/chaos/test_second.py")
+    modules = ("tests/integration/runtime/test_first.py", "tests/oracle/test_second.py")
     (tmp_path / "conftest.py").write_text(CONFTEST)
     for module in modules:
         (tmp_path / module).parent.mkdir(parents=True, exist_ok=True)
@@ -69,8 +76,11 @@ def test_a_module_runs_on_one_process_under_loadgroup(tmp_path: Path) -> None:
 
 
 def test_groups_are_dealt_in_rank_order_not_by_their_number_of_tests(tmp_path: Path) -> None:
-    """pytest-xdist would deal the six-test chaos module first (it sorts groups by size): Spark's two go first."""
-    modules = {"tests/chaos/test_many.py": TESTS, "tests/integration/spark/test_few.py": TESTS.split("\n\n\n")[0]}
+    """pytest-xdist would deal the six-test module first (it sorts groups by size): Spark's one goes first."""
+    modules = {
+        "tests/integration/runtime/test_many.py": TESTS,
+        "tests/integration/spark/test_few.py": TESTS.split("\n\n\n")[0],
+    }
     (tmp_path / "conftest.py").write_text(CONFTEST)
     for module, text in modules.items():
         (tmp_path / module).parent.mkdir(parents=True, exist_ok=True)
