@@ -11,19 +11,19 @@ import pytest
 
 from streamlet.config import security_from_environment
 from streamlet.kafka.broker import BROKER_JVM_OPTIONS_ENV
-from tests.support import ast_parse_guard
+from tests.support import ast_parse_guard, jvm
 from tests.support.kafka import KafkaTestCluster
 from tests.support.reports import REPORTS
 from tests.support.stuck_tests import StuckTestWatch
 from tests.support.workers import MADE_IN_TEST
 
-# The JVMs the tests start live for seconds to minutes under light load: on C1 alone and the serial collector they
-# need about half the CPU (no C2 compilations, no G1 threads). Every broker (the session's, a test's own, a cluster's
-# nodes, an experiment's: streamlet.kafka.broker.broker_jvm_options), Spark's driver (SPARK_SUBMIT_OPTS) and a
-# standalone Spark cluster's master and worker (SPARK_DAEMON_JAVA_OPTS), in this process and those it starts; a value
-# already set wins. The oracles' JVMs set their own (tests/support/oracle.py).
-TEST_JVM_OPTIONS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
-for _variable in (BROKER_JVM_OPTIONS_ENV, "SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS"):
+# The JVMs the tests start run on C1 alone with the serial collector (tests/support/jvm.py): every broker (the
+# session's, a test's own, a cluster's nodes, an experiment's: streamlet.kafka.broker.broker_jvm_options), Spark's
+# driver (SPARK_SUBMIT_OPTS), a standalone Spark cluster's master and worker (SPARK_DAEMON_JAVA_OPTS) and Maven (the
+# oracles' builds, the brokers' jars), in this process and those it starts; a value already set wins. The oracles'
+# JVMs and the javac runs set their own.
+TEST_JVM_OPTIONS = " ".join(jvm.SHORT_LIVED)
+for _variable in (BROKER_JVM_OPTIONS_ENV, "SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS", "MAVEN_OPTS"):
     os.environ.setdefault(_variable, TEST_JVM_OPTIONS)
 
 ast_parse_guard.install()  # before the test modules are imported (and their asserts rewritten)

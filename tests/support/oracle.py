@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from streamlet.kafka.broker import cache_root
+from tests.support.jvm import SHORT_LIVED
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ORACLE_DIR = REPO_ROOT / "oracle"
@@ -152,7 +153,7 @@ class Oracle:
         self._proc = subprocess.Popen(
             # java.io.tmpdir: Java ignores TMPDIR, and the state stores a TopologyTestDriver creates per case go
             # there: on tmpfs with the suite's other temporary files (scripts/test), not on the disk
-            [java, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto"]
+            [java, *SHORT_LIVED, "-Xshare:auto"]
             + [f"-Djava.io.tmpdir={tempfile.gettempdir()}", "-jar", str(self._jar)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

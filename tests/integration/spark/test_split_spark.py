@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.jvm import SHORT_LIVED
 from tests.support.wordcount_reference import TRICKY_LINES, java_split, java_wordcount
 
 pytest.importorskip("pyspark")
@@ -84,7 +85,7 @@ def test_split_matches_java_itself(spark, tmp_path: Path) -> None:
     source.write_text(_JAVA_ORACLE)
     (tmp_path / "lines.hex").write_text("".join(v.hex() + "\n" for v in RAW_VALUES))
     run = subprocess.run(
-        ["java", "-Duser.language=en", "-Duser.country=US", str(source), str(tmp_path / "lines.hex")],
+        ["java", *SHORT_LIVED, "-Duser.language=en", "-Duser.country=US", str(source), str(tmp_path / "lines.hex")],
         capture_output=True,
         text=True,
         timeout=120,

@@ -20,6 +20,7 @@ import pytest
 
 from streamlet.config import StreamsConfig
 from streamlet.errors import ConfigError
+from tests.support.jvm import SHORT_LIVED, javac_options
 from tests.support.semantics_oracle import kafka_streams_classpath
 
 pytestmark = pytest.mark.oracle
@@ -126,12 +127,14 @@ def kafka_answers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     source = root / "ApplicationServerHelper.java"
     source.write_text(HELPER)
     javac = subprocess.run(
-        ["javac", "-nowarn", "-cp", classpath, "-d", str(root), str(source)], capture_output=True, text=True
+        ["javac", *javac_options(), "-nowarn", "-cp", classpath, "-d", str(root), str(source)],
+        capture_output=True,
+        text=True,
     )
     assert javac.returncode == 0, f"the helper does not compile against the oracle's kafka-streams:\n{javac.stderr}"
     corpus = _corpus()
     result = subprocess.run(
-        ["java", "-cp", classpath + os.pathsep + str(root), "ApplicationServerHelper"],
+        ["java", *SHORT_LIVED, "-cp", classpath + os.pathsep + str(root), "ApplicationServerHelper"],
         input="".join(value.encode().hex() + "\n" for value in corpus),
         check=True,
         capture_output=True,

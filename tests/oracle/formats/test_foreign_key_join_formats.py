@@ -28,6 +28,7 @@ from streamlet.topology.subscription_wrappers import (
     combined_key_prefix,
     split_combined_key,
 )
+from tests.support.jvm import SHORT_LIVED, javac_options
 from tests.support.semantics_oracle import kafka_streams_classpath
 
 pytestmark = pytest.mark.oracle
@@ -109,11 +110,13 @@ def java_lines(tmp_path_factory: pytest.TempPathFactory) -> list[list[str]]:
     source.parent.mkdir(parents=True)
     source.write_text(HELPER)
     javac = subprocess.run(
-        ["javac", "-nowarn", "-cp", classpath, "-d", str(root), str(source)], capture_output=True, text=True
+        ["javac", *javac_options(), "-nowarn", "-cp", classpath, "-d", str(root), str(source)],
+        capture_output=True,
+        text=True,
     )
     assert javac.returncode == 0, f"the helper does not compile against the oracle's kafka-streams:\n{javac.stderr}"
     result = subprocess.run(
-        ["java", "-cp", classpath + os.pathsep + str(root), PACKAGE + ".FormatsHelper"],
+        ["java", *SHORT_LIVED, "-cp", classpath + os.pathsep + str(root), PACKAGE + ".FormatsHelper"],
         check=True,
         capture_output=True,
         text=True,

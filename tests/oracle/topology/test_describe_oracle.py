@@ -27,6 +27,7 @@ from tests.oracle.topology.global_table_programs import GlobalTablePrograms
 from tests.oracle.topology.optimization_programs import PROGRAMS as OPTIMIZATION_PROGRAMS
 from tests.oracle.topology.stream_join_programs import stream_join_step
 from tests.oracle.topology.table_programs import TablePrograms
+from tests.support.jvm import SHORT_LIVED, javac_options
 from tests.support.semantics_oracle import kafka_streams_classpath
 
 pytestmark = pytest.mark.oracle
@@ -357,10 +358,13 @@ def _check_against_kafka_streams(
     java_lines.append("}")
     (tmp_path / "RandomTopologies.java").write_text("\n".join(java_lines))
     subprocess.run(
-        ["javac", "-nowarn", "-cp", classpath, "RandomTopologies.java"], cwd=tmp_path, check=True, capture_output=True
+        ["javac", *javac_options(), "-nowarn", "-cp", classpath, "RandomTopologies.java"],
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
     )
     result = subprocess.run(
-        ["java", "-cp", classpath + os.pathsep + ".", "RandomTopologies"],
+        ["java", *SHORT_LIVED, "-cp", classpath + os.pathsep + ".", "RandomTopologies"],
         cwd=tmp_path,
         check=True,
         capture_output=True,
