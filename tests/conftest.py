@@ -11,7 +11,7 @@ import pytest
 
 from streamlet.config import security_from_environment
 from streamlet.kafka.broker import BROKER_JVM_OPTIONS_ENV
-from tests.support import ast_parse_guard, jvm
+from tests.support import ast_parse_guard, durations, jvm
 from tests.support.kafka import KafkaTestCluster
 from tests.support.reports import REPORTS
 from tests.support.stuck_tests import StuckTestWatch
@@ -90,10 +90,8 @@ def xdist_group(path: str, source: str = "") -> str | None:
 
 
 def scheduling_rank(path: str, group: str | None) -> int:
-    """Where a test goes in the run order: pytest-xdist deals groups (a test without one is its own) to its processes
-    in collection order, so the longest go first (Spark's tests, about 4 minutes on one process; the oracle modules,
-    up to 2; the chaos tests, up to 2) and the unit tier's single tests last, to fill the end of the run instead of
-    one process finishing a long group alone."""
+    """A test's tier in the run order, for tests with no recorded duration (tests/support/durations.py): Spark's
+    group, the oracle modules and the chaos tests first, the unit tier's single tests last."""
     if group == "spark":
         return 0
     for rank, tier in enumerate(("tests/oracle/", "tests/chaos/"), start=1):
@@ -102,8 +100,26 @@ def scheduling_rank(path: str, group: str | None) -> int:
     return 4 if path.startswith("tests/unit/") else 3
 
 
+def deal_order(tests: list[tuple[str, str, str | None]], recorded: dict[str, float]) -> list[int]:
+    """The order to deal `tests` (test id, path, group) in: groups (a test without one is its own) by their recorded
+    seconds, longest first, then by tier; a group's tests stay together and in order."""
+    seconds: dict[str, float] = {}
+    first: dict[str, int] = {}
+    for index, (test, _, group) in enumerate(tests):
+        unit = group or test
+        seconds[unit] = seconds.get(unit, 0.0) + recorded.get(durations.test_id(test), 0.0)
+        first.setdefault(unit, index)
+
+    def key(index: int) -> tuple[float, int, int, int]:
+        test, path, group = tests[index]
+        unit = group or test
+        return (-seconds[unit], scheduling_rank(path, group), first[unit], index)
+
+    return sorted(range(len(tests)), key=key)
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    # pytest-xdist deals the groups largest (most tests) first unless told not to: scheduling_rank's order is the point
+    # pytest-xdist deals the groups largest (most tests) first unless told not to: deal_order's order is the point
     if hasattr(config.option, "loadscopereorder"):
         config.option.loadscopereorder = False
 
@@ -120,9 +136,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.xdist_group(group))
     # the order matters where the controller reads it: in xdist's workers (their collections), whose own "dist" is "no"
     if config.getoption("dist", "no") != "no" or hasattr(config, "workerinput"):
-        items.sort(
-            key=lambda item: scheduling_rank(paths[item], groups[item])
-        )  # stable: a module's tests keep their order
+        order = deal_order([(item.nodeid, paths[item], groups[item]) for item in items], durations.load())
+        items[:] = [items[index] for index in order]
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -14,7 +14,8 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from tests.conftest import scheduling_rank, xdist_group
+from tests.conftest import deal_order, scheduling_rank, xdist_group
+from tests.support import durations
 
 REPO = Path(__file__).resolve().parents[2]
 CONFTEST = "from tests.conftest import pytest_collection_modifyitems, pytest_configure  # noqa: F401\n"
@@ -51,6 +52,37 @@ def test_the_long_groups_are_dealt_first_and_the_unit_tier_last() -> None:
         "tests/integration/runtime/test_a.py",
         "tests/unit/test_a.py",
     ]
+
+
+def test_groups_are_dealt_by_their_recorded_seconds_longest_first() -> None:
+    tests = [
+        ("tests/chaos/test_a.py::test_short", "tests/chaos/test_a.py", None),
+        ("tests/e2e/test_b.py::test_long", "tests/e2e/test_b.py", None),
+        ("tests/integration/runtime/test_c.py::test_1", "tests/integration/runtime/test_c.py", "c"),
+        ("tests/integration/runtime/test_c.py::test_2", "tests/integration/runtime/test_c.py", "c"),
+        ("tests/unit/test_d.py::test_new", "tests/unit/test_d.py", None),
+        ("tests/oracle/test_e.py::test_new", "tests/oracle/test_e.py", "e"),
+    ]
+    recorded = {
+        "tests/chaos/test_a.py::test_short": 4.0,
+        "tests/e2e/test_b.py::test_long": 77.0,
+        "tests/integration/runtime/test_c.py::test_1": 30.0,
+        "tests/integration/runtime/test_c.py::test_2": 30.0,
+    }
+    # the module's two tests (60 s together) before the 4 s one; the unrecorded ones after, oracle before unit
+    assert deal_order(tests, recorded) == [1, 2, 3, 0, 5, 4]
+
+
+def test_a_timeline_gives_the_durations_of_its_tests_without_their_groups() -> None:
+    lines = [
+        "100.00 177.50 gw2 tests/e2e/test_b.py::test_long\n",
+        "100.00 130.00 gw1 tests/integration/runtime/test_c.py::test_1[x]@tests/integration/runtime/test_c.py\n",
+        "100.00 100.20 gw0 tests/unit/test_d.py::test_fast\n",
+    ]
+    assert durations.from_timeline(lines) == {
+        "tests/e2e/test_b.py::test_long": 77.5,
+        "tests/integration/runtime/test_c.py::test_1[x]": 30.0,
+    }
 
 
 def test_a_module_runs_on_one_process_under_loadgroup(tmp_path: Path) -> None:
