@@ -89,7 +89,10 @@ class ClientMetrics:
     async def sample(self, since: float | None = None, *, sequence: int = 0, timeout: float = 2.0) -> ClientSample:
         """The client now; commit latencies of the commits after `since` (monotonic; default one interval)."""
         try:
-            standby = dict(await asyncio.wait_for(self._standby_lags(), timeout))
+            # asyncio.timeout, not wait_for: 3.11's wait_for returns the lags when a cancel lands as they arrive, and
+            # the publisher's loop, cancelled by close(), would then run on and close() wait for it forever
+            async with asyncio.timeout(timeout):
+                standby = dict(await self._standby_lags())
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the end offsets may be unreachable: report the rest
@@ -169,10 +172,12 @@ class MetricsPublisher:
                 await self._task
             self._task = None
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.publish_once(), timeout)
+                async with asyncio.timeout(timeout):
+                    await self.publish_once()
         if self._producer is not None:
             try:
-                await asyncio.wait_for(self._producer.stop(), timeout)
+                async with asyncio.timeout(timeout):
+                    await self._producer.stop()
             except TimeoutError:
                 log.warning("the metrics producer did not stop within %.0fs", timeout)
             except Exception:

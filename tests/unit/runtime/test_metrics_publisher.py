@@ -66,3 +66,24 @@ async def test_close_is_bounded_when_the_broker_is_gone() -> None:
     began = asyncio.get_running_loop().time()
     await publisher.close(timeout=0.2)
     assert asyncio.get_running_loop().time() - began < 2 and producer.stopped
+
+
+async def test_close_stops_the_loop_when_its_cancel_lands_as_the_standby_lags_arrive() -> None:
+    """Python 3.11's asyncio.wait_for returned the lags and dropped the cancel when both came in one turn of the loop:
+    the loop ran on and close() waited for it forever (a pure-Python unit run hung on this)."""
+    lags: asyncio.Future[dict] = asyncio.get_running_loop().create_future()
+    asked = asyncio.Event()
+
+    async def standby_lags() -> dict:
+        asked.set()
+        return await lags
+
+    producer = _Producer()
+    metrics = ClientMetrics("app", "pid-1", "h:1", 10, lambda: [], RestoreProgressTracker(), standby_lags)
+    publisher = MetricsPublisher(metrics, "app-metrics", lambda: producer)  # type: ignore[arg-type,return-value]
+    await publisher.start()
+    await asked.wait()  # the loop is sampling, waiting for the lags
+    lags.set_result({})  # the lags arrive ...
+    async with asyncio.timeout(5):  # ... and close() cancels the loop in the same turn
+        await publisher.close(timeout=1)
+    assert producer.stopped and [e["sequence"] for e in producer.sent] == [2]  # the loop's event never went out
