@@ -85,14 +85,15 @@ def test_a_timeline_gives_the_durations_of_its_tests_without_their_groups() -> N
     }
 
 
-def test_a_module_runs_on_one_process_under_loadgroup(tmp_path: Path) -> None:
-    modules = ("tests/integration/runtime/test_first.py", "tests/oracle/test_second.py")
+def _run_loadgroup(tmp_path: Path, modules: dict[str, str], processes: int) -> str:
+    """pytest -v on `modules` (path -> source) under tests/conftest.py's hooks, `--dist loadgroup`: its output."""
     (tmp_path / "conftest.py").write_text(CONFTEST)
-    for module in modules:
+    for module, source in modules.items():
         (tmp_path / module).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / module).write_text(TESTS)
+        (tmp_path / module).write_text(source)
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadgroup", "-v", *modules],
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", str(processes), "--dist", "loadgroup", "-v"]
+        + list(modules),
         cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": str(REPO)},
         capture_output=True,
@@ -100,10 +101,16 @@ def test_a_module_runs_on_one_process_under_loadgroup(tmp_path: Path) -> None:
         timeout=300,
     )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    return run.stdout
+
+
+def test_a_module_runs_on_one_process_under_loadgroup(tmp_path: Path) -> None:
+    modules = ("tests/integration/runtime/test_first.py", "tests/oracle/test_second.py")
+    stdout = _run_loadgroup(tmp_path, dict.fromkeys(modules, TESTS), processes=2)
     workers: dict[str, set[str]] = defaultdict(set)
-    for worker, module in re.findall(r"^\[(gw\d+)\] .*?PASSED (tests/\S+?\.py)::", run.stdout, re.MULTILINE):
+    for worker, module in re.findall(r"^\[(gw\d+)\] .*?PASSED (tests/\S+?\.py)::", stdout, re.MULTILINE):
         workers[module].add(worker)
-    assert set(workers) == set(modules), run.stdout[-3000:]
+    assert set(workers) == set(modules), stdout[-3000:]
     assert all(len(w) == 1 for w in workers.values()), dict(workers)
 
 
@@ -111,20 +118,8 @@ def test_groups_are_dealt_in_rank_order_not_by_their_number_of_tests(tmp_path: P
     """pytest-xdist would deal the six-test module first (it sorts groups by size): Spark's one goes first."""
     modules = {
         "tests/integration/runtime/test_many.py": TESTS,
-        "tests/integration/spark/test_few.py": TESTS.split("\n\n\n")[0],
+        "tests/integration/spark/test_few.py": TESTS.split("\n\n\n")[0] + "\n",
     }
-    (tmp_path / "conftest.py").write_text(CONFTEST)
-    for module, text in modules.items():
-        (tmp_path / module).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / module).write_text(text + "\n")
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "1", "--dist", "loadgroup", "-v", *modules],
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    ran = re.findall(r"PASSED (tests/\S+?\.py)::", run.stdout)
-    assert ran[0] == "tests/integration/spark/test_few.py" and len(ran) == 7, run.stdout[-3000:]
+    stdout = _run_loadgroup(tmp_path, modules, processes=1)
+    ran = re.findall(r"PASSED (tests/\S+?\.py)::", stdout)
+    assert ran[0] == "tests/integration/spark/test_few.py" and len(ran) == 7, stdout[-3000:]
