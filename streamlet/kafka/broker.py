@@ -26,6 +26,7 @@ import socket
 import ssl
 import struct
 import subprocess
+import tempfile
 import time
 import uuid
 from collections.abc import Mapping
@@ -35,6 +36,7 @@ from pathlib import Path
 
 from streamlet.errors import BrokerError
 from streamlet.kafka.certificates import TlsFiles, make_tls_files, tls_files
+from streamlet.kafka.class_archive import ClassArchive
 
 #: The Kafka release the local broker runs by default, and the one the oracles and bench peers are built from.
 KAFKA_VERSION = "4.4.0"
@@ -360,6 +362,8 @@ class LocalBroker:
         self.cluster_id = cluster_id
         self._tls_dir = tls_dir
         self._proc: subprocess.Popen[bytes] | None = None  # the JVM this object launched
+        self.exit_code: int | None = None  # that JVM's, once `stop` saw it exit
+        self._archive_writer: list[str] | None = None  # the options of a broker that writes the class archive
 
     @property
     def _state_file(self) -> Path:
@@ -415,16 +419,18 @@ class LocalBroker:
         )
         log4j = self.directory / "log4j2.properties"
         log4j.write_text(_LOG4J2)
-        classpath = str(libs / "*")
+        jvm_options = [f"-Xmx{self.heap}", f"-Xms{self.heap}", *broker_jvm_options()]
+        archive = ClassArchive(cache_root() / "class-archives", libs, java, jvm_options)
+        if self._archive_writer is None and archive.missing():
+            archive.write(self._write_class_archive)
         jvm = [
             java,
-            f"-Xmx{self.heap}",
-            f"-Xms{self.heap}",
-            *broker_jvm_options(),
+            *jvm_options,
+            *archive.options(),
             "-Djava.awt.headless=true",
             f"-Dlog4j2.configurationFile={log4j}",
             "-cp",
-            classpath,
+            str(libs / "*"),
         ]
 
         if (data_dir / "meta.properties").exists():
@@ -444,7 +450,7 @@ class LocalBroker:
 
         with open(log_file, "ab") as log:
             proc = subprocess.Popen(
-                [*jvm, "kafka.Kafka", str(properties)],
+                [*jvm, *(self._archive_writer or []), "kafka.Kafka", str(properties)],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
@@ -569,18 +575,44 @@ class LocalBroker:
         state = self.status()
         if state is None:
             return False
+        own = self._proc if self._proc is not None and self._proc.pid == state.pid else None
+
+        def alive() -> bool:
+            if own is not None:
+                return own.poll() is None
+            _reap(state.pid)
+            return _pid_alive(state.pid)
+
         with contextlib.suppress(ProcessLookupError):
             os.kill(state.pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and _pid_alive(state.pid):
-            _reap(state.pid)
+        while time.monotonic() < deadline and alive():
             time.sleep(0.1)
-        if _pid_alive(state.pid):
+        if alive():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(state.pid, signal.SIGKILL)
+            if own is not None:
+                own.wait()
             _reap(state.pid)
+        self.exit_code = None if own is None else own.returncode
         self._state_file.unlink(missing_ok=True)
         return True
+
+    def _write_class_archive(self, writer_options: list[str]) -> int | None:
+        """Start and stop a throwaway broker whose JVM writes the class archive at its exit (see `ClassArchive`);
+        its exit code, or None when it did not start."""
+        directory = Path(tempfile.mkdtemp(prefix="streamlet-class-archive-"))
+        writer = LocalBroker(directory, kafka_version=self.kafka_version, heap=self.heap, die_with_parent=True)
+        writer._archive_writer = writer_options
+        try:
+            writer.start()
+            writer.stop()
+            return writer.exit_code
+        except BrokerError:
+            writer.stop()
+            return None
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
 
     def wipe(self) -> None:
         """Stop the broker and delete its data: the next start is a fresh, empty cluster."""

@@ -1,0 +1,90 @@
+"""ClassArchive without a JVM: which options a broker gets, who writes the archive, and what a failed writer leaves."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from streamlet.kafka.class_archive import CLASS_ARCHIVE_ENV, ClassArchive
+
+OPTIONS = ["-Xmx512m", "-XX:+UseSerialGC"]
+
+
+@pytest.fixture
+def libs(tmp_path: Path) -> Path:
+    libs = tmp_path / "libs"
+    libs.mkdir()
+    (libs / "kafka_2.13-4.4.0.jar").write_bytes(b"jar")
+    return libs
+
+
+def _archive(tmp_path: Path, libs: Path, options: list[str] = OPTIONS) -> ClassArchive:
+    return ClassArchive(tmp_path / "archives", libs, sys.executable, options)
+
+
+def _writer(returncode: int | None, seen: list[list[str]]):
+    def run(options: list[str]) -> int | None:
+        seen.append(options)
+        [option] = options
+        Path(option.removeprefix("-XX:ArchiveClassesAtExit=")).write_bytes(b"classes")
+        return returncode
+
+    return run
+
+
+def _dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_a_written_archive_is_mapped_by_the_next_jvms(tmp_path: Path, libs: Path) -> None:
+    archive = _archive(tmp_path, libs)
+    assert archive.missing() and archive.options() == []
+    seen: list[list[str]] = []
+    assert archive.write(_writer(143, seen))  # SIGTERM's exit: the archive is complete
+    [[option]] = seen
+    assert option.startswith("-XX:ArchiveClassesAtExit=") and option.endswith(".partial")
+    assert not archive.missing() and archive.options() == [f"-XX:SharedArchiveFile={archive.path}"]
+    assert sorted(p.name for p in archive.path.parent.iterdir()) == [archive.path.name]  # no claim, no partial left
+
+
+@pytest.mark.parametrize("returncode", [-9, 1, None])
+def test_a_writer_that_did_not_exit_normally_leaves_nothing(tmp_path: Path, libs: Path, returncode: int | None) -> None:
+    archive = _archive(tmp_path, libs)
+    assert not archive.write(_writer(returncode, []))
+    assert archive.missing() and list(archive.path.parent.iterdir()) == []
+
+
+def test_one_process_writes_at_a_time_and_a_dead_ones_claim_is_taken_over(tmp_path: Path, libs: Path) -> None:
+    archive = _archive(tmp_path, libs)
+    claim = archive.path.with_suffix(".writing")
+    claim.parent.mkdir(parents=True)
+    claim.write_text(f"{os.getppid()}\n")  # a live process writes it
+    seen: list[list[str]] = []
+    assert not archive.write(_writer(0, seen)) and seen == []
+
+    claim.write_text(f"{_dead_pid()}\n")
+    left = archive.path.with_name(f"{archive.path.stem}.dead.partial")
+    left.write_bytes(b"half an archive")
+    assert archive.write(_writer(0, seen)) and len(seen) == 1
+    assert sorted(p.name for p in archive.path.parent.iterdir()) == [archive.path.name]
+
+
+def test_the_archive_belongs_to_its_jars_and_options(tmp_path: Path, libs: Path) -> None:
+    first = _archive(tmp_path, libs).path
+    assert _archive(tmp_path, libs).path == first
+    assert _archive(tmp_path, libs, ["-Xmx1g", "-XX:+UseSerialGC"]).path != first
+    (libs / "kafka-clients-4.4.0.jar").write_bytes(b"another jar")
+    assert _archive(tmp_path, libs).path != first
+
+
+def test_the_environment_turns_it_off(tmp_path: Path, libs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    archive = _archive(tmp_path, libs)
+    assert archive.write(_writer(0, []))
+    monkeypatch.setenv(CLASS_ARCHIVE_ENV, "0")
+    assert archive.options() == [] and not archive.missing()
