@@ -28,11 +28,18 @@ esac
 # unpacks in parallel: streamlet's extensions and PySpark's wheel (an sdist: 450 MB of jars zipped) build at once.
 # A cold install took 35 s with it, 60 s with pip, which installs when uv cannot be had. Both compile the bytecode.
 UV_VERSION="0.13.9"
-if stale_build; then
-  if "$VENV/bin/python" -m pip install -q "uv==$UV_VERSION"; then
+uv_install() {
+  # pip's settings from the environment, as uv names them (uv reads no pip configuration)
+  [ -n "${PIP_FIND_LINKS:-}" ] && export UV_FIND_LINKS="${UV_FIND_LINKS:-$PIP_FIND_LINKS}"
+  [ -n "${PIP_INDEX_URL:-}" ] && export UV_INDEX_URL="${UV_INDEX_URL:-$PIP_INDEX_URL}"
+  [ -n "${PIP_CERT:-}" ] && export SSL_CERT_FILE="${SSL_CERT_FILE:-$PIP_CERT}"
+  [ -n "${PIP_DEFAULT_TIMEOUT:-}" ] && export UV_HTTP_TIMEOUT="${UV_HTTP_TIMEOUT:-$PIP_DEFAULT_TIMEOUT}"
+  "$VENV/bin/python" -m pip install -q "uv==$UV_VERSION" &&
     "$VENV/bin/uv" pip install -q --compile-bytecode --python "$VENV/bin/python" -e "$ROOT[$EXTRAS]"
-  else
-    echo "scripts/_venv.sh: uv could not be installed; pip installs instead" >&2
+}
+if stale_build; then
+  if ! (uv_install); then
+    echo "scripts/_venv.sh: installing with uv failed; pip installs instead" >&2
     "$VENV/bin/python" -m pip install -q --upgrade pip
     "$VENV/bin/python" -m pip install -q -e "$ROOT[$EXTRAS]"
   fi
