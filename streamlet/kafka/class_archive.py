@@ -43,10 +43,10 @@ class ClassArchive:
             digest.update("\0".join((jar.name, *_stamps(jar), "")).encode())
         self.path = cache_dir / f"{digest.hexdigest()[:20]}.jsa"
         self._claim = self.path.with_suffix(".writing")
+        self._sharing_off = "-Xshare:off" in jvm_options  # the JVM could neither map nor write an archive
 
-    @staticmethod
-    def enabled() -> bool:
-        return os.environ.get(CLASS_ARCHIVE_ENV, "1") != "0"
+    def enabled(self) -> bool:
+        return os.environ.get(CLASS_ARCHIVE_ENV, "1") != "0" and not self._sharing_off
 
     def options(self) -> list[str]:
         """The JVM options that map the archive, when it exists."""

@@ -88,3 +88,8 @@ def test_the_environment_turns_it_off(tmp_path: Path, libs: Path, monkeypatch: p
     assert archive.write(_writer(0, []))
     monkeypatch.setenv(CLASS_ARCHIVE_ENV, "0")
     assert archive.options() == [] and not archive.missing()
+
+
+def test_jvms_without_class_sharing_neither_map_nor_write_one(tmp_path: Path, libs: Path) -> None:
+    archive = _archive(tmp_path, libs, [*OPTIONS, "-Xshare:off"])
+    assert archive.options() == [] and not archive.missing()
