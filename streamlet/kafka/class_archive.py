@@ -28,6 +28,8 @@ CLASS_ARCHIVE_ENV = "STREAMLET_BROKER_CLASS_ARCHIVE"
 NORMAL_EXITS = (0, 143)
 # a claim without a pid yet is being made; one that stays so longer died in the making
 _EMPTY_CLAIM_STALE_S = 60.0
+# archives kept in the cache (about 50 MB each): one per Kafka release, Java and JVM options in use
+KEPT_ARCHIVES = 6
 
 
 class ClassArchive:
@@ -65,12 +67,21 @@ class ClassArchive:
             returncode = run_writer([f"-XX:ArchiveClassesAtExit={partial}"])
             if returncode in NORMAL_EXITS and partial.is_file() and partial.stat().st_size > 0:
                 partial.replace(self.path)
+                self._drop_old_archives()
         finally:
             with contextlib.suppress(OSError):
                 partial.unlink()
             with contextlib.suppress(OSError):
                 self._claim.unlink()
         return self.path.is_file()
+
+    def _drop_old_archives(self) -> None:
+        """Keep the newest KEPT_ARCHIVES: an archive of jars, a Java or options no longer used is never mapped again.
+        A JVM that mapped a deleted one keeps its mapping."""
+        archives = sorted(self.path.parent.glob("*.jsa"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in archives[KEPT_ARCHIVES:]:
+            with contextlib.suppress(OSError):
+                old.unlink()
 
     def _claim_it(self) -> bool:
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from streamlet.kafka.class_archive import CLASS_ARCHIVE_ENV, ClassArchive
+from streamlet.kafka.class_archive import CLASS_ARCHIVE_ENV, KEPT_ARCHIVES, ClassArchive
 
 OPTIONS = ["-Xmx512m", "-XX:+UseSerialGC"]
 
@@ -93,3 +93,15 @@ def test_the_environment_turns_it_off(tmp_path: Path, libs: Path, monkeypatch: p
 def test_jvms_without_class_sharing_neither_map_nor_write_one(tmp_path: Path, libs: Path) -> None:
     archive = _archive(tmp_path, libs, [*OPTIONS, "-Xshare:off"])
     assert archive.options() == [] and not archive.missing()
+
+
+def test_the_cache_keeps_the_newest_archives(tmp_path: Path, libs: Path) -> None:
+    cache = tmp_path / "archives"
+    cache.mkdir()
+    old = [cache / f"old-{i}.jsa" for i in range(KEPT_ARCHIVES)]
+    for age, path in enumerate(old):
+        path.write_bytes(b"classes")
+        os.utime(path, (1_000_000 - age, 1_000_000 - age))  # old-0 the newest of them
+    archive = _archive(tmp_path, libs)
+    assert archive.write(_writer(0, []))
+    assert sorted(cache.glob("*.jsa")) == sorted([archive.path, *old[:-1]])
