@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -36,10 +36,9 @@ def _writer(returncode: int | None, seen: list[list[str]]):
     return run
 
 
-def _dead_pid() -> int:
-    child = subprocess.Popen([sys.executable, "-c", "pass"])
-    child.wait()
-    return child.pid
+def _files(archive: ClassArchive) -> list[str]:
+    """The cache's files but the writers' lock, which stays."""
+    return sorted(p.name for p in archive.path.parent.iterdir() if p.name != ".writing.lock")
 
 
 def test_a_written_archive_is_mapped_by_the_next_jvms(tmp_path: Path, libs: Path) -> None:
@@ -50,29 +49,29 @@ def test_a_written_archive_is_mapped_by_the_next_jvms(tmp_path: Path, libs: Path
     [[option]] = seen
     assert option.startswith("-XX:ArchiveClassesAtExit=") and option.endswith(".partial")
     assert not archive.missing() and archive.options() == [f"-XX:SharedArchiveFile={archive.path}"]
-    assert sorted(p.name for p in archive.path.parent.iterdir()) == [archive.path.name]  # no claim, no partial left
+    assert _files(archive) == [archive.path.name]  # no partial left
 
 
 @pytest.mark.parametrize("returncode", [-9, 1, None])
 def test_a_writer_that_did_not_exit_normally_leaves_nothing(tmp_path: Path, libs: Path, returncode: int | None) -> None:
     archive = _archive(tmp_path, libs)
     assert not archive.write(_writer(returncode, []))
-    assert archive.missing() and list(archive.path.parent.iterdir()) == []
+    assert archive.missing() and _files(archive) == []
 
 
-def test_one_process_writes_at_a_time_and_a_dead_ones_claim_is_taken_over(tmp_path: Path, libs: Path) -> None:
+def test_one_process_writes_at_a_time_and_a_dead_writers_partial_file_goes(tmp_path: Path, libs: Path) -> None:
     archive = _archive(tmp_path, libs)
-    claim = archive.path.with_suffix(".writing")
-    claim.parent.mkdir(parents=True)
-    claim.write_text(f"{os.getppid()}\n")  # a live process writes it
+    archive.path.parent.mkdir(parents=True)
     seen: list[list[str]] = []
-    assert not archive.write(_writer(0, seen)) and seen == []
+    with open(archive.path.parent / ".writing.lock", "w") as other_writer:
+        fcntl.flock(other_writer, fcntl.LOCK_EX)  # another open file: another writer, as far as flock goes
+        assert not archive.write(_writer(0, seen)) and seen == []
 
-    claim.write_text(f"{_dead_pid()}\n")
-    left = archive.path.with_name(f"{archive.path.stem}.dead.partial")
+    left = archive.path.with_suffix(".partial")  # its writer died while its JVM wrote
     left.write_bytes(b"half an archive")
+    (archive.path.parent / "another.partial").write_bytes(b"half another archive")
     assert archive.write(_writer(0, seen)) and len(seen) == 1
-    assert sorted(p.name for p in archive.path.parent.iterdir()) == [archive.path.name]
+    assert _files(archive) == [archive.path.name]
 
 
 def test_the_archive_belongs_to_its_jars_and_options(tmp_path: Path, libs: Path) -> None:
